@@ -1,0 +1,40 @@
+"""toolpass: a pass for every tool call an AI agent makes.
+
+Every name here is re-exported from the submodules that define it.
+"""
+
+from toolpass._version import __version__
+from toolpass.engine import Decision
+from toolpass.toolkit import (
+    CODES,
+    ApprovalPending,
+    ApprovalQueue,
+    ApprovalRequest,
+    AuditEvent,
+    JsonlSink,
+    LogSink,
+    PermissionCheck,
+    Session,
+    ToolCall,
+    ToolError,
+    ToolRefused,
+    Toolkit,
+    configure,
+    current_session,
+    default_toolkit,
+    fence,
+    permission_check,
+    secured_tool,
+    tool,
+)
+
+# Adapter distributions (toolpass-langchain, ...) add subpackages such as ``toolpass.langchain``
+# from their own install location; this lets them be found in editable installs too.
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
+__all__ = [
+    "CODES", "ApprovalPending", "ApprovalQueue", "ApprovalRequest", "AuditEvent", "Decision",
+    "JsonlSink", "LogSink", "PermissionCheck", "Session", "ToolCall", "ToolError", "ToolRefused",
+    "Toolkit", "__version__", "configure", "current_session", "default_toolkit", "fence",
+    "permission_check", "secured_tool", "tool",
+]

@@ -1,0 +1,37 @@
+"""The engine's exceptions."""
+
+from __future__ import annotations
+
+from toolpass.engine.decision import Decision
+
+
+class ToolpassError(Exception):
+    """Base of every exception toolpass raises on purpose."""
+
+
+class ConfigError(ToolpassError, ValueError):
+    """A configuration that cannot be used; the message names the file, line and key.
+
+    ``key`` names the offending key when the raiser knows it but not where it was written.
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class SecretError(ConfigError):
+    """A secret reference that cannot be resolved; the message names the reference."""
+
+
+class LookupFailed(ToolpassError):
+    """A live look-up could not answer; the engine turns it into an ``unknown`` decision."""
+
+
+class PermissionDenied(ToolpassError):
+    """Raised by ``require`` and ``guarded`` for anything but an allow."""
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        where = f" ({decision.action} on {decision.resource})" if decision.action else ""
+        super().__init__(f"{decision.decision}{where}: {decision.reason}")

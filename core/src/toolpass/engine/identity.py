@@ -1,0 +1,324 @@
+"""How the application's user (an email) becomes the system's user.
+
+Modes, shared by every integration:
+
+- an integration's own modes (``lookup``: the system's look-up; GitHub adds ``saml``);
+- ``template``: ``{local}``, ``{domain}`` and ``{email}`` filled from the email;
+- ``users``: a mapping written in the connection;
+- ``file``: a JSON or YAML mapping file, re-read when it changes;
+- ``http``: ``GET <url>?email=&system=&connection=`` on a service the deployment runs,
+  answering ``{"user": "id"}`` (or ``{"users": [...]}``; 404 or ``{"user": null}``: no one);
+- ``callable``: ``resolve(email) -> str | list[str] | None``, in code.
+
+``users`` entries are consulted first in every mode, and ``domains`` (when given) limits
+which email domains may be mapped at all. Matching is exact; no one or several people is
+never a guess but a :class:`LookupFailed`, i.e. an ``unknown`` decision. Mappings found by a
+look-up, a service or a callable are cached for ``cache_ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from toolpass.engine import budget
+from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.engine.http import HTTPClient, NetOptions
+from toolpass.engine.secrets import Secret, parse_secret
+
+Resolve = Callable[[str], "str | Sequence[str] | None"]
+Lookup = Callable[[str, str], Sequence[str]]
+SHARED_MODES = ("template", "users", "file", "http", "callable")
+KEYS = ("mode", "users", "template", "domains", "file", "url", "token", "resolve", "cache_ttl")
+
+
+@dataclass(frozen=True)
+class IdentitySettings:
+    """A connection's ``identity:`` section, validated."""
+
+    mode: str = "users"
+    users: Mapping[str, str] = field(default_factory=dict)
+    template: str | None = None
+    domains: tuple[str, ...] = ()
+    file: str | None = None
+    url: str | None = None
+    token: Secret | None = None
+    resolve: Resolve | None = None
+    cache_ttl: float = 3600.0
+
+
+def normalize_email(email: str) -> str:
+    """The email, lower-cased; :class:`LookupFailed` when it is not one plain address."""
+    local, at, domain = email.partition("@")
+    if (
+        not at
+        or not local
+        or "@" in domain
+        or "." not in domain
+        or any(c.isspace() or unicodedata.category(c)[0] == "C" for c in email)
+    ):
+        raise LookupFailed(f"{email!r} is not an email address")
+    return email.lower()
+
+
+def parse_identity(
+    raw: object, own_modes: Sequence[str], *, in_code: bool, base_dir: str | None = None
+) -> IdentitySettings:
+    """Validate an ``identity:`` value; ``ConfigError.key`` names the offending sub-key."""
+    if raw is None:
+        return IdentitySettings(mode=own_modes[0] if own_modes else "users")
+    if callable(raw) and in_code:
+        return IdentitySettings(mode="callable", resolve=raw)
+    if not isinstance(raw, Mapping):
+        raise ConfigError("identity must be a mapping", "identity")
+    for key in raw:
+        if key not in KEYS:
+            raise ConfigError(f"unknown key (expected one of {', '.join(KEYS)})", f"identity.{key}")
+    modes = (*own_modes, *SHARED_MODES)
+    mode = raw.get("mode", own_modes[0] if own_modes else "users")
+    if mode not in modes:
+        raise ConfigError(f"must be one of {', '.join(modes)}", "identity.mode")
+    users = raw.get("users", {})
+    if not isinstance(users, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in users.items()
+    ):
+        raise ConfigError("must map emails to user names", "identity.users")
+    domains = raw.get("domains", [])
+    if not isinstance(domains, list) or not all(isinstance(d, str) and d for d in domains):
+        raise ConfigError("must be a list of email domains", "identity.domains")
+    settings = IdentitySettings(
+        mode=mode,
+        users={k.lower(): v for k, v in users.items()},
+        domains=tuple(d.lower().lstrip("@") for d in domains),
+        cache_ttl=_number(raw.get("cache_ttl", 3600.0), "identity.cache_ttl"),
+    )
+    needs = {"template": "template", "file": "file", "http": "url", "callable": "resolve"}
+    if mode in needs and raw.get(needs[mode]) is None:
+        raise ConfigError(f"mode {mode} needs identity.{needs[mode]}", "identity.mode")
+    if mode == "template":
+        template = raw["template"]
+        if not isinstance(template, str) or not _valid_template(template):
+            raise ConfigError("use only {local}, {domain} and {email}", "identity.template")
+        if not settings.domains:
+            raise ConfigError("a template needs identity.domains to limit it", "identity.domains")
+        settings = _replace(settings, template=template)
+    if raw.get("file") is not None:
+        path = raw["file"]
+        if not isinstance(path, str):
+            raise ConfigError("must be a path", "identity.file")
+        settings = _replace(settings, file=os.path.join(base_dir or "", path))
+    if raw.get("url") is not None:
+        url = raw["url"]
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+            raise ConfigError("must be an http(s) URL", "identity.url")
+        settings = _replace(settings, url=url)
+    if raw.get("token") is not None:
+        try:
+            token = parse_secret(raw["token"], allow_literal=in_code)
+        except ConfigError as e:
+            raise ConfigError(str(e), "identity.token")
+        settings = _replace(settings, token=token)
+    if raw.get("resolve") is not None:
+        if not (in_code and callable(raw["resolve"])):
+            raise ConfigError("must be a callable, given in code", "identity.resolve")
+        settings = _replace(settings, resolve=raw["resolve"])
+    return settings
+
+
+def _replace(settings: IdentitySettings, **changes: Any) -> IdentitySettings:
+    import dataclasses
+
+    return dataclasses.replace(settings, **changes)
+
+
+def _number(value: object, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError("must be a number of seconds, 0 or more", key)
+    return float(value)
+
+
+def _valid_template(template: str) -> bool:
+    from string import Formatter
+
+    try:
+        fields = [f for _, f, spec, conv in Formatter().parse(template) if f is not None]
+    except ValueError:
+        return False
+    return bool(fields) and all(f in ("local", "domain", "email") for f in fields)
+
+
+class _MappingFile:
+    """A mapping file, re-read whenever its size or modification time changes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int, int] | None = None
+        self._users: dict[str, list[str]] = {}
+
+    def get(self, email: str) -> list[str]:
+        try:
+            st = os.stat(self.path)
+        except OSError as e:
+            raise LookupFailed(f"identity file {self.path}: {e.strerror}")
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        with self._lock:
+            if stamp != self._stamp:
+                self._users = self._load()
+                self._stamp = stamp
+            return self._users.get(email, [])
+
+    def _load(self) -> dict[str, list[str]]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                text = f.read()
+            if self.path.endswith((".yaml", ".yml")):
+                from toolpass.engine.config import yaml_module
+
+                data = yaml_module().safe_load(text)
+            else:
+                data = json.loads(text)
+        except (OSError, ValueError) as e:
+            raise LookupFailed(f"identity file {self.path} cannot be read: {e}")
+        except Exception as e:  # a YAML error
+            raise LookupFailed(f"identity file {self.path} cannot be parsed: {e}")
+        if not isinstance(data, dict):
+            raise LookupFailed(f"identity file {self.path} must be a mapping of emails to users")
+        users: dict[str, list[str]] = {}
+        for email, user in data.items():
+            if isinstance(email, str) and isinstance(user, str) and user:
+                users.setdefault(email.lower(), []).append(user)
+        return users
+
+    def check(self) -> None:
+        """Raise :class:`LookupFailed` if the file cannot be used."""
+        self.get("")
+
+
+class IdentityResolver:
+    """Maps emails to a system's users for one connection (thread-safe, cached)."""
+
+    def __init__(
+        self,
+        settings: IdentitySettings,
+        *,
+        system: str,
+        connection: str,
+        lookup: Lookup | None = None,
+        http: HTTPClient | None = None,
+        cache_size: int = 10_000,
+    ) -> None:
+        self.settings = settings
+        self._system = system
+        self._connection = connection
+        self._lookup = lookup
+        self._http = http or HTTPClient()
+        self._file = _MappingFile(settings.file) if settings.file else None
+        self._cache: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def resolve(self, email: str) -> str:
+        """The one user ``email`` maps to; :class:`LookupFailed` for no one or several."""
+        email = normalize_email(email)
+        domain = email.rpartition("@")[2]
+        s = self.settings
+        if s.domains and domain not in s.domains:
+            raise LookupFailed(f"{email} is not in an email domain this connection maps")
+        if email in s.users:
+            return s.users[email]
+        if s.mode == "users":
+            return self._one(email, [])
+        if s.mode == "template":
+            assert s.template is not None
+            local = email.rpartition("@")[0]
+            return self._one(email, [s.template.format(local=local, domain=domain, email=email)])
+        if s.mode == "file":
+            assert self._file is not None
+            return self._one(email, self._file.get(email))
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(email)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+        user = self._one(email, self._find(email))
+        with self._lock:
+            self._cache[email] = (now + s.cache_ttl, user)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return user
+
+    def _find(self, email: str) -> Sequence[str]:
+        s = self.settings
+        if s.mode == "http":
+            return self._ask_service(email)
+        if s.mode == "callable":
+            assert s.resolve is not None
+            try:
+                found = s.resolve(email)
+            except Exception as e:
+                raise LookupFailed(f"the identity callable failed ({type(e).__name__}: {e})")
+            if found is None:
+                return []
+            return [found] if isinstance(found, str) else list(found)
+        if self._lookup is None:
+            raise LookupFailed(f"{self._system} has no identity mode {s.mode!r}")
+        return self._lookup(email, s.mode)
+
+    def _ask_service(self, email: str) -> Sequence[str]:
+        assert self.settings.url is not None
+        query = urlencode({"email": email, "system": self._system, "connection": self._connection})
+        sep = "&" if "?" in self.settings.url else "?"
+        headers = {}
+        if self.settings.token is not None:
+            headers["Authorization"] = f"Bearer {self.settings.token.get()}"
+        answer = self._http.request(
+            "GET",
+            f"{self.settings.url}{sep}{query}",
+            headers=headers,
+            timeout=budget.remaining(),
+            options=NetOptions(),
+        )
+        if answer.status == 404:
+            return []
+        if answer.status != 200:
+            raise LookupFailed(f"the identity service answered HTTP {answer.status}")
+        data = answer.json()
+        if isinstance(data, dict) and isinstance(data.get("users"), list):
+            found = data["users"]
+        elif isinstance(data, dict) and "user" in data:
+            found = [] if data["user"] is None else [data["user"]]
+        else:
+            raise LookupFailed("the identity service's answer has neither user nor users")
+        if not all(isinstance(u, str) for u in found):
+            raise LookupFailed("the identity service's answer holds a user that is not a string")
+        return found
+
+    def _one(self, email: str, found: Sequence[str]) -> str:
+        unique = list(dict.fromkeys(found))
+        if not unique:
+            raise LookupFailed(f"{email} maps to no {self._system} user ({self.settings.mode})")
+        if len(unique) > 1:
+            raise LookupFailed(
+                f"{email} maps to {len(unique)} {self._system} users ({self.settings.mode}); "
+                "refusing to guess"
+            )
+        user = unique[0]
+        if not user or any(c.isspace() or unicodedata.category(c)[0] == "C" for c in user):
+            raise LookupFailed(f"{email} maps to an invalid {self._system} user name")
+        return user
+
+    def check(self) -> None:
+        """Raise if the mode's file or token cannot be used now (no network)."""
+        if self._file is not None:
+            self._file.check()
+        if self.settings.token is not None:
+            self.settings.token.check()

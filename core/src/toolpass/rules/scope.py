@@ -1,0 +1,111 @@
+"""Scope rules: globs, lists of globs, or predicates that an argument's value must satisfy."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from typing import Any
+
+ScopeRule = str | Callable[[Any], Any] | Iterable[str | Callable[[Any], Any]]
+Matcher = Callable[[Any], bool]
+
+# Characters that never belong in a name: controls, format characters (zero-width, bidi
+# overrides), and line or paragraph separators.
+_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def has_control(text: str) -> bool:
+    """True if ``text`` holds a control, format or separator character."""
+    if text.isprintable():
+        return False
+    return any(unicodedata.category(c) in _BAD_CATEGORIES for c in text)
+
+
+def escapes(text: str) -> bool:
+    """True if ``text`` could climb out of where it is put: a ``.``/``..`` path segment, a
+    backslash, or a control character."""
+    if has_control(text) or "\\" in text:
+        return True
+    return any(seg in (".", "..") for seg in text.split("/"))
+
+
+def glob_to_regex(glob: str) -> re.Pattern[str]:
+    """Compile a glob: ``*`` and ``?`` never cross ``/``; ``**`` matches whole segments."""
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        c = glob[i]
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _glob_matcher(glob: str) -> Matcher:
+    if not isinstance(glob, str) or not glob:
+        raise TypeError(f"a scope glob must be a non-empty string, not {glob!r}")
+    fullmatch = glob_to_regex(glob).fullmatch
+
+    def match(value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, int):
+            value = str(value)
+        if not isinstance(value, str) or escapes(value):
+            return False
+        return fullmatch(value) is not None
+
+    match.__qualname__ = f"glob({glob!r})"
+    return match
+
+
+def _predicate_matcher(predicate: Callable[[Any], Any]) -> Matcher:
+    def match(value: Any) -> bool:
+        return bool(predicate(value))
+
+    return match
+
+
+def compile_scope(rule: ScopeRule) -> Matcher:
+    """Turn a scope rule into one function ``value -> bool``, once, at decoration time.
+
+    A value in a list, tuple or set argument must satisfy the rule element by element; ``None``
+    names nothing and passes.
+    """
+    if isinstance(rule, str):
+        alternatives = [_glob_matcher(rule)]
+    elif callable(rule):
+        alternatives = [_predicate_matcher(rule)]
+    else:
+        try:
+            items = list(rule)
+        except TypeError:
+            raise TypeError(f"a scope rule must be a glob, a list of globs or a predicate, not {rule!r}")
+        if not items:
+            raise TypeError("an empty scope list would refuse every value; give at least one glob")
+        alternatives = [
+            _predicate_matcher(r) if callable(r) and not isinstance(r, str) else _glob_matcher(r)
+            for r in items
+        ]
+
+    def one(value: Any) -> bool:
+        return any(alt(value) for alt in alternatives)
+
+    def matcher(value: Any) -> bool:
+        if value is None:
+            return True
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return all(v is not None and one(v) for v in value)
+        return one(value)
+
+    return matcher

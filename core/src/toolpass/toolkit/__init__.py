@@ -1,0 +1,17 @@
+"""The secure-tools API: every tool call passes one ordered pipeline of checks."""
+
+from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest
+from toolpass.toolkit.audit import AuditEvent, JsonlSink, LogSink
+from toolpass.toolkit.authorize import PermissionCheck, permission_check
+from toolpass.toolkit.errors import CODES, ApprovalPending, ToolError, ToolRefused
+from toolpass.toolkit.pipeline import ToolCall, ToolSpec
+from toolpass.toolkit.session import Session, current_session
+from toolpass.toolkit.toolkit import Toolkit, configure, default_toolkit, secured_tool, tool
+from toolpass.toolkit.untrusted import fence
+
+__all__ = [
+    "CODES", "ApprovalPending", "ApprovalQueue", "ApprovalRequest", "AuditEvent", "JsonlSink",
+    "LogSink", "PermissionCheck", "Session", "ToolCall", "ToolError", "ToolRefused", "ToolSpec",
+    "Toolkit", "configure", "current_session", "default_toolkit", "fence", "permission_check",
+    "secured_tool", "tool",
+]

@@ -1,0 +1,133 @@
+"""One audit event per tool call, built lazily, and the sinks that receive it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolpass.toolkit.redact import REDACTED, redact
+
+log = logging.getLogger("toolpass")
+_SECRET_NAMES = ("password", "passwd", "secret", "token", "api_key", "apikey", "credential",
+                 "private_key", "authorization")
+
+
+def _secret_name(name: str) -> bool:
+    lowered = name.lower()
+    return any(s in lowered for s in _SECRET_NAMES)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A JSON-friendly copy of ``value``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if depth > 20:
+        return repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v, depth + 1) for v in value]
+    return repr(value)
+
+
+class AuditEvent:
+    """What happened in one call. Fields are filled as the call goes; ``to_dict`` formats.
+
+    Building the dictionary (and redacting arguments) happens only when a sink asks for it.
+    """
+
+    __slots__ = ("actions", "approval_id", "arguments", "code", "detail", "duration", "effect",
+                 "message", "outcome", "reasons", "secrets", "session_id", "time", "tool", "user",
+                 "_start")
+
+    def __init__(self, tool: str, effect: str | None) -> None:
+        self.time = time.time()
+        self._start = time.perf_counter()
+        self.tool = tool
+        self.effect = effect
+        self.user: str | None = None
+        self.session_id: str | None = None
+        self.arguments: Mapping[str, Any] | None = None
+        self.outcome = "refused"  # "ok", "refused", "error" or "cancelled"
+        self.code: str | None = None
+        self.message: str | None = None
+        self.detail: str | None = None
+        self.reasons: list[str] = []
+        self.approval_id: str | None = None
+        self.duration = 0.0
+        self.secrets: tuple[str, ...] = ()
+        self.actions: list[dict[str, Any]] = []
+
+    def finish(self) -> None:
+        self.duration = time.perf_counter() - self._start
+
+    def to_dict(self) -> dict[str, Any]:
+        args: dict[str, Any] | None = None
+        if self.arguments is not None:
+            args = {
+                k: REDACTED if _secret_name(k) else redact(_plain(v), self.secrets)
+                for k, v in self.arguments.items()
+            }
+        return {
+            "time": self.time,
+            "user": self.user,
+            "session": self.session_id,
+            "tool": self.tool,
+            "effect": self.effect,
+            "arguments": args,
+            "outcome": self.outcome,
+            "code": self.code,
+            "message": self.message,
+            "detail": redact(self.detail, self.secrets) if self.detail else self.detail,
+            "reasons": list(self.reasons),
+            "approval_id": self.approval_id,
+            "actions": list(self.actions),
+            "duration_ms": round(self.duration * 1000, 3),
+        }
+
+    def __repr__(self) -> str:
+        return f"AuditEvent({self.tool!r}, user={self.user!r}, outcome={self.outcome!r}, code={self.code!r})"
+
+
+AuditSink = Callable[[AuditEvent], object]
+
+
+class LogSink:
+    """Sends events to Python logging (logger ``toolpass.audit``, level INFO) as JSON."""
+
+    def __init__(self, logger: str | logging.Logger = "toolpass.audit", level: int = logging.INFO):
+        self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
+        self.level = level
+
+    def __call__(self, event: AuditEvent) -> None:
+        if self.logger.isEnabledFor(self.level):
+            record = event.to_dict()
+            self.logger.log(self.level, json.dumps(record, default=repr),
+                            extra={"toolpass_audit": record})
+
+
+class JsonlSink:
+    """Appends one JSON line per event to a file; safe for concurrent calls."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+
+    def __call__(self, event: AuditEvent) -> None:
+        line = json.dumps(event.to_dict(), default=repr) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
+
+
+def emit(event: AuditEvent, sinks: tuple[AuditSink, ...]) -> None:
+    """Give the event to every sink; a failing sink is logged and never changes the call."""
+    for sink in sinks:
+        try:
+            sink(event)
+        except Exception:
+            log.exception("toolpass audit sink %r failed", sink)

@@ -1,0 +1,148 @@
+"""Authorization: reading an authorizer's answer, and ``permission_check`` for the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import string
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from toolpass.rules.scope import escapes
+from toolpass.toolkit.errors import ToolRefused
+
+if TYPE_CHECKING:
+    from toolpass.engine.decision import Decision
+    from toolpass.toolkit.pipeline import ToolCall, ToolSpec
+
+
+class PermissionEngine(Protocol):
+    """What ``permission_check`` needs of an engine (``toolpass.Toolpass`` or a double)."""
+
+    def check(self, user: str, connection: str, action: str, resource: str, *,
+              fresh: bool = False) -> Decision: ...
+
+
+def verdict(result: Any) -> tuple[str, str]:
+    """``(decision, reason)`` from whatever an authorizer returned.
+
+    True is allow; False and None are deny; an object with ``decision`` (``"allow"``,
+    ``"deny"``, ``"unknown"``) or ``allowed`` is read as such. Anything else cannot be
+    understood and is unknown.
+    """
+    if result is True:
+        return "allow", ""
+    if result is False or result is None:
+        return "deny", "" if result is False else "the authorizer gave no decision"
+    decision = getattr(result, "decision", None)
+    reason = str(getattr(result, "reason", "") or "")
+    if decision in ("allow", "deny", "unknown"):
+        return decision, reason
+    allowed = getattr(result, "allowed", None)
+    if isinstance(allowed, bool):
+        return ("allow" if allowed else "deny"), reason
+    return "unknown", f"the authorizer returned {type(result).__name__}, not a decision"
+
+
+def refusal(decision: str, reason: str, what: str) -> ToolRefused:
+    """The refusal for a decision other than allow."""
+    because = f" ({reason})" if reason else ""
+    if decision == "deny":
+        return ToolRefused(
+            "not_authorized",
+            f"The user may not {what}{because}. Do not retry; tell the user, who can ask "
+            "someone with access.",
+            detail=reason,
+        )
+    return ToolRefused(
+        "authorization_error",
+        f"Whether the user may {what} could not be checked right now{because}. "
+        "Try again later, or tell the user.",
+        detail=reason,
+    )
+
+
+_FORBIDDEN = frozenset("?#@")
+
+
+class PermissionCheck:
+    """An authorizer that asks a permission engine, with the resource filled from arguments.
+
+    Argument values may not change which resource the template names: ``?``, ``#``, ``@`` and
+    whitespace are refused unless the argument has its own scope rule or validator, and
+    ``..``, backslashes and control characters are always refused.
+    """
+
+    def __init__(self, engine: PermissionEngine, connection: str, action: str, resource: str,
+                 *, fresh: bool = False) -> None:
+        self.engine = engine
+        self.connection = connection
+        self.action = action
+        self.template = resource
+        self.fresh = fresh
+        fields = []
+        for _, name, spec, conv in string.Formatter().parse(resource):
+            if name is None:
+                continue
+            if not name.isidentifier() or spec or conv:
+                raise ValueError(f"resource template {resource!r}: use plain {{argument}} fields")
+            fields.append(name)
+        self.fields = tuple(fields)
+
+    def __repr__(self) -> str:
+        return f"permission_check({self.connection!r}, {self.action!r}, {self.template!r})"
+
+    def bind(self, spec: ToolSpec) -> None:
+        """Checked when the tool is declared: every field must name one of its arguments."""
+        missing = [f for f in self.fields if f not in spec.binder.names]
+        if missing:
+            raise TypeError(
+                f"{spec.name}: resource template {self.template!r} names "
+                f"{', '.join(missing)}, which the tool does not take"
+            )
+
+    def resource(self, arguments: Mapping[str, Any], vouched: frozenset[str]) -> str:
+        values = {}
+        for name in self.fields:
+            value = arguments.get(name)
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise _unsafe(name, "is not a string or a number")
+            text = str(value)
+            if not text or escapes(text):
+                raise _unsafe(name, "is empty or not a plain name")
+            if name not in vouched and (
+                any(c in _FORBIDDEN for c in text) or any(c.isspace() for c in text)
+            ):
+                raise _unsafe(name, "contains characters that are not allowed in a resource name")
+            values[name] = text
+        return self.template.format_map(values)
+
+    def _ask(self, call: ToolCall) -> tuple[str, str]:
+        return self.connection, self.resource(call.arguments, call.tool.vouched)
+
+    def __call__(self, call: ToolCall) -> Decision:
+        connection, resource = self._ask(call)
+        return self.engine.check(call.user, connection, self.action, resource, fresh=self.fresh)
+
+    async def acall(self, call: ToolCall) -> Any:
+        connection, resource = self._ask(call)
+        acheck = getattr(self.engine, "acheck", None)
+        if acheck is not None:
+            return await acheck(call.user, connection, self.action, resource, fresh=self.fresh)
+        return await asyncio.to_thread(
+            self.engine.check, call.user, connection, self.action, resource, fresh=self.fresh
+        )
+
+
+def _unsafe(name: str, why: str) -> ToolRefused:
+    return ToolRefused(
+        "out_of_scope",
+        f"Argument {name!r} {why}, so the resource it names cannot be checked. "
+        "Use the resource's plain name.",
+    )
+
+
+def permission_check(engine: PermissionEngine, connection: str, action: str, resource: str,
+                     *, fresh: bool = False) -> PermissionCheck:
+    """An ``authorize=`` that asks ``engine`` whether the session's user may do ``action`` on
+    the ``resource`` template filled from the call's arguments (``"repo:{repo}"``)."""
+    return PermissionCheck(engine, connection, action, resource, fresh=fresh)

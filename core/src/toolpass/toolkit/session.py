@@ -1,0 +1,90 @@
+"""Who a call acts for, and what the session has seen so far."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Mapping
+from contextvars import ContextVar, Token
+from typing import Any
+
+from toolpass.toolkit.untrusted import UntrustedIndex
+
+_current: ContextVar[Session | None] = ContextVar("toolpass_session", default=None)
+
+
+class Session:
+    """One user's run of an agent: limits, untrusted content and data flow are counted here.
+
+    A session is active inside ``with session.active():`` (or ``async with``), per thread and
+    per asyncio task; tools called there act for ``user``.
+    """
+
+    __slots__ = ("_lock", "attributes", "counts", "id", "private", "tainted", "untrusted", "user")
+
+    def __init__(self, user: str, **attributes: Any) -> None:
+        if not isinstance(user, str) or not user.strip():
+            raise ValueError("Session needs the user's identity as a non-empty string")
+        self.user = user
+        self.attributes: Mapping[str, Any] = attributes
+        self.id = secrets.token_hex(8)
+        self.counts: dict[str, int] = {}
+        self.untrusted = UntrustedIndex()
+        self.private = False  # a tool that reads private data has run
+        self.tainted = False  # a tool whose output is untrusted has run
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Session({self.user!r}, id={self.id!r})"
+
+    def active(self) -> _Activation:
+        """Make this the current session inside ``with`` (or ``async with``) blocks."""
+        return _Activation(self)
+
+    # Limits: a slot is taken before the body and given back if the body never runs.
+    def take(self, keys: tuple[tuple[str, int], ...]) -> str | None:
+        """Take one slot under each ``(key, cap)``; return the first key that is full."""
+        with self._lock:
+            counts = self.counts
+            for key, cap in keys:
+                if counts.get(key, 0) >= cap:
+                    return key
+            for key, _ in keys:
+                counts[key] = counts.get(key, 0) + 1
+            return None
+
+    def give_back(self, keys: tuple[tuple[str, int], ...]) -> None:
+        with self._lock:
+            for key, _ in keys:
+                self.counts[key] -= 1
+
+    def record_untrusted(self, text: str) -> None:
+        """Remember text from an untrusted source, so arguments repeating it are caught."""
+        self.tainted = True
+        self.untrusted.add(text)
+
+
+class _Activation:
+    __slots__ = ("_session", "_tokens")
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._tokens: list[Token[Session | None]] = []
+
+    def __enter__(self) -> Session:
+        self._tokens.append(_current.set(self._session))
+        return self._session
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._tokens.pop())
+
+    async def __aenter__(self) -> Session:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__()
+
+
+def current_session() -> Session | None:
+    """The session active in this thread or task, if any."""
+    return _current.get()

@@ -1,0 +1,228 @@
+"""``Toolkit``, ``configure`` and the ``secured_tool`` decorator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+from toolpass.rules.scope import ScopeRule, compile_scope
+from toolpass.toolkit.approval import ApprovalQueue
+from toolpass.toolkit.arguments import Binder
+from toolpass.toolkit.audit import AuditSink, LogSink
+from toolpass.toolkit.errors import ToolRefused
+from toolpass.toolkit.pipeline import ToolSpec, run_async, run_sync, steps
+
+F = TypeVar("F", bound=Callable[..., Any])
+Approver = ApprovalQueue | Callable[..., Any]
+Credentials = Mapping[str, Any] | Callable[[str], Any]
+_UNSET: Any = object()
+_MODES = {"on_untrusted_input": ("refuse", "approve"), "exfiltration": ("approve", "refuse")}
+
+
+def _check_mode(name: str, value: str | None) -> None:
+    if value is not None and value not in _MODES[name]:
+        raise ValueError(f"{name} must be one of {', '.join(_MODES[name])}, not {value!r}")
+
+
+def _caps(name: str, caps: Mapping[str, int] | None) -> dict[str, int]:
+    caps = dict(caps or {})
+    for key, cap in caps.items():
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+            raise ValueError(f"{name}[{key!r}] must be a whole number >= 0, not {cap!r}")
+    return caps
+
+
+class Toolkit:
+    """Settings shared by a set of tools; tools read them at call time.
+
+    ``approver``: an ``ApprovalQueue`` or a callable ``(request) -> True | False | None``.
+    ``credentials``: a mapping of name to secret (or to a callable or secret reference giving
+    it), or a callable ``(name) -> secret``. ``limits``: calls per session by effect
+    (``{"destructive": 3}``); ``tool_limits``: by tool name. ``audit``: sinks (callables taking
+    an ``AuditEvent``; ``LogSink()`` by default). ``on_refuse``: turns a refusal into the
+    tool's result (``str`` gives the model the message). ``exfiltration``: ``"approve"`` or
+    ``"refuse"``; ``on_untrusted_input``: ``"refuse"`` or ``"approve"``.
+    """
+
+    def __init__(self, *, approver: Approver | None = None, credentials: Credentials | None = None,
+                 limits: Mapping[str, int] | None = None,
+                 tool_limits: Mapping[str, int] | None = None,
+                 audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = None,
+                 on_refuse: Callable[[ToolRefused], Any] | None = None,
+                 exfiltration: str = "approve", on_untrusted_input: str = "refuse") -> None:
+        self.approver: Approver | None = None
+        self.credentials: Credentials | None = None
+        self.limits: dict[str, int] = {}
+        self.tool_limits: dict[str, int] = {}
+        self.sinks: tuple[AuditSink, ...] = (LogSink(),)
+        self.on_refuse: Callable[[ToolRefused], Any] | None = None
+        self.exfiltration = "approve"
+        self.on_untrusted_input = "refuse"
+        self.configure(approver=approver, credentials=credentials, limits=limits,
+                       tool_limits=tool_limits, audit=audit, on_refuse=on_refuse,
+                       exfiltration=exfiltration, on_untrusted_input=on_untrusted_input)
+
+    def configure(self, *, approver: Approver | None = _UNSET, credentials: Credentials | None = _UNSET,
+                  limits: Mapping[str, int] | None = _UNSET,
+                  tool_limits: Mapping[str, int] | None = _UNSET,
+                  audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = _UNSET,
+                  on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
+                  exfiltration: str = _UNSET, on_untrusted_input: str = _UNSET) -> Toolkit:
+        """Change settings; what is not named stays as it is. Takes effect on the next call."""
+        if approver is not _UNSET:
+            if approver is not None and not (isinstance(approver, ApprovalQueue) or callable(approver)):
+                raise TypeError("approver must be an ApprovalQueue or a callable")
+            self.approver = approver
+        if credentials is not _UNSET:
+            if credentials is not None and not (isinstance(credentials, Mapping) or callable(credentials)):
+                raise TypeError("credentials must be a mapping of name to secret, or a callable")
+            self.credentials = credentials
+        if limits is not _UNSET:
+            self.limits = _caps("limits", limits)
+        if tool_limits is not _UNSET:
+            self.tool_limits = _caps("tool_limits", tool_limits)
+        if audit is not _UNSET:
+            sinks = () if audit is None else tuple(audit) if isinstance(audit, (list, tuple)) else (audit,)
+            for sink in sinks:
+                if not callable(sink):
+                    raise TypeError(f"an audit sink must be callable, not {sink!r}")
+            self.sinks = sinks or (LogSink(),)
+        if on_refuse is not _UNSET:
+            self.on_refuse = on_refuse
+        if exfiltration is not _UNSET:
+            _check_mode("exfiltration", exfiltration)
+            self.exfiltration = exfiltration
+        if on_untrusted_input is not _UNSET:
+            _check_mode("on_untrusted_input", on_untrusted_input)
+            self.on_untrusted_input = on_untrusted_input
+        return self
+
+    @overload
+    def secured_tool(self, fn: F, /) -> F: ...
+    @overload
+    def secured_tool(self, fn: None = None, /, **options: Any) -> Callable[[F], Any]: ...
+
+    def secured_tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Decorate a function so every call passes the pipeline (see ``secured_tool``)."""
+        if fn is not None:
+            return _secure(fn, self, **options)
+        return lambda f: _secure(f, self, **options)
+
+    def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """A tool that declares what it does by what it does; its effect is not declared."""
+        options.setdefault("effect", None)
+        return self.secured_tool(fn, **options)
+
+
+def _secure(fn: Callable[..., Any], kit: Toolkit, *, effect: str | None = "write",
+            name: str | None = None, scope: Mapping[str, ScopeRule] | None = None,
+            validators: Mapping[str, Callable[[Any], Any]] | None = None,
+            limit: int | None = None, authorize: Callable[..., Any] | None = None,
+            approve: bool | Callable[..., Any] = False, preview: Callable[..., Any] | None = None,
+            credential: str | None = None, reads_private: bool = False,
+            untrusted_output: bool = False, sends_out: bool = False,
+            on_untrusted_input: str | None = None, exfiltration: str | None = None,
+            on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
+            as_tool: Callable[[Callable[..., Any]], Any] | None = None) -> Any:
+    if not callable(fn):
+        raise TypeError(f"secured_tool decorates a function, not {fn!r}")
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(f"{fn.__name__}: a tool cannot be a generator; return a list instead")
+    if effect is not None and (not isinstance(effect, str) or not effect.isidentifier()):
+        raise ValueError(f"effect must be a name like 'read', 'write' or 'destructive', not {effect!r}")
+    _check_mode("on_untrusted_input", on_untrusted_input)
+    _check_mode("exfiltration", exfiltration)
+    if limit is not None:
+        _caps("limit", {"": limit})
+    tool_name = name or fn.__name__
+    signature = inspect.signature(fn)
+    params = signature.parameters
+    if credential is not None:
+        p = params.get("credential")
+        if p is None or p.kind is not inspect.Parameter.KEYWORD_ONLY:
+            raise TypeError(f"{tool_name}: credential={credential!r} needs a keyword-only "
+                            "parameter `*, credential: str` to receive it")
+        signature = signature.replace(parameters=[q for q in params.values() if q.name != "credential"])
+    binder = Binder(signature)
+    for label, names in (("scope", scope or {}), ("validators", validators or {})):
+        unknown = [n for n in names if n not in binder.names]
+        if unknown:
+            raise TypeError(f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take")
+    is_async = inspect.iscoroutinefunction(fn)
+    for arg, validator in (validators or {}).items():
+        if not callable(validator):
+            raise TypeError(f"{tool_name}: the validator for {arg!r} is not callable")
+        if inspect.iscoroutinefunction(validator) and not is_async:
+            raise TypeError(f"{tool_name}: the validator for {arg!r} is async, so the tool must be")
+    spec = ToolSpec(
+        fn, toolkit=kit, name=tool_name, effect=effect, binder=binder,
+        scope=tuple((n, compile_scope(r)) for n, r in (scope or {}).items()),
+        validators=tuple((validators or {}).items()), limit=limit, authorize=authorize,
+        approve=approve, preview=preview, credential=credential, reads_private=reads_private,
+        untrusted_output=untrusted_output, sends_out=sends_out,
+        on_untrusted_input=on_untrusted_input, exfiltration=exfiltration,
+    )
+    bind = getattr(authorize, "bind", None)
+    if callable(bind):
+        bind(spec)
+
+    def refused(exc: ToolRefused) -> Any:
+        handler = kit.on_refuse if on_refuse is _UNSET else on_refuse
+        if handler is None:
+            raise exc
+        return handler(exc)
+
+    wrapper: Callable[..., Any]
+    if is_async:
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await run_async(steps(spec, args, kwargs))
+            except ToolRefused as exc:
+                return refused(exc)
+    else:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return run_sync(steps(spec, args, kwargs))
+            except ToolRefused as exc:
+                return refused(exc)
+
+    functools.update_wrapper(wrapper, fn)
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]
+    wrapper.__toolpass__ = spec  # type: ignore[attr-defined]
+    if name:
+        wrapper.__name__ = name
+    if "credential" in getattr(wrapper, "__annotations__", {}):
+        wrapper.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "credential"}
+    return as_tool(wrapper) if as_tool is not None else wrapper
+
+
+default_toolkit = Toolkit()
+
+
+def configure(**settings: Any) -> Toolkit:
+    """Configure the default toolkit (see ``Toolkit``); tools declared earlier follow."""
+    return default_toolkit.configure(**settings)
+
+
+def secured_tool(fn: Callable[..., Any] | None = None, /, *, toolkit: Toolkit | None = None,
+                 **options: Any) -> Any:
+    """Put every check in front of a function.
+
+    ``effect`` (``"read"``, ``"write"``, ``"destructive"``, ...; ``"write"`` by default),
+    ``scope={"arg": glob | [globs] | predicate}``, ``validators={"arg": fn}``, ``limit=``
+    calls per session, ``authorize=`` (any callable returning a decision; see
+    ``permission_check``), ``approve=True`` or a rule ``(call) -> reason | None``,
+    ``preview=(call) -> str``, ``credential="name"`` (injected as the keyword-only
+    ``credential`` parameter), ``reads_private``, ``untrusted_output``, ``sends_out``,
+    ``on_untrusted_input``, ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool
+    decorator applied on top), ``name``.
+    """
+    return (toolkit or default_toolkit).secured_tool(fn, **options)
+
+
+def tool(fn: Callable[..., Any] | None = None, /, *, toolkit: Toolkit | None = None,
+         **options: Any) -> Any:
+    """Like ``secured_tool`` for a tool that declares no effect: it is judged by what it does."""
+    return (toolkit or default_toolkit).tool(fn, **options)
