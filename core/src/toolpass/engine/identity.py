@@ -18,6 +18,7 @@ look-up, a service or a callable are cached for ``cache_ttl`` seconds.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -26,6 +27,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from string import Formatter
 from typing import Any
 from urllib.parse import urlencode
 
@@ -134,8 +136,6 @@ def parse_identity(
 
 
 def _replace(settings: IdentitySettings, **changes: Any) -> IdentitySettings:
-    import dataclasses
-
     return dataclasses.replace(settings, **changes)
 
 
@@ -146,8 +146,6 @@ def _number(value: object, key: str) -> float:
 
 
 def _valid_template(template: str) -> bool:
-    from string import Formatter
-
     try:
         fields = [f for _, f, spec, conv in Formatter().parse(template) if f is not None]
     except ValueError:
@@ -300,7 +298,7 @@ class IdentityResolver:
             raise LookupFailed("the identity service's answer has neither user nor users")
         if not all(isinstance(u, str) for u in found):
             raise LookupFailed("the identity service's answer holds a user that is not a string")
-        return found
+        return [str(u) for u in found]
 
     def _one(self, email: str, found: Sequence[str]) -> str:
         unique = list(dict.fromkeys(found))

@@ -1,0 +1,359 @@
+"""Connections, from a YAML file or from the same mappings in code.
+
+A connection has ``id``, ``integration``, ``url``, the common keys below and the
+integration's own keys. Unknown keys, missing required keys, bad secret references and
+duplicate ids are errors that name the file, the line and the key. Secrets are only given
+by reference (``env:NAME``, ``file:/path``); ``toolpass.literal()`` is for code.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.engine.http import NetOptions, tls_context
+from toolpass.engine.identity import IdentitySettings, parse_identity
+from toolpass.engine.secrets import Secret, parse_secret
+
+if TYPE_CHECKING:
+    from toolpass.integrations.base import Integration
+
+KeyType = Literal["str", "int", "float", "bool", "list", "map", "any"]
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key: documented, optionally secret, required, defaulted or limited.
+
+    ``type`` is inferred from ``default`` when not given (``str`` without a default).
+    """
+
+    name: str
+    description: str
+    secret: bool = False
+    required: bool = False
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    type: KeyType | None = None
+
+    @property
+    def kind(self) -> KeyType:
+        """The value's type."""
+        if self.type is not None:
+            return self.type
+        return _infer(self.default)
+
+
+def _infer(default: Any) -> KeyType:
+    for t, kind in ((bool, "bool"), (int, "int"), (float, "float"), (list, "list"), (dict, "map")):
+        if isinstance(default, t):
+            return kind  # type: ignore[return-value]
+    return "str"
+
+
+COMMON_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("id", "A unique name for this connection.", required=True),
+    ConfigKey("integration", "The system (see `toolpass catalog`).", required=True),
+    ConfigKey("url", "The system's API base URL; https://, or http:// on localhost only."),
+    ConfigKey(
+        "timeout", "Seconds one whole check may take, all its requests together.", default=10.0
+    ),
+    ConfigKey("ca_file", "PEM file of CA certificates that replace the system's roots."),
+    ConfigKey("tls_server_name", "The name the server certificate must carry, if not the host."),
+    ConfigKey("proxy_url", "An http:// proxy; https is tunnelled through CONNECT."),
+    ConfigKey("cache_ttl_allow", "Seconds an allow is cached (0: never).", default=60.0),
+    ConfigKey("cache_ttl_deny", "Seconds a deny is cached (0: never).", default=15.0),
+    ConfigKey("identity", "How a user's email becomes the system's user.", type="map"),
+)
+_COMMON = {k.name for k in COMMON_KEYS}
+
+
+@dataclass(frozen=True)
+class ConnectionConfig:
+    """One validated connection. ``options`` holds the integration's own keys, defaulted."""
+
+    id: str
+    integration: type[Integration]
+    url: str
+    timeout: float = 10.0
+    net: NetOptions = field(default_factory=NetOptions)
+    cache_ttl_allow: float = 60.0
+    cache_ttl_deny: float = 15.0
+    identity: IdentitySettings = field(default_factory=IdentitySettings)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = ""
+
+    def ttl(self, decision: Any) -> float:
+        """How long ``decision`` may be cached."""
+        verdict = decision.decision
+        return self.cache_ttl_allow if verdict == "allow" else self.cache_ttl_deny
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole configuration. ``server`` is the ``server:`` section, for toolpass-server."""
+
+    connections: tuple[ConnectionConfig, ...]
+    server: Mapping[str, Any] = field(default_factory=dict)
+    path: str | None = None
+
+
+class Located(dict[str, Any]):
+    """A mapping read from YAML, remembering the line of each key (1-based)."""
+
+    line: int = 0
+    lines: dict[str, int]
+
+
+def yaml_module() -> ModuleType:
+    """PyYAML, or a :class:`ConfigError` saying how to install it."""
+    try:
+        import yaml
+    except ImportError:
+        raise ConfigError("reading YAML needs PyYAML: pip install 'toolpass-core[yaml]'") from None
+    return yaml
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a YAML configuration file."""
+    path = os.fspath(path)
+    yaml = yaml_module()
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_loader(yaml, path))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read ({e.strerror})")
+    except yaml.MarkedYAMLError as e:
+        line = f", line {e.problem_mark.line + 1}" if e.problem_mark else ""
+        raise ConfigError(f"{path}{line}: not valid YAML ({e.problem})")
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML ({e})")
+    if not isinstance(data, Located):
+        raise ConfigError(f"{path}: expected a mapping with a 'connections' list")
+    for key in data:
+        if key not in ("connections", "server"):
+            raise ConfigError(
+                f"{path}, line {data.lines[key]}: unknown top-level key {key!r} "
+                "(expected connections, server)"
+            )
+    raw = data.get("connections")
+    if not isinstance(raw, list):
+        at = data.lines.get("connections", 1)
+        raise ConfigError(f"{path}, line {at}: 'connections' must be a list of mappings")
+    server = data.get("server", {})
+    if not isinstance(server, dict):
+        raise ConfigError(f"{path}, line {data.lines['server']}: 'server' must be a mapping")
+    base = os.path.dirname(os.path.abspath(path))
+    return Config(parse_connections(raw, source=path, base_dir=base), server, path)
+
+
+def _loader(yaml: Any, path: str) -> Any:
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]
+        pass
+
+    def mapping(loader: Any, node: Any) -> Located:
+        loader.flatten_mapping(node)
+        result = Located()
+        result.line = node.start_mark.line + 1
+        result.lines = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise ConfigError(f"{path}, line {line}: keys must be strings, not {key!r}")
+            if key in result:
+                raise ConfigError(f"{path}, line {line}: duplicate key {key!r}")
+            result[key] = loader.construct_object(value_node, deep=True)
+            result.lines[key] = line
+        return result
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
+
+
+def parse_connections(
+    raw: Iterable[object], *, source: str | None = None, base_dir: str | None = None
+) -> tuple[ConnectionConfig, ...]:
+    """Validate connection mappings; ``source`` is the file they came from (None: code)."""
+    seen: dict[str, str] = {}
+    result = []
+    for index, item in enumerate(raw):
+        conn = _parse_one(item, index, source, base_dir)
+        if conn.id in seen:
+            raise ConfigError(
+                f"{conn.origin}: duplicate connection id {conn.id!r} (first at {seen[conn.id]})"
+            )
+        seen[conn.id] = conn.origin
+        result.append(conn)
+    return tuple(result)
+
+
+def _parse_one(
+    item: object, index: int, source: str | None, base_dir: str | None
+) -> ConnectionConfig:
+    in_code = source is None
+    origin = f"connections[{index}]" if in_code else f"{source}, connections[{index}]"
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{origin}: a connection must be a mapping")
+    lines = item.lines if isinstance(item, Located) else {}
+    if isinstance(item, Located):
+        origin = f"{source}, line {item.line}"
+
+    def where(key: str) -> str:
+        head, _, rest = key.partition(".")
+        nested = item.get(head)
+        line = lines.get(head)
+        if rest and isinstance(nested, Located):
+            line = nested.lines.get(rest, line)
+        at = f"{source}, line {line}" if line else origin
+        return f"{at}, connection {item.get('id')!r}, key {key!r}"
+
+    for key in ("id", "integration"):
+        if key not in item:
+            raise ConfigError(f"{origin}: missing required key {key!r}")
+    conn_id = item["id"]
+    if not isinstance(conn_id, str) or not _ID.fullmatch(conn_id):
+        raise ConfigError(f"{where('id')}: must be letters, digits, '.', '_' or '-'")
+    cls = _integration(item["integration"], in_code, where("integration"))
+    own = {k.name: k for k in cls.keys}
+    for key in item:
+        if key not in own and key not in _COMMON:
+            known = ", ".join(sorted(_COMMON | set(own)))
+            raise ConfigError(f"{where(str(key))}: unknown key (expected one of {known})")
+    try:
+        options = {k.name: _value(k, item.get(k.name), in_code, base_dir) for k in cls.keys}
+        cls.validate(options)
+        identity = parse_identity(
+            item.get("identity"), cls.identity_modes, in_code=in_code, base_dir=base_dir
+        )
+        url = _url(item.get("url", cls.default_url))
+        timeout = _seconds(item.get("timeout", 10.0), "timeout", positive=True)
+        allow_ttl = _seconds(item.get("cache_ttl_allow", 60.0), "cache_ttl_allow")
+        deny_ttl = _seconds(item.get("cache_ttl_deny", 15.0), "cache_ttl_deny")
+        net = _net(item, base_dir)
+    except ConfigError as e:
+        raise ConfigError(f"{where(e.key or 'id')}: {e}") from None
+    return ConnectionConfig(
+        conn_id, cls, url, timeout, net, allow_ttl, deny_ttl, identity, options, origin
+    )
+
+
+def _integration(value: object, in_code: bool, where: str) -> type[Integration]:
+    from toolpass import integrations
+    from toolpass.integrations.base import Integration
+
+    if in_code and isinstance(value, type) and issubclass(value, Integration):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: must be an integration name")
+    try:
+        return integrations.get(value)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _value(key: ConfigKey, value: Any, in_code: bool, base_dir: str | None) -> Any:
+    if value is None:
+        if key.required:
+            raise ConfigError("missing required key", key.name)
+        return key.default
+    if key.secret:
+        try:
+            secret = parse_secret(value, allow_literal=in_code)
+        except ConfigError as e:
+            raise ConfigError(str(e), key.name) from None
+        if secret.reference.startswith("file:") and base_dir:
+            secret = Secret("file", os.path.join(base_dir, secret.reference[5:]))
+        return secret
+    kind = key.kind
+    if not _is(kind, value):
+        raise ConfigError(f"must be a {kind}", key.name)
+    if key.choices is not None and value not in key.choices:
+        raise ConfigError(f"must be one of {', '.join(map(str, key.choices))}", key.name)
+    if kind == "float":
+        return float(value)
+    return tuple(value) if kind == "list" else value
+
+
+def _is(kind: KeyType, value: object) -> bool:
+    if kind in ("int", "float") and isinstance(value, bool):
+        return False
+    types: dict[str, Any] = {
+        "str": str,
+        "int": int,
+        "float": (int, float),
+        "bool": bool,
+        "list": (list, tuple),
+        "map": Mapping,
+        "any": object,
+    }
+    return isinstance(value, types[kind])
+
+
+def _seconds(value: object, key: str, *, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError("must be a number of seconds", key)
+    if positive and value == 0:
+        raise ConfigError("must be more than 0 seconds", key)
+    return float(value)
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: object, key: str) -> str:
+    """An https:// URL (http:// only on loopback), without a trailing slash."""
+    if not isinstance(url, str):
+        raise ConfigError("must be a URL", key)
+    parts = urlsplit(url)
+    if not parts.hostname or parts.scheme not in ("https", "http"):
+        raise ConfigError("must be an https:// URL", key)
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise ConfigError("must be https:// (http:// only on localhost)", key)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigError("must not carry credentials, a query or a fragment", key)
+    return url.rstrip("/")
+
+
+def _url(url: object) -> str:
+    if url is None:
+        raise ConfigError("missing required key (this integration has no default URL)", "url")
+    return check_url(url, "url")
+
+
+def _net(item: Mapping[str, Any], base_dir: str | None) -> NetOptions:
+    ca_file = item.get("ca_file")
+    if ca_file is not None:
+        if not isinstance(ca_file, str):
+            raise ConfigError("must be a path", "ca_file")
+        ca_file = os.path.join(base_dir or "", ca_file)
+        try:
+            tls_context(ca_file)
+        except LookupFailed as e:
+            raise ConfigError(str(e), "ca_file") from None
+    name = item.get("tls_server_name")
+    if name is not None and (not isinstance(name, str) or not name or "/" in name):
+        raise ConfigError("must be a host name", "tls_server_name")
+    proxy = item.get("proxy_url")
+    if proxy is not None:
+        parts = urlsplit(proxy) if isinstance(proxy, str) else None
+        if parts is None or parts.scheme != "http" or not parts.hostname:
+            raise ConfigError("must be an http://host:port proxy URL", "proxy_url")
+        if parts.username or parts.password:
+            raise ConfigError("proxy credentials are not supported", "proxy_url")
+    return NetOptions(ca_file, name, proxy)

@@ -1,0 +1,176 @@
+"""``Toolpass``: the permission engine in process."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from toolpass.engine import budget
+from toolpass.engine.cache import DecisionCache
+from toolpass.engine.checker import Checker
+from toolpass.engine.config import Config, ConnectionConfig, load_config, parse_connections
+from toolpass.engine.decision import Decision, Where
+from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.engine.http import HTTPClient
+from toolpass.engine.secrets import Secret
+
+if TYPE_CHECKING:
+    from toolpass.engine.remote import RemoteToolpass
+    from toolpass.integrations.base import Integration, ProbeResult
+
+log = logging.getLogger("toolpass.engine")
+
+
+class Toolpass(Checker):
+    """Asks the system that owns a resource whether a user may act on it.
+
+    ``Toolpass(connections=[{...}])`` in code, or ``Toolpass.from_config("toolpass.yaml")``.
+    Decisions are cached per connection (allow and deny only); ``fresh=True`` asks anew.
+    """
+
+    def __init__(
+        self, connections: Iterable[Mapping[str, Any]] = (), *, cache_size: int = 10_000
+    ) -> None:
+        self._setup(Config(parse_connections(connections)), cache_size)
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike[str], *, cache_size: int = 10_000) -> Toolpass:
+        """The engine for the connections of a YAML file (needs the ``yaml`` extra)."""
+        tp = cls.__new__(cls)
+        tp._setup(load_config(path), cache_size)
+        return tp
+
+    @staticmethod
+    def remote(
+        url: str | None = None,
+        api_key: str | Secret | None = None,
+        *,
+        timeout: float = 10.0,
+        ca_file: str | None = None,
+    ) -> RemoteToolpass:
+        """A client of ``toolpass serve`` with the same methods (defaults: ``TOOLPASS_URL``,
+        ``TOOLPASS_API_KEY``)."""
+        from toolpass.engine.remote import RemoteToolpass
+
+        return RemoteToolpass(url, api_key, timeout=timeout, ca_file=ca_file)
+
+    def _setup(self, config: Config, cache_size: int) -> None:
+        self.config = config
+        self._http = HTTPClient()
+        self._cache = DecisionCache(cache_size)
+        self._conns: dict[str, ConnectionConfig] = {c.id: c for c in config.connections}
+        self._integrations: dict[str, Integration] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def connections(self) -> tuple[str, ...]:
+        """The configured connection ids."""
+        return tuple(self._conns)
+
+    def configured(self, connection: str, action: str) -> bool:
+        """True when ``connection`` exists and its integration declares ``action``."""
+        conn = self._conns.get(connection)
+        return conn is not None and conn.integration.action(action) is not None
+
+    def integration(self, connection: str) -> Integration:
+        """The live integration object of ``connection`` (``KeyError`` if there is none)."""
+        with self._lock:
+            found = self._integrations.get(connection)
+            if found is None:
+                conn = self._conns[connection]
+                found = self._integrations[connection] = conn.integration(conn, self._http)
+            return found
+
+    def check(
+        self, user: str, connection: str, action: str, resource: str, *, fresh: bool = False
+    ) -> Decision:
+        """May ``user`` do ``action`` on ``resource`` in ``connection``? See :class:`Checker`."""
+        key = (connection, user, action, resource)
+        if not fresh:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        conn = self._conns.get(connection)
+        where: Where = {
+            "user": user,
+            "connection": connection,
+            "action": action,
+            "resource": resource,
+        }
+        if conn is None:
+            known = ", ".join(self._conns) or "none"
+            return Decision.unknown(
+                f"no connection {connection!r} is configured ({known})", **where
+            )
+        if conn.integration.action(action) is None:
+            reason = f"{connection} ({conn.integration.name}) has no action {action!r}"
+            return Decision.unknown(reason, **where)
+        if not isinstance(user, str) or not user or not isinstance(resource, str) or not resource:
+            return Decision.unknown("a check needs a user and a resource", **where)
+        return self._cache.lookup(
+            key, lambda: self._ask(conn, user, action, resource), conn.ttl, fresh=fresh
+        )
+
+    def _ask(self, conn: ConnectionConfig, user: str, action: str, resource: str) -> Decision:
+        where: Where = {"user": user, "connection": conn.id, "action": action, "resource": resource}
+        try:
+            with budget.budget(conn.timeout):
+                decision = self.integration(conn.id).check(user, action, resource)
+            if not isinstance(decision, Decision) or decision.decision not in (
+                "allow",
+                "deny",
+                "unknown",
+            ):
+                raise LookupFailed(f"the {conn.integration.name} integration answered nonsense")
+        except (LookupFailed, ConfigError) as e:
+            return Decision.unknown(f"{conn.id}: {e}", **where)
+        except Exception as e:
+            log.exception("check on %s failed", conn.id)
+            reason = f"{conn.id}: the check failed unexpectedly ({type(e).__name__}: {e})"
+            return Decision.unknown(reason, **where)
+        return dataclasses.replace(decision, **where)
+
+    def _peek(self, user: str, connection: str, action: str, resource: str) -> Decision | None:
+        return self._cache.get((connection, user, action, resource))
+
+    def probe(self, connection: str | None = None) -> dict[str, ProbeResult]:
+        """Ask each connection's system (or just ``connection``'s) whether its credential works."""
+        from toolpass.integrations.base import ProbeResult
+
+        ids = self.connections if connection is None else (connection,)
+        results = {}
+        for conn_id in ids:
+            conn = self._conns.get(conn_id)
+            if conn is None:
+                results[conn_id] = ProbeResult(False, "no such connection")
+                continue
+            try:
+                with budget.budget(conn.timeout):
+                    results[conn_id] = self.integration(conn_id).probe()
+            except (LookupFailed, ConfigError) as e:
+                results[conn_id] = ProbeResult(False, str(e))
+            except Exception as e:
+                log.exception("probe of %s failed", conn_id)
+                results[conn_id] = ProbeResult(False, f"failed ({type(e).__name__}: {e})")
+        return results
+
+    def clear_cache(self) -> None:
+        """Forget every cached decision."""
+        self._cache.clear()
+
+    def close(self) -> None:
+        """Close kept-alive connections."""
+        self._http.close()
+
+    def __enter__(self) -> Toolpass:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

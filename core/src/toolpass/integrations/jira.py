@@ -1,0 +1,535 @@
+"""Jira Cloud: the bulk permission check for another user, asked live.
+
+``POST /rest/api/3/permissions/check`` with the user's Atlassian ``accountId`` answers, for
+each project permission, the project and issue ids it holds on (and which global permissions
+the user has). Invalid ids are silently ignored there, so an issue key or project key is first
+resolved to its id (``GET /rest/api/3/issue/{key}?fields=project``,
+``GET /rest/api/3/project/{key}``): a 404 is unknown by default, because Jira answers it both
+for what does not exist and for what the engine's account cannot browse.
+
+Checking another user needs the *Administer Jira* global permission; finding a user by email
+needs *Browse users and groups* (``USER_PICKER``). The engine's account therefore is a Jira
+administrator even though it only reads: keep its credential away from the agent.
+
+Resources: ``project:PAY`` (key or numeric id), ``issue:PAY-123`` (key or numeric id), and
+``site`` for the global permissions (``ADMINISTER``, ``USER_PICKER``, ...).
+
+Authentication of the engine (``auth``):
+
+- ``basic``: email + API token against the site (``url``, ``https://<site>.atlassian.net``);
+- ``scoped``: email + a scoped API token against the Atlassian API gateway,
+  ``{gateway_url}/ex/jira/{cloud_id}``;
+- ``oauth``: a service account's OAuth 2.0 client credentials, exchanged at ``token_url`` for an
+  access token (cached, refreshed before it expires), against the same gateway.
+
+The cloud id is discovered from ``{url}/_edge/tenant_info`` when ``cloud_id`` is not given.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from toolpass.engine.config import check_url
+from toolpass.engine.http import Response
+from toolpass.integrations.base import (
+    Action,
+    ConfigKey,
+    Decision,
+    Integration,
+    LookupFailed,
+    ProbeResult,
+)
+from toolpass.engine.errors import ConfigError
+
+__all__ = ["Jira"]
+
+_API = "/rest/api/3"
+_PAGE = 50
+_SCAN_LIMIT = 1000  # user search only ever scans up to the 1,000th user
+_CLOUD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,99}")
+_ACCOUNT_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
+_PROJECT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}|[0-9]{1,19}")
+_ISSUE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}-[0-9]{1,19}|[0-9]{1,19}")
+SITE = "site"
+
+_SCHEME = "in the project's permission scheme"
+
+
+def _project(name: str, title: str, effect: Any, note: str = "") -> Action:
+    requires = f"the {title} project permission ({name}) {_SCHEME}"
+    return Action(
+        name, f"{title}{note}. Resource: issue:KEY-1 or project:KEY.", effect, requires
+    )
+
+
+def _global(name: str, title: str, effect: Any) -> Action:
+    return Action(
+        name,
+        f"{title} (global permission). Resource: site.",
+        effect,
+        f"the {title} global permission ({name}), granted to a group",
+    )
+
+
+_PROJECT_ACTIONS: tuple[Action, ...] = (
+    _project("BROWSE_PROJECTS", "Browse projects", "read", ": see the project and its issues"),
+    _project("VIEW_READONLY_WORKFLOW", "View read-only workflow", "read"),
+    _project("VIEW_DEV_TOOLS", "View development tools", "read", " (Jira Software)"),
+    _project("VIEW_VOTERS_AND_WATCHERS", "View voters and watchers", "read"),
+    _project(
+        "ASSIGNABLE_USER", "Assignable user", "read", ": be assigned issues (a property, not a deed)"
+    ),
+    _project("CREATE_ISSUES", "Create issues", "write"),
+    _project("EDIT_ISSUES", "Edit issues", "write"),
+    _project("ASSIGN_ISSUES", "Assign issues", "write"),
+    _project(
+        "TRANSITION_ISSUES",
+        "Transition issues",
+        "write",
+        " (a workflow condition or validator may still block a transition)",
+    ),
+    _project("RESOLVE_ISSUES", "Resolve issues", "write"),
+    _project("CLOSE_ISSUES", "Close issues", "write"),
+    _project("LINK_ISSUES", "Link issues", "write"),
+    _project("SCHEDULE_ISSUES", "Schedule issues", "write", ": set due dates"),
+    _project("MODIFY_REPORTER", "Modify reporter", "write"),
+    _project("SET_ISSUE_SECURITY", "Set issue security", "write"),
+    _project("MOVE_ISSUES", "Move issues", "write", ": between projects or issue types"),
+    _project("MANAGE_WATCHERS", "Manage watchers", "write"),
+    _project("ADD_COMMENTS", "Add comments", "write"),
+    _project("EDIT_OWN_COMMENTS", "Edit own comments", "write"),
+    _project("EDIT_ALL_COMMENTS", "Edit all comments", "write"),
+    _project("CREATE_ATTACHMENTS", "Create attachments", "write"),
+    _project("WORK_ON_ISSUES", "Work on issues", "write", ": log work"),
+    _project("EDIT_OWN_WORKLOGS", "Edit own worklogs", "write"),
+    _project("EDIT_ALL_WORKLOGS", "Edit all worklogs", "write"),
+    _project("MANAGE_SPRINTS_PERMISSION", "Manage sprints", "write", " (Jira Software)"),
+    _project("SERVICEDESK_AGENT", "Service management agent", "write", " (Jira Service Management)"),
+    _project("EDIT_ISSUE_LAYOUT", "Edit issue layout", "write"),
+    _project("DELETE_ISSUES", "Delete issues", "destructive"),
+    _project("DELETE_OWN_COMMENTS", "Delete own comments", "destructive"),
+    _project("DELETE_ALL_COMMENTS", "Delete all comments", "destructive"),
+    _project("DELETE_OWN_ATTACHMENTS", "Delete own attachments", "destructive"),
+    _project("DELETE_ALL_ATTACHMENTS", "Delete all attachments", "destructive"),
+    _project("DELETE_OWN_WORKLOGS", "Delete own worklogs", "destructive"),
+    _project("DELETE_ALL_WORKLOGS", "Delete all worklogs", "destructive"),
+    _project("EDIT_WORKFLOW", "Edit workflows", "destructive"),
+    _project("ADMINISTER_PROJECTS", "Administer projects", "destructive"),
+)
+_GLOBAL_ACTIONS: tuple[Action, ...] = (
+    _global("USER_PICKER", "Browse users and groups", "read"),
+    _global("CREATE_SHARED_OBJECTS", "Share dashboards and filters", "write"),
+    _global("MANAGE_GROUP_FILTER_SUBSCRIPTIONS", "Manage group filter subscriptions", "write"),
+    _global("BULK_CHANGE", "Make bulk changes", "write"),
+    _global("ADMINISTER", "Administer Jira", "destructive"),
+    _global("SYSTEM_ADMIN", "Jira system administrator", "destructive"),
+)
+_GLOBAL = frozenset(a.name for a in _GLOBAL_ACTIONS)
+
+
+class Jira(Integration):
+    """Jira Cloud, through the bulk permission check for another account."""
+
+    name = "jira"
+    description = (
+        "Jira Cloud: project, issue and global permissions of a user, asked live with "
+        "POST /rest/api/3/permissions/check (the engine's account needs Administer Jira)."
+    )
+    default_url = None
+    identity_modes = ("lookup",)
+    keys = (
+        ConfigKey(
+            "auth",
+            "How the engine signs in: basic (email + API token, against url), scoped "
+            "(email + scoped API token, against the API gateway) or oauth (a service "
+            "account's OAuth 2.0 client credentials, against the API gateway).",
+            default="basic",
+            choices=("basic", "scoped", "oauth"),
+        ),
+        ConfigKey("email", "The engine account's email (auth basic and scoped)."),
+        ConfigKey("api_token", "The engine account's API token (auth basic and scoped).", True),
+        ConfigKey("client_id", "The service account's OAuth 2.0 client id (auth oauth)."),
+        ConfigKey("client_secret", "The OAuth 2.0 client secret (auth oauth).", secret=True),
+        ConfigKey(
+            "cloud_id",
+            "The site's cloud id for the API gateway (auth scoped and oauth); discovered "
+            "from <url>/_edge/tenant_info when not given.",
+        ),
+        ConfigKey(
+            "gateway_url",
+            "The Atlassian API gateway; requests go to <gateway_url>/ex/jira/<cloud_id>.",
+            default="https://api.atlassian.com",
+        ),
+        ConfigKey(
+            "token_url",
+            "The OAuth 2.0 token endpoint (auth oauth).",
+            default="https://auth.atlassian.com/oauth/token",
+        ),
+        ConfigKey(
+            "not_found",
+            "What a 404 for the project or issue means: Jira answers it both for one that "
+            "does not exist and for one the engine's account cannot browse. unknown (the "
+            "default) or deny.",
+            default="unknown",
+            choices=("unknown", "deny"),
+        ),
+        ConfigKey(
+            "verify_account",
+            "When the user was mapped without Jira's own look-up (users, template, file, "
+            "http, callable), fetch the account first: an unknown account is unknown, a "
+            "deactivated one is denied.",
+            default=True,
+        ),
+        ConfigKey(
+            "resource_cache_ttl",
+            "Seconds an issue or project key stays resolved to its id (0: never cached).",
+            default=300.0,
+        ),
+    )
+    actions = _PROJECT_ACTIONS + _GLOBAL_ACTIONS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+        self._cloud_id: str | None = self.options.get("cloud_id")
+        self._token: tuple[str, float] | None = None  # (access token, refresh after)
+        self._token_lock = threading.Lock()
+        self._ids: dict[tuple[str, str], tuple[float, str, str]] = {}
+        self._accounts: dict[str, tuple[float, bool]] = {}
+
+    # --- configuration ---------------------------------------------------------------
+    @classmethod
+    def validate(cls, options: Mapping[str, Any]) -> None:
+        auth = options.get("auth", "basic")
+        needs = {
+            "basic": ("email", "api_token"),
+            "scoped": ("email", "api_token"),
+            "oauth": ("client_id", "client_secret"),
+        }[auth]
+        for key in needs:
+            if options.get(key) is None:
+                raise ConfigError(f"auth {auth} needs {key}", key)
+        for key in ("gateway_url", "token_url"):
+            check_url(options.get(key), key)
+        cloud_id = options.get("cloud_id")
+        if cloud_id is not None and not _CLOUD_ID.fullmatch(cloud_id):
+            raise ConfigError("must be a cloud id (letters, digits and '-')", "cloud_id")
+        if options.get("resource_cache_ttl", 0) < 0:
+            raise ConfigError("must be 0 or more seconds", "resource_cache_ttl")
+
+    # --- requests --------------------------------------------------------------------
+    @property
+    def _auth(self) -> str:
+        return str(self.options.get("auth", "basic"))
+
+    def _base(self) -> str:
+        if self._auth == "basic":
+            return self.config.url
+        gateway = str(self.options["gateway_url"]).rstrip("/")
+        return f"{gateway}/ex/jira/{self._site_cloud_id()}"
+
+    def _site_cloud_id(self) -> str:
+        with self._lock:
+            if self._cloud_id is not None:
+                return self._cloud_id
+        answer = self.request("GET", "/_edge/tenant_info")
+        if answer.status != 200:
+            raise self._failure(answer, "tell the site's cloud id (/_edge/tenant_info)")
+        data = answer.json()
+        found = data.get("cloudId") if isinstance(data, dict) else None
+        if not isinstance(found, str) or not _CLOUD_ID.fullmatch(found):
+            raise LookupFailed("jira's /_edge/tenant_info answer has no valid cloudId")
+        with self._lock:
+            self._cloud_id = found
+        return found
+
+    def _authorization(self) -> str:
+        if self._auth == "oauth":
+            return f"Bearer {self._access_token()}"
+        pair = f"{self.options['email']}:{self.secret('api_token')}".encode()
+        return "Basic " + base64.b64encode(pair).decode("ascii")
+
+    def _access_token(self) -> str:
+        with self._token_lock:
+            if self._token is not None and time.monotonic() < self._token[1]:
+                return self._token[0]
+            body = {
+                "grant_type": "client_credentials",
+                "client_id": self.options["client_id"],
+                "client_secret": self.secret("client_secret"),
+            }
+            answer = self.request("POST", str(self.options["token_url"]), json=body)
+            if answer.status != 200:
+                raise self._failure(answer, "issue an OAuth access token")
+            data = answer.json()
+            token = data.get("access_token") if isinstance(data, dict) else None
+            lifetime = data.get("expires_in") if isinstance(data, dict) else None
+            if not isinstance(token, str) or not token:
+                raise LookupFailed("jira's OAuth token endpoint answered without access_token")
+            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
+                lifetime = 3600
+            if lifetime <= 0:
+                raise LookupFailed("jira's OAuth token endpoint issued an expired token")
+            # Refresh before expiry: a minute early, or a tenth early for short lifetimes.
+            margin = min(60.0, lifetime / 10)
+            self._token = (token, time.monotonic() + lifetime - margin)
+            return token
+
+    def _forget_token(self, used: str) -> None:
+        with self._token_lock:
+            if self._token is not None and f"Bearer {self._token[0]}" == used:
+                self._token = None
+
+    def _api(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> Response:
+        for attempt in (1, 2):
+            authorization = self._authorization()
+            answer = self.request(
+                method,
+                self._base() + path,
+                params=params,
+                json=json,
+                headers={"Authorization": authorization},
+            )
+            if answer.status == 401 and self._auth == "oauth" and attempt == 1:
+                self._forget_token(authorization)  # revoked or expired early: once more
+                continue
+            return answer
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failure(self, answer: Response, what: str) -> LookupFailed:
+        failed = self.failure(answer, what)
+        try:
+            data = answer.json()
+        except LookupFailed:
+            return failed
+        messages = data.get("errorMessages") if isinstance(data, dict) else None
+        if isinstance(messages, list) and messages and isinstance(messages[0], str):
+            return LookupFailed(f"{failed}: {messages[0][:200]}")
+        return failed
+
+    def _get(self, path: str, what: str, **params: str) -> Any:
+        answer = self._api("GET", path, params=params)
+        if answer.status != 200:
+            raise self._failure(answer, what)
+        return answer.json()
+
+    # --- identity ----------------------------------------------------------------------
+    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
+        """Atlassian user search, accepting only an exact ``emailAddress`` match."""
+        if mode != "lookup":
+            raise LookupFailed(f"jira has no identity look-up {mode!r}")
+        found: dict[str, bool] = {}
+        hidden = 0
+        start = 0
+        while True:
+            page = self._get(
+                f"{_API}/user/search",
+                "find the user by email",
+                query=email,
+                startAt=str(start),
+                maxResults=str(_PAGE),
+            )
+            if not isinstance(page, list):
+                raise LookupFailed("jira's user search answer is not a list of users")
+            for user in page:
+                if not isinstance(user, dict) or not isinstance(user.get("accountId"), str):
+                    raise LookupFailed("jira's user search answer holds a user without accountId")
+                address = user.get("emailAddress")
+                if not isinstance(address, str) or not address:
+                    hidden += 1  # profile visibility hides it: never guess
+                    continue
+                if address.lower() != email.lower():
+                    continue
+                active = user.get("active")
+                if not isinstance(active, bool):
+                    raise LookupFailed("jira's user search answer has no active flag")
+                found[user["accountId"]] = active
+            if not page:
+                break
+            start += len(page)
+            if start >= _SCAN_LIMIT:
+                raise LookupFailed(
+                    f"jira's user search for {email} matched {_SCAN_LIMIT} or more users; "
+                    "it scans no further, so an exact match cannot be ruled out"
+                )
+        if not found and hidden:
+            raise LookupFailed(
+                f"jira's user search for {email} found {hidden} account(s) whose email "
+                "address is hidden by profile visibility; cannot confirm which, if any, it is"
+            )
+        expires = time.monotonic() + self.config.identity.cache_ttl
+        with self._lock:
+            for account, active in found.items():
+                self._accounts[account] = (expires, active)
+        return list(found)
+
+    def _active(self, account: str) -> bool | None:
+        """Whether ``account`` is active; None when not known and not to be verified."""
+        now = time.monotonic()
+        with self._lock:
+            known = self._accounts.get(account)
+        if known is not None and known[0] > now:
+            return known[1]
+        if not self.options.get("verify_account", True):
+            return None
+        answer = self._api("GET", f"{_API}/user", params={"accountId": account})
+        if answer.status == 404:
+            raise LookupFailed(f"jira has no account {account}")
+        if answer.status != 200:
+            raise self._failure(answer, "fetch the mapped account")
+        data = answer.json()
+        active = data.get("active") if isinstance(data, dict) else None
+        if not isinstance(active, bool) or data.get("accountId") != account:
+            raise LookupFailed("jira's account answer has no accountId or active flag")
+        with self._lock:
+            self._accounts[account] = (now + self.config.identity.cache_ttl, active)
+        return active
+
+    # --- resources ---------------------------------------------------------------------
+    def _resolve(self, kind: str, ref: str) -> tuple[str, str] | None:
+        """(id, label) of an issue or project; None when Jira answers 404."""
+        ttl = float(self.options.get("resource_cache_ttl", 300.0))
+        now = time.monotonic()
+        with self._lock:
+            hit = self._ids.get((kind, ref))
+        if hit is not None and hit[0] > now:
+            return hit[1], hit[2]
+        if kind == "issue":
+            answer = self._api("GET", f"{_API}/issue/{quote(ref)}", params={"fields": "project"})
+        else:
+            answer = self._api("GET", f"{_API}/project/{quote(ref)}")
+        if answer.status == 404:
+            return None
+        if answer.status != 200:
+            raise self._failure(answer, f"resolve {kind} {ref}")
+        data = answer.json()
+        found = data.get("id") if isinstance(data, dict) else None
+        key = data.get("key") if isinstance(data, dict) else None
+        if not isinstance(found, (str, int)) or isinstance(found, bool):
+            raise LookupFailed(f"jira's {kind} answer has no id")
+        found = str(found)
+        if not found.isdigit():
+            raise LookupFailed(f"jira's {kind} answer has a non-numeric id")
+        label = f"{kind} {key}" if isinstance(key, str) and key else f"{kind} {ref}"
+        if ttl > 0:
+            with self._lock:
+                self._ids[(kind, ref)] = (now + ttl, found, label)
+                if len(self._ids) > 10_000:
+                    self._ids.clear()
+        return found, label
+
+    # --- the check -----------------------------------------------------------------------
+    def check(self, user: str, action: str, resource: str) -> Decision:
+        kind, _, ref = resource.partition(":")
+        is_global = action in _GLOBAL
+        if is_global and resource != SITE:
+            return Decision.unknown(f"{action} is a global permission: ask it on resource 'site'")
+        if not is_global:
+            pattern = {"issue": _ISSUE, "project": _PROJECT}.get(kind)
+            if pattern is None or not pattern.fullmatch(ref):
+                return Decision.unknown(
+                    f"jira resources are issue:KEY-123, project:KEY or site, not {resource!r}"
+                )
+        account = self.user_id(user)
+        if not _ACCOUNT_ID.fullmatch(account):
+            return Decision.unknown(f"{user} maps to {account!r}, not an Atlassian accountId")
+        active = self._active(account)
+        if active is False:
+            return Decision.deny(f"{user}'s Jira account {account} is deactivated")
+        if is_global:
+            body: dict[str, Any] = {"accountId": account, "globalPermissions": [action]}
+            grants = self._bulk_check(body)
+            held = grants.get("globalPermissions")
+            if not isinstance(held, list):
+                raise LookupFailed("jira's permission check answer has no globalPermissions list")
+            if action in held:
+                return Decision.allow(f"Jira grants {account} the global permission {action}")
+            return Decision.deny(f"Jira does not grant {account} the global permission {action}")
+        resolved = self._resolve(kind, ref)
+        if resolved is None:
+            text = f"Jira has no {kind} {ref} that the engine's account can see (HTTP 404)"
+            if self.options.get("not_found") == "deny":
+                return Decision.deny(text)
+            return Decision.unknown(text)
+        target, label = resolved
+        field = "issues" if kind == "issue" else "projects"
+        body = {
+            "accountId": account,
+            "projectPermissions": [{"permissions": [action], field: [int(target)]}],
+        }
+        grants = self._bulk_check(body)
+        entries = grants.get("projectPermissions")
+        if not isinstance(entries, list):
+            raise LookupFailed("jira's permission check answer has no projectPermissions list")
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("permission"), str):
+                raise LookupFailed("jira's permission check answer holds a malformed grant")
+            if entry["permission"] != action:
+                continue
+            ids = entry.get(field)
+            if not isinstance(ids, list):
+                raise LookupFailed(f"jira's permission check answer has no {field} list")
+            if any(str(i) == target for i in ids if not isinstance(i, bool)):
+                return Decision.allow(f"Jira grants {account} {action} on {label}")
+        return Decision.deny(f"Jira does not grant {account} {action} on {label}")
+
+    def _bulk_check(self, body: dict[str, Any]) -> dict[str, Any]:
+        answer = self._api("POST", f"{_API}/permissions/check", json=body)
+        if answer.status != 200:
+            raise self._failure(answer, "check the user's permissions")
+        data = answer.json()
+        if not isinstance(data, dict):
+            raise LookupFailed("jira's permission check answer is not an object")
+        return data
+
+    # --- the probe -----------------------------------------------------------------------
+    def probe(self) -> ProbeResult:
+        me = self._get(f"{_API}/myself", "tell who the engine is")
+        if not isinstance(me, dict) or not isinstance(me.get("accountId"), str):
+            return ProbeResult(False, "jira's /myself answer has no accountId")
+        who = f"{me.get('displayName') or me['accountId']} ({me['accountId']})"
+        mine = self._get(
+            f"{_API}/mypermissions",
+            "list the engine's permissions",
+            permissions="ADMINISTER,USER_PICKER",
+        )
+        perms = mine.get("permissions") if isinstance(mine, dict) else None
+        if not isinstance(perms, dict):
+            return ProbeResult(False, f"signed in as {who}, but /mypermissions is malformed")
+
+        def has(key: str) -> bool:
+            entry = perms.get(key)
+            return isinstance(entry, dict) and entry.get("havePermission") is True
+
+        where = self._base()
+        missing = [
+            text
+            for key, text in (
+                ("ADMINISTER", "Administer Jira (to check other users)"),
+                ("USER_PICKER", "Browse users and groups (to find users by email)"),
+            )
+            if not has(key)
+        ]
+        if missing:
+            return ProbeResult(
+                False, f"signed in to {where} as {who}, but lacks {' and '.join(missing)}"
+            )
+        return ProbeResult(
+            True, f"signed in to {where} as {who} with Administer Jira and Browse users"
+        )
+
+
+INTEGRATION = Jira
