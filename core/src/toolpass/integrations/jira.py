@@ -36,16 +36,17 @@ from typing import Any
 from urllib.parse import quote
 
 from toolpass.engine.config import check_url
+from toolpass.engine.errors import ConfigError
 from toolpass.engine.http import Response
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
+    Effect,
     Integration,
     LookupFailed,
     ProbeResult,
 )
-from toolpass.engine.errors import ConfigError
 
 __all__ = ["Jira"]
 
@@ -61,14 +62,12 @@ SITE = "site"
 _SCHEME = "in the project's permission scheme"
 
 
-def _project(name: str, title: str, effect: Any, note: str = "") -> Action:
+def _project(name: str, title: str, effect: Effect, note: str = "") -> Action:
     requires = f"the {title} project permission ({name}) {_SCHEME}"
-    return Action(
-        name, f"{title}{note}. Resource: issue:KEY-1 or project:KEY.", effect, requires
-    )
+    return Action(name, f"{title}{note}. Resource: issue:KEY-1 or project:KEY.", effect, requires)
 
 
-def _global(name: str, title: str, effect: Any) -> Action:
+def _global(name: str, title: str, effect: Effect) -> Action:
     return Action(
         name,
         f"{title} (global permission). Resource: site.",
@@ -83,7 +82,10 @@ _PROJECT_ACTIONS: tuple[Action, ...] = (
     _project("VIEW_DEV_TOOLS", "View development tools", "read", " (Jira Software)"),
     _project("VIEW_VOTERS_AND_WATCHERS", "View voters and watchers", "read"),
     _project(
-        "ASSIGNABLE_USER", "Assignable user", "read", ": be assigned issues (a property, not a deed)"
+        "ASSIGNABLE_USER",
+        "Assignable user",
+        "read",
+        ": be assigned issues (a property, not a deed)",
     ),
     _project("CREATE_ISSUES", "Create issues", "write"),
     _project("EDIT_ISSUES", "Edit issues", "write"),
@@ -110,7 +112,9 @@ _PROJECT_ACTIONS: tuple[Action, ...] = (
     _project("EDIT_OWN_WORKLOGS", "Edit own worklogs", "write"),
     _project("EDIT_ALL_WORKLOGS", "Edit all worklogs", "write"),
     _project("MANAGE_SPRINTS_PERMISSION", "Manage sprints", "write", " (Jira Software)"),
-    _project("SERVICEDESK_AGENT", "Service management agent", "write", " (Jira Service Management)"),
+    _project(
+        "SERVICEDESK_AGENT", "Service management agent", "write", " (Jira Service Management)"
+    ),
     _project("EDIT_ISSUE_LAYOUT", "Edit issue layout", "write"),
     _project("DELETE_ISSUES", "Delete issues", "destructive"),
     _project("DELETE_OWN_COMMENTS", "Delete own comments", "destructive"),
@@ -153,7 +157,9 @@ class Jira(Integration):
             choices=("basic", "scoped", "oauth"),
         ),
         ConfigKey("email", "The engine account's email (auth basic and scoped)."),
-        ConfigKey("api_token", "The engine account's API token (auth basic and scoped).", True),
+        ConfigKey(
+            "api_token", "The engine account's API token (auth basic and scoped).", secret=True
+        ),
         ConfigKey("client_id", "The service account's OAuth 2.0 client id (auth oauth)."),
         ConfigKey("client_secret", "The OAuth 2.0 client secret (auth oauth).", secret=True),
         ConfigKey(
@@ -370,6 +376,11 @@ class Jira(Integration):
                 f"jira's user search for {email} found {hidden} account(s) whose email "
                 "address is hidden by profile visibility; cannot confirm which, if any, it is"
             )
+        if not found:
+            raise LookupFailed(
+                f"jira's user search found no account with the email {email} (it lists "
+                "active accounts only, and none without Browse users and groups)"
+            )
         expires = time.monotonic() + self.config.identity.cache_ttl
         with self._lock:
             for account, active in found.items():
@@ -515,21 +526,16 @@ class Jira(Integration):
             return isinstance(entry, dict) and entry.get("havePermission") is True
 
         where = self._base()
-        missing = [
-            text
-            for key, text in (
-                ("ADMINISTER", "Administer Jira (to check other users)"),
-                ("USER_PICKER", "Browse users and groups (to find users by email)"),
-            )
-            if not has(key)
-        ]
+        needed = [("ADMINISTER", "Administer Jira (to check other users)")]
+        if self.config.identity.mode == "lookup" or self.options.get("verify_account", True):
+            needed.append(("USER_PICKER", "Browse users and groups (to look users up)"))
+        missing = [text for key, text in needed if not has(key)]
         if missing:
             return ProbeResult(
                 False, f"signed in to {where} as {who}, but lacks {' and '.join(missing)}"
             )
-        return ProbeResult(
-            True, f"signed in to {where} as {who} with Administer Jira and Browse users"
-        )
+        held = " and ".join(text.split(" (")[0] for _, text in needed)
+        return ProbeResult(True, f"signed in to {where} as {who}, with {held}")
 
 
 INTEGRATION = Jira
