@@ -1,0 +1,1002 @@
+"""Slack: may a person act in a channel? Reconstructed from Slack's own data, failing closed.
+
+Slack has no API that answers "may user U do X" for another user, so this integration
+reconstructs the answer from what the engine's read-only token can see:
+
+- identity: ``users.lookupByEmail`` (exact; ``users_not_found`` is no one), then
+  ``users.info`` for the flags the rules use (``deleted``, ``is_restricted``,
+  ``is_ultra_restricted``, ``is_admin``, ``is_owner``, ``is_primary_owner``, ``is_bot``,
+  ``is_invited_user``, ``enterprise_user``);
+- the channel: ``conversations.info`` (``is_private``, ``is_im``, ``is_mpim``,
+  ``is_archived``, ``is_general``, ``is_read_only``, ``is_frozen``, ``is_ext_shared``);
+- membership: ``conversations.members``, followed through ``response_metadata.next_cursor``
+  until the user is found or the list ends;
+- optionally (Enterprise Grid, ``posting_prefs: true``) who may post, from
+  ``admin.conversations.getConversationPrefs`` with an org admin's token;
+- for editing and deleting a message, its author from ``conversations.history``.
+
+Every request is ``GET https://slack.com/api/<method>`` with the token as
+``Authorization: Bearer``. Slack answers errors with HTTP 200 and ``{"ok": false, "error":
+...}``; every such error, a 429 (``ratelimited``, with ``Retry-After``), any other status, a
+body that is not the documented JSON, an email that maps to no one or several, and a channel
+the engine's token cannot see (``channel_not_found``: it does not exist, or it is private and
+the engine's bot is not in it) is ``unknown``, never ``deny``. Workspace policies the token
+cannot read (who may post in #general, who may archive or rename channels, who may create
+channels) are connection settings whose default, ``unknown``, refuses to guess.
+
+Resources:
+
+- ``channel:C0123ABCD`` (also ``G…`` private groups and ``D…`` direct messages); or
+  ``channel:#name``, resolved by an exact, unique name in ``conversations.list`` (only when
+  ``channel_names`` is on; several channels of that name, e.g. across Grid workspaces, or
+  none visible, is unknown);
+- ``message:C0123ABCD/1712345678.000100`` for message actions (and accepted wherever a
+  channel is, meaning the message's channel);
+- ``workspace`` or ``team:T0123ABCD`` for workspace actions (``conversations.create``,
+  ``admin.users.*``).
+
+The rule each action uses is in its ``requires`` text (``toolpass catalog slack``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.engine.http import MalformedResponse
+from toolpass.integrations.base import (
+    Action,
+    ConfigKey,
+    Decision,
+    Effect,
+    Integration,
+    ProbeResult,
+)
+
+__all__ = ["INTEGRATION", "Slack", "SlackError"]
+
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,30}")
+_USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
+_TEAM_ID = re.compile(r"[TE][A-Z0-9]{2,30}")
+_TS = re.compile(r"\d{1,12}\.\d{1,9}")
+_CHANNEL_NAME = re.compile(r"[^\s#,/]{1,80}")
+
+_AUTH_ERRORS = {
+    "not_authed",
+    "invalid_auth",
+    "token_revoked",
+    "token_expired",
+    "account_inactive",
+    "no_permission",
+    "not_allowed_token_type",
+    "ekm_access_denied",
+}
+
+# The kinds of rule an action uses; the rules are in Slack.check and the Action texts.
+_READ = "read"
+_POST = "post"
+_MEMBER = "member"
+_INVITE = "invite"
+_JOIN = "join"
+_LEAVE = "leave"
+_MANAGE = "manage"
+_ARCHIVE = "archive"
+_UNARCHIVE = "unarchive"
+_EDIT = "edit"
+_DELETE = "delete"
+_CREATE = "create"
+_ADMIN = "admin"
+
+_R_READ = (
+    "a member of the conversation; for a public channel, any full member of the workspace "
+    "(guests only in channels they belong to)"
+)
+_R_POST = (
+    "a member of the conversation, which is not archived; in #general the connection's "
+    "general_posting policy; in a read-only channel, or with posting_prefs, Slack's "
+    "who_can_post list"
+)
+_R_MEMBER = "a member of the conversation, which is not archived"
+_R_MANAGE = (
+    "a workspace admin or owner (a member, for a private channel), or a channel member when "
+    "channel_management is 'members'; never a guest, never in a direct message"
+)
+_R_ADMIN = (
+    "an Enterprise Grid org admin or owner (enterprise_user.is_admin / is_owner); outside Grid "
+    "a workspace admin or owner"
+)
+
+
+def _action(name: str, description: str, effect: Effect, requires: str) -> Action:
+    return Action(name, description, effect, requires)
+
+
+_ACTIONS: tuple[tuple[Action, str], ...] = (
+    (_action("conversations.history", "Read a conversation's messages.", "read", _R_READ), _READ),
+    (_action("conversations.replies", "Read a thread in a conversation.", "read", _R_READ), _READ),
+    (_action("conversations.info", "Read a conversation's details.", "read", _R_READ), _READ),
+    (
+        _action("conversations.members", "List a conversation's members.", "read", _R_READ),
+        _READ,
+    ),
+    (_action("pins.list", "List a conversation's pinned items.", "read", _R_READ), _READ),
+    (_action("bookmarks.list", "List a channel's bookmarks.", "read", _R_READ), _READ),
+    (_action("chat.postMessage", "Post a message in a conversation.", "write", _R_POST), _POST),
+    (
+        _action(
+            "chat.postEphemeral", "Post an ephemeral message in a conversation.", "write", _R_POST
+        ),
+        _POST,
+    ),
+    (
+        _action("chat.scheduleMessage", "Schedule a message in a conversation.", "write", _R_POST),
+        _POST,
+    ),
+    (_action("chat.meMessage", "Post a /me message in a conversation.", "write", _R_POST), _POST),
+    (
+        _action(
+            "files.upload", "Share a file in a conversation (legacy upload).", "write", _R_POST
+        ),
+        _POST,
+    ),
+    (
+        _action(
+            "files.completeUploadExternal",
+            "Share an uploaded file in a conversation.",
+            "write",
+            _R_POST,
+        ),
+        _POST,
+    ),
+    (_action("reactions.add", "React to a message.", "write", _R_MEMBER), _MEMBER),
+    (_action("reactions.remove", "Remove a reaction from a message.", "write", _R_MEMBER), _MEMBER),
+    (_action("pins.add", "Pin a message in a conversation.", "write", _R_MEMBER), _MEMBER),
+    (_action("pins.remove", "Unpin a message in a conversation.", "write", _R_MEMBER), _MEMBER),
+    (_action("bookmarks.add", "Add a bookmark to a channel.", "write", _R_MEMBER), _MEMBER),
+    (
+        _action("conversations.setTopic", "Set a conversation's topic.", "write", _R_MEMBER),
+        _MEMBER,
+    ),
+    (
+        _action("conversations.setPurpose", "Set a conversation's purpose.", "write", _R_MEMBER),
+        _MEMBER,
+    ),
+    (
+        _action(
+            "conversations.invite",
+            "Invite users to a channel.",
+            "write",
+            "a full member (not a guest) who is a member of the channel, which is not archived "
+            "and not a direct message",
+        ),
+        _INVITE,
+    ),
+    (
+        _action(
+            "conversations.join",
+            "Join a channel.",
+            "write",
+            "a full member (not a guest); only public channels that are not archived can be "
+            "joined without an invitation (already a member: allowed)",
+        ),
+        _JOIN,
+    ),
+    (
+        _action(
+            "conversations.leave",
+            "Leave a channel.",
+            "write",
+            "a member of the channel; nobody leaves #general or a direct message",
+        ),
+        _LEAVE,
+    ),
+    (
+        _action("conversations.rename", "Rename a channel.", "write", _R_MANAGE),
+        _MANAGE,
+    ),
+    (
+        _action(
+            "conversations.kick",
+            "Remove a user from a channel.",
+            "destructive",
+            _R_MANAGE + "; nobody is removed from #general",
+        ),
+        _MANAGE,
+    ),
+    (
+        _action(
+            "conversations.archive",
+            "Archive a channel.",
+            "destructive",
+            _R_MANAGE + "; #general and archived channels cannot be archived",
+        ),
+        _ARCHIVE,
+    ),
+    (
+        _action(
+            "conversations.unarchive",
+            "Unarchive a channel.",
+            "write",
+            _R_MANAGE + "; only an archived channel",
+        ),
+        _UNARCHIVE,
+    ),
+    (
+        _action(
+            "chat.update",
+            "Edit a message (resource message:C…/ts).",
+            "write",
+            "the message's author, who can still read the conversation, which is not archived",
+        ),
+        _EDIT,
+    ),
+    (
+        _action(
+            "chat.delete",
+            "Delete a message (resource message:C…/ts).",
+            "destructive",
+            "the message's author, or a workspace admin or owner, who can read the "
+            "conversation, which is not archived",
+        ),
+        _DELETE,
+    ),
+    (
+        _action(
+            "conversations.create",
+            "Create a channel (resource workspace or team:T…).",
+            "write",
+            "a member of the workspace; who besides admins and owners may is the connection's "
+            "channel_creation policy; single-channel guests never",
+        ),
+        _CREATE,
+    ),
+    (
+        _action(
+            "admin.conversations.archive", "Archive a channel as an admin.", "destructive", _R_ADMIN
+        ),
+        _ADMIN,
+    ),
+    (
+        _action("admin.conversations.rename", "Rename a channel as an admin.", "write", _R_ADMIN),
+        _ADMIN,
+    ),
+    (
+        _action(
+            "admin.conversations.invite",
+            "Invite users to a channel as an admin.",
+            "write",
+            _R_ADMIN,
+        ),
+        _ADMIN,
+    ),
+    (
+        _action(
+            "admin.conversations.setConversationPrefs",
+            "Change who may post in a channel.",
+            "write",
+            _R_ADMIN,
+        ),
+        _ADMIN,
+    ),
+    (_action("admin.users.invite", "Invite a person to a workspace.", "write", _R_ADMIN), _ADMIN),
+    (
+        _action("admin.users.remove", "Remove a person from a workspace.", "destructive", _R_ADMIN),
+        _ADMIN,
+    ),
+)
+_KIND = {a.name: kind for a, kind in _ACTIONS}
+_CHANNEL_KINDS = {
+    _READ, _POST, _MEMBER, _INVITE, _JOIN, _LEAVE, _MANAGE, _ARCHIVE, _UNARCHIVE, _EDIT, _DELETE
+}  # fmt: skip
+
+
+class SlackError(LookupFailed):
+    """Slack answered ``{"ok": false, "error": code}``."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class _Resource:
+    kind: str  # "channel", "message" or "workspace"
+    channel: str = ""  # an id, or "#name" before resolution
+    ts: str = ""
+    team: str = ""
+
+
+def _parse(resource: str) -> _Resource:
+    if resource == "workspace":
+        return _Resource("workspace")
+    kind, sep, rest = resource.partition(":")
+    if sep and kind == "team" and _TEAM_ID.fullmatch(rest):
+        return _Resource("workspace", team=rest)
+    if sep and kind == "channel":
+        if _CHANNEL_ID.fullmatch(rest):
+            return _Resource("channel", rest)
+        if rest.startswith("#") and _CHANNEL_NAME.fullmatch(rest[1:]):
+            return _Resource("channel", rest)
+    if sep and kind == "message":
+        channel, slash, ts = rest.partition("/")
+        if slash and _CHANNEL_ID.fullmatch(channel) and _TS.fullmatch(ts):
+            return _Resource("message", channel, ts)
+    raise LookupFailed(
+        f"{resource!r} is not a Slack resource (expected channel:C…, channel:#name, "
+        "message:C…/ts, workspace or team:T…)"
+    )
+
+
+def _flag(obj: Mapping[str, Any], name: str) -> bool:
+    return obj.get(name) is True
+
+
+class Slack(Integration):
+    """Slack Web API, rules reconstructed from users, channels and membership."""
+
+    name: ClassVar[str] = "slack"
+    description: ClassVar[str] = (
+        "Slack workspaces and Enterprise Grid: channel membership, guests, admins and channel "
+        "state, read with a bot token (users:read, users:read.email, channels:read, "
+        "groups:read, im:read, mpim:read; channels:history and groups:history for message "
+        "actions)."
+    )
+    default_url: ClassVar[str | None] = "https://slack.com/api"
+    identity_modes: ClassVar[tuple[str, ...]] = ("lookup",)
+    actions: ClassVar[tuple[Action, ...]] = tuple(a for a, _ in _ACTIONS)
+    keys: ClassVar[tuple[ConfigKey, ...]] = (
+        ConfigKey(
+            "token",
+            "The engine's Slack token, sent as Authorization: Bearer (a bot token xoxb-… "
+            "with the read scopes listed in the description; a user token xoxp-… when auth "
+            "is 'user').",
+            secret=True,
+            required=True,
+        ),
+        ConfigKey(
+            "auth",
+            "The kind of token in `token`: 'bot' (xoxb-, the default) or 'user' (xoxp-). "
+            "Rotating tokens (xoxe.xoxb-/xoxe.xoxp-) are accepted.",
+            default="bot",
+            choices=("bot", "user"),
+        ),
+        ConfigKey(
+            "team_id",
+            "Enterprise Grid: the workspace (T…) this connection checks. Sent to "
+            "conversations.list for an org-wide app, compared with auth.test by the probe, and "
+            "workspace actions need the user to belong to it.",
+        ),
+        ConfigKey(
+            "admin_token",
+            "Enterprise Grid: an org admin's user token (xoxp-) with admin.conversations:read, "
+            "used only for admin.conversations.getConversationPrefs when posting_prefs is on.",
+            secret=True,
+        ),
+        ConfigKey(
+            "posting_prefs",
+            "Read who may post in each channel (who_can_post) with admin_token; when off, "
+            "posting in a read-only channel is unknown.",
+            default=False,
+        ),
+        ConfigKey(
+            "general_posting",
+            "Who may post in #general, as the workspace is set (the token cannot read it): "
+            "everyone, members (everyone but guests), admins (admins and owners), owners, or "
+            "unknown (every post there is unknown).",
+            default="unknown",
+            choices=("everyone", "members", "admins", "owners", "unknown"),
+        ),
+        ConfigKey(
+            "channel_management",
+            "Who besides workspace admins and owners may rename, archive, unarchive and "
+            "remove members from channels: 'members' (the channel's full members), 'admins' "
+            "(nobody else: denied), or 'unknown'.",
+            default="unknown",
+            choices=("members", "admins", "unknown"),
+        ),
+        ConfigKey(
+            "channel_creation",
+            "Who besides workspace admins and owners may create channels: 'members' (full "
+            "members, not guests), 'admins' (nobody else: denied), or 'unknown'.",
+            default="unknown",
+            choices=("members", "admins", "unknown"),
+        ),
+        ConfigKey(
+            "external_channels",
+            "Slack Connect channels (is_ext_shared): 'check' applies the same rules, "
+            "'unknown' answers unknown for every check in them.",
+            default="check",
+            choices=("check", "unknown"),
+        ),
+        ConfigKey(
+            "channel_names",
+            "Accept channel:#name, resolved to exactly one channel by conversations.list "
+            "(when off, only channel ids are accepted).",
+            default=True,
+        ),
+        ConfigKey(
+            "page_size",
+            "The limit sent with conversations.members and conversations.list (1-1000).",
+            default=200,
+        ),
+        ConfigKey(
+            "max_pages",
+            "The most pages one membership or name look-up may read before it is unknown.",
+            default=50,
+        ),
+        ConfigKey(
+            "user_cache_ttl",
+            "Seconds a user's flags (deleted, guest, admin) are reused between checks (0: never).",
+            default=30.0,
+        ),
+        ConfigKey(
+            "name_cache_ttl",
+            "Seconds a resolved channel:#name is reused (0: never).",
+            default=300.0,
+        ),
+    )
+
+    @classmethod
+    def validate(cls, options: Mapping[str, Any]) -> None:
+        """Cross-key checks: see the key descriptions."""
+        if options.get("posting_prefs") and options.get("admin_token") is None:
+            raise ConfigError(
+                "posting_prefs needs admin_token (an org admin's token)", "admin_token"
+            )
+        team = options.get("team_id")
+        if team is not None and not _TEAM_ID.fullmatch(team):
+            raise ConfigError("must be a Slack workspace id such as T0123ABCD", "team_id")
+        if not 1 <= options["page_size"] <= 1000:
+            raise ConfigError("must be between 1 and 1000", "page_size")
+        if options["max_pages"] < 1:
+            raise ConfigError("must be 1 or more", "max_pages")
+        for key in ("user_cache_ttl", "name_cache_ttl"):
+            if options[key] < 0:
+                raise ConfigError("must be 0 or more seconds", key)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+        self._users: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._names: dict[str, tuple[float, str]] = {}
+
+    # --- the wire ----------------------------------------------------------------------
+    def _token(self, key: str, kind: str) -> str:
+        token = self.secret(key)
+        prefix = "xoxb-" if kind == "bot" else "xoxp-"
+        if not token.startswith((prefix, "xoxe." + prefix)):
+            raise ConfigError(
+                f"connection {self.config.id!r}: {key} is not a Slack {kind} token "
+                f"(expected {prefix}…)",
+                key,
+            )
+        return token
+
+    def call(
+        self, method: str, params: Mapping[str, str | None] | None = None, *, admin: bool = False
+    ) -> dict[str, Any]:
+        """``GET <url>/<method>`` with the engine's (or the admin) token; the ``ok`` answer.
+
+        Raises :class:`SlackError` for ``ok: false`` and :class:`LookupFailed` for anything
+        else Slack's documentation does not promise.
+        """
+        token = (
+            self._token("admin_token", "user")
+            if admin
+            else self._token("token", self.options["auth"])
+        )
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        answer = self.request(
+            "GET", f"/{method}", params=query, headers={"Authorization": f"Bearer {token}"}
+        )
+        if answer.status != 200:
+            raise self.failure(answer, f"{method}")
+        try:
+            data = answer.json()
+        except MalformedResponse:
+            raise LookupFailed(f"slack answered {method} with a body that is not JSON") from None
+        if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
+            raise LookupFailed(f"slack answered {method} without the documented 'ok' field")
+        if not data["ok"]:
+            raise self._error(method, data)
+        return data
+
+    def _error(self, method: str, data: Mapping[str, Any]) -> SlackError:
+        code = data.get("error")
+        code = code if isinstance(code, str) and code else "unknown_error"
+        if code in _AUTH_ERRORS:
+            text = f"slack rejected the engine's token ({code}) at {method}"
+        elif code == "missing_scope":
+            needed = data.get("needed") or "?"
+            provided = data.get("provided") or "?"
+            text = (
+                f"the engine's token lacks a scope {method} needs (missing_scope; needed: "
+                f"{needed}; provided: {provided})"
+            )
+        elif code == "ratelimited":
+            text = f"slack rate-limited the engine at {method} (ratelimited)"
+        elif code == "channel_not_found":
+            text = (
+                f"slack did not show the channel to the engine at {method} (channel_not_found): "
+                "it does not exist, or it is private and the engine's bot is not in it"
+            )
+        elif code == "not_in_channel":
+            text = (
+                f"the engine's bot is not in the channel, so {method} cannot read it "
+                "(not_in_channel)"
+            )
+        else:
+            text = f"slack answered {method} with the error {code}"
+        return SlackError(text, code)
+
+    # --- identity ----------------------------------------------------------------------
+    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
+        """``users.lookupByEmail``: exact, one user or none (``users_not_found``)."""
+        if mode != "lookup":
+            return super().lookup_user(email, mode)
+        try:
+            data = self.call("users.lookupByEmail", {"email": email})
+        except SlackError as e:
+            if e.code == "users_not_found":
+                return []
+            raise
+        user = self._user_object(data, "users.lookupByEmail")
+        profile = user.get("profile")
+        found = profile.get("email") if isinstance(profile, dict) else None
+        if isinstance(found, str) and found.lower() != email.lower():
+            raise LookupFailed(
+                f"slack's users.lookupByEmail answered a user with another email for {email}"
+            )
+        self._remember(user)
+        return [user["id"]]
+
+    def _user_object(self, data: Mapping[str, Any], method: str) -> dict[str, Any]:
+        user = data.get("user")
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str):
+            raise LookupFailed(f"slack's {method} answer has no user object with an id")
+        if not _USER_ID.fullmatch(user["id"]):
+            raise LookupFailed(f"slack's {method} answered a user id that is not one")
+        return user
+
+    def _remember(self, user: dict[str, Any]) -> None:
+        ttl = float(self.options["user_cache_ttl"])
+        if ttl > 0:
+            with self._lock:
+                self._users[user["id"]] = (time.monotonic() + ttl, user)
+                if len(self._users) > 10_000:
+                    self._users.pop(next(iter(self._users)))
+
+    def _user(self, uid: str) -> dict[str, Any]:
+        """The user's object: remembered from a recent look-up, or ``users.info``."""
+        with self._lock:
+            hit = self._users.get(uid)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        try:
+            data = self.call("users.info", {"user": uid})
+        except SlackError as e:
+            if e.code in ("user_not_found", "user_not_visible"):
+                raise LookupFailed(
+                    f"the identity mapping names {uid}, which slack does not show ({e.code})"
+                ) from None
+            raise
+        user = self._user_object(data, "users.info")
+        if user["id"] != uid:
+            raise LookupFailed(f"slack's users.info answered another user for {uid}")
+        self._remember(user)
+        return user
+
+    # --- the check ---------------------------------------------------------------------
+    def check(self, user: str, action: str, resource: str) -> Decision:
+        kind = _KIND.get(action)
+        if kind is None:
+            return Decision.unknown(f"slack has no action {action!r}")
+        where = _parse(resource)
+        if kind in _CHANNEL_KINDS and where.kind == "workspace":
+            raise LookupFailed(f"{action} needs a channel:… or message:… resource")
+        if kind in (_EDIT, _DELETE) and where.kind != "message":
+            raise LookupFailed(f"{action} needs a message:C…/ts resource")
+        if kind == _CREATE and where.kind != "workspace":
+            raise LookupFailed(f"{action} needs a workspace or team:T… resource")
+        team = self.options.get("team_id")
+        if where.team and team and where.team != team:
+            raise LookupFailed(f"this connection checks workspace {team}, not {where.team}")
+        uid = self.user_id(user)
+        person = self._user(uid)
+        who = f"{user} ({uid})"
+        if _flag(person, "deleted"):
+            return Decision.deny(f"{who} is deactivated in Slack")
+        if _flag(person, "is_bot") or _flag(person, "is_app_user"):
+            return Decision.unknown(f"{who} is a Slack bot or app user, not a person")
+        if _flag(person, "is_invited_user"):
+            return Decision.deny(f"{who} was invited to Slack but has not joined")
+        if kind == _ADMIN:
+            return self._admin(who, person)
+        if kind == _CREATE:
+            return self._create(who, person, where)
+        return self._in_channel(kind, who, uid, person, where)
+
+    def _admin(self, who: str, person: Mapping[str, Any]) -> Decision:
+        grid = person.get("enterprise_user")
+        if isinstance(grid, dict):
+            if _flag(grid, "is_owner") or _flag(grid, "is_admin"):
+                return Decision.allow(f"{who} is an Enterprise Grid org admin or owner")
+            return Decision.deny(f"{who} is not an Enterprise Grid org admin or owner")
+        if _is_admin(person):
+            return Decision.allow(f"{who} is a workspace admin or owner")
+        return Decision.deny(f"{who} is not a Slack admin or owner")
+
+    def _create(self, who: str, person: Mapping[str, Any], where: _Resource) -> Decision:
+        team = where.team or self.options.get("team_id")
+        if team:
+            teams = _teams(person)
+            if teams is None:
+                return Decision.unknown(f"slack does not say which workspaces {who} belongs to")
+            if team not in teams:
+                return Decision.deny(f"{who} is not a member of workspace {team}")
+        if _is_admin(person):
+            return Decision.allow(f"{who} is a workspace admin or owner")
+        if _flag(person, "is_ultra_restricted"):
+            return Decision.deny(f"{who} is a single-channel guest")
+        policy = self.options["channel_creation"]
+        if policy == "members" and not _flag(person, "is_restricted"):
+            return Decision.allow(f"{who} is a full member and members may create channels")
+        if policy == "members":
+            return Decision.deny(f"{who} is a guest; only full members may create channels")
+        if policy == "admins":
+            return Decision.deny(f"only admins and owners may create channels; {who} is neither")
+        return Decision.unknown(
+            "who may create channels is a workspace setting the engine cannot read "
+            "(set channel_creation)"
+        )
+
+    def _in_channel(
+        self, kind: str, who: str, uid: str, person: Mapping[str, Any], where: _Resource
+    ) -> Decision:
+        channel_id = self._channel_id(where.channel)
+        info = self._channel(channel_id)
+        label = f"#{info['name']}" if isinstance(info.get("name"), str) else channel_id
+        if _flag(info, "is_ext_shared") and self.options["external_channels"] == "unknown":
+            return Decision.unknown(
+                f"{label} is a Slack Connect channel and this connection does not check those"
+            )
+        private = _flag(info, "is_private") or _flag(info, "is_im") or _flag(info, "is_mpim")
+        direct = _flag(info, "is_im") or _flag(info, "is_mpim")
+        guest = _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted")
+        archived = _flag(info, "is_archived")
+        general = _flag(info, "is_general")
+
+        def member() -> bool:
+            return self._is_member(channel_id, uid)
+
+        if kind == _READ:
+            if not private and not guest and not _flag(person, "is_stranger"):
+                return Decision.allow(f"{label} is public and {who} is a full member")
+            if member():
+                return Decision.allow(f"{who} is a member of {label}")
+            if private:
+                return Decision.deny(f"{label} is private and {who} is not a member")
+            return Decision.deny(f"{who} is a guest or external user and not a member of {label}")
+
+        if kind in (_EDIT, _DELETE):
+            readable = self._in_channel(_READ, who, uid, person, where)
+            if not readable.allowed:
+                return readable
+            if archived:
+                return Decision.deny(f"{label} is archived")
+            author = self._author(channel_id, where.ts)
+            if author == uid:
+                return Decision.allow(f"{who} wrote the message")
+            if kind == _DELETE and _is_admin(person):
+                return Decision.allow(f"{who} is a workspace admin or owner")
+            if kind == _EDIT:
+                return Decision.deny(f"only the author may edit a message; {who} is not it")
+            return Decision.deny(f"{who} neither wrote the message nor is an admin or owner")
+
+        if kind in (_MANAGE, _ARCHIVE, _UNARCHIVE):
+            return self._manage(kind, who, person, label, info, member)
+
+        if kind == _JOIN:
+            if archived:
+                return Decision.deny(f"{label} is archived")
+            if member():
+                return Decision.allow(f"{who} is already a member of {label}")
+            if private:
+                return Decision.deny(f"{label} is private: it is joined only by invitation")
+            if guest:
+                return Decision.deny(f"{who} is a guest: guests join channels only by invitation")
+            return Decision.allow(f"{label} is public and {who} is a full member")
+
+        if kind == _LEAVE:
+            if general:
+                return Decision.deny("nobody can leave #general")
+            if _flag(info, "is_im"):
+                return Decision.deny("a direct message cannot be left")
+            if member():
+                return Decision.allow(f"{who} is a member of {label}")
+            return Decision.deny(f"{who} is not a member of {label}")
+
+        # post, member-only writes, invite: all need a member of a live conversation
+        if archived:
+            return Decision.deny(f"{label} is archived")
+        if _flag(info, "is_frozen"):
+            return Decision.unknown(f"{label} is frozen; slack does not document who may write")
+        if kind == _INVITE and direct:
+            return Decision.deny("nobody can be invited to a direct message")
+        if kind == _INVITE and guest:
+            return Decision.deny(f"{who} is a guest: guests cannot invite others")
+        if not member():
+            return Decision.deny(f"{who} is not a member of {label}")
+        if kind != _POST:
+            return Decision.allow(f"{who} is a member of {label}")
+        return self._may_post(who, uid, person, channel_id, label, info)
+
+    def _manage(
+        self,
+        kind: str,
+        who: str,
+        person: Mapping[str, Any],
+        label: str,
+        info: Mapping[str, Any],
+        member: Any,
+    ) -> Decision:
+        if _flag(info, "is_im") or _flag(info, "is_mpim"):
+            return Decision.deny("a direct message cannot be renamed, archived or managed")
+        if kind == _ARCHIVE and _flag(info, "is_general"):
+            return Decision.deny("#general cannot be archived")
+        if kind == _MANAGE and _flag(info, "is_general"):
+            # renaming #general is an owner's privilege; removing from it is impossible
+            if _flag(person, "is_owner") or _flag(person, "is_primary_owner"):
+                return Decision.allow(f"{who} is a workspace owner")
+            return Decision.deny("only workspace owners manage #general")
+        if kind == _ARCHIVE and _flag(info, "is_archived"):
+            return Decision.deny(f"{label} is already archived")
+        if kind == _UNARCHIVE and not _flag(info, "is_archived"):
+            return Decision.deny(f"{label} is not archived")
+        if kind == _MANAGE and _flag(info, "is_archived"):
+            return Decision.deny(f"{label} is archived")
+        if _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted"):
+            return Decision.deny(f"{who} is a guest")
+        private = _flag(info, "is_private")
+        if _is_admin(person):
+            if not private or member():
+                return Decision.allow(f"{who} is a workspace admin or owner")
+            return Decision.deny(f"{label} is private and {who} is not a member")
+        policy = self.options["channel_management"]
+        if policy == "admins":
+            return Decision.deny(f"only admins and owners manage channels; {who} is neither")
+        if policy == "unknown":
+            return Decision.unknown(
+                "who may manage channels is a workspace setting the engine cannot read "
+                "(set channel_management)"
+            )
+        if member():
+            return Decision.allow(f"{who} is a member of {label} and members manage channels")
+        return Decision.deny(f"{who} is not a member of {label}")
+
+    def _may_post(
+        self,
+        who: str,
+        uid: str,
+        person: Mapping[str, Any],
+        channel_id: str,
+        label: str,
+        info: Mapping[str, Any],
+    ) -> Decision:
+        if _flag(info, "is_general"):
+            policy = self.options["general_posting"]
+            guest = _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted")
+            owner = _flag(person, "is_owner") or _flag(person, "is_primary_owner")
+            allowed = {
+                "everyone": True,
+                "members": not guest,
+                "admins": _is_admin(person),
+                "owners": owner,
+            }.get(policy)
+            if allowed is None:
+                return Decision.unknown(
+                    "who may post in #general is a workspace setting the engine cannot read "
+                    "(set general_posting)"
+                )
+            if allowed:
+                return Decision.allow(f"{who} is a member of #general, where {policy} may post")
+            return Decision.deny(f"in #general only {policy} may post; {who} is not one")
+        channel = _flag(info, "is_channel") or _flag(info, "is_group") or _flag(info, "is_private")
+        direct = _flag(info, "is_im") or _flag(info, "is_mpim")
+        if self.options["posting_prefs"] and channel and not direct:
+            return self._who_can_post(who, uid, person, channel_id, label)
+        if _flag(info, "is_read_only"):
+            return Decision.unknown(
+                f"{label} is read-only and the engine cannot read who may post "
+                "(turn on posting_prefs)"
+            )
+        return Decision.allow(f"{who} is a member of {label}")
+
+    def _who_can_post(
+        self, who: str, uid: str, person: Mapping[str, Any], channel_id: str, label: str
+    ) -> Decision:
+        data = self.call(
+            "admin.conversations.getConversationPrefs", {"channel_id": channel_id}, admin=True
+        )
+        prefs = data.get("prefs")
+        if not isinstance(prefs, dict):
+            raise LookupFailed("slack's getConversationPrefs answer has no prefs")
+        rule = prefs.get("who_can_post")
+        if rule is None:
+            return Decision.allow(f"{who} is a member of {label}, where anyone may post")
+        if not isinstance(rule, dict):
+            raise LookupFailed("slack's who_can_post is not an object")
+        types = rule.get("type") or []
+        users = rule.get("user") or []
+        if not (isinstance(types, list) and isinstance(users, list)):
+            raise LookupFailed("slack's who_can_post lists are not lists")
+        if not types and not users:
+            return Decision.allow(f"{who} is a member of {label}, where anyone may post")
+        if uid in users:
+            return Decision.allow(f"{who} is named in who may post in {label}")
+        owner = _flag(person, "is_owner") or _flag(person, "is_primary_owner")
+        known = {"admin": _is_admin(person), "owner": owner}
+        if any(known.get(t) for t in types):
+            return Decision.allow(f"{who} is one of the roles that may post in {label}")
+        strange = [t for t in types if t not in known]
+        if strange:
+            return Decision.unknown(
+                f"who may post in {label} names roles the engine does not know: "
+                + ", ".join(str(t) for t in strange)
+            )
+        return Decision.deny(f"in {label} only {', '.join(map(str, types)) or 'listed users'} "
+                             f"may post; {who} is not one")  # fmt: skip
+
+    # --- channels ----------------------------------------------------------------------
+    def _channel(self, channel_id: str) -> dict[str, Any]:
+        data = self.call("conversations.info", {"channel": channel_id})
+        info = data.get("channel")
+        if not isinstance(info, dict) or info.get("id") != channel_id:
+            raise LookupFailed("slack's conversations.info answer has no matching channel")
+        return info
+
+    def _is_member(self, channel_id: str, uid: str) -> bool:
+        cursor: str | None = None
+        for _ in range(int(self.options["max_pages"])):
+            data = self.call(
+                "conversations.members",
+                {"channel": channel_id, "limit": str(self.options["page_size"]), "cursor": cursor},
+            )
+            members = data.get("members")
+            if not isinstance(members, list):
+                raise LookupFailed("slack's conversations.members answer has no members list")
+            if uid in members:
+                return True
+            cursor = _next_cursor(data)
+            if not cursor:
+                return False
+        raise LookupFailed(
+            f"{channel_id} has more members than {self.options['max_pages']} pages "
+            "(raise max_pages)"
+        )
+
+    def _channel_id(self, channel: str) -> str:
+        if not channel.startswith("#"):
+            return channel
+        if not self.options["channel_names"]:
+            raise LookupFailed("this connection accepts channel ids only (channel_names is off)")
+        name = channel[1:]
+        now = time.monotonic()
+        with self._lock:
+            hit = self._names.get(name)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        found: list[str] = []
+        cursor: str | None = None
+        for _ in range(int(self.options["max_pages"])):
+            data = self.call(
+                "conversations.list",
+                {
+                    "types": "public_channel,private_channel",
+                    "exclude_archived": "false",
+                    "limit": str(self.options["page_size"]),
+                    "team_id": self.options.get("team_id"),
+                    "cursor": cursor,
+                },
+            )
+            channels = data.get("channels")
+            if not isinstance(channels, list):
+                raise LookupFailed("slack's conversations.list answer has no channels list")
+            found += [
+                c["id"]
+                for c in channels
+                if isinstance(c, dict) and c.get("name") == name and isinstance(c.get("id"), str)
+            ]
+            cursor = _next_cursor(data)
+            if not cursor:
+                break
+        else:
+            raise LookupFailed(
+                f"the workspace has more channels than {self.options['max_pages']} pages; "
+                "use channel ids"
+            )
+        unique = list(dict.fromkeys(found))
+        if not unique:
+            raise LookupFailed(
+                f"no channel named #{name} is visible to the engine (a private channel the "
+                "bot is not in is invisible); use the channel id"
+            )
+        if len(unique) > 1:
+            raise LookupFailed(f"{len(unique)} channels are named #{name}; use the channel id")
+        if not _CHANNEL_ID.fullmatch(unique[0]):
+            raise LookupFailed("slack's conversations.list answered a channel id that is not one")
+        ttl = float(self.options["name_cache_ttl"])
+        if ttl > 0:
+            with self._lock:
+                self._names[name] = (now + ttl, unique[0])
+        return unique[0]
+
+    def _author(self, channel_id: str, ts: str) -> str:
+        data = self.call(
+            "conversations.history",
+            {"channel": channel_id, "latest": ts, "oldest": ts, "inclusive": "true", "limit": "1"},
+        )
+        messages = data.get("messages")
+        if not isinstance(messages, list):
+            raise LookupFailed("slack's conversations.history answer has no messages list")
+        for message in messages:
+            if isinstance(message, dict) and message.get("ts") == ts:
+                author = message.get("user")
+                return author if isinstance(author, str) else ""
+        raise LookupFailed(
+            f"slack shows no message {ts} in {channel_id} (deleted, or a thread reply)"
+        )
+
+    # --- the probe ---------------------------------------------------------------------
+    def probe(self) -> ProbeResult:
+        data = self.call("auth.test")
+        team = data.get("team_id")
+        who = f"{data.get('user')} ({data.get('user_id')}) in {data.get('team')} ({team})"
+        if self.options["auth"] == "bot" and not data.get("bot_id"):
+            return ProbeResult(False, f"the token is not a bot's: {who}")
+        wanted = self.options.get("team_id")
+        if wanted and team != wanted and not data.get("is_enterprise_install"):
+            return ProbeResult(False, f"the token belongs to {team}, not to team_id {wanted}")
+        detail = f"authenticated as {who}"
+        if data.get("is_enterprise_install"):
+            detail += f", org-wide in {data.get('enterprise_id') or 'an Enterprise Grid org'}"
+        if self.options.get("admin_token") is not None:
+            admin = self.call("auth.test", admin=True)
+            detail += f"; admin token of {admin.get('user')} ({admin.get('user_id')})"
+        return ProbeResult(True, detail)
+
+
+def _is_admin(person: Mapping[str, Any]) -> bool:
+    return any(_flag(person, f) for f in ("is_admin", "is_owner", "is_primary_owner"))
+
+
+def _teams(person: Mapping[str, Any]) -> set[str] | None:
+    teams: set[str] = set()
+    if isinstance(person.get("team_id"), str):
+        teams.add(person["team_id"])
+    grid = person.get("enterprise_user")
+    if isinstance(grid, dict) and isinstance(grid.get("teams"), list):
+        teams.update(t for t in grid["teams"] if isinstance(t, str))
+    return teams or None
+
+
+def _next_cursor(data: Mapping[str, Any]) -> str | None:
+    meta = data.get("response_metadata")
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        raise LookupFailed("slack's response_metadata is not an object")
+    cursor = meta.get("next_cursor")
+    if cursor is None or cursor == "":
+        return None
+    if not isinstance(cursor, str):
+        raise LookupFailed("slack's next_cursor is not a string")
+    return cursor
+
+
+INTEGRATION = Slack
