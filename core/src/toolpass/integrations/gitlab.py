@@ -1,0 +1,844 @@
+"""GitLab (gitlab.com, self-managed, Dedicated): effective access levels, asked live.
+
+The check reads the user's effective role with ``GET /projects/:id/members/all/:user_id``
+(direct, inherited through ancestor groups, and through invited groups) or
+``GET /groups/:id/members/all/:user_id``, and compares its ``access_level`` with what the
+action needs (Guest 10, Planner 15, Reporter 20, Developer 30, Maintainer 40, Owner 50).
+On top of the role:
+
+- a member whose ``state`` is not ``active`` (blocked, deactivated, banned, ...) or whose
+  membership is ``awaiting`` is denied;
+- on public and internal projects the Guest role is not enforced: anyone signed in (not an
+  external user, for internal projects) may read, open issues and comment
+  (``GET /projects/:id`` for ``visibility``, ``GET /users/:id`` for ``state``/``external``);
+- branch actions on ``branch:group/project@name`` (and ``mr:group/project!iid``, whose
+  branches come from ``GET /projects/:id/merge_requests/:iid``) follow protected branches
+  (``GET /projects/:id/protected_branches``, wildcards included; the most permissive
+  matching rule applies, as GitLab documents);
+- ``issue:group/project#iid`` honours confidential issues and lets authors and assignees
+  update and close their issues (``GET /projects/:id/issues/:iid``).
+
+A 404 from the membership read means "not a member" only when the engine can see the
+project (``GET /projects/:id`` answers 200): that is a deny. GitLab answers 404 for a
+private project the engine cannot see, too; that is ``unknown`` unless ``not_found: deny``.
+
+Identity (``identity.mode``): ``lookup`` (``GET /users?search=<email>``, kept only on an exact
+match of the administrator-visible ``email``, or of ``public_email`` read back user by user
+for other tokens), ``saml`` (``GET /groups/:id/saml_users?search=``, GitLab 18.1+, exact match
+of the user's email or group SAML ``extern_uid``), ``saml_identity``
+(``GET /groups/:id/saml/:extern_uid``, GitLab 16.1+, the SAML NameID is the email),
+``extern_uid`` (``GET /users?extern_uid=&provider=``, administrators), plus the shared
+``template``, ``users``, ``file``, ``http`` and ``callable`` modes, whose values are GitLab
+user ids or usernames (usernames are resolved with ``GET /users?username=``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote
+
+from toolpass.engine.decision import Decision
+from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.engine.http import HTTPClient, MalformedResponse, Response
+from toolpass.integrations.base import (
+    Action,
+    ConfigKey,
+    ConnectionConfig,
+    Effect,
+    Integration,
+    ProbeResult,
+)
+
+__all__ = ["INTEGRATION", "GitLab"]
+
+GUEST, PLANNER, REPORTER, DEVELOPER, MAINTAINER, OWNER, ADMIN = 10, 15, 20, 30, 40, 50, 60
+ROLE = {
+    0: "No access",
+    5: "Minimal Access",
+    GUEST: "Guest",
+    PLANNER: "Planner",
+    REPORTER: "Reporter",
+    DEVELOPER: "Developer",
+    MAINTAINER: "Maintainer",
+    OWNER: "Owner",
+    ADMIN: "Admin",
+}
+LEVELS = (GUEST, PLANNER, REPORTER, DEVELOPER, MAINTAINER, OWNER, ADMIN)
+
+BranchOp = Literal["push", "merge", "force_push", "delete", "create", "pipeline"]
+Scope = Literal["project", "group"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """What GitLab requires for an action.
+
+    ``level``: the minimum role of a member. ``open``: on public and internal projects the
+    Guest role (or no membership at all) suffices. ``branch``: protected-branch semantics
+    apply (the resource must name a branch or a merge request). ``scope``: project or group.
+    ``issue`` (on ``issue:`` resources): ``confidential`` issues need Reporter, the author or
+    an assignee; ``own``: the author or an assignee (at least Guest) may, whatever the role.
+    """
+
+    level: int
+    open: bool = False
+    branch: BranchOp | None = None
+    scope: Scope = "project"
+    issue: Literal["confidential", "own"] | None = None
+
+
+def _a(name: str, effect: Effect, description: str, rule: Rule, requires: str) -> Action:
+    RULES[name] = rule
+    return Action(name, description, effect, requires)
+
+
+RULES: dict[str, Rule] = {}
+_OPEN = "; on public and internal projects any signed-in user (internal: not external)"
+_PB = "; on a protected branch, a matching rule's allowed-to-{} entry"
+
+ACTIONS: tuple[Action, ...] = (
+    _a("project.read", "read", "See a project.", Rule(GUEST, open=True), "Guest" + _OPEN),
+    _a(
+        "repository.read",
+        "read",
+        "Read or clone the repository's code.",
+        Rule(REPORTER, open=True),
+        "Reporter" + _OPEN,
+    ),
+    _a(
+        "issue.read",
+        "read",
+        "Read issues (confidential ones need Reporter, or being the author or an assignee).",
+        Rule(GUEST, open=True, issue="confidential"),
+        "Guest" + _OPEN + "; confidential issues: Reporter, the author or an assignee",
+    ),
+    _a("issue.create", "write", "Open an issue.", Rule(GUEST, open=True), "Guest" + _OPEN),
+    _a(
+        "issue.comment",
+        "write",
+        "Comment on an issue.",
+        Rule(GUEST, open=True, issue="confidential"),
+        "Guest" + _OPEN + "; confidential issues: Reporter, the author or an assignee",
+    ),
+    _a(
+        "issue.update",
+        "write",
+        "Edit an issue and its metadata.",
+        Rule(REPORTER, issue="own"),
+        "Reporter; the issue's author or an assignee with at least Guest",
+    ),
+    _a(
+        "issue.close",
+        "write",
+        "Close or reopen an issue.",
+        Rule(REPORTER, issue="own"),
+        "Reporter; the issue's author or an assignee with at least Guest",
+    ),
+    _a("issue.delete", "destructive", "Delete an issue.", Rule(OWNER), "Owner"),
+    _a("mr.read", "read", "Read merge requests.", Rule(REPORTER, open=True), "Reporter" + _OPEN),
+    _a(
+        "mr.comment",
+        "write",
+        "Comment on a merge request.",
+        Rule(REPORTER, open=True),
+        "Reporter" + _OPEN,
+    ),
+    _a("mr.create", "write", "Open a merge request.", Rule(DEVELOPER), "Developer"),
+    _a("mr.update", "write", "Edit a merge request.", Rule(DEVELOPER), "Developer"),
+    _a("mr.approve", "write", "Approve a merge request.", Rule(DEVELOPER), "Developer"),
+    _a(
+        "mr.merge",
+        "write",
+        "Merge a merge request into its target branch (resource branch: or mr:).",
+        Rule(DEVELOPER, branch="merge"),
+        "Developer" + _PB.format("merge"),
+    ),
+    _a("mr.delete", "destructive", "Delete a merge request.", Rule(OWNER), "Owner"),
+    _a(
+        "branch.create",
+        "write",
+        "Create a branch (resource branch:).",
+        Rule(DEVELOPER, branch="create"),
+        "Developer; a protected name: a matching rule's allowed-to-push or -merge entry",
+    ),
+    _a(
+        "branch.push",
+        "write",
+        "Push commits to a branch (resource branch: or mr:, its source branch).",
+        Rule(DEVELOPER, branch="push"),
+        "Developer" + _PB.format("push"),
+    ),
+    _a(
+        "branch.force_push",
+        "destructive",
+        "Force-push to a branch (resource branch:).",
+        Rule(DEVELOPER, branch="force_push"),
+        "Developer; on a protected branch, allowed to push and a matching rule allowing force push",
+    ),
+    _a(
+        "branch.delete",
+        "destructive",
+        "Delete a branch (resource branch:).",
+        Rule(DEVELOPER, branch="delete"),
+        "Developer; a protected branch: Maintainer",
+    ),
+    _a("pipeline.read", "read", "See pipelines and job logs.", Rule(REPORTER), "Reporter"),
+    _a(
+        "pipeline.run",
+        "write",
+        "Run a pipeline for a branch (resource branch:).",
+        Rule(DEVELOPER, branch="pipeline"),
+        "Developer; a protected branch: a matching rule's allowed-to-push or -merge entry",
+    ),
+    _a(
+        "pipeline.cancel",
+        "write",
+        "Cancel or retry pipelines and jobs.",
+        Rule(DEVELOPER),
+        "Developer",
+    ),
+    _a("wiki.read", "read", "Read wiki pages.", Rule(GUEST, open=True), "Guest" + _OPEN),
+    _a("wiki.write", "write", "Create and edit wiki pages.", Rule(DEVELOPER), "Developer"),
+    _a("release.create", "write", "Create or edit releases.", Rule(DEVELOPER), "Developer"),
+    _a(
+        "package.read",
+        "read",
+        "Pull packages from the package registry.",
+        Rule(REPORTER, open=True),
+        "Reporter" + _OPEN,
+    ),
+    _a("package.publish", "write", "Publish a package.", Rule(DEVELOPER), "Developer"),
+    _a("package.delete", "destructive", "Delete a package.", Rule(MAINTAINER), "Maintainer"),
+    _a("member.manage", "write", "Add and manage project members.", Rule(MAINTAINER), "Maintainer"),
+    _a("project.settings", "write", "Edit project settings.", Rule(MAINTAINER), "Maintainer"),
+    _a("webhook.manage", "write", "Configure webhooks.", Rule(MAINTAINER), "Maintainer"),
+    _a("variable.manage", "write", "Manage CI/CD variables.", Rule(MAINTAINER), "Maintainer"),
+    _a("project.archive", "write", "Archive a project.", Rule(OWNER), "Owner"),
+    _a("project.visibility", "write", "Change a project's visibility.", Rule(OWNER), "Owner"),
+    _a("project.transfer", "destructive", "Transfer a project.", Rule(OWNER), "Owner"),
+    _a("project.delete", "destructive", "Delete a project.", Rule(OWNER), "Owner"),
+    _a(
+        "group.read",
+        "read",
+        "See a group (resource group:).",
+        Rule(GUEST, scope="group"),
+        "Guest in the group",
+    ),
+    _a(
+        "group.member.manage",
+        "write",
+        "Manage a group's members (resource group:).",
+        Rule(OWNER, scope="group"),
+        "Owner of the group",
+    ),
+    _a(
+        "group.delete",
+        "destructive",
+        "Delete a group (resource group:).",
+        Rule(OWNER, scope="group"),
+        "Owner of the group",
+    ),
+)
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_BAD_BRANCH = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
+_ACTIVE = "active"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A parsed resource."""
+
+    kind: Literal["project", "group", "branch", "mr", "issue"]
+    path: str
+    branch: str | None = None
+    iid: int | None = None
+
+    @property
+    def encoded(self) -> str:
+        """The ``:id`` of the API: a number, or the URL-encoded full path."""
+        return quote(self.path, safe="")
+
+
+def parse_resource(resource: str) -> Target:
+    """``project:group/sub/name``, ``group:group/sub``, ``branch:group/name@main``,
+    ``mr:group/name!12`` or ``issue:group/name#34`` (a numeric id may replace a path)."""
+    kind, sep, rest = resource.partition(":")
+    if not sep:
+        raise LookupFailed(f"resource {resource!r} is not kind:path (e.g. project:group/name)")
+    branch: str | None = None
+    iid: int | None = None
+    if kind in ("project", "group"):
+        path = rest
+    elif kind == "branch":
+        path, at, branch = rest.partition("@")
+        if not at or not _valid_branch(branch):
+            raise LookupFailed(f"resource {resource!r}: expected branch:group/project@branch")
+    elif kind in ("mr", "issue"):
+        path, mark, number = rest.rpartition("!" if kind == "mr" else "#")
+        if not mark or not number.isascii() or not number.isdigit() or len(number) > 12:
+            sign = "!" if kind == "mr" else "#"
+            raise LookupFailed(f"resource {resource!r}: expected {kind}:group/project{sign}iid")
+        iid = int(number)
+    else:
+        raise LookupFailed(
+            f"resource {resource!r}: the kind must be project, group, branch, mr or issue"
+        )
+    if not _valid_path(path):
+        raise LookupFailed(f"resource {resource!r}: {path!r} is not a GitLab path or id")
+    return Target(kind, path, branch, iid)  # type: ignore[arg-type]
+
+
+def _valid_path(path: str) -> bool:
+    if path.isascii() and path.isdigit():
+        return len(path) <= 18
+    parts = path.split("/")
+    return 0 < len(path) <= 1024 and all(
+        _SEGMENT.fullmatch(p) and not p.endswith((".git", ".atom")) for p in parts
+    )
+
+
+def _valid_branch(name: str) -> bool:
+    return (
+        0 < len(name) <= 255
+        and not _BAD_BRANCH.search(name)
+        and not name.startswith(("-", "/"))
+        and not name.endswith(("/", ".", ".lock"))
+    )
+
+
+def branch_matches(pattern: str, branch: str) -> bool:
+    """GitLab's protected-ref matching: exact, or ``*`` as any run of characters."""
+    if "*" not in pattern:
+        return pattern == branch
+    regex = ".*?".join(re.escape(part) for part in pattern.split("*"))
+    return re.fullmatch(regex, branch, re.DOTALL) is not None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class GitLab(Integration):
+    """GitLab's effective membership, protected branches and visibility. See the module."""
+
+    name = "gitlab"
+    description = (
+        "GitLab (gitlab.com or self-managed): a user's effective role in a project or group, "
+        "with visibility, protected branches and confidential issues."
+    )
+    default_url = "https://gitlab.com"
+    identity_modes = ("lookup", "saml", "saml_identity", "extern_uid")
+    actions = ACTIONS
+    keys = (
+        ConfigKey(
+            "token",
+            "The engine's token with read_api: an administrator's on self-managed (to see "
+            "every project and private emails), a group Owner's on gitlab.com.",
+            secret=True,
+            required=True,
+        ),
+        ConfigKey(
+            "auth",
+            "How the token is sent: `token` (PRIVATE-TOKEN: personal, group or project access "
+            "token) or `oauth` (Authorization: Bearer; keep it fresh in a file: reference).",
+            default="token",
+            choices=("token", "oauth"),
+        ),
+        ConfigKey(
+            "not_found",
+            "What a 404 for a project or group means: `unknown` (GitLab hides what the token "
+            "cannot see) or `deny` (the token sees everything, e.g. an administrator's).",
+            default="unknown",
+            choices=("unknown", "deny"),
+        ),
+        ConfigKey(
+            "saml_group",
+            "The top-level group (path or id) whose SAML identities the saml and "
+            "saml_identity identity modes read.",
+        ),
+        ConfigKey(
+            "identity_provider",
+            "The provider name for the extern_uid identity mode (e.g. saml, openid_connect, "
+            "ldapmain); the user's extern_uid must be the email.",
+        ),
+        ConfigKey(
+            "levels",
+            "Minimum access level per action, replacing the built-in one "
+            "(e.g. {issue.update: 15} to let Planners edit issues).",
+            default={},
+            type="map",
+        ),
+        ConfigKey(
+            "max_pages",
+            "Most pages (100 items each) one list read may follow before giving up (unknown).",
+            default=10,
+        ),
+    )
+
+    def __init__(self, config: ConnectionConfig, http: HTTPClient | None = None) -> None:
+        super().__init__(config, http)
+        mode = config.identity.mode
+        if mode in ("saml", "saml_identity") and not self.options.get("saml_group"):
+            raise ConfigError(f"identity mode {mode} needs saml_group", "saml_group")
+        if mode == "extern_uid" and not self.options.get("identity_provider"):
+            raise ConfigError(
+                "identity mode extern_uid needs identity_provider", "identity_provider"
+            )
+        self._api = "" if config.url.endswith("/api/v4") else "/api/v4"
+        self._usernames: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def validate(cls, options: Mapping[str, Any]) -> None:
+        levels = options.get("levels") or {}
+        for action, level in levels.items():
+            if action not in RULES:
+                raise ConfigError(f"{action!r} is not a gitlab action", "levels")
+            if _int(level) is None or level not in LEVELS:
+                raise ConfigError(
+                    f"{action}: must be an access level ({', '.join(map(str, LEVELS))})", "levels"
+                )
+        pages = options.get("max_pages")
+        if not isinstance(pages, int) or pages < 1:
+            raise ConfigError("must be 1 or more", "max_pages")
+
+    # --- requests ----------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        token = self.secret("token")
+        if self.options.get("auth") == "oauth":
+            return {"Authorization": f"Bearer {token}"}
+        return {"PRIVATE-TOKEN": token}
+
+    def _get(self, path: str, params: Mapping[str, str] | None = None) -> Response:
+        return self.request("GET", self._api + path, params=params, headers=self._headers())
+
+    def _json(self, answer: Response, what: str, kind: type = dict) -> Any:
+        if answer.status != 200:
+            raise self.failure(answer, what)
+        data = answer.json()
+        if not isinstance(data, kind):
+            raise MalformedResponse(f"gitlab's answer to {what} is not a JSON {kind.__name__}")
+        return data
+
+    def _pages(self, path: str, params: Mapping[str, str], what: str) -> Iterator[dict[str, Any]]:
+        limit = int(self.options.get("max_pages") or 10)
+        page = "1"
+        for _ in range(limit):
+            answer = self._get(path, {**params, "per_page": "100", "page": page})
+            for item in self._json(answer, what, list):
+                if not isinstance(item, dict):
+                    raise MalformedResponse(f"gitlab's answer to {what} holds a non-object")
+                yield item
+            following = (answer.header("x-next-page") or "").strip()
+            if not following:
+                return
+            if not following.isdigit():
+                raise MalformedResponse(f"gitlab's X-Next-Page for {what} is not a number")
+            page = following
+        raise LookupFailed(f"{what} has more than {limit} pages (max_pages); refusing to guess")
+
+    # --- identity ----------------------------------------------------------------------
+    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
+        if mode == "lookup":
+            return self._search_users(email)
+        if mode == "saml":
+            return self._saml_users(email)
+        if mode == "saml_identity":
+            return self._saml_identity(email)
+        if mode == "extern_uid":
+            return self._extern_uid(email)
+        raise LookupFailed(f"gitlab has no identity look-up {mode!r}")
+
+    def _search_users(self, email: str) -> list[str]:
+        what = "the user search"
+        found = list(self._pages("/users", {"search": email}, what))
+        if not found:
+            return []
+        if all("email" in u for u in found):  # an administrator's view: primary emails
+            exact = [u.get("id") for u in found if _same(u.get("email"), email)]
+            if any(_int(uid) is None for uid in exact):
+                raise MalformedResponse("gitlab's user search answered a user without an id")
+            return [str(uid) for uid in exact]
+        # Other tokens see no private email: read each hit's public_email back.
+        if len(found) > 20:
+            raise LookupFailed(
+                f"the user search for {email} found {len(found)} users and the token cannot "
+                "see their emails; refusing to guess"
+            )
+        matched = []
+        for user in found:
+            uid = _int(user.get("id"))
+            if uid is None:
+                raise MalformedResponse("gitlab's user search answered a user without an id")
+            full = self._json(self._get(f"/users/{uid}"), f"reading user {uid}")
+            if _same(full.get("public_email"), email):
+                matched.append(str(uid))
+        return matched
+
+    def _saml_users(self, email: str) -> list[str]:
+        group = quote(str(self.options["saml_group"]), safe="")
+        what = f"the SAML users of group {self.options['saml_group']}"
+        matched = []
+        for user in self._pages(f"/groups/{group}/saml_users", {"search": email}, what):
+            identities = user.get("identities") or []
+            saml = [
+                i.get("extern_uid")
+                for i in identities
+                if isinstance(i, dict) and i.get("provider") == "group_saml"
+            ]
+            if _same(user.get("email"), email) or any(_same(uid, email) for uid in saml):
+                if _int(user.get("id")) is None:
+                    raise MalformedResponse("gitlab's SAML users hold a user without an id")
+                matched.append(str(user["id"]))
+        return matched
+
+    def _saml_identity(self, email: str) -> list[str]:
+        group = quote(str(self.options["saml_group"]), safe="")
+        answer = self._get(f"/groups/{group}/saml/{quote(email, safe='')}")
+        if answer.status == 404:
+            return []
+        data = self._json(answer, f"the SAML identity {email}")
+        uid = data.get("user_id")
+        if isinstance(uid, str) and uid.isdigit():
+            uid = int(uid)
+        if _int(uid) is None:
+            raise MalformedResponse("gitlab's SAML identity has no user_id")
+        return [str(uid)]
+
+    def _extern_uid(self, email: str) -> list[str]:
+        provider = str(self.options["identity_provider"])
+        what = f"the {provider} identity look-up"
+        params = {"extern_uid": email, "provider": provider}
+        matched = []
+        for user in self._pages("/users", params, what):
+            identities = user.get("identities")
+            if not isinstance(identities, list):
+                raise LookupFailed(
+                    f"{what} answered without identities: it needs an administrator's token"
+                )
+            if any(
+                isinstance(i, dict)
+                and i.get("provider") == provider
+                and i.get("extern_uid") == email
+                for i in identities
+            ):
+                if _int(user.get("id")) is None:
+                    raise MalformedResponse(f"{what} answered a user without an id")
+                matched.append(str(user["id"]))
+        return matched
+
+    def _uid(self, email: str) -> int:
+        """The GitLab user id ``email`` maps to (a mapped username is looked up)."""
+        mapped = self.user_id(email)
+        if mapped.isascii() and mapped.isdigit():
+            return int(mapped)
+        username = mapped.removeprefix("@")
+        now = time.monotonic()
+        with self._lock:
+            hit = self._usernames.get(username.lower())
+        if hit is not None and hit[0] > now:
+            return int(hit[1])
+        users = self._json(
+            self._get("/users", {"username": username}), "the username look-up", list
+        )
+        ids = {
+            u.get("id") for u in users if isinstance(u, dict) and _same(u.get("username"), username)
+        }
+        if len(ids) != 1:
+            what = "no" if not ids else f"{len(ids)}"
+            raise LookupFailed(f"{email} maps to {username!r}, which is {what} gitlab user(s)")
+        uid = _int(ids.pop())
+        if uid is None:
+            raise MalformedResponse("gitlab's username look-up answered a user without an id")
+        with self._lock:
+            self._usernames[username.lower()] = (now + self.config.identity.cache_ttl, str(uid))
+        return uid
+
+    # --- the check ---------------------------------------------------------------------
+    def check(self, user: str, action: str, resource: str) -> Decision:
+        rule = RULES[action]
+        level_needed = int((self.options.get("levels") or {}).get(action, rule.level))
+        try:
+            target = parse_resource(resource)
+        except LookupFailed as e:
+            return Decision.unknown(str(e))
+        if rule.scope == "group" and target.kind != "group":
+            return Decision.unknown(f"{action} needs a group: resource, not {resource!r}")
+        if rule.scope == "project" and target.kind == "group":
+            return Decision.unknown(f"{action} needs a project resource, not {resource!r}")
+        if rule.branch and target.kind not in ("branch", "mr"):
+            return Decision.unknown(
+                f"{action} depends on the branch's protection: name it "
+                "(branch:group/project@name or mr:group/project!iid)"
+            )
+        uid = self._uid(user)
+        source = "groups" if target.kind == "group" else "projects"
+        noun = "group" if target.kind == "group" else "project"
+        member, place = self._membership(source, target, uid)
+        if member is None and place is None:
+            reason = f"gitlab {noun} {target.path} was not found or the engine cannot see it"
+            if self.options.get("not_found") == "deny":
+                return Decision.deny(reason + " (not_found: deny)")
+            return Decision.unknown(reason)
+        who = f"{user} (gitlab user {uid})"
+        level = 0
+        if member is not None:
+            state = member.get("state")
+            if not isinstance(state, str):
+                raise MalformedResponse("gitlab's member answer has no state")
+            if state != _ACTIVE:
+                return Decision.deny(f"{who} is {state} in gitlab")
+            if member.get("membership_state") == "awaiting":
+                return Decision.deny(f"{who}'s membership of {target.path} awaits approval")
+            found = _int(member.get("access_level"))
+            if found is None:
+                raise MalformedResponse("gitlab's member answer has no access_level")
+            level = found
+        role = f"{ROLE.get(level, level)} ({level})" if member is not None else "not a member"
+        where = f"{noun} {target.path}"
+
+        if level < level_needed:
+            opened = None
+            if rule.open and target.kind != "group":
+                opened = self._open_access(target, uid, who, place)
+            if opened is not None and opened.decision != "allow":
+                return opened
+            if opened is None:
+                own = self._own_issue(target, uid, level) if rule.issue == "own" else None
+                if own is not None:
+                    return own
+                need = f"{ROLE.get(level_needed, level_needed)} ({level_needed})"
+                return Decision.deny(f"{who} is {role} in {where}; {action} needs {need}")
+            reason = opened.reason
+        else:
+            reason = f"{who} is {role} in {where}"
+        if rule.issue == "confidential" and target.kind == "issue":
+            confidential = self._confidential(target, uid, level)
+            if confidential is not None:
+                return confidential
+        if rule.branch:
+            return self._branch(rule.branch, action, target, uid, level, who, reason)
+        return Decision.allow(reason)
+
+    def _membership(
+        self, source: str, target: Target, uid: int
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """(the member, None) or (None, the project or group) when not a member, or
+        (None, None) when the project or group itself answers 404."""
+        what = f"the membership of user {uid} in {target.path}"
+        answer = self._get(f"/{source}/{target.encoded}/members/all/{uid}")
+        if answer.status == 200:
+            return self._json(answer, what), None
+        if answer.status != 404:
+            raise self.failure(answer, f"read {what}")
+        place = self._get(f"/{source}/{target.encoded}")
+        if place.status == 404:
+            return None, None
+        return None, self._json(place, f"read {source[:-1]} {target.path}")
+
+    def _project(self, target: Target, place: dict[str, Any] | None) -> dict[str, Any]:
+        if place is not None:
+            return place
+        answer = self._get(f"/projects/{target.encoded}")
+        return self._json(answer, f"read project {target.path}")  # type: ignore[no-any-return]
+
+    def _open_access(
+        self, target: Target, uid: int, who: str, place: dict[str, Any] | None
+    ) -> Decision | None:
+        """Public and internal projects don't enforce Guest: None when private."""
+        project = self._project(target, place)
+        visibility = project.get("visibility")
+        if visibility not in ("public", "internal", "private"):
+            raise MalformedResponse(f"gitlab's project {target.path} has no visibility")
+        if visibility == "private":
+            return None
+        user = self._json(self._get(f"/users/{uid}"), f"read user {uid}")
+        state = user.get("state")
+        if state != _ACTIVE:
+            return Decision.deny(f"{who} is {state or 'not active'} in gitlab")
+        if visibility == "public":
+            return Decision.allow(f"{target.path} is public and {who} is an active user")
+        external = user.get("external")
+        if not isinstance(external, bool):
+            return Decision.unknown(
+                f"{target.path} is internal and gitlab does not tell this token whether {who} "
+                "is an external user (that needs an administrator's token)"
+            )
+        if external:
+            return Decision.deny(f"{target.path} is internal and {who} is an external user")
+        return Decision.allow(f"{target.path} is internal and {who} is an active internal user")
+
+    def _issue(self, target: Target) -> dict[str, Any]:
+        answer = self._get(f"/projects/{target.encoded}/issues/{target.iid}")
+        if answer.status == 404:
+            raise LookupFailed(f"issue {target.path}#{target.iid} was not found or is hidden")
+        what = f"read issue {target.path}#{target.iid}"
+        return self._json(answer, what)  # type: ignore[no-any-return]
+
+    def _own_issue(self, target: Target, uid: int, level: int) -> Decision | None:
+        """Authors and assignees (at least Guest) may update and close their issues."""
+        if target.kind != "issue" or level < GUEST:
+            return None
+        issue = self._issue(target)
+        if _involved(issue, uid):
+            return Decision.allow(f"gitlab user {uid} is the author or an assignee of the issue")
+        return None
+
+    def _confidential(self, target: Target, uid: int, level: int) -> Decision | None:
+        if level >= REPORTER:
+            return None
+        issue = self._issue(target)
+        if issue.get("confidential") is not True:
+            return None
+        if _involved(issue, uid) and level >= GUEST:
+            return None
+        return Decision.deny(
+            f"issue {target.path}#{target.iid} is confidential: it needs Reporter, its author "
+            "or an assignee"
+        )
+
+    # --- protected branches ------------------------------------------------------------
+    def _branch(
+        self,
+        op: BranchOp,
+        action: str,
+        target: Target,
+        uid: int,
+        level: int,
+        who: str,
+        reason: str,
+    ) -> Decision:
+        branch = target.branch
+        if target.kind == "mr":
+            mr = self._json(
+                self._get(f"/projects/{target.encoded}/merge_requests/{target.iid}"),
+                f"read merge request {target.path}!{target.iid}",
+            )
+            field = "target_branch" if op == "merge" else "source_branch"
+            branch = mr.get(field)
+            if not isinstance(branch, str) or not branch:
+                raise MalformedResponse(f"gitlab's merge request has no {field}")
+            if op != "merge" and mr.get("source_project_id") != mr.get("target_project_id"):
+                return Decision.unknown(
+                    f"the source branch of {target.path}!{target.iid} is in a fork"
+                )
+        assert branch is not None
+        what = f"the protected branches of {target.path}"
+        rules = [
+            r
+            for r in self._pages(f"/projects/{target.encoded}/protected_branches", {}, what)
+            if isinstance(r.get("name"), str) and branch_matches(r["name"], branch)
+        ]
+        if not rules:
+            return Decision.allow(f"{reason}; {branch} is not protected")
+        names = ", ".join(sorted({r["name"] for r in rules}))
+        protected = f"{branch} is protected ({names})"
+        if op == "delete":
+            if level >= MAINTAINER:
+                return Decision.allow(f"{reason}; {protected} and Maintainers may delete it")
+            return Decision.deny(f"{who}: {protected}; deleting it needs Maintainer")
+        kinds = {
+            "push": ("push",),
+            "merge": ("merge",),
+            "force_push": ("push",),
+            "create": ("push", "merge"),
+            "pipeline": ("push", "merge"),
+        }[op]
+        allowed, groups = False, set()
+        for rule in rules:
+            for kind in kinds:
+                entries = rule.get(f"{kind}_access_levels")
+                if not isinstance(entries, list):
+                    raise MalformedResponse(
+                        f"gitlab's protected branch has no {kind}_access_levels"
+                    )
+                verdict = _entry_allows(entries, uid, level)
+                allowed = allowed or verdict is True
+                if isinstance(verdict, set):
+                    groups |= verdict
+        if (
+            allowed
+            and op == "force_push"
+            and not any(r.get("allow_force_push") is True for r in rules)
+        ):
+            return Decision.deny(f"{who}: {protected} and no matching rule allows force push")
+        if allowed:
+            return Decision.allow(f"{reason}; {protected} and allows {who} to {'/'.join(kinds)}")
+        if groups:
+            ids = ", ".join(map(str, sorted(groups)))
+            return Decision.unknown(
+                f"{protected}: whether {who} may {'/'.join(kinds)} depends on membership of "
+                f"group(s) {ids}, which this integration does not evaluate"
+            )
+        return Decision.deny(f"{who} is not allowed to {'/'.join(kinds)} to {branch}: {protected}")
+
+    # --- the probe ---------------------------------------------------------------------
+    def probe(self) -> ProbeResult:
+        me = self._json(self._get("/user"), "read the engine's own user")
+        name = me.get("username", "?")
+        admin = me.get("is_admin") is True
+        detail = f"authenticated to {self.config.url} as {name}" + (
+            " (administrator)" if admin else ""
+        )
+        if self.options.get("auth") == "token":
+            answer = self._get("/personal_access_tokens/self")
+            if answer.status == 200:
+                data = answer.json()
+                scopes = data.get("scopes") if isinstance(data, dict) else None
+                if isinstance(scopes, list):
+                    if not {"read_api", "api"} & set(scopes):
+                        return ProbeResult(False, f"{detail}; the token lacks read_api ({scopes})")
+                    detail += f"; scopes {', '.join(map(str, scopes))}"
+        if self.config.identity.mode in ("lookup", "extern_uid") and not admin:
+            detail += (
+                "; note: not an administrator, so identity look-ups match public emails only"
+                if self.config.identity.mode == "lookup"
+                else "; warning: the extern_uid identity mode needs an administrator"
+            )
+        return ProbeResult(True, detail)
+
+
+def _same(a: object, b: str) -> bool:
+    return isinstance(a, str) and a.casefold() == b.casefold()
+
+
+def _involved(issue: Mapping[str, Any], uid: int) -> bool:
+    author = issue.get("author")
+    if isinstance(author, dict) and author.get("id") == uid:
+        return True
+    assignees = issue.get("assignees")
+    return isinstance(assignees, list) and any(
+        isinstance(a, dict) and a.get("id") == uid for a in assignees
+    )
+
+
+def _entry_allows(entries: list[Any], uid: int, level: int) -> bool | set[int] | None:
+    """True when an entry lets the user through; the ids of groups that might; else None."""
+    groups: set[int] = set()
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise MalformedResponse("gitlab's protected branch holds a non-object access level")
+        user_id, group_id = _int(entry.get("user_id")), _int(entry.get("group_id"))
+        if user_id is not None:
+            if user_id == uid and level >= DEVELOPER:
+                return True
+        elif group_id is not None:
+            groups.add(group_id)
+        elif entry.get("deploy_key_id") is not None:
+            continue
+        else:
+            needed = _int(entry.get("access_level"))
+            if needed is None:
+                raise MalformedResponse("gitlab's protected branch access level has no level")
+            if needed > 0 and level >= needed:
+                return True
+    return groups or None
+
+
+INTEGRATION = GitLab
