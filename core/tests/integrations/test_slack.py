@@ -745,6 +745,25 @@ def test_probe_ok(tp: Toolpass, slack: FakeSlack) -> None:
     assert methods(slack) == ["auth.test"]
 
 
+def test_probe_reports_missing_scopes(slack: FakeSlack) -> None:
+    slack.tokens[BOT].scopes = ("users:read", "channels:read", "groups:read")
+    with engine(slack) as tp:
+        result = tp.probe()["slack"]
+    assert not result.ok
+    assert "users:read.email" in result.detail
+    slack.tokens[BOT].scopes = ("users:read", "users:read.email", "channels:read", "groups:read")
+    with engine(slack) as tp:
+        result = tp.probe()["slack"]
+    assert result.ok
+    assert "channels:history" in result.detail
+
+
+def test_probe_without_scope_header_still_ok(slack: FakeSlack) -> None:
+    slack.server.fail(200, body={"ok": True, "user": "bot", "user_id": BOT_ID, "bot_id": "B1"})
+    with engine(slack) as tp:
+        assert tp.probe()["slack"].ok
+
+
 def test_probe_rejected_token(slack: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-nope")
     with engine(slack) as tp:
@@ -840,3 +859,26 @@ def test_slack_sdk_post_form_and_json(slack: FakeSlack) -> None:
     slack.prefs["C0NEWS"] = {"who_can_post": {"type": ["admin"], "user": []}}
     answer = prefs.admin_conversations_getConversationPrefs(channel_id="C0NEWS")
     assert answer["prefs"]["who_can_post"]["type"] == ["admin"]
+
+
+def test_yaml_config(slack: FakeSlack, tmp_path: Path) -> None:
+    path = tmp_path / "toolpass.yaml"
+    path.write_text(
+        "connections:\n"
+        "  - id: chat\n"
+        "    integration: slack\n"
+        f"    url: {slack.url}\n"
+        "    token: env:SLACK_BOT_TOKEN\n"
+        "    team_id: T0FAKE001\n"
+        "    general_posting: members\n"
+        "    identity:\n"
+        "      mode: lookup\n"
+        "      domains: [example.com]\n"
+    )
+    with Toolpass.from_config(path) as tp:
+        assert tp.check("dana@example.com", "chat", "chat.postMessage", "channel:C0GENERAL")
+        d = tp.check("dana@elsewhere.example", "chat", "chat.postMessage", "channel:C0GENERAL")
+        assert d.decision == "unknown"
+    path.write_text(path.read_text().replace("members\n", "sometimes\n"))
+    with pytest.raises(ConfigError, match=r"line 7.*general_posting"):
+        Toolpass.from_config(path)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import MalformedResponse
+from toolpass.engine.http import MalformedResponse, Response
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -65,6 +65,11 @@ _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
 _TEAM_ID = re.compile(r"[TE][A-Z0-9]{2,30}")
 _TS = re.compile(r"\d{1,12}\.\d{1,9}")
 _CHANNEL_NAME = re.compile(r"[^\s#,/]{1,80}")
+
+# what every check reads (users.lookupByEmail, users.info, conversations.info / .members)
+_NEEDED_SCOPES = ("users:read", "users:read.email", "channels:read", "groups:read")
+# what message actions read (conversations.history)
+_MESSAGE_SCOPES = ("channels:history", "groups:history")
 
 _AUTH_ERRORS = {
     "not_authed",
@@ -485,6 +490,11 @@ class Slack(Integration):
         Raises :class:`SlackError` for ``ok: false`` and :class:`LookupFailed` for anything
         else Slack's documentation does not promise.
         """
+        return self._call(method, params, admin=admin)[0]
+
+    def _call(
+        self, method: str, params: Mapping[str, str | None] | None = None, *, admin: bool = False
+    ) -> tuple[dict[str, Any], Response]:
         token = (
             self._token("admin_token", "user")
             if admin
@@ -504,7 +514,7 @@ class Slack(Integration):
             raise LookupFailed(f"slack answered {method} without the documented 'ok' field")
         if not data["ok"]:
             raise self._error(method, data)
-        return data
+        return data, answer
 
     def _error(self, method: str, data: Mapping[str, Any]) -> SlackError:
         code = data.get("error")
@@ -954,7 +964,9 @@ class Slack(Integration):
 
     # --- the probe ---------------------------------------------------------------------
     def probe(self) -> ProbeResult:
-        data = self.call("auth.test")
+        """``auth.test`` with the token (and the admin token), plus the token's scopes when
+        Slack reports them in ``X-OAuth-Scopes``."""
+        data, answer = self._call("auth.test")
         team = data.get("team_id")
         who = f"{data.get('user')} ({data.get('user_id')}) in {data.get('team')} ({team})"
         if self.options["auth"] == "bot" and not data.get("bot_id"):
@@ -965,6 +977,17 @@ class Slack(Integration):
         detail = f"authenticated as {who}"
         if data.get("is_enterprise_install"):
             detail += f", org-wide in {data.get('enterprise_id') or 'an Enterprise Grid org'}"
+        reported = answer.header("x-oauth-scopes")
+        if reported is not None:
+            scopes = {s.strip() for s in reported.split(",") if s.strip()}
+            missing = [s for s in _NEEDED_SCOPES if s not in scopes]
+            if missing:
+                return ProbeResult(
+                    False, f"{detail}, but the token lacks the scopes {', '.join(missing)}"
+                )
+            extra = [s for s in _MESSAGE_SCOPES if s not in scopes]
+            if extra:
+                detail += f" (without {', '.join(extra)}: chat.update and chat.delete are unknown)"
         if self.options.get("admin_token") is not None:
             admin = self.call("auth.test", admin=True)
             detail += f"; admin token of {admin.get('user')} ({admin.get('user_id')})"
