@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import threading
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -65,7 +64,12 @@ class Toolpass(Checker):
         self._cache = DecisionCache(cache_size)
         self._conns: dict[str, ConnectionConfig] = {c.id: c for c in config.connections}
         self._integrations: dict[str, Integration] = {}
-        self._lock = threading.Lock()
+        for c in config.connections:
+            try:
+                self._integrations[c.id] = c.integration(c, self._http)
+            except ConfigError as e:
+                key = f", key {e.key!r}" if e.key else ""
+                raise ConfigError(f"{c.origin}, connection {c.id!r}{key}: {e}") from None
 
     @property
     def connections(self) -> tuple[str, ...]:
@@ -78,13 +82,8 @@ class Toolpass(Checker):
         return conn is not None and conn.integration.action(action) is not None
 
     def integration(self, connection: str) -> Integration:
-        """The live integration object of ``connection`` (``KeyError`` if there is none)."""
-        with self._lock:
-            found = self._integrations.get(connection)
-            if found is None:
-                conn = self._conns[connection]
-                found = self._integrations[connection] = conn.integration(conn, self._http)
-            return found
+        """The integration object of ``connection`` (``KeyError`` if there is none)."""
+        return self._integrations[connection]
 
     def check(
         self, user: str, connection: str, action: str, resource: str, *, fresh: bool = False

@@ -71,7 +71,9 @@ class ProbeResult:
 
 
 class Integration(ABC):
-    """One system. Constructed by the engine from a validated :class:`ConnectionConfig`."""
+    """One system. Constructed by the engine from a validated :class:`ConnectionConfig`
+    when the engine starts: ``__init__`` makes no request, and raises
+    ``ConfigError(message, key)`` for a configuration it cannot work with."""
 
     name: ClassVar[str]
     description: ClassVar[str]

@@ -1,0 +1,435 @@
+"""A fake GitHub REST + GraphQL API, built from GitHub's documented shapes.
+
+Serves what the GitHub integration and PyGithub use: repositories, the collaborator
+permission read, collaborator lists (``per_page``/``page`` with ``Link`` headers),
+branches, pull requests, ``/rate_limit``, ``/user``, GitHub App endpoints (RS256 JWTs are
+verified against the App's public key; installation tokens expire) and the GraphQL
+organization SAML identities. Errors are ``{"message", "documentation_url"}``; a
+repository the caller cannot see is a 404, as on GitHub. ``prefix="/api/v3"`` makes it a
+GitHub Enterprise Server (GraphQL then lives at ``/api/graphql``).
+
+The SAML ``userName`` filter matches by prefix here, on purpose: a client must keep only
+exact ``nameId`` matches.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import itertools
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from fakes.server import FakeServer, Reply, Request
+
+DOCS = "https://docs.github.com/rest"
+_BASE_ROLE = {
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
+}
+_ids = itertools.count(1000)
+
+
+@dataclass
+class Token:
+    login: str
+    repos: set[str] | None = None  # None: every repository
+    push: bool = True
+    installation: int | None = None
+    expires: float | None = None
+
+
+@dataclass
+class Repo:
+    owner: str
+    name: str
+    private: bool = True
+    roles: dict[str, str] = field(default_factory=dict)  # login -> role name (custom allowed)
+    custom_roles: dict[str, str] = field(default_factory=dict)  # custom role -> base role
+    branches: dict[str, bool] = field(default_factory=lambda: {"main": True})  # -> protected
+    pulls: list[dict[str, Any]] = field(default_factory=list)
+    id: int = field(default_factory=lambda: next(_ids))
+
+
+@dataclass
+class App:
+    id: int
+    slug: str
+    public_key: rsa.RSAPublicKey
+    installations: dict[int, str] = field(default_factory=dict)  # id -> account login
+    token_ttl: float = 3600.0
+    minted: list[int] = field(default_factory=list)
+
+
+def error(status: int, message: str, **headers: str) -> Reply:
+    return Reply(
+        status, {"message": message, "documentation_url": DOCS, "status": str(status)}, headers
+    )
+
+
+class FakeGitHub(FakeServer):
+    """GitHub on 127.0.0.1. ``api_url`` is the base URL a client is given."""
+
+    def __init__(self, *, prefix: str = "", **kw: Any) -> None:
+        super().__init__(**kw)
+        self.prefix = prefix
+        self.api_url = f"{self.url}{prefix}"
+        self.users: dict[str, int] = {}
+        self.repos: dict[str, Repo] = {}
+        self.tokens: dict[str, Token] = {}
+        self.apps: dict[str, App] = {}
+        self.saml: dict[str, list[tuple[str, str | None]] | None] = {}  # org -> (nameId, login)
+        self._routes_for(prefix)
+
+    # --- state -------------------------------------------------------------------------
+    def add_user(self, *logins: str) -> None:
+        for login in logins:
+            self.users.setdefault(login, next(_ids))
+
+    def add_repo(self, full_name: str, roles: dict[str, str] | None = None, **kw: Any) -> Repo:
+        owner, name = full_name.split("/")
+        repo = Repo(owner, name, roles=dict(roles or {}), **kw)
+        self.add_user(owner, *repo.roles)
+        self.repos[full_name.lower()] = repo
+        return repo
+
+    def add_token(self, token: str, login: str = "engine-bot", **kw: Any) -> Token:
+        self.add_user(login)
+        self.tokens[token] = Token(login, **kw)
+        return self.tokens[token]
+
+    def add_app(
+        self, app_id: int, public_key: rsa.RSAPublicKey, installations: dict[int, str], **kw: Any
+    ) -> App:
+        app = App(app_id, f"app-{app_id}", public_key, dict(installations), **kw)
+        self.apps[str(app_id)] = app
+        return app
+
+    # --- helpers -----------------------------------------------------------------------
+    def _user_json(self, login: str) -> dict[str, Any]:
+        return {
+            "login": login,
+            "id": self.users.get(login, 0),
+            "type": "User",
+            "url": f"{self.api_url}/users/{login}",
+            "html_url": f"{self.url}/{login}",
+        }
+
+    def _repo_json(self, repo: Repo) -> dict[str, Any]:
+        full = f"{repo.owner}/{repo.name}"
+        return {
+            "id": repo.id,
+            "name": repo.name,
+            "full_name": full,
+            "private": repo.private,
+            "owner": self._user_json(repo.owner),
+            "url": f"{self.api_url}/repos/{full}",
+            "html_url": f"{self.url}/{full}",
+            "default_branch": "main",
+        }
+
+    def _token(self, request: Request) -> Token | Reply | None:
+        auth = request.headers.get("authorization", "")
+        scheme, _, value = auth.partition(" ")
+        if not auth:
+            return None
+        token = self.tokens.get(value) if scheme.lower() in ("bearer", "token") else None
+        if token is None or (token.expires is not None and token.expires < time.time()):
+            return error(401, "Bad credentials")
+        return token
+
+    def _app(self, request: Request) -> App | Reply:
+        auth = request.headers.get("authorization", "")
+        scheme, _, jwt = auth.partition(" ")
+        try:
+            head, body, sig = jwt.split(".")
+            header = json.loads(_unb64(head))
+            claims = json.loads(_unb64(body))
+            app = self.apps[str(claims["iss"])]
+            if scheme.lower() != "bearer" or header["alg"] != "RS256":
+                raise ValueError("not an RS256 bearer JWT")
+            app.public_key.verify(
+                _unb64(sig), f"{head}.{body}".encode(), padding.PKCS1v15(), hashes.SHA256()
+            )
+        except (ValueError, KeyError, InvalidSignature):
+            return error(401, "A JSON web token could not be decoded")
+        now = time.time()
+        if not (
+            claims["exp"] > now
+            and claims["iat"] <= now + 60
+            and claims["exp"] - claims["iat"] <= 660
+        ):
+            return error(
+                401, "'Expiration time' claim ('exp') is too far in the future or has passed"
+            )
+        return app
+
+    def _visible(self, request: Request) -> tuple[Repo, Token | None] | Reply:
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        repo = self.repos.get(f"{request.params['owner']}/{request.params['repo']}".lower())
+        if repo is None:
+            return error(404, "Not Found")
+        full = f"{repo.owner}/{repo.name}".lower()
+        if repo.private and (
+            token is None or (token.repos is not None and full not in token.repos)
+        ):
+            return error(404, "Not Found")
+        return repo, token
+
+    # --- routes ------------------------------------------------------------------------
+    def _routes_for(self, prefix: str) -> None:
+        repo = prefix + r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
+        self.add("GET", repo, self._get_repo)
+        self.add("GET", repo + r"/collaborators/(?P<login>[^/]+)/permission", self._permission)
+        self.add("GET", repo + r"/collaborators", self._collaborators)
+        self.add("GET", repo + r"/branches/(?P<branch>.+)", self._branch)
+        self.add("POST", repo + r"/pulls", self._create_pull)
+        self.add("GET", repo + r"/pulls/(?P<number>\d+)", self._get_pull)
+        self.add("GET", repo + r"/installation", self._installation)
+        self.add(
+            "GET", prefix + r"/(?:orgs|users)/(?P<owner>[^/]+)/installation", self._installation
+        )
+        self.add("GET", prefix + r"/app", self._get_app)
+        self.add("GET", prefix + r"/app/installations", self._list_installations)
+        self.add("POST", prefix + r"/app/installations/(?P<id>\d+)/access_tokens", self._mint)
+        self.add("GET", prefix + r"/rate_limit", self._rate_limit)
+        self.add("GET", prefix + r"/user", self._user)
+        graphql = "/api/graphql" if prefix.endswith("/api/v3") else prefix + "/graphql"
+        self.add("POST", graphql, self._graphql)
+
+    def _get_repo(self, request: Request) -> Reply | dict[str, Any]:
+        found = self._visible(request)
+        return found if isinstance(found, Reply) else self._repo_json(found[0])
+
+    def _permission(self, request: Request) -> Reply | dict[str, Any]:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo, token = found
+        if token is None or not token.push:
+            return error(403, "Must have push access to view repository collaborator permission.")
+        login = request.params["login"]
+        if login not in self.users:
+            return error(404, "Not Found")
+        role = repo.roles.get(login)
+        if role is None:
+            role = "read" if not repo.private else "none"
+        base = _BASE_ROLE.get(role) or _BASE_ROLE.get(repo.custom_roles.get(role, ""), "none")
+        return {"permission": base, "role_name": role, "user": self._user_json(login)}
+
+    def _collaborators(self, request: Request) -> Reply | list[Any]:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo = found[0]
+        per_page = min(int(request.arg("per_page") or 30), 100)
+        page = int(request.arg("page") or 1)
+        logins = sorted(repo.roles)
+        chunk = logins[(page - 1) * per_page : page * per_page]
+        last = max(1, -(-len(logins) // per_page))
+        base = f"{self.api_url}/repos/{repo.owner}/{repo.name}/collaborators?per_page={per_page}"
+        links = []
+        if page < last:
+            links.append(f'<{base}&page={page + 1}>; rel="next"')
+            links.append(f'<{base}&page={last}>; rel="last"')
+        if page > 1:
+            links.append(f'<{base}&page=1>; rel="first"')
+            links.append(f'<{base}&page={page - 1}>; rel="prev"')
+        body = [{**self._user_json(login), "role_name": repo.roles[login]} for login in chunk]
+        return Reply(200, body, {"Link": ", ".join(links)} if links else {})
+
+    def _branch(self, request: Request) -> Reply | dict[str, Any]:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo = found[0]
+        name = request.params["branch"]
+        if name not in repo.branches:
+            return error(404, "Branch not found")
+        full = f"{self.api_url}/repos/{repo.owner}/{repo.name}"
+        return {
+            "name": name,
+            "commit": {"sha": "a" * 40, "url": f"{full}/commits/{'a' * 40}"},
+            "protected": repo.branches[name],
+            "protection_url": f"{full}/branches/{name}/protection",
+        }
+
+    def _pull_json(self, repo: Repo, pull: dict[str, Any]) -> dict[str, Any]:
+        full = f"{repo.owner}/{repo.name}"
+        return {
+            **pull,
+            "url": f"{self.api_url}/repos/{full}/pulls/{pull['number']}",
+            "html_url": f"{self.url}/{full}/pull/{pull['number']}",
+            "state": "open",
+            "base": {"ref": pull["base_ref"], "repo": self._repo_json(repo)},
+            "head": {"ref": pull["head_ref"], "repo": self._repo_json(repo)},
+        }
+
+    def _create_pull(self, request: Request) -> Reply:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo, token = found
+        if token is None:
+            return error(401, "Requires authentication")
+        data = request.json()
+        if not data.get("title") or not data.get("head") or not data.get("base"):
+            return error(422, "Validation Failed")
+        pull = {
+            "id": next(_ids),
+            "number": len(repo.pulls) + 1,
+            "title": data["title"],
+            "body": data.get("body"),
+            "user": self._user_json(token.login),
+            "head_ref": data["head"],
+            "base_ref": data["base"],
+        }
+        repo.pulls.append(pull)
+        return Reply(201, self._pull_json(repo, pull))
+
+    def _get_pull(self, request: Request) -> Reply | dict[str, Any]:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo = found[0]
+        number = int(request.params["number"])
+        if not 0 < number <= len(repo.pulls):
+            return error(404, "Not Found")
+        return self._pull_json(repo, repo.pulls[number - 1])
+
+    def _installation_json(self, app: App, installation: int) -> dict[str, Any]:
+        account = app.installations[installation]
+        return {
+            "id": installation,
+            "app_id": app.id,
+            "account": self._user_json(account),
+            "access_tokens_url": f"{self.api_url}/app/installations/{installation}/access_tokens",
+            "repository_selection": "all",
+        }
+
+    def _installation(self, request: Request) -> Reply | dict[str, Any]:
+        app = self._app(request)
+        if isinstance(app, Reply):
+            return app
+        owner = request.params["owner"].lower()
+        for installation, account in app.installations.items():
+            if account.lower() == owner:
+                return self._installation_json(app, installation)
+        return error(404, "Not Found")
+
+    def _get_app(self, request: Request) -> Reply | dict[str, Any]:
+        app = self._app(request)
+        if isinstance(app, Reply):
+            return app
+        return {"id": app.id, "slug": app.slug, "name": app.slug, "owner": self._user_json("acme")}
+
+    def _list_installations(self, request: Request) -> Reply | list[Any]:
+        app = self._app(request)
+        if isinstance(app, Reply):
+            return app
+        return [self._installation_json(app, i) for i in app.installations]
+
+    def _mint(self, request: Request) -> Reply:
+        app = self._app(request)
+        if isinstance(app, Reply):
+            return app
+        installation = int(request.params["id"])
+        if installation not in app.installations:
+            return error(404, "Not Found")
+        app.minted.append(installation)
+        token = f"ghs_{secrets.token_hex(18)}"
+        expires = time.time() + app.token_ttl
+        account = app.installations[installation].lower()
+        repos = {name for name, r in self.repos.items() if r.owner.lower() == account}
+        self.tokens[token] = Token(f"{app.slug}[bot]", repos, True, installation, expires)
+        stamp = datetime.datetime.fromtimestamp(int(expires), datetime.timezone.utc)
+        return Reply(
+            201,
+            {
+                "token": token,
+                "expires_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "permissions": {"metadata": "read", "members": "read"},
+                "repository_selection": "all",
+            },
+        )
+
+    def _rate_limit(self, request: Request) -> Reply | dict[str, Any]:
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        core = {"limit": 5000, "used": 1, "remaining": 4999, "reset": int(time.time()) + 3600}
+        return {"resources": {"core": core}, "rate": core}
+
+    def _user(self, request: Request) -> Reply | dict[str, Any]:
+        token = self._token(request)
+        if token is None:
+            return error(401, "Requires authentication")
+        if isinstance(token, Reply):
+            return token
+        if token.installation is not None:
+            return error(403, "Resource not accessible by integration")
+        return self._user_json(token.login)
+
+    def _graphql(self, request: Request) -> Reply | dict[str, Any]:
+        token = self._token(request)
+        if token is None:
+            return error(401, "This endpoint requires you to be authenticated.")
+        if isinstance(token, Reply):
+            return token
+        body = request.json()
+        variables = body.get("variables") or {}
+        org, name_id = variables.get("org"), variables.get("nameId", "")
+        if "externalIdentities" not in body.get("query", "") or org is None:
+            return {"errors": [{"message": "this fake only answers the SAML identity query"}]}
+        if org not in self.saml:
+            return {
+                "data": {"organization": None},
+                "errors": [
+                    {
+                        "type": "NOT_FOUND",
+                        "path": ["organization"],
+                        "message": f"Could not resolve to an Organization with the login of "
+                        f"'{org}'.",
+                    }
+                ],
+            }
+        identities = self.saml[org]
+        if identities is None:
+            return {"data": {"organization": {"samlIdentityProvider": None}}}
+        edges = [
+            {"node": {"samlIdentity": {"nameId": nid}, "user": {"login": login} if login else None}}
+            for nid, login in identities
+            if nid.lower().startswith(name_id.lower())
+        ]
+        return {
+            "data": {
+                "organization": {"samlIdentityProvider": {"externalIdentities": {"edges": edges}}}
+            }
+        }
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def rsa_key() -> tuple[str, rsa.RSAPublicKey]:
+    """A new RSA key: (private PEM, public key)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+    return pem, key.public_key()

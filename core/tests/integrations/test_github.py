@@ -1,0 +1,420 @@
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jwt as pyjwt
+import pytest
+from fakes.github import FakeGitHub, rsa_key
+from toolpass.engine import ConfigError, Toolpass, literal
+from toolpass.integrations import available, get
+from toolpass.integrations.base import ProbeResult
+from toolpass.integrations.github import ACTIONS, GitHub
+
+from .conftest import ENGINE_TOKEN
+
+USERS = {
+    f"{login}@example.com": login
+    for login in ("dana", "erin", "tess", "maya", "rory", "cora", "nora", "ghost")
+}
+
+
+def connection(gh: FakeGitHub, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "gh",
+        "integration": "github",
+        "url": gh.api_url,
+        "token": "env:GITHUB_TOKEN",
+        "identity": {"mode": "users", "users": USERS},
+        **extra,
+    }
+
+
+@pytest.fixture
+def tp(github: FakeGitHub, engine_token: str) -> Iterator[Toolpass]:
+    with Toolpass([connection(github)]) as engine:
+        yield engine
+
+
+def check(tp: Toolpass, login: str, action: str, resource: str = "repo:acme/widgets") -> Any:
+    return tp.check(f"{login}@example.com", "gh", action, resource)
+
+
+def test_registered() -> None:
+    assert "github" in available()
+    assert get("github") is GitHub
+
+
+@pytest.mark.parametrize(
+    ("login", "action", "verdict"),
+    [
+        ("rory", "repo.read", "allow"),
+        ("rory", "issue.comment", "allow"),
+        ("rory", "issue.update", "deny"),
+        ("tess", "issue.update", "allow"),
+        ("tess", "pr.create", "deny"),
+        ("dana", "pr.create", "allow"),
+        ("dana", "pr.merge", "allow"),
+        ("dana", "repo.manage", "deny"),
+        ("maya", "repo.manage", "allow"),
+        ("maya", "collaborator.add", "deny"),
+        ("erin", "repo.delete", "allow"),
+        ("cora", "repo.read", "allow"),  # a custom role counts as its base role
+        ("cora", "contents.write", "deny"),
+        ("nora", "repo.read", "deny"),  # no role on a private repository
+    ],
+)
+def test_roles(tp: Toolpass, login: str, action: str, verdict: str) -> None:
+    assert check(tp, login, action).decision == verdict
+
+
+def test_reasons_and_request(tp: Toolpass, github: FakeGitHub) -> None:
+    allow = check(tp, "dana", "pr.merge", "pr:acme/widgets#4")
+    assert allow.reason == "dana has the write role on acme/widgets; pr.merge needs write"
+    deny = check(tp, "nora", "issue.create")
+    assert (
+        deny.reason == "nora has no role on acme/widgets; issue.create on acme/widgets needs read"
+    )
+    (sent, _) = github.seen(path="/repos/acme/widgets/collaborators/.*/permission")
+    assert sent.path == "/repos/acme/widgets/collaborators/dana/permission"
+    assert sent.headers["authorization"] == f"Bearer {ENGINE_TOKEN}"
+    assert sent.headers["x-github-api-version"] == "2022-11-28"
+    assert sent.headers["accept"] == "application/vnd.github+json"
+
+
+def test_public_repository_reads(tp: Toolpass) -> None:
+    assert check(tp, "nora", "issue.create", "repo:acme/public").allowed
+    assert not check(tp, "nora", "pr.merge", "repo:acme/public").allowed
+
+
+def test_protected_branches(tp: Toolpass, github: FakeGitHub) -> None:
+    main = check(tp, "dana", "contents.write", "ref:acme/widgets@main")
+    assert main.decision == "deny"
+    assert "on the protected branch main of acme/widgets needs admin" in main.reason
+    assert check(tp, "erin", "contents.write", "ref:acme/widgets@main").allowed
+    assert check(tp, "dana", "contents.write", "ref:acme/widgets@feature").allowed
+    assert check(tp, "dana", "contents.write", "ref:acme/widgets@new/branch").allowed
+    assert github.seen(path="/repos/acme/widgets/branches/new%2Fbranch")
+    assert check(tp, "dana", "pr.merge", "ref:acme/widgets@main").allowed  # not a ref write
+
+
+def test_protected_branch_role_is_configurable(github: FakeGitHub, engine_token: str) -> None:
+    with Toolpass([connection(github, protected_branch_role="write")]) as tp:
+        assert check(tp, "dana", "branch.delete", "ref:acme/widgets@main").allowed
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        "acme/widgets",
+        "repo:acme",
+        "repo:acme/..",
+        "repo:acme/w?x=1",
+        "issue:acme/widgets#0",
+        "ref:acme/widgets@",
+        "repo:-acme/x",
+        "org:acme",
+        "repo:acme/widgets/extra",
+    ],
+)
+def test_bad_resources_are_unknown(tp: Toolpass, github: FakeGitHub, resource: str) -> None:
+    decision = check(tp, "dana", "repo.read", resource)
+    assert decision.decision == "unknown"
+    assert "is not a github resource" in decision.reason
+    assert github.requests == []
+
+
+@pytest.mark.parametrize(
+    ("inject", "reason"),
+    [
+        (
+            lambda gh: gh.fail(401, body={"message": "Bad credentials", "documentation_url": "x"}),
+            r"github rejected the engine's credential \(HTTP 401\) to the permission read of "
+            "acme/widgets: Bad credentials",
+        ),
+        (
+            lambda gh: gh.fail(
+                403, headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000000"}
+            ),
+            r"rate-limited the engine \(HTTP 403, resets at 1700000000\)",
+        ),
+        (
+            lambda gh: gh.fail(429, retry_after=60),
+            r"rate-limited the engine \(retry after 60s\) \(HTTP 429\)",
+        ),
+        (lambda gh: gh.fail(500), r"github failed \(HTTP 500\)"),
+        (lambda gh: gh.fail(503), r"github failed \(HTTP 503\)"),
+        (lambda gh: gh.not_json(), r"not JSON"),
+        (
+            lambda gh: gh.fail(200, body={"permission": "superuser"}),
+            r"no known role \('superuser'\)",
+        ),
+        (lambda gh: gh.fail(200, body=["admin"]), r"not an object"),
+        (lambda gh: gh.slow(1.5), r"no answer within|time budget"),
+    ],
+)
+def test_failures_are_unknown(
+    github: FakeGitHub, engine_token: str, inject: Any, reason: str
+) -> None:
+    inject(github)
+    with Toolpass([connection(github, timeout=0.5)]) as tp:
+        decision = check(tp, "erin", "repo.read")
+    assert decision.decision == "unknown"
+    assert re.search(reason, decision.reason), decision.reason
+
+
+def test_bad_token_is_unknown(github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_wrong")
+    with Toolpass([connection(github)]) as tp:
+        decision = check(tp, "erin", "repo.read")
+        assert decision.decision == "unknown"
+        assert "rejected the engine's credential (HTTP 401)" in decision.reason
+        assert not tp.probe()["gh"].ok
+
+
+def test_credential_without_push_access_is_unknown(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    github.add_token("ghp_readonly", push=False)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_readonly")
+    with Toolpass([connection(github)]) as tp:
+        decision = check(tp, "erin", "repo.read")
+    assert decision.decision == "unknown"
+    assert "refused the engine's credential (HTTP 403)" in decision.reason
+    assert "push access" in decision.reason
+
+
+def test_hidden_repository_404_is_unknown_or_deny_by_setting(
+    github: FakeGitHub, engine_token: str
+) -> None:
+    github.add_token(ENGINE_TOKEN, repos={"acme/widgets"})
+    with Toolpass([connection(github), connection(github, id="strict", not_found="deny")]) as tp:
+        hidden = tp.check("dana@example.com", "gh", "repo.read", "repo:other/secret")
+        strict = tp.check("dana@example.com", "strict", "repo.read", "repo:other/secret")
+        ghost = tp.check("ghost@example.com", "gh", "repo.read", "repo:acme/widgets")
+    assert hidden.decision == "unknown"
+    assert "github answered 404 for dana on other/secret" in hidden.reason
+    assert strict.decision == "deny"
+    assert strict.reason.endswith("(not_found: deny)")
+    assert ghost.decision == "unknown"  # no such GitHub user
+
+
+def test_unmapped_and_invalid_identities(tp: Toolpass, github: FakeGitHub) -> None:
+    assert (
+        "maps to no github user"
+        in tp.check("zed@example.com", "gh", "repo.read", "repo:acme/widgets").reason
+    )
+    with Toolpass(
+        [
+            connection(
+                github,
+                identity={"mode": "template", "template": "{local}/x", "domains": ["example.com"]},
+            )
+        ]
+    ) as bad:
+        assert (
+            "is not a github login"
+            in bad.check("dana@example.com", "gh", "repo.read", "repo:acme/widgets").reason
+        )
+    assert github.seen(path=".*/permission") == []
+
+
+def test_decisions_are_cached(tp: Toolpass, github: FakeGitHub) -> None:
+    for _ in range(3):
+        assert check(tp, "dana", "pr.create").allowed
+    assert len(github.seen(path=".*/permission")) == 1
+
+
+class TestSAML:
+    def saml_tp(self, gh: FakeGitHub, **extra: Any) -> Toolpass:
+        conn = connection(gh, saml_org="acme", **extra)
+        del conn["identity"]
+        return Toolpass([conn])
+
+    def test_exact_name_id_only(self, github: FakeGitHub, engine_token: str) -> None:
+        github.saml["acme"] = [
+            ("dana@example.com", "dana"),
+            ("dana@example.com.evil", "erin"),
+            ("unlinked@example.com", None),
+            ("twin@example.com", "dana"),
+            ("TWIN@example.com", "erin"),
+        ]
+        with self.saml_tp(github) as tp:
+            assert tp.check("Dana@Example.com", "gh", "pr.create", "repo:acme/widgets").allowed
+            unlinked = tp.check("unlinked@example.com", "gh", "repo.read", "repo:acme/widgets")
+            twin = tp.check("twin@example.com", "gh", "repo.read", "repo:acme/widgets")
+            tp.check("dana@example.com", "gh", "repo.read", "repo:acme/widgets")
+        assert unlinked.decision == "unknown"
+        assert "maps to no github user (saml)" in unlinked.reason
+        assert twin.decision == "unknown"
+        assert "maps to 2 github users (saml)" in twin.reason
+        first = github.seen("POST", "/graphql")[0].json()
+        assert first["variables"] == {"org": "acme", "nameId": "dana@example.com"}
+        assert len(github.seen("POST", "/graphql")) == 3  # dana's login was cached
+
+    def test_org_without_saml_and_unknown_org(self, github: FakeGitHub, engine_token: str) -> None:
+        github.saml["acme"] = None
+        with self.saml_tp(github) as tp:
+            no_idp = tp.check("dana@example.com", "gh", "repo.read", "repo:acme/widgets")
+        assert "github organization acme has no SAML identity provider" in no_idp.reason
+        del github.saml["acme"]
+        with self.saml_tp(github) as tp:
+            missing = tp.check("dana@example.com", "gh", "repo.read", "repo:acme/widgets")
+        assert "Could not resolve to an Organization" in missing.reason
+
+    def test_saml_needs_an_org(self, github: FakeGitHub, engine_token: str) -> None:
+        conn = connection(github)
+        del conn["identity"]
+        with pytest.raises(
+            ConfigError,
+            match=r"connections\[0\], connection 'gh', key 'saml_org': identity mode saml",
+        ):
+            Toolpass([conn])
+
+
+class TestApp:
+    @pytest.fixture
+    def key(self) -> tuple[str, Any]:
+        return rsa_key()
+
+    def app_conn(self, gh: FakeGitHub, pem: str, **extra: Any) -> dict[str, Any]:
+        conn = connection(gh, app_id=42, private_key=literal(pem), **extra)
+        del conn["token"]
+        return conn
+
+    def test_installation_found_token_minted_and_reused(
+        self, github: FakeGitHub, key: tuple[str, Any]
+    ) -> None:
+        pem, public = key
+        app = github.add_app(42, public, {7: "acme", 8: "other"})
+        with Toolpass([self.app_conn(github, pem)]) as tp:
+            assert check(tp, "dana", "pr.create").allowed
+            assert check(tp, "erin", "repo.delete").allowed
+            assert tp.check("dana@example.com", "gh", "repo.delete", "repo:other/secret").allowed
+        assert app.minted == [7, 8]
+        assert len(github.seen("GET", r"/repos/acme/widgets/installation")) == 1
+        perm = github.seen(path=".*/permission")[0]
+        assert perm.headers["authorization"].startswith("Bearer ghs_")
+
+    def test_jwt_is_a_valid_rs256_token(self, github: FakeGitHub, key: tuple[str, Any]) -> None:
+        pem, public = key
+        github.add_app(42, public, {7: "acme"})
+        with Toolpass([self.app_conn(github, pem)]) as tp:
+            check(tp, "dana", "repo.read")
+        token = github.seen("POST", r"/app/installations/7/access_tokens")[0].headers[
+            "authorization"
+        ]
+        claims = pyjwt.decode(token.split()[1], public, algorithms=["RS256"])
+        assert claims["iss"] == "42"
+        assert 0 < claims["exp"] - claims["iat"] <= 600
+
+    def test_token_refreshed_before_expiry(self, github: FakeGitHub, key: tuple[str, Any]) -> None:
+        pem, public = key
+        app = github.add_app(42, public, {7: "acme"}, token_ttl=120)  # inside the refresh margin
+        with Toolpass([self.app_conn(github, pem, installation_id=7)]) as tp:
+            check(tp, "dana", "repo.read")
+            check(tp, "erin", "repo.read")
+        assert app.minted == [7, 7]
+        assert github.seen(path=".*/installation") == []
+
+    def test_not_installed_and_wrong_key(self, github: FakeGitHub, key: tuple[str, Any]) -> None:
+        pem, public = key
+        github.add_app(42, public, {8: "other"})
+        with Toolpass([self.app_conn(github, pem)]) as tp:
+            decision = check(tp, "dana", "repo.read")
+        assert decision.decision == "unknown"
+        assert "the GitHub App is not installed on acme" in decision.reason
+        other_pem, _ = rsa_key()
+        with Toolpass([self.app_conn(github, other_pem)]) as tp:
+            decision = check(tp, "dana", "repo.read")
+        assert "rejected the engine's credential (HTTP 401)" in decision.reason
+        assert "JSON web token" in decision.reason
+
+    def test_probe(self, github: FakeGitHub, key: tuple[str, Any]) -> None:
+        pem, public = key
+        github.add_app(42, public, {7: "acme"})
+        with Toolpass([self.app_conn(github, pem, installation_id=7)]) as tp:
+            assert tp.probe() == {
+                "gh": ProbeResult(True, "GitHub App app-42; installation 7 token minted")
+            }
+
+    def test_bad_private_key(self, github: FakeGitHub) -> None:
+        with Toolpass([self.app_conn(github, "not a key")]) as tp:
+            decision = check(tp, "dana", "repo.read")
+        assert decision.decision == "unknown"
+        assert "not an unencrypted PEM private key" in decision.reason
+
+
+def test_token_probe(tp: Toolpass) -> None:
+    assert tp.probe() == {"gh": ProbeResult(True, "token accepted; 4999/5000 requests left")}
+
+
+def test_enterprise_server(ghes: FakeGitHub, engine_token: str) -> None:
+    ghes.saml["acme"] = [("dana@example.com", "dana")]
+    conn = connection(ghes, saml_org="acme")
+    del conn["identity"]
+    with Toolpass([conn]) as tp:
+        assert tp.check("dana@example.com", "gh", "pr.create", "repo:acme/widgets").allowed
+    assert ghes.seen("POST", "/api/graphql")
+    assert ghes.seen("GET", "/api/v3/repos/acme/widgets/collaborators/dana/permission")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"app_id": 1, "private_key": "env:K"}, "key 'token': give either token or app_id"),
+        ({"token": None}, "key 'token': missing: token, or app_id and private_key"),
+        ({"token": None, "app_id": 1}, "key 'private_key': a GitHub App needs"),
+        ({"installation_id": 3}, "key 'installation_id': only for a GitHub App"),
+        ({"token": None, "app_id": "", "private_key": "env:K"}, "key 'app_id': must be"),
+        ({"not_found": "allow"}, "key 'not_found': must be one of unknown, deny"),
+        ({"protected_branch_role": "owner"}, "key 'protected_branch_role'"),
+    ],
+)
+def test_config_errors(github: FakeGitHub, extra: dict[str, Any], message: str) -> None:
+    conn = {k: v for k, v in {**connection(github), **extra}.items() if v is not None}
+    with pytest.raises(ConfigError, match=message):
+        Toolpass([conn])
+
+
+def test_yaml_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pem, _ = rsa_key()
+    (tmp_path / "app.pem").write_text(pem)
+    path = tmp_path / "toolpass.yaml"
+    path.write_text(
+        textwrap.dedent("""\
+        connections:
+          - id: github
+            integration: github
+            app_id: 42
+            private_key: file:app.pem
+            saml_org: acme
+    """)
+    )
+    tp = Toolpass.from_config(path)
+    conn = tp.config.connections[0]
+    assert conn.url == "https://api.github.com"
+    assert conn.options["private_key"].get() == pem.rstrip("\n")
+    path.write_text(path.read_text().replace("saml_org: acme", "saml_org: acme\n    app_key: x"))
+    with pytest.raises(
+        ConfigError, match=r"toolpass.yaml, line 7, connection 'github', key 'app_key': unknown key"
+    ):
+        Toolpass.from_config(path)
+
+
+def test_catalog_data_is_complete() -> None:
+    names = [a.name for a in ACTIONS]
+    assert len(names) == len(set(names))
+    assert {
+        "repo.read",
+        "pr.create",
+        "pr.merge",
+        "contents.write",
+        "branch.delete",
+        "issue.create",
+    } <= set(names)
+    assert all(a.requires.startswith("the ") and a.description for a in ACTIONS)
+    assert {a.effect for a in ACTIONS} == {"read", "write", "destructive"}
