@@ -1,0 +1,774 @@
+"""Kubernetes: may this user do this, asked of the cluster's own authorizers.
+
+The check creates a ``SubjectAccessReview`` (``POST
+/apis/authorization.k8s.io/v1/subjectaccessreviews``), or with ``review: local`` a
+``LocalSubjectAccessReview`` in the resource's namespace, naming the user, the user's
+groups and the request's attributes. The API server runs every authorizer it is configured
+with (RBAC, Node, webhooks, ...) and answers in ``status``:
+
+- ``allowed: true``: allow (an ``evaluationError`` beside it does not matter: the documented
+  meaning is that the authorizer could decide in spite of it);
+- ``denied: true``: deny (an authorizer that supports explicit denies, e.g. a webhook);
+- neither, without ``evaluationError``: no authorizer allows it, so the real request would be
+  refused: deny;
+- neither, with an ``evaluationError`` (RBAC could not read a role a binding names, a webhook
+  failed, ...): unknown, or deny with ``on_evaluation_error: deny``.
+
+Any other answer (401, 403: the engine may not create reviews, 404, 422, 429, 5xx, a
+timeout, a body without ``status.allowed``) is unknown.
+
+Resources
+---------
+A resource is written as the Kubernetes API path of the object, with the
+``/api/v1`` or ``/apis/<group>/<version>`` prefix replaced by a ``.<group>`` suffix on the
+resource type (as ``kubectl`` writes ``deployments.apps``)::
+
+    [namespaces/<namespace>/]<resource>[.<group>][/<name>[/<subresource>]]
+
+    namespaces/payments/deployments.apps/api          a Deployment
+    namespaces/payments/deployments.apps/api/scale    its scale subresource
+    namespaces/payments/pods                          pods in payments (list, create, ...)
+    namespaces/payments/pods/web-0/log                a pod's logs
+    nodes/node-1                                      a cluster-scoped object
+    clusterroles.rbac.authorization.k8s.io/view       a cluster-scoped object in a group
+    namespaces/payments                               the Namespace object itself
+    namespaces/payments/status                        ... and its status subresource
+    deployments.apps                                  Deployments in every namespace
+
+The full API path (``/apis/apps/v1/namespaces/payments/deployments/api``,
+``/api/v1/nodes/node-1``) is accepted too and also carries the version. Any other path
+starting with ``/`` (``/healthz``, ``/metrics``, ``/apis`` discovery) is a non-resource URL.
+Segments are split exactly as the API server splits a request path: after
+``namespaces/<ns>/``, ``status`` and ``finalize`` are the Namespace's own subresources and
+anything else is a resource type. No namespace means the cluster scope for cluster-scoped
+types and *all namespaces* for namespaced ones (the SubjectAccessReview's own rule). ``*``
+is passed through as the review's wildcard.
+
+Actions
+-------
+The Kubernetes verbs (``get``, ``list``, ``watch``, ``create``, ``update``, ``patch``,
+``delete``, ``deletecollection`` and the special ``impersonate``, ``bind``, ``escalate``,
+``use``, ``approve``, ``sign``) ask for that verb on the resource, subresource included.
+Shortcuts name a verb and a subresource: ``scale`` (``update`` on ``<type>/scale``),
+``exec``, ``attach``, ``portforward`` (``create`` on ``pods/exec`` etc.; the API server
+requires ``create`` for these from 1.35 on, and earlier for SPDY), ``logs`` (``get`` on
+``pods/log``) and ``evict`` (``create`` on ``pods/eviction``). On a non-resource URL
+``get``, ``create``, ``update``, ``patch`` and ``delete`` mean the HTTP verbs ``get``,
+``post``, ``put``, ``patch`` and ``delete``.
+
+Users and groups
+----------------
+Kubernetes has no user directory: a user is the name the API server's authenticator
+produces. The default identity mode ``email`` reproduces the OIDC authenticator with
+``--oidc-username-claim=email``: the username is the email. Every identity mode yields the
+claim value, and ``username_prefix`` is put in front as ``--oidc-username-prefix`` (or
+``claimMappings.username.prefix``) does; when the cluster's claim is not ``email`` and it
+sets no prefix, the API server's default prefix is ``<issuer-url>#``.
+
+A review names the user's groups or is answered for a user in none, so the engine supplies
+them: a ``groups`` mapping, a ``groups_file``, a ``groups_url`` service or a
+``groups_resolve`` callable (the IdP's group names, prefixed with ``group_prefix``), plus
+``system:authenticated``, which the API server adds to every authenticated user. A user the
+groups source does not know is unknown (``groups_missing: none`` reviews them without
+groups instead).
+
+The engine's credential is a ServiceAccount token allowed to ``create``
+``subjectaccessreviews`` (``authorization.k8s.io``): ``token`` (a secret reference),
+``token_file`` (re-read when it changes, as projected tokens rotate), or, with neither,
+the in-cluster mount (``serviceaccount_dir``: its ``token``, and its ``ca.crt`` when
+``ca_file`` is not set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from toolpass.engine import budget
+from toolpass.engine.config import check_url, yaml_module
+from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.engine.http import HTTPClient, NetOptions, Response
+from toolpass.engine.identity import normalize_email
+from toolpass.integrations.base import (
+    Action,
+    ConfigKey,
+    ConnectionConfig,
+    Decision,
+    Effect,
+    Integration,
+    ProbeResult,
+)
+
+__all__ = ["INTEGRATION", "Kubernetes", "Target", "parse_resource"]
+
+SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+AUTHENTICATED = "system:authenticated"
+_API = "/apis/authorization.k8s.io/v1"
+_OK = (200, 201, 202)  # the documented answers to a create
+_NAMESPACE_SUBRESOURCES = ("status", "finalize")
+_NON_RESOURCE_VERBS = {
+    "get": "get",
+    "create": "post",
+    "update": "put",
+    "patch": "patch",
+    "delete": "delete",
+}
+
+
+# --- the actions -------------------------------------------------------------------------
+def _verb(name: str, effect: Effect, description: str) -> Action:
+    return Action(name, description, effect, f"the Kubernetes verb `{name}` on the resource")
+
+
+@dataclass(frozen=True, slots=True)
+class _Shortcut:
+    verb: str
+    subresource: str
+    resource: str | None  # the one resource type it applies to (core group), or any
+
+
+_SHORTCUTS: dict[str, _Shortcut] = {
+    "scale": _Shortcut("update", "scale", None),
+    "exec": _Shortcut("create", "exec", "pods"),
+    "attach": _Shortcut("create", "attach", "pods"),
+    "portforward": _Shortcut("create", "portforward", "pods"),
+    "logs": _Shortcut("get", "log", "pods"),
+    "evict": _Shortcut("create", "eviction", "pods"),
+}
+
+
+def _shortcut(name: str, effect: Effect, description: str) -> Action:
+    s = _SHORTCUTS[name]
+    on = f"{s.resource}/{s.subresource}" if s.resource else f"<type>/{s.subresource}"
+    return Action(name, description, effect, f"the Kubernetes verb `{s.verb}` on `{on}`")
+
+
+ACTIONS: tuple[Action, ...] = (
+    _verb("get", "read", "Read one object (a name), or any object of the type (no name)."),
+    _verb("list", "read", "List objects of a type in a namespace or in all namespaces."),
+    _verb("watch", "read", "Watch objects of a type for changes."),
+    _verb("create", "write", "Create an object (or invoke a subresource such as pods/exec)."),
+    _verb("update", "write", "Replace an object or a subresource (PUT)."),
+    _verb("patch", "write", "Change part of an object or a subresource (PATCH)."),
+    _verb("delete", "destructive", "Delete one object."),
+    _verb("deletecollection", "destructive", "Delete every object of a type at once."),
+    _verb("impersonate", "write", "Act as a user, group or service account (users/NAME, ...)."),
+    _verb("bind", "write", "Bind a role without holding its permissions (roles, clusterroles)."),
+    _verb("escalate", "write", "Create or update a role beyond one's own permissions."),
+    _verb("use", "write", "Use a policy object that requires the `use` verb."),
+    _verb("approve", "write", "Approve certificate signing requests for a signer (signers)."),
+    _verb("sign", "write", "Sign certificate signing requests for a signer (signers)."),
+    _shortcut("scale", "write", "Change the replica count of a workload (its scale)."),
+    _shortcut("exec", "write", "Run a command in a pod's container."),
+    _shortcut("attach", "write", "Attach to a running container's console."),
+    _shortcut("portforward", "write", "Forward a local port to a pod."),
+    _shortcut("logs", "read", "Read a pod's container logs."),
+    _shortcut("evict", "destructive", "Evict a pod (respecting disruption budgets)."),
+)
+
+
+# --- the resource syntax ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a review asks about: resource attributes, or a non-resource URL (``path``)."""
+
+    resource: str = ""
+    group: str = ""
+    version: str = ""
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+    path: str = ""
+
+    @property
+    def type(self) -> str:
+        """``resource[.group][/subresource]``, as RBAC rules name it."""
+        kind = f"{self.resource}.{self.group}" if self.group else self.resource
+        return f"{kind}/{self.subresource}" if self.subresource else kind
+
+    def describe(self) -> str:
+        """The target in words, for a decision's reason."""
+        if self.path:
+            return f"the URL {self.path}"
+        what = f"{self.type} {self.name}" if self.name else f"all {self.type}"
+        if self.namespace:
+            return f"{what} in namespace {self.namespace}"
+        return what
+
+    def attributes(self, verb: str) -> dict[str, str]:
+        """The review's ``resourceAttributes`` (empty fields left out)."""
+        fields = {
+            "namespace": self.namespace,
+            "verb": verb,
+            "group": self.group,
+            "version": self.version,
+            "resource": self.resource,
+            "subresource": self.subresource,
+            "name": self.name,
+        }
+        return {k: v for k, v in fields.items() if v}
+
+
+_DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_LABEL = re.compile(rf"\*|{_DNS_LABEL}")
+_NAMESPACE = re.compile(_DNS_LABEL)
+_GROUP = re.compile(rf"\*|{_DNS_LABEL}(?:\.{_DNS_LABEL})*")
+_SYNTAX = "[namespaces/<ns>/]<resource>[.<group>][/<name>[/<subresource>]], or a /path"
+
+
+def _bad(resource: str, why: str) -> LookupFailed:
+    return LookupFailed(f"{resource!r} is not a Kubernetes resource ({why}; expected {_SYNTAX})")
+
+
+def _segment_ok(segment: str) -> bool:
+    return (
+        bool(segment)
+        and segment not in (".", "..")
+        and "%" not in segment
+        and not any(c.isspace() or unicodedata.category(c)[0] == "C" for c in segment)
+    )
+
+
+def parse_resource(resource: str) -> Target:
+    """Parse the resource syntax of the module docstring; :class:`LookupFailed` if invalid."""
+    if not isinstance(resource, str) or not resource or len(resource) > 2048:
+        raise _bad(str(resource)[:80], "empty or too long")
+    if resource.startswith("/"):
+        parts = resource[1:].split("/")
+        if parts[-1] == "":
+            parts.pop()  # one trailing slash, as the API server allows
+        if parts and parts[0] == "api" and len(parts) >= 3:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts and parts[0] == "apis" and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            if not all(_segment_ok(p) for p in parts):
+                raise _bad(resource, "a path segment is empty or not allowed")
+            return Target(path=resource)
+        if not all(_segment_ok(p) for p in (group or "x", version, *rest)):
+            raise _bad(resource, "a path segment is empty or not allowed")
+        return _split(resource, rest, group, version, grouped=False)
+    parts = resource.split("/")
+    if not all(_segment_ok(p) for p in parts):
+        raise _bad(resource, "a segment is empty or not allowed")
+    return _split(resource, parts, "", "", grouped=True)
+
+
+def _split(resource: str, parts: list[str], group: str, version: str, *, grouped: bool) -> Target:
+    """Split ``parts`` as the API server's RequestInfo does (``grouped``: ``type.group``)."""
+    namespace = ""
+    if parts[0] == "namespaces" and len(parts) >= 2:
+        namespace = parts[1]
+        if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
+            parts = parts[2:]
+    kind = parts[0]
+    if grouped:
+        kind, dot, group = kind.partition(".")
+        if not kind or (dot and not group):
+            raise _bad(resource, "the type must be <resource> or <resource>.<group>")
+    name = parts[1] if len(parts) > 1 else ""
+    subresource = parts[2] if len(parts) > 2 else ""
+    if len(parts) > 3 and subresource != "proxy":
+        raise _bad(resource, "too many segments after the subresource")
+    for value, pattern, what in (
+        (kind, _LABEL, "resource type"),
+        (subresource, _LABEL, "subresource"),
+        (namespace, _NAMESPACE, "namespace"),
+        (group, _GROUP, "API group"),
+        (version, _LABEL, "version"),
+    ):
+        if value and not pattern.fullmatch(value):
+            raise _bad(resource, f"{value!r} is not a valid {what}")
+    return Target(kind, group, version, namespace, name, subresource)
+
+
+def review_attributes(action: str, target: Target) -> tuple[str, Target]:
+    """The verb and target a review asks about for ``action`` (shortcuts resolved)."""
+    shortcut = _SHORTCUTS.get(action)
+    if target.path:
+        verb = _NON_RESOURCE_VERBS.get(action)
+        if verb is None:
+            raise LookupFailed(f"{action} has no meaning for a non-resource URL ({target.path})")
+        return verb, target
+    if shortcut is None:
+        return action, target
+    if shortcut.resource is not None and (target.resource, target.group) != (shortcut.resource, ""):
+        raise LookupFailed(f"{action} applies to {shortcut.resource}, not to {target.type}")
+    if not target.name:
+        raise LookupFailed(f"{action} needs a named object, not all {target.type}")
+    if target.subresource not in ("", shortcut.subresource):
+        raise LookupFailed(
+            f"{action} is on the {shortcut.subresource} subresource, not {target.type}"
+        )
+    target = Target(
+        target.resource,
+        target.group,
+        target.version,
+        target.namespace,
+        target.name,
+        shortcut.subresource,
+    )
+    return shortcut.verb, target
+
+
+# --- files that are re-read when they change ---------------------------------------------
+class _WatchedFile:
+    """A file's parsed content, re-read whenever its size, inode or mtime changes."""
+
+    def __init__(self, path: str, parse: Callable[[str], Any], what: str) -> None:
+        self.path = path
+        self._parse = parse
+        self._what = what
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int, int] | None = None
+        self._value: Any = None
+
+    def get(self) -> Any:
+        try:
+            st = os.stat(self.path)
+        except OSError as e:
+            raise LookupFailed(f"{self._what} {self.path} cannot be read ({e.strerror})")
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        with self._lock:
+            if stamp != self._stamp:
+                try:
+                    with open(self.path, encoding="utf-8") as f:
+                        text = f.read()
+                except (OSError, UnicodeDecodeError) as e:
+                    raise LookupFailed(f"{self._what} {self.path} cannot be read ({e})")
+                self._value = self._parse(text)
+                self._stamp = stamp
+            return self._value
+
+
+def _token_text(text: str) -> str:
+    token = text.strip()
+    if not token or any(c.isspace() for c in token):
+        raise LookupFailed("the token file is empty or holds more than one token")
+    return token
+
+
+def _groups_table(path: str) -> Callable[[str], dict[str, list[str]]]:
+    def parse(text: str) -> dict[str, list[str]]:
+        try:
+            if path.endswith((".yaml", ".yml")):
+                data = yaml_module().safe_load(text)
+            else:
+                data = json.loads(text)
+        except ConfigError:
+            raise LookupFailed(
+                f"groups file {path} needs PyYAML: pip install 'toolpass-core[yaml]'"
+            )
+        except Exception as e:  # JSON or YAML syntax
+            raise LookupFailed(f"groups file {path} cannot be parsed ({type(e).__name__})")
+        try:
+            return _groups_mapping(data)
+        except ValueError as e:
+            raise LookupFailed(f"groups file {path}: {e}")
+
+    return parse
+
+
+def _groups_mapping(data: object) -> dict[str, list[str]]:
+    if not isinstance(data, Mapping):
+        raise ValueError("must map emails to lists of groups")
+    table: dict[str, list[str]] = {}
+    for email, groups in data.items():
+        if not isinstance(email, str) or not _group_list(groups):
+            raise ValueError(f"the groups of {email!r} must be a list of group names")
+        table[email.lower()] = list(groups)
+    return table
+
+
+def _name_ok(name: object) -> bool:
+    return (
+        isinstance(name, str)
+        and bool(name.strip())
+        and not any(unicodedata.category(c)[0] == "C" for c in name)
+    )
+
+
+def _group_list(groups: object) -> bool:
+    return isinstance(groups, (list, tuple)) and all(_name_ok(g) for g in groups)
+
+
+# --- the integration ---------------------------------------------------------------------
+class Kubernetes(Integration):
+    """Kubernetes RBAC and every other authorizer, through SubjectAccessReview."""
+
+    name = "kubernetes"
+    description = (
+        "Kubernetes API server authorization (RBAC, webhooks, ...) through SubjectAccessReview."
+    )
+    default_url = "https://kubernetes.default.svc"
+    identity_modes = ("email",)
+    actions = ACTIONS
+    keys = (
+        ConfigKey(
+            "token",
+            "The engine's ServiceAccount bearer token (env:NAME or file:/path); it must be "
+            "allowed to create subjectaccessreviews. Unset: token_file is read.",
+            secret=True,
+        ),
+        ConfigKey(
+            "token_file",
+            "A file holding the bearer token, re-read whenever it changes (projected tokens "
+            "rotate). Unset and no token: <serviceaccount_dir>/token.",
+        ),
+        ConfigKey(
+            "serviceaccount_dir",
+            "The in-cluster ServiceAccount mount. With neither token nor token_file its token "
+            "is used, and its ca.crt replaces the system's roots when ca_file is not set.",
+            default=SERVICEACCOUNT_DIR,
+        ),
+        ConfigKey(
+            "review",
+            "cluster: a SubjectAccessReview (needs create subjectaccessreviews); local: a "
+            "LocalSubjectAccessReview in the resource's namespace (needs create "
+            "localsubjectaccessreviews there; namespaced resources only).",
+            default="cluster",
+            choices=("cluster", "local"),
+        ),
+        ConfigKey(
+            "username_prefix",
+            "Put before every user name, as the API server's --oidc-username-prefix (or "
+            "claimMappings.username.prefix) does; '' or '-' for none.",
+            default="",
+        ),
+        ConfigKey(
+            "group_prefix",
+            "Put before every group from the groups source, as --oidc-groups-prefix does.",
+            default="",
+        ),
+        ConfigKey(
+            "authenticated_group",
+            "Add system:authenticated to every review, as the API server does for every "
+            "authenticated user.",
+            default=True,
+        ),
+        ConfigKey(
+            "groups",
+            "The groups of each user, by email: {email: [group, ...]}; consulted before "
+            "groups_file, groups_url and groups_resolve.",
+            type="map",
+        ),
+        ConfigKey(
+            "groups_file",
+            "A JSON or YAML file mapping emails to lists of groups, re-read when it changes.",
+        ),
+        ConfigKey(
+            "groups_url",
+            "A service answering GET <url>?email=&system=kubernetes&connection= with "
+            '{"groups": [...]}; 404 or {"groups": null}: the user is not known.',
+        ),
+        ConfigKey("groups_token", "A bearer token for groups_url.", secret=True),
+        ConfigKey(
+            "groups_resolve",
+            "In code: resolve(email) -> list of groups, or None when the user is not known.",
+            type="any",
+        ),
+        ConfigKey(
+            "groups_cache_ttl",
+            "Seconds the groups from groups_url or groups_resolve are kept.",
+            default=300.0,
+        ),
+        ConfigKey(
+            "groups_missing",
+            "A user the groups source does not know: unknown (refuse to guess) or none "
+            "(review them without groups).",
+            default="unknown",
+            choices=("unknown", "none"),
+        ),
+        ConfigKey(
+            "on_evaluation_error",
+            "A review that is not allowed and reports an evaluationError (e.g. a binding to a "
+            "missing role): unknown, or deny (trust the authorizers' answer).",
+            default="unknown",
+            choices=("unknown", "deny"),
+        ),
+    )
+
+    @classmethod
+    def validate(cls, options: Mapping[str, Any]) -> None:
+        if options.get("token") is not None and options.get("token_file") is not None:
+            raise ConfigError("set token or token_file, not both", "token_file")
+        sources = [k for k in ("groups_file", "groups_url", "groups_resolve") if options.get(k)]
+        if len(sources) > 1:
+            raise ConfigError(f"choose one groups source, not {' and '.join(sources)}", sources[1])
+        if options.get("groups") is not None:
+            try:
+                _groups_mapping(options["groups"])
+            except ValueError as e:
+                raise ConfigError(str(e), "groups") from None
+        if options.get("groups_url") is not None:
+            check_url(options["groups_url"], "groups_url")
+        if options.get("groups_token") is not None and options.get("groups_url") is None:
+            raise ConfigError("groups_token needs groups_url", "groups_token")
+        resolve = options.get("groups_resolve")
+        if resolve is not None and not callable(resolve):
+            raise ConfigError("must be a callable, given in code", "groups_resolve")
+        for key in ("username_prefix", "group_prefix"):
+            value = options.get(key) or ""
+            if any(c.isspace() or unicodedata.category(c)[0] == "C" for c in value):
+                raise ConfigError("must not contain spaces or control characters", key)
+        if options.get("groups_cache_ttl", 0) < 0:
+            raise ConfigError("must be 0 seconds or more", "groups_cache_ttl")
+
+    def __init__(self, config: ConnectionConfig, http: HTTPClient | None = None) -> None:
+        super().__init__(config, http)
+        o = self.options
+        self._in_cluster = o["token"] is None and o["token_file"] is None
+        sa_dir = o["serviceaccount_dir"]
+        token_path = o["token_file"] or os.path.join(sa_dir, "token")
+        self._token_file = _WatchedFile(token_path, _token_text, "token file")
+        self._net = config.net
+        in_cluster_ca = os.path.join(sa_dir, "ca.crt")
+        if self._in_cluster and config.net.ca_file is None and os.path.exists(in_cluster_ca):
+            self._net = NetOptions(in_cluster_ca, config.net.tls_server_name, config.net.proxy_url)
+        self._static_groups = _groups_mapping(o["groups"] or {})
+        groups_file = o["groups_file"]
+        self._groups_file = (
+            _WatchedFile(groups_file, _groups_table(groups_file), "groups file")
+            if groups_file
+            else None
+        )
+        self._groups_cache: OrderedDict[str, tuple[float, list[str] | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --- requests ------------------------------------------------------------------------
+    def _token(self) -> str:
+        if self.options["token"] is not None:
+            return self.secret("token")
+        try:
+            token: str = self._token_file.get()
+        except LookupFailed as e:
+            hint = (
+                " (not running in a cluster? set token or token_file)" if self._in_cluster else ""
+            )
+            raise LookupFailed(f"no credential: {e}{hint}") from None
+        return token
+
+    def _call(self, method: str, path: str, body: Any = None) -> Response:
+        """A request to the API server with the engine's token, within the check's budget."""
+        return self.http.request(
+            method,
+            self.config.url + path,
+            headers={"Authorization": f"Bearer {self._token()}"},
+            json=body,
+            timeout=budget.remaining(self.config.timeout),
+            options=self._net,
+        )
+
+    # --- identity ------------------------------------------------------------------------
+    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
+        if mode == "email":
+            return [email]
+        raise LookupFailed(f"kubernetes has no identity mode {mode!r}")
+
+    def username(self, email: str) -> str:
+        """The Kubernetes user name ``email`` is, prefixed as the API server does."""
+        prefix = self.options["username_prefix"]
+        return ("" if prefix == "-" else prefix) + self.user_id(email)
+
+    def groups(self, email: str) -> list[str]:
+        """The groups a review names for ``email`` (prefixed, ``system:authenticated`` added)."""
+        email = normalize_email(email)
+        found = self._static_groups.get(email)
+        if found is None:
+            found = self._source_groups(email)
+        if found is None:
+            if self._has_source() and self.options["groups_missing"] == "unknown":
+                raise LookupFailed(
+                    f"the groups of {email} are not known (groups_missing: none reviews "
+                    "users the source does not know without groups)"
+                )
+            found = []
+        prefix = self.options["group_prefix"]
+        prefix = "" if prefix == "-" else prefix
+        result = list(dict.fromkeys(prefix + g for g in found))
+        if self.options["authenticated_group"] and AUTHENTICATED not in result:
+            result.append(AUTHENTICATED)
+        return result
+
+    def _has_source(self) -> bool:
+        o = self.options
+        return bool(o["groups"] or o["groups_file"] or o["groups_url"] or o["groups_resolve"])
+
+    def _source_groups(self, email: str) -> list[str] | None:
+        if self._groups_file is not None:
+            table: dict[str, list[str]] = self._groups_file.get()
+            return table.get(email)
+        if not (self.options["groups_url"] or self.options["groups_resolve"]):
+            return None
+        now = time.monotonic()
+        with self._lock:
+            hit = self._groups_cache.get(email)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+        if self.options["groups_url"]:
+            found = self._ask_groups_service(email)
+        else:
+            found = self._ask_groups_callable(email)
+        ttl = float(self.options["groups_cache_ttl"])
+        if ttl > 0:
+            with self._lock:
+                self._groups_cache[email] = (now + ttl, found)
+                while len(self._groups_cache) > 10_000:
+                    self._groups_cache.popitem(last=False)
+        return found
+
+    def _ask_groups_service(self, email: str) -> list[str] | None:
+        url: str = self.options["groups_url"]
+        query = urlencode({"email": email, "system": self.name, "connection": self.config.id})
+        headers = {}
+        if self.options["groups_token"] is not None:
+            headers["Authorization"] = f"Bearer {self.secret('groups_token')}"
+        answer = self.http.request(
+            "GET",
+            f"{url}{'&' if '?' in url else '?'}{query}",
+            headers=headers,
+            timeout=budget.remaining(self.config.timeout),
+            options=NetOptions(proxy_url=self.config.net.proxy_url),
+        )
+        if answer.status == 404:
+            return None
+        if answer.status != 200:
+            raise LookupFailed(f"the groups service answered HTTP {answer.status}")
+        data = answer.json()
+        if not isinstance(data, dict) or "groups" not in data:
+            raise LookupFailed("the groups service's answer has no groups")
+        if data["groups"] is None:
+            return None
+        if not _group_list(data["groups"]):
+            raise LookupFailed("the groups service's answer is not a list of group names")
+        return list(data["groups"])
+
+    def _ask_groups_callable(self, email: str) -> list[str] | None:
+        resolve: Callable[[str], Any] = self.options["groups_resolve"]
+        try:
+            found = resolve(email)
+        except Exception as e:
+            raise LookupFailed(f"the groups callable failed ({type(e).__name__}: {e})")
+        if found is None:
+            return None
+        if isinstance(found, str) or not _group_list(list(found)):
+            raise LookupFailed("the groups callable did not return a list of group names")
+        return list(found)
+
+    # --- the check -----------------------------------------------------------------------
+    def review(self, user: str, action: str, resource: str) -> dict[str, Any]:
+        """The review object a check creates for these arguments (nothing is sent)."""
+        return self._review(user, action, resource)[0]
+
+    def _review(self, user: str, action: str, resource: str) -> tuple[dict[str, Any], str, Target]:
+        verb, target = review_attributes(action, parse_resource(resource))
+        spec: dict[str, Any] = {"user": self.username(user)}
+        groups = self.groups(user)
+        if groups:
+            spec["groups"] = groups
+        if target.path:
+            spec["nonResourceAttributes"] = {"path": target.path, "verb": verb}
+        else:
+            spec["resourceAttributes"] = target.attributes(verb)
+        review: dict[str, Any] = {"apiVersion": "authorization.k8s.io/v1"}
+        if self.options["review"] == "local":
+            if target.path or not target.namespace:
+                raise LookupFailed(
+                    "review: local can only ask about a namespaced resource, "
+                    f"not {target.describe()}"
+                )
+            review["kind"] = "LocalSubjectAccessReview"
+            review["metadata"] = {"namespace": target.namespace}
+        else:
+            review["kind"] = "SubjectAccessReview"
+        review["spec"] = spec
+        return review, verb, target
+
+    def check(self, user: str, action: str, resource: str) -> Decision:
+        review, verb, target = self._review(user, action, resource)
+        if review["kind"] == "LocalSubjectAccessReview":
+            namespace = quote(target.namespace, safe="")
+            path = f"{_API}/namespaces/{namespace}/localsubjectaccessreviews"
+        else:
+            path = f"{_API}/subjectaccessreviews"
+        answer = self._call("POST", path, review)
+        if answer.status not in _OK:
+            raise self.failure(answer, f"create a {review['kind']}")
+        status = _status(answer)
+        who = review["spec"]["user"]
+        what = f"{verb} {target.describe()}"
+        said = status.get("reason") or ""
+        said = f" ({said[:300]})" if said else ""
+        error = status.get("evaluationError") or ""
+        if status["allowed"]:
+            if status.get("denied"):
+                raise LookupFailed("kubernetes answered both allowed and denied")
+            return Decision.allow(f"Kubernetes allows {who} to {what}{said}")
+        if status.get("denied"):
+            return Decision.deny(f"a Kubernetes authorizer denies {who} to {what}{said}")
+        if error and self.options["on_evaluation_error"] == "unknown":
+            raise LookupFailed(
+                f"Kubernetes could not fully evaluate whether {who} may {what}: {error[:300]}"
+            )
+        return Decision.deny(f"no Kubernetes authorizer allows {who} to {what}{said}")
+
+    # --- the probe -----------------------------------------------------------------------
+    def probe(self) -> ProbeResult:
+        self.identity.check()
+        if self._groups_file is not None:
+            self._groups_file.get()
+        answer = self._call("GET", "/version")
+        if answer.status != 200:
+            raise self.failure(answer, "read /version")
+        version = answer.json()
+        git = version.get("gitVersion", "?") if isinstance(version, dict) else "?"
+        kind = (
+            "localsubjectaccessreviews"
+            if self.options["review"] == "local"
+            else ("subjectaccessreviews")
+        )
+        ask = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {
+                    "verb": "create",
+                    "group": "authorization.k8s.io",
+                    "resource": kind,
+                }
+            },
+        }
+        answer = self._call("POST", f"{_API}/selfsubjectaccessreviews", ask)
+        if answer.status not in _OK:
+            raise self.failure(answer, "create a SelfSubjectAccessReview")
+        status = _status(answer)
+        where = " in every namespace" if kind == "localsubjectaccessreviews" else ""
+        if status["allowed"]:
+            return ProbeResult(True, f"Kubernetes {git}: the engine may create {kind}{where}")
+        return ProbeResult(
+            False, f"Kubernetes {git}: the engine's credential may not create {kind}{where}"
+        )
+
+
+def _status(answer: Response) -> dict[str, Any]:
+    """The review's ``status``, checked against the documented shape."""
+    data = answer.json()
+    status = data.get("status") if isinstance(data, dict) else None
+    if not isinstance(status, dict) or not isinstance(status.get("allowed"), bool):
+        raise LookupFailed("kubernetes answered a review without status.allowed")
+    for key, kind in (("denied", bool), ("reason", str), ("evaluationError", str)):
+        if status.get(key) is not None and not isinstance(status[key], kind):
+            raise LookupFailed(f"kubernetes answered a review with a malformed status.{key}")
+    return status
+
+
+INTEGRATION = Kubernetes
