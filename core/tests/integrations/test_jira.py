@@ -754,3 +754,89 @@ def test_catalog_declares_every_documented_permission() -> None:
     assert not keys["email"].secret
     assert keys["auth"].choices == ("basic", "scoped", "oauth")
     assert cls.identity_modes == ("lookup",)
+
+
+# --- the fake satisfies the real client library (pycontribs ``jira``) -------------------------
+def jira_client(fake: FakeJira, **kw: Any) -> Any:
+    jira = pytest.importorskip("jira")  # not in core's test group yet: skipped when absent
+    options = {"rest_api_version": "3"}
+    return jira.JIRA(server=kw.pop("server", fake.url), options=options, max_retries=0, **kw)
+
+
+def test_the_jira_library_reads_the_fake(fake: FakeJira) -> None:
+    client = jira_client(fake, basic_auth=("engine@example.com", "classic-token"))
+    assert client._is_cloud  # from serverInfo's deploymentType
+    assert client.myself()["accountId"] == "engine-1"
+    found = client.search_users(query="dana@example.com")
+    assert [(u.accountId, u.emailAddress, u.active) for u in found] == [
+        ("acc-dana", "dana@example.com", True)
+    ]
+    issue = client.issue("PAY-123", fields="project")
+    assert (issue.id, issue.key, issue.fields.project.key) == (
+        fake.issues["PAY-123"].id,
+        "PAY-123",
+        "PAY",
+    )
+    assert client.project("PAY").id == fake.projects["PAY"]
+    mine = client.my_permissions(permissions="ADMINISTER,USER_PICKER")["permissions"]
+    assert mine["ADMINISTER"]["havePermission"] is True
+    assert client.user("acc-olga").active is False
+    answer = client._session.post(
+        client._get_url("permissions/check"),
+        json={
+            "accountId": "acc-dana",
+            "projectPermissions": [{"permissions": ["EDIT_ISSUES"], "issues": [int(issue.id)]}],
+        },
+    ).json()
+    assert answer == {
+        "globalPermissions": [],
+        "projectPermissions": [
+            {"permission": "EDIT_ISSUES", "issues": [int(issue.id)], "projects": []}
+        ],
+    }
+
+
+def test_the_jira_library_pages_user_search(fake: FakeJira) -> None:
+    fake.page_cap = 20
+    for n in range(45):
+        fake.add_user(f"acc-x{n}", f"dana@example.com.x{n}", f"X {n}")
+    client = jira_client(fake, basic_auth=("engine@example.com", "classic-token"))
+    # user/search answers a bare array (no total): the library cannot page it by itself,
+    # so walk startAt as the integration does, until an empty page.
+    everyone: list[Any] = []
+    while page := client.search_users(query="dana@example.com", startAt=len(everyone)):
+        assert len(page) <= 20
+        everyone.extend(page)
+    assert len(everyone) == 46
+    assert "acc-dana" in {u.accountId for u in everyone}
+
+
+def test_the_jira_library_sees_jiras_errors(fake: FakeJira) -> None:
+    jira = pytest.importorskip("jira")
+    client = jira_client(fake, basic_auth=("engine@example.com", "classic-token"))
+    with pytest.raises(jira.JIRAError) as missing:
+        client.issue("PAY-999")
+    assert missing.value.status_code == 404
+    assert "Issue does not exist" in missing.value.text
+    fake.global_grants.discard(("engine-1", "ADMINISTER"))
+    with pytest.raises(jira.JIRAError) as refused:
+        client._session.post(
+            client._get_url("permissions/check"),
+            json={"accountId": "acc-dana", "globalPermissions": ["ADMINISTER"]},
+        )
+    assert refused.value.status_code == 403
+    assert "Administer Jira" in refused.value.text
+    with pytest.raises(jira.JIRAError) as rejected:
+        jira_client(fake, basic_auth=("engine@example.com", "wrong"))
+    assert rejected.value.status_code == 401
+
+
+def test_the_jira_library_through_the_gateway(fake: FakeJira) -> None:
+    gateway = f"{fake.url}/ex/jira/{fake.cloud_id}"
+    client = jira_client(fake, server=gateway, basic_auth=("engine@example.com", "scoped-token"))
+    assert client.myself()["accountId"] == "engine-1"
+    with Toolpass([oauth(fake, cloud_id=fake.cloud_id)]) as tp:  # obtains a Bearer token
+        assert check(tp, "dana@example.com", "EDIT_ISSUES", "issue:PAY-123").allowed
+    bearer = next(iter(fake.access_tokens))
+    client = jira_client(fake, server=gateway, token_auth=bearer)
+    assert client.issue("PAY-123", fields="project").key == "PAY-123"
