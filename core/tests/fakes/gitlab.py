@@ -111,7 +111,9 @@ class FakeGitLab(FakeServer):
         visibility: str = "private",
         default_branch: str = "main",
         shared_with: list[tuple[str, int]] = (),  # type: ignore[assignment]
+        **features: str,
     ) -> dict[str, Any]:
+        """A project; ``features`` set ``<feature>_access_level`` (``enabled`` by default)."""
         pid = next(self._ids)
         namespace, _, name = path.rpartition("/")
         project = {
@@ -124,6 +126,18 @@ class FakeGitLab(FakeServer):
             "visibility": visibility,
             "default_branch": default_branch,
             "web_url": f"{self.url}/{path}",
+            **{
+                f"{feature}_access_level": features.get(feature, "enabled")
+                for feature in (
+                    "issues",
+                    "repository",
+                    "merge_requests",
+                    "wiki",
+                    "builds",
+                    "snippets",
+                    "package_registry",
+                )
+            },
             "shared_with_groups": [
                 {"group_full_path": g, "group_access_level": level} for g, level in shared_with
             ],
@@ -392,6 +406,8 @@ class FakeGitLab(FakeServer):
         @get("/users")
         def users(request: Request, caller: dict[str, Any]) -> Any:
             admin = caller["is_admin"]
+            if request.arg("extern_uid") and request.arg("provider") and not admin:
+                return Reply(403, {"message": "403 Forbidden"})  # authenticated_as_admin!
             found = sorted(self.users.values(), key=lambda u: u["id"])
             username = request.arg("username")
             search = request.arg("search")
@@ -408,7 +424,7 @@ class FakeGitLab(FakeServer):
                     return s in u["username"].lower() or s in u["name"].lower() or s in emails
 
                 found = [u for u in found if hit(u)]
-            if admin and extern_uid is not None and provider is not None:
+            if extern_uid is not None and provider is not None:
                 found = [
                     u
                     for u in found

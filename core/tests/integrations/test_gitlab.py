@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import gitlab
 import pytest
 from fakes.gitlab import FakeGitLab
+from fakes.proxy import FakeProxy
 from fakes.server import FakeServer, Request
 from fakes.tls import make_certs
 from hypothesis import given
@@ -164,6 +166,19 @@ def test_public_projects_do_not_enforce_guest(tp: Toolpass) -> None:
     assert tp.check("erin@example.com", "gl", "repository.read", "project:acme/site").allowed
     assert tp.check("erin@example.com", "gl", "issue.create", "project:acme/site").allowed
     assert tp.check("erin@example.com", "gl", "mr.create", "project:acme/site").decision == "deny"
+
+
+def test_features_limited_to_members_are_not_open(world: World, tp: Toolpass) -> None:
+    world.fake.add_project("acme/docs", visibility="public", merge_requests="private")
+    assert tp.check("erin@example.com", "gl", "issue.create", "project:acme/docs").allowed
+    d = tp.check("erin@example.com", "gl", "mr.read", "project:acme/docs")
+    assert d.decision == "deny"
+    world.fake.projects["acme/docs"].pop("repository_access_level")
+    d = tp.check("erin@example.com", "gl", "repository.read", "project:acme/docs")
+    assert d.decision == "unknown"
+    assert "repository" in d.reason
+    # dana is a Developer through acme: the member-only feature is hers
+    assert tp.check("dana@example.com", "gl", "mr.read", "project:acme/docs").allowed
 
 
 def test_blocked_users_get_nothing_from_public_projects(tp: Toolpass) -> None:
@@ -500,11 +515,11 @@ def test_extern_uid_mode(world: World) -> None:
     with world.engine(**conn) as tp:
         assert tp.check("dana@example.com", "gl", "mr.create", PROJECT).allowed
         assert tp.check("erin@example.com", "gl", "project.read", PROJECT).decision == "unknown"
-    # Without an administrator GitLab ignores extern_uid and lists everyone: never a guess.
+    # Only administrators may look users up by extern_uid.
     with world.engine(token=literal(BOT_TOKEN), **conn) as tp:
         d = tp.check("dana@example.com", "gl", "mr.create", PROJECT)
     assert d.decision == "unknown"
-    assert "administrator" in d.reason
+    assert "HTTP 403" in d.reason
 
 
 def test_template_mode_maps_to_usernames(world: World, fake: FakeGitLab) -> None:
@@ -604,6 +619,32 @@ def test_https_with_a_private_ca(tmp_path: Path) -> None:
             d = tp.check("dana@example.com", "gl", "mr.create", PROJECT)
             assert d.decision == "unknown"
             assert "not trusted" in d.reason
+
+
+def test_through_a_proxy(world: World) -> None:
+    with FakeProxy() as proxy, world.engine(proxy_url=proxy.url) as tp:
+        assert tp.check("dana@example.com", "gl", "mr.create", PROJECT).allowed
+    assert any("/members/all/" in line for line in proxy.seen)
+    assert all(line.startswith(f"GET {world.fake.url}/api/v4/") for line in proxy.seen)
+
+
+def test_concurrent_identical_checks_ask_once(tp: Toolpass, fake: FakeGitLab) -> None:
+    fake.slow(0.2, path=rf"{API}/projects/.*/members/all/\d+")
+    results: list[bool] = []
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(
+                tp.check("dana@example.com", "gl", "mr.create", PROJECT).allowed
+            )
+        )
+        for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True] * 8
+    assert len(fake.seen("GET", rf"{API}/projects/.*/members/all/\d+")) == 1
 
 
 def test_a_url_ending_in_api_v4_is_not_doubled(world: World) -> None:

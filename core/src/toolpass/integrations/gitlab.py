@@ -79,14 +79,17 @@ class Rule:
     """What GitLab requires for an action.
 
     ``level``: the minimum role of a member. ``open``: on public and internal projects the
-    Guest role (or no membership at all) suffices. ``branch``: protected-branch semantics
-    apply (the resource must name a branch or a merge request). ``scope``: project or group.
+    Guest role (or no membership at all) suffices, while the project's ``feature`` access
+    level (e.g. ``merge_requests_access_level``) is ``enabled`` or ``public``. ``branch``:
+    protected-branch semantics apply (the resource must name a branch or a merge request).
+    ``scope``: project or group.
     ``issue`` (on ``issue:`` resources): ``confidential`` issues need Reporter, the author or
     an assignee; ``own``: the author or an assignee (at least Guest) may, whatever the role.
     """
 
     level: int
     open: bool = False
+    feature: str | None = None
     branch: BranchOp | None = None
     scope: Scope = "project"
     issue: Literal["confidential", "own"] | None = None
@@ -98,6 +101,7 @@ def _a(name: str, effect: Effect, description: str, rule: Rule, requires: str) -
 
 
 RULES: dict[str, Rule] = {}
+_ISSUES, _MRS = "issues_access_level", "merge_requests_access_level"
 _OPEN = "; on public and internal projects any signed-in user (internal: not external)"
 _PB = "; on a protected branch, a matching rule's allowed-to-{} entry"
 
@@ -107,22 +111,28 @@ ACTIONS: tuple[Action, ...] = (
         "repository.read",
         "read",
         "Read or clone the repository's code.",
-        Rule(REPORTER, open=True),
+        Rule(REPORTER, open=True, feature="repository_access_level"),
         "Reporter" + _OPEN,
     ),
     _a(
         "issue.read",
         "read",
         "Read issues (confidential ones need Reporter, or being the author or an assignee).",
-        Rule(GUEST, open=True, issue="confidential"),
+        Rule(GUEST, open=True, feature=_ISSUES, issue="confidential"),
         "Guest" + _OPEN + "; confidential issues: Reporter, the author or an assignee",
     ),
-    _a("issue.create", "write", "Open an issue.", Rule(GUEST, open=True), "Guest" + _OPEN),
+    _a(
+        "issue.create",
+        "write",
+        "Open an issue.",
+        Rule(GUEST, open=True, feature=_ISSUES),
+        "Guest" + _OPEN,
+    ),
     _a(
         "issue.comment",
         "write",
         "Comment on an issue.",
-        Rule(GUEST, open=True, issue="confidential"),
+        Rule(GUEST, open=True, feature=_ISSUES, issue="confidential"),
         "Guest" + _OPEN + "; confidential issues: Reporter, the author or an assignee",
     ),
     _a(
@@ -140,12 +150,18 @@ ACTIONS: tuple[Action, ...] = (
         "Reporter; the issue's author or an assignee with at least Guest",
     ),
     _a("issue.delete", "destructive", "Delete an issue.", Rule(OWNER), "Owner"),
-    _a("mr.read", "read", "Read merge requests.", Rule(REPORTER, open=True), "Reporter" + _OPEN),
+    _a(
+        "mr.read",
+        "read",
+        "Read merge requests.",
+        Rule(REPORTER, open=True, feature=_MRS),
+        "Reporter" + _OPEN,
+    ),
     _a(
         "mr.comment",
         "write",
         "Comment on a merge request.",
-        Rule(REPORTER, open=True),
+        Rule(REPORTER, open=True, feature=_MRS),
         "Reporter" + _OPEN,
     ),
     _a("mr.create", "write", "Open a merge request.", Rule(DEVELOPER), "Developer"),
@@ -202,14 +218,20 @@ ACTIONS: tuple[Action, ...] = (
         Rule(DEVELOPER),
         "Developer",
     ),
-    _a("wiki.read", "read", "Read wiki pages.", Rule(GUEST, open=True), "Guest" + _OPEN),
+    _a(
+        "wiki.read",
+        "read",
+        "Read wiki pages.",
+        Rule(GUEST, open=True, feature="wiki_access_level"),
+        "Guest" + _OPEN,
+    ),
     _a("wiki.write", "write", "Create and edit wiki pages.", Rule(DEVELOPER), "Developer"),
     _a("release.create", "write", "Create or edit releases.", Rule(DEVELOPER), "Developer"),
     _a(
         "package.read",
         "read",
         "Pull packages from the package registry.",
-        Rule(REPORTER, open=True),
+        Rule(REPORTER, open=True, feature="package_registry_access_level"),
         "Reporter" + _OPEN,
     ),
     _a("package.publish", "write", "Publish a package.", Rule(DEVELOPER), "Developer"),
@@ -606,7 +628,7 @@ class GitLab(Integration):
         if level < level_needed:
             opened = None
             if rule.open and target.kind != "group":
-                opened = self._open_access(target, uid, who, place)
+                opened = self._open_access(target, uid, who, place, rule.feature)
             if opened is not None and opened.decision != "allow":
                 return opened
             if opened is None:
@@ -649,15 +671,30 @@ class GitLab(Integration):
         return self._json(answer, f"read project {target.path}")  # type: ignore[no-any-return]
 
     def _open_access(
-        self, target: Target, uid: int, who: str, place: dict[str, Any] | None
+        self,
+        target: Target,
+        uid: int,
+        who: str,
+        place: dict[str, Any] | None,
+        feature: str | None,
     ) -> Decision | None:
-        """Public and internal projects don't enforce Guest: None when private."""
+        """Public and internal projects don't enforce Guest: None when private (or when
+        ``feature`` is open to project members only)."""
         project = self._project(target, place)
         visibility = project.get("visibility")
         if visibility not in ("public", "internal", "private"):
             raise MalformedResponse(f"gitlab's project {target.path} has no visibility")
         if visibility == "private":
             return None
+        if feature is not None:
+            access = project.get(feature)
+            if access in ("private", "disabled"):
+                return None  # only members, by role
+            if access not in ("enabled", "public"):
+                return Decision.unknown(
+                    f"gitlab does not say who may use {feature.removesuffix('_access_level')} "
+                    f"in {target.path} ({feature} is {access!r})"
+                )
         user = self._json(self._get(f"/users/{uid}"), f"read user {uid}")
         state = user.get("state")
         if state != _ACTIVE:
