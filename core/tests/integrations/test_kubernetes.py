@@ -242,6 +242,16 @@ def test_unknown_is_not_cached_and_allow_is(k8s: FakeKubernetes, tp: Toolpass) -
     assert len(k8s.reviews()) == 3
 
 
+async def test_concurrent_async_checks_share_one_review(k8s: FakeKubernetes) -> None:
+    import asyncio
+
+    k8s.slow(0.2, path=f"{API}/subjectaccessreviews")
+    with Toolpass([conn(k8s.url)]) as tp:
+        decisions = await asyncio.gather(*(tp.acheck(DANA, "k8s", "get", DEPLOY) for _ in range(8)))
+    assert all(d.allowed for d in decisions)
+    assert len(k8s.reviews()) == 1
+
+
 def test_rbac_change_is_seen_after_the_deny_lifetime(k8s: FakeKubernetes) -> None:
     with Toolpass([conn(k8s.url, cache_ttl_deny=0)]) as tp:
         assert tp.check(ERIN, "k8s", "get", DEPLOY).decision == "deny"
@@ -519,7 +529,7 @@ def test_parsing_never_yields_a_segment_that_could_smuggle_a_path(resource: str)
 @pytest.mark.parametrize(
     ("action", "resource", "attributes"),
     [
-        ("scale", DEPLOY, ("update", "deployments", "scale", "api")),
+        ("scale", DEPLOY, ("patch", "deployments", "scale", "api")),
         ("exec", "namespaces/payments/pods/web-0", ("create", "pods", "exec", "web-0")),
         ("attach", "namespaces/payments/pods/web-0", ("create", "pods", "attach", "web-0")),
         ("portforward", "namespaces/x/pods/p", ("create", "pods", "portforward", "p")),
@@ -559,7 +569,7 @@ def test_shortcuts_through_the_api(tp: Toolpass, k8s: FakeKubernetes) -> None:
     assert tp.check(DANA, "k8s", "attach", "namespaces/payments/pods/web-0").decision == "deny"
     assert k8s.reviews()[0]["spec"]["resourceAttributes"] == {
         "namespace": "payments",
-        "verb": "update",
+        "verb": "patch",
         "group": "apps",
         "resource": "deployments",
         "subresource": "scale",

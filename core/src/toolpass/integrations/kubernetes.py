@@ -49,7 +49,8 @@ Actions
 The Kubernetes verbs (``get``, ``list``, ``watch``, ``create``, ``update``, ``patch``,
 ``delete``, ``deletecollection`` and the special ``impersonate``, ``bind``, ``escalate``,
 ``use``, ``approve``, ``sign``) ask for that verb on the resource, subresource included.
-Shortcuts name a verb and a subresource: ``scale`` (``update`` on ``<type>/scale``),
+Shortcuts name a verb and a subresource: ``scale`` (``patch`` on ``<type>/scale``, what
+``kubectl scale`` sends since 1.16; ask ``update`` on ``.../scale`` for a PUT),
 ``exec``, ``attach``, ``portforward`` (``create`` on ``pods/exec`` etc.; the API server
 requires ``create`` for these from 1.35 on, and earlier for SPDY), ``logs`` (``get`` on
 ``pods/log``) and ``evict`` (``create`` on ``pods/eviction``). On a non-resource URL
@@ -63,7 +64,9 @@ produces. The default identity mode ``email`` reproduces the OIDC authenticator 
 ``--oidc-username-claim=email``: the username is the email. Every identity mode yields the
 claim value, and ``username_prefix`` is put in front as ``--oidc-username-prefix`` (or
 ``claimMappings.username.prefix``) does; when the cluster's claim is not ``email`` and it
-sets no prefix, the API server's default prefix is ``<issuer-url>#``.
+sets no prefix, the API server's default prefix is ``<issuer-url>#`` (its default claim is
+``sub``, not ``email``). Emails are compared lower-cased; the API server takes the claim as
+the token carries it, so RBAC subjects should be written in lower case too.
 
 A review names the user's groups or is answered for a user in none, so the engine supplies
 them: a ``groups`` mapping, a ``groups_file``, a ``groups_url`` service or a
@@ -137,7 +140,7 @@ class _Shortcut:
 
 
 _SHORTCUTS: dict[str, _Shortcut] = {
-    "scale": _Shortcut("update", "scale", None),
+    "scale": _Shortcut("patch", "scale", None),
     "exec": _Shortcut("create", "exec", "pods"),
     "attach": _Shortcut("create", "attach", "pods"),
     "portforward": _Shortcut("create", "portforward", "pods"),
@@ -407,7 +410,12 @@ class Kubernetes(Integration):
 
     name = "kubernetes"
     description = (
-        "Kubernetes API server authorization (RBAC, webhooks, ...) through SubjectAccessReview."
+        "Kubernetes API server authorization (RBAC, webhooks, ...) through SubjectAccessReview. "
+        "Resources: [namespaces/<ns>/]<resource>[.<group>][/<name>[/<subresource>]], e.g. "
+        "namespaces/payments/deployments.apps/api, nodes/node-1, "
+        "clusterroles.rbac.authorization.k8s.io/view (no namespace: cluster scope, or all "
+        "namespaces for a namespaced type); the API path itself "
+        "(/apis/apps/v1/namespaces/payments/deployments/api); or a non-resource URL (/healthz)."
     )
     default_url = "https://kubernetes.default.svc"
     identity_modes = ("email",)
@@ -637,7 +645,7 @@ class Kubernetes(Integration):
             f"{url}{'&' if '?' in url else '?'}{query}",
             headers=headers,
             timeout=budget.remaining(self.config.timeout),
-            options=NetOptions(proxy_url=self.config.net.proxy_url),
+            options=NetOptions(),  # the deployment's own service, as for identity: http
         )
         if answer.status == 404:
             return None
