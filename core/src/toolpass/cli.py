@@ -1,0 +1,215 @@
+"""The ``toolpass`` command.
+
+::
+
+    toolpass validate [-config FILE]          the file, secret references, CA files; no network
+    toolpass probe [-config FILE] [ID ...]    each connection's credential, live
+    toolpass check USER CONNECTION ACTION RESOURCE [-config FILE] [-fresh] [-json]
+    toolpass catalog [NAME]                   the integrations, or one's keys and actions
+    toolpass serve [-config FILE] ...         the toolpass server (needs toolpass-server)
+
+Flags may be written ``-config`` or ``--config``; FILE defaults to ``$TOOLPASS_CONFIG`` or
+``toolpass.yaml``. Exit status: ``check`` gives 0 for allow, 1 for deny, 2 for unknown;
+``validate`` and ``probe`` give 0 when all is well and 1 otherwise; an error that stops a
+command (bad usage, an unreadable configuration) is one line on stderr and status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from toolpass.engine.config import COMMON_KEYS, ConfigKey, load_config
+from toolpass.engine.errors import ToolpassError
+from toolpass.engine.secrets import Secret
+from toolpass.engine.toolpass import Toolpass
+
+ERROR = 3
+_EXIT = {"allow": 0, "deny": 1, "unknown": 2}
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+class _Fail(Exception):
+    """A one-line error that ends the command with status 3."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Fail(f"{message} (see {self.prog} --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="toolpass", description="Live permission checks for AI agent tools.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    default = os.environ.get("TOOLPASS_CONFIG", "toolpass.yaml")
+
+    def with_config(name: str, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help, description=help)
+        sub.add_argument("-config", "--config", default=default, help=f"default: {default}")
+        return sub
+
+    with_config("validate", "Check the configuration without using the network.")
+    probe = with_config("probe", "Ask each connection's system whether its credential works.")
+    probe.add_argument("connections", nargs="*", metavar="ID")
+    check = with_config("check", "One decision; exit 0 allow, 1 deny, 2 unknown.")
+    for name in ("user", "connection", "action", "resource"):
+        check.add_argument(name)
+    check.add_argument("-fresh", "--fresh", action="store_true", help="skip the cache")
+    check.add_argument("-json", "--json", action="store_true", help="print the decision as JSON")
+    catalog = commands.add_parser("catalog", help="The integrations, or one's keys and actions.")
+    catalog.add_argument("name", nargs="?")
+    serve = commands.add_parser("serve", help="Run the toolpass server (toolpass-server).")
+    serve.add_argument("args", nargs="*", help="handed to the server as they are")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["serve"] and argv[1:2] not in (["-h"], ["--help"]):
+            return _serve(argv[1:])  # the server parses its own flags
+        args = _parser().parse_args(argv)
+        command = {
+            "validate": _validate,
+            "probe": _probe,
+            "check": _check,
+            "catalog": _catalog,
+        }[args.command]
+        return command(args)
+    except (_Fail, ToolpassError) as e:
+        _err(f"toolpass: {e}")
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the reader went away (toolpass catalog | head)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as e:
+        _err(f"toolpass: internal error: {type(e).__name__}: {e}")
+    return ERROR
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+    except ToolpassError as e:
+        _err(f"toolpass: {e}")
+        return 1
+    problems = []
+    for conn in config.connections:
+        secrets = [v for v in conn.options.values() if isinstance(v, Secret)]
+        if conn.identity.token is not None:
+            secrets.append(conn.identity.token)
+        for secret in secrets:
+            try:
+                secret.check()
+            except ToolpassError as e:
+                problems.append(f"{conn.origin}, connection {conn.id!r}: {e}")
+    try:
+        with Toolpass.from_config(args.config) as tp:
+            for conn_id in tp.connections:
+                try:
+                    tp.integration(conn_id).identity.check()
+                except ToolpassError as e:
+                    problems.append(f"{args.config}, connection {conn_id!r}: {e}")
+    except ToolpassError as e:
+        problems.append(str(e))
+    for problem in problems:
+        _err(f"toolpass: {problem}")
+    if problems:
+        return 1
+    ids = ", ".join(c.id for c in config.connections) or "none"
+    _out(f"{args.config}: valid ({len(config.connections)} connections: {ids})")
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    with Toolpass.from_config(args.config) as tp:
+        unknown = [c for c in args.connections if c not in tp.connections]
+        if unknown:
+            raise _Fail(f"no connection {unknown[0]!r} in {args.config}")
+        results = {}
+        for conn_id in args.connections or tp.connections:
+            results.update(tp.probe(conn_id))
+    for conn_id, result in results.items():
+        _out(f"{conn_id}: {'ok' if result.ok else 'FAILED'}: {result.detail}")
+    return 0 if all(r.ok for r in results.values()) else 1
+
+
+def _check(args: argparse.Namespace) -> int:
+    with Toolpass.from_config(args.config) as tp:
+        d = tp.check(args.user, args.connection, args.action, args.resource, fresh=args.fresh)
+    if args.json:
+        fields = ("decision", "reason", "user", "connection", "action", "resource", "cached")
+        _out(json.dumps({f: getattr(d, f) for f in fields}))
+    else:
+        _out(f"{d.decision}: {d.reason}")
+    return _EXIT[d.decision]
+
+
+def _catalog(args: argparse.Namespace) -> int:
+    from toolpass import integrations
+
+    if args.name is None:
+        for name in integrations.available():
+            try:
+                description = integrations.get(name).description
+            except Exception as e:  # one broken module must not hide the others
+                description = f"(cannot be loaded: {type(e).__name__}: {e})"
+            _out(f"{name:<12} {description}")
+        return 0
+    cls = integrations.get(args.name)
+    _out(f"{cls.name}: {cls.description}")
+    if cls.default_url:
+        _out(f"default url: {cls.default_url}")
+    modes = (*cls.identity_modes, "template", "users", "file", "http", "callable")
+    _out(f"identity modes: {', '.join(modes)} (default {modes[0]})")
+    _out("\nkeys:")
+    for key in (*COMMON_KEYS, *cls.keys):
+        _out(f"  {key.name:<22} {_describe(key)}")
+    _out("\nactions:")
+    for action in cls.actions:
+        needs = f" Needs {action.requires}." if action.requires else ""
+        _out(f"  {action.name:<22} {action.effect:<12} {action.description}{needs}")
+    return 0
+
+
+def _describe(key: ConfigKey) -> str:
+    notes: list[str] = ["secret reference" if key.secret else key.kind]
+    if key.required:
+        notes.append("required")
+    if key.default is not None:
+        notes.append(f"default {_show(key.default)}")
+    if key.choices:
+        notes.append("one of " + "|".join(map(str, key.choices)))
+    return f"{key.description} [{', '.join(notes)}]"
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _serve(argv: list[str]) -> int:
+    try:
+        from toolpass import server  # type: ignore[attr-defined]
+    except ImportError:
+        raise _Fail(
+            "serve needs the toolpass-server distribution: pip install toolpass-server"
+        ) from None
+    status: int = server.main(argv)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
