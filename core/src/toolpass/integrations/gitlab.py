@@ -97,6 +97,12 @@ class Rule:
 
 def _a(name: str, effect: Effect, description: str, rule: Rule, requires: str) -> Action:
     RULES[name] = rule
+    role = ROLE[rule.level]
+    requires = requires.replace(role, f"{role} ({rule.level})", 1)
+    if rule.feature:
+        requires = requires.replace(
+            "(internal: not external)", f"(internal: not external) while {rule.feature} is enabled"
+        )
     return Action(name, description, effect, requires)
 
 
