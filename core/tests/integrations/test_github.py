@@ -9,6 +9,8 @@ from typing import Any
 import jwt as pyjwt
 import pytest
 from fakes.github import FakeGitHub, rsa_key
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from toolpass.engine import ConfigError, Toolpass, literal
 from toolpass.integrations import available, get
 from toolpass.integrations.base import ProbeResult
@@ -118,6 +120,10 @@ def test_protected_branch_role_is_configurable(github: FakeGitHub, engine_token:
         "repo:-acme/x",
         "org:acme",
         "repo:acme/widgets/extra",
+        "repo:acme/widgets@main",
+        "issue:acme/widgets",
+        "pr:acme/widgets@main",
+        "ref:acme/widgets#3",
     ],
 )
 def test_bad_resources_are_unknown(tp: Toolpass, github: FakeGitHub, resource: str) -> None:
@@ -418,3 +424,24 @@ def test_catalog_data_is_complete() -> None:
     } <= set(names)
     assert all(a.requires.startswith("the ") and a.description for a in ACTIONS)
     assert {a.effect for a in ACTIONS} == {"read", "write", "destructive"}
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab/.#@?%: \t\x00\u200b\u0430-_")), max_size=30).map(
+        lambda tail: f"repo:acme/{tail}"
+    )
+)
+def test_hostile_resources_never_leave_the_repository_path(
+    tp: Toolpass, github: FakeGitHub, resource: str
+) -> None:
+    before = len(github.requests)
+    check(tp, "dana", "contents.write", resource)
+    for request in github.requests[before:]:
+        assert re.fullmatch(
+            r"/repos/acme/[A-Za-z0-9._-]+/(collaborators/dana/permission|branches/[^/]+)",
+            request.path,
+        ), request.path
+        assert request.path.split("/")[3] not in (".", "..")

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from toolpass.engine.decision import Decision
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import NetOptions, tls_context
 from toolpass.engine.identity import IdentitySettings, parse_identity
@@ -91,10 +92,9 @@ class ConnectionConfig:
     options: Mapping[str, Any] = field(default_factory=dict)
     origin: str = ""
 
-    def ttl(self, decision: Any) -> float:
-        """How long ``decision`` may be cached."""
-        verdict = decision.decision
-        return self.cache_ttl_allow if verdict == "allow" else self.cache_ttl_deny
+    def ttl(self, decision: Decision) -> float:
+        """How long ``decision`` may be cached (the cache never keeps unknown)."""
+        return self.cache_ttl_allow if decision.decision == "allow" else self.cache_ttl_deny
 
 
 @dataclass(frozen=True)

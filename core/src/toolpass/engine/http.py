@@ -144,7 +144,8 @@ class HTTPClient:
         timeout: float,
     ) -> Response:
         where = f"{key[0]}://{key[1]}:{key[2]}"
-        for attempt in (1, 2):
+        retried = False
+        while True:
             conn, reused = self._take(key, timeout)
             try:
                 conn.request(method, target, body=body, headers=headers)
@@ -152,7 +153,8 @@ class HTTPClient:
                 data = answer.read(self._max_body + 1)
             except _STALE as e:
                 conn.close()
-                if reused and attempt == 1:
+                if reused and not retried:  # the server closed an idle kept-alive connection
+                    retried = True
                     continue
                 raise HTTPError(f"{where}: connection failed ({type(e).__name__})")
             except TimeoutError:
@@ -173,7 +175,6 @@ class HTTPClient:
                 self._give_back(key, conn)
             names = {k.lower(): ", ".join(answer.headers.get_all(k) or ()) for k in answer.headers}
             return Response(answer.status, names, data)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _take(self, key: _PoolKey, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
         with self._lock:

@@ -221,7 +221,7 @@ class GitHub(Integration):
     # --- the check ---------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
         match = _RESOURCE.fullmatch(resource)
-        if match is None or match["repo"] in (".", ".."):
+        if match is None or match["repo"] in (".", "..") or not _shape_fits(match):
             raise LookupFailed(
                 f"{resource!r} is not a github resource (repo:owner/name, issue:owner/name#1, "
                 "pr:owner/name#1, ref:owner/name@branch)"
@@ -294,6 +294,14 @@ class GitHub(Integration):
             True,
             f"token accepted; {core.get('remaining', '?')}/{core.get('limit', '?')} requests left",
         )
+
+
+def _shape_fits(match: re.Match[str]) -> bool:
+    """issue: and pr: need ``#number``, ref: needs ``@branch``, repo: neither."""
+    kind = match["kind"]
+    return (match["number"] is not None) == (kind in ("issue", "pr")) and (
+        match["ref"] is not None
+    ) == (kind == "ref")
 
 
 class _App:
