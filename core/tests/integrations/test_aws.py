@@ -24,6 +24,7 @@ from botocore.credentials import Credentials as BotoCredentials
 from botocore.exceptions import ClientError
 from botocore.parsers import ResponseParserError
 from fakes.aws import FakeAWS
+from fakes.proxy import FakeProxy
 from fakes.server import FakeServer, Reply, Request
 from fakes.tls import make_certs
 from hypothesis import given, settings
@@ -874,6 +875,25 @@ def test_https_with_a_private_ca(tmp_path: Path) -> None:
         assert fake.seen("POST", "/")[0].headers["host"] == url.removeprefix("https://")
 
 
+def test_https_through_a_proxy(tmp_path: Path) -> None:
+    certs = make_certs(tmp_path)
+    with (
+        FakeAWS(account=ACCOUNT, tls=(certs.cert_file, certs.key_file)) as fake,
+        FakeProxy() as proxy,
+    ):
+        fake.add_key(KEY, SECRET, ENGINE)
+        fake.add_principal(DANA, DANA_POLICY)
+        url = fake.url.replace("127.0.0.1", "localhost")
+        tp = engine(fake, url=url, sts_url=url, ca_file=certs.ca_file, proxy_url=proxy.url)
+        assert tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT).allowed
+        assert (
+            engine(fake, url=url, sts_url=url, ca_file=certs.ca_file, proxy_url=proxy.url)
+            .probe()["aws-main"]
+            .ok
+        )
+    assert proxy.seen[0] == f"CONNECT {url.removeprefix('https://')}"
+
+
 def test_bad_configuration_is_refused(fake: FakeAWS) -> None:
     with pytest.raises(ConfigError, match="role_arn"):
         engine(fake, role_arn="arn:aws:iam::123:role/x")
@@ -885,6 +905,21 @@ def test_bad_configuration_is_refused(fake: FakeAWS) -> None:
         engine(fake, ambient_sources=["env", "profile"])
     with pytest.raises(ConfigError, match="sts_url"):
         engine(fake, sts_url="http://sts.example.com")
+    with pytest.raises(ConfigError, match="caller_arn"):
+        engine(fake, caller_arn=DANA)
+
+
+def test_caller_arn_is_sent(fake: FakeAWS) -> None:
+    caller = f"arn:aws:iam::{ACCOUNT}:user/dana"
+    engine(fake, caller_arn=caller).check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
+    assert simulate_params(fake)[0]["CallerArn"] == caller
+
+
+def test_credentials_never_print_their_secret() -> None:
+    creds = Credentials("AKIDEXAMPLE", "very-secret", "session-token", source="env")
+    assert "very-secret" not in repr(creds)
+    assert "session-token" not in repr(creds)
+    assert "very-secret" not in str(creds)
 
 
 # --- caching -------------------------------------------------------------------------------

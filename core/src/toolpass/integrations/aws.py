@@ -562,8 +562,8 @@ class AWS(Integration):
         if account is not None and not _ACCOUNT.fullmatch(account):
             raise ConfigError("must be a 12-digit account id", "account_id")
         caller = options.get("caller_arn")
-        if caller is not None and not _PRINCIPAL.fullmatch(caller):
-            raise ConfigError("must be an IAM user ARN", "caller_arn")
+        if caller is not None and (not _PRINCIPAL.fullmatch(caller) or ":user/" not in caller):
+            raise ConfigError("must be an IAM user ARN (IAM accepts only users)", "caller_arn")
         _context_entries(options["context"])
 
     def __init__(self, config: ConnectionConfig, http: Any = None) -> None:
