@@ -8,7 +8,6 @@ by reference (``env:NAME``, ``file:/path``); ``toolpass.literal()`` is for code.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -20,6 +19,8 @@ from urllib.parse import urlsplit
 from toolpass.engine.decision import Decision
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import NetOptions, tls_context
+from toolpass.engine.http import check_url as check_url  # re-exported
+from toolpass.engine.http import is_loopback as is_loopback  # re-exported
 from toolpass.engine.identity import IdentitySettings, parse_identity
 from toolpass.engine.secrets import Secret, parse_secret
 
@@ -304,30 +305,6 @@ def _seconds(value: object, key: str, *, positive: bool = False) -> float:
     if positive and value == 0:
         raise ConfigError("must be more than 0 seconds", key)
     return float(value)
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_url(url: object, key: str) -> str:
-    """An https:// URL (http:// only on loopback), without a trailing slash."""
-    if not isinstance(url, str):
-        raise ConfigError("must be a URL", key)
-    parts = urlsplit(url)
-    if not parts.hostname or parts.scheme not in ("https", "http"):
-        raise ConfigError("must be an https:// URL", key)
-    if parts.scheme == "http" and not is_loopback(parts.hostname):
-        raise ConfigError("must be https:// (http:// only on localhost)", key)
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise ConfigError("must not carry credentials, a query or a fragment", key)
-    return url.rstrip("/")
 
 
 def _url(url: object) -> str:

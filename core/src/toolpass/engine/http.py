@@ -14,6 +14,7 @@ MUST let the request pass untouched when it is set.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json as jsonlib
 import ssl
 import threading
@@ -24,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from toolpass._version import __version__
-from toolpass.engine.errors import LookupFailed
+from toolpass.engine.errors import ConfigError, LookupFailed
 
 ENGINE_REQUEST: ContextVar[bool] = ContextVar("toolpass_engine_request", default=False)
 """True while the engine's client sends a request; the request hook must skip it then."""
@@ -238,3 +239,27 @@ def tls_context(ca_file: str | None) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=ca_file)
     except (OSError, ssl.SSLError) as e:
         raise HTTPError(f"cannot load CA file {ca_file}: {e}")
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: object, key: str) -> str:
+    """An https:// URL (http:// only on loopback), without a trailing slash."""
+    if not isinstance(url, str):
+        raise ConfigError("must be a URL", key)
+    parts = urlsplit(url)
+    if not parts.hostname or parts.scheme not in ("https", "http"):
+        raise ConfigError("must be an https:// URL", key)
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise ConfigError("must be https:// (http:// only on localhost)", key)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigError("must not carry credentials, a query or a fragment", key)
+    return url.rstrip("/")

@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 
 from toolpass.engine import budget
 from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, NetOptions
+from toolpass.engine.http import HTTPClient, NetOptions, check_url
 from toolpass.engine.secrets import Secret, parse_secret
 
 Resolve = Callable[[str], "str | Sequence[str] | None"]
@@ -118,10 +118,7 @@ def parse_identity(
             raise ConfigError("must be a path", "identity.file")
         settings = _replace(settings, file=os.path.join(base_dir or "", path))
     if raw.get("url") is not None:
-        url = raw["url"]
-        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
-            raise ConfigError("must be an http(s) URL", "identity.url")
-        settings = _replace(settings, url=url)
+        settings = _replace(settings, url=check_url(raw["url"], "identity.url"))
     if raw.get("token") is not None:
         try:
             token = parse_secret(raw["token"], allow_literal=in_code)

@@ -14,10 +14,9 @@ import os
 from typing import Any
 
 from toolpass.engine.checker import Checker
-from toolpass.engine.config import check_url
 from toolpass.engine.decision import Decision, Where
 from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, NetOptions, Response
+from toolpass.engine.http import HTTPClient, NetOptions, Response, check_url
 from toolpass.engine.secrets import Secret, literal
 
 
