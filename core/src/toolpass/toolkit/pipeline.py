@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import types
 import typing
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -82,11 +83,17 @@ class ToolSpec:
         if self._types is None:
             hints = typing.get_type_hints(self.fn, include_extras=True)
             checks = []
-            for name in self.binder.signature.parameters:
+            for name, param in self.binder.signature.parameters.items():
                 if name in hints:
-                    check = type_check(hints[name])
+                    hint = hints[name]
+                    # ``*args: T`` and ``**kwargs: T`` annotate each item, not the whole.
+                    if param.kind is inspect.Parameter.VAR_POSITIONAL:
+                        hint = types.GenericAlias(tuple, (hint, ...))
+                    elif param.kind is inspect.Parameter.VAR_KEYWORD:
+                        hint = types.GenericAlias(dict, (str, hint))
+                    check = type_check(hint)
                     if check is not None:
-                        checks.append((name, check, hints[name]))
+                        checks.append((name, check, hint))
             self._types = tuple(checks)
         return self._types
 
