@@ -172,6 +172,9 @@ def steps(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
         event.user, event.session_id = session.user, session.id
 
         # 2. Arguments: bound, typed, validated, in scope.
+        if spec.credential is not None and "credential" in kwargs:
+            # Only toolpass passes it; a ``**kwargs`` parameter must not take it in.
+            raise invalid("Unexpected argument 'credential'")
         arguments = spec.binder.bind(args, kwargs)
         event.arguments = arguments
         try:
