@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
 import types
 import typing
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from toolpass.toolkit.toolkit import Toolkit
 
 log = logging.getLogger("toolpass")
+_serial = itertools.count(1)
 
 
 class Hook(NamedTuple):
@@ -55,7 +57,10 @@ class ToolSpec:
         self.fn = fn
         self.toolkit = toolkit
         self.name = name
-        self.key = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', name)}"
+        # Unique per declared tool: one inner function wrapped under many names (as adapters
+        # do) must not share per-tool limits or approvals.
+        where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', name)}"
+        self.key = f"{where}#{next(_serial)}"
         self.effect = effect
         self.is_async = inspect.iscoroutinefunction(fn)
         self.binder = binder
