@@ -61,12 +61,13 @@ class Grant:
         self.request = request
 
     def spend(self) -> None:
-        """The call reached its body: the approval is used up."""
-        self._queue._finish(self.request, spent=True)
+        """The call reached its body: the approval is used up. Until ``release``, retries of
+        the same call are told it is running (rather than asking for a new approval)."""
+        self._queue._spend(self.request)
 
     def release(self) -> None:
-        """The call stopped before its body: the approval stays for a retry."""
-        self._queue._finish(self.request, spent=False)
+        """The call is over: a spent approval is dropped, an unspent one stays for a retry."""
+        self._queue._finish(self.request, spent=self.request.status == "spent")
 
 
 class ApprovalQueue:
@@ -173,6 +174,10 @@ class ApprovalQueue:
                 req._in_use = True
                 return Grant(self, req), req
             raise pending(req, running=req._in_use)
+
+    def _spend(self, req: ApprovalRequest) -> None:
+        with self._lock:
+            req.status = "spent"
 
     def _finish(self, req: ApprovalRequest, *, spent: bool) -> None:
         with self._lock:

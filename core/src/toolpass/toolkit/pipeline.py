@@ -297,8 +297,7 @@ def steps(spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
 
         # 9. The body. From here the slot and the approval are spent.
         if grant is not None:
-            grant.spend()
-            grant = None
+            grant.spend()  # released (and dropped) when the call ends, below
         held = None
         reached = True
         if spec.reads_private:
