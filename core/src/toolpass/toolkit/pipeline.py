@@ -365,7 +365,9 @@ def _approval(spec: ToolSpec, call: ToolCall, reasons: tuple[str, ...], event: A
             detail="approval needed: " + "; ".join(reasons),
         )
     if spec.preview is None:
-        preview = preview_of(call.arguments)
+        # In signature order: the same values, passed by position or keyword, look the same.
+        order = spec.binder.signature.parameters
+        preview = preview_of({n: call.arguments[n] for n in order if n in call.arguments})
     else:
         try:
             preview = str((yield Hook(spec.preview, (call,))))
