@@ -22,11 +22,22 @@ def has_control(text: str) -> bool:
     return any(unicodedata.category(c) in _BAD_CATEGORIES for c in text)
 
 
+# Look-alikes of the slash and the backslash that compatibility folding (NFKC) leaves alone,
+# but that a code page's "best fit" conversion or a lenient system may read as separators.
+_SEPARATOR_LOOKALIKES = frozenset("\\\u2044\u2215\u29f8\u2216\u29f5\u29f9")
+
+
 def escapes(text: str) -> bool:
     """True if ``text`` could climb out of where it is put: a ``.``/``..`` path segment, a
-    backslash, or a control character."""
+    backslash, or a control character, also when spelled with look-alikes (a fullwidth
+    solidus, a one-dot leader, a division slash, ...)."""
     if has_control(text) or "\\" in text:
         return True
+    if not text.isascii():
+        folded = unicodedata.normalize("NFKC", text)
+        if folded.count("/") != text.count("/") or not _SEPARATOR_LOOKALIKES.isdisjoint(folded):
+            return True
+        text = folded
     return any(seg in (".", "..") for seg in text.split("/"))
 
 
