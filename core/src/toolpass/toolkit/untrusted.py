@@ -5,15 +5,22 @@ from __future__ import annotations
 import re
 import secrets
 import threading
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
 #: How many consecutive words of untrusted text in an argument count as repeating it.
 WINDOW = 6
 _WORD = re.compile(r"[^\W_]+")
+# Invisible format characters (zero-width spaces and joiners, soft hyphens, bidi controls):
+# a page can hide them inside words so that its text no longer matches a clean copy.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
 def _words(text: str) -> list[str]:
+    if not text.isascii():
+        # Fullwidth and other compatibility forms read as their plain letters.
+        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     return _WORD.findall(text.casefold())
 
 
