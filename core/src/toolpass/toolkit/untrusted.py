@@ -84,7 +84,16 @@ def strings_in(value: Any, _depth: int = 0) -> Iterator[str]:
 
 # Fencing. The id is new for every fence, so text inside cannot know it and close the fence
 # early; anything in the text that looks like a fence marker is defused as well.
-_MARKER = re.compile(r"[<\uff1c\u2039\u3008\u27e8\ufe64]\s*[/\u2215\uff0f]?\s*untrusted[\s_-]*content", re.I)
+# Spacing and invisible characters may sit anywhere in a marker, even inside its words.
+_HIDDEN = r"\u00ad\u200b-\u200f\u2060-\u2064\ufeff"
+_GAP = rf"[\s{_HIDDEN}]*"
+_MARKER = re.compile(
+    rf"[<\uff1c\u2039\u3008\u27e8\ufe64]{_GAP}[/\u2215\uff0f]?{_GAP}"
+    + _GAP.join("untrusted")
+    + rf"[\s_\-{_HIDDEN}]*"
+    + _GAP.join("content"),
+    re.I,
+)
 
 
 def fence(text: str, source: str = "") -> str:
