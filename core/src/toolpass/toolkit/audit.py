@@ -23,13 +23,16 @@ def _secret_name(name: str) -> bool:
 
 
 def _plain(value: Any, depth: int = 0) -> Any:
-    """A JSON-friendly copy of ``value``."""
+    """A JSON-friendly copy of ``value``, values under secret-looking keys redacted."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if depth > 20:
         return repr(value)
     if isinstance(value, Mapping):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+        return {
+            str(k): REDACTED if _secret_name(str(k)) else _plain(v, depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_plain(v, depth + 1) for v in value]
     return repr(value)
