@@ -101,7 +101,9 @@ def compile_scope(rule: ScopeRule) -> Matcher:
         try:
             items = list(rule)
         except TypeError:
-            raise TypeError(f"a scope rule must be a glob, a list of globs or a predicate, not {rule!r}")
+            raise TypeError(
+                f"a scope rule must be a glob, a list of globs or a predicate, not {rule!r}"
+            )
         if not items:
             raise TypeError("an empty scope list would refuse every value; give at least one glob")
         alternatives = [

@@ -16,12 +16,37 @@ DEFAULT_TTL = 15 * 60.0
 class ApprovalRequest:
     """One call waiting for (or holding) a person's decision."""
 
-    __slots__ = ("_in_use", "arguments", "created", "decided_at", "decided_by", "effect", "id",
-                 "key", "preview", "reason", "reasons", "session_id", "status", "tool", "user")
+    __slots__ = (
+        "_in_use",
+        "arguments",
+        "created",
+        "decided_at",
+        "decided_by",
+        "effect",
+        "id",
+        "key",
+        "preview",
+        "reason",
+        "reasons",
+        "session_id",
+        "status",
+        "tool",
+        "user",
+    )
 
-    def __init__(self, *, key: tuple[Any, ...], user: str, session_id: str, tool: str,
-                 effect: str | None, arguments: Mapping[str, Any], reasons: tuple[str, ...],
-                 preview: str, now: float) -> None:
+    def __init__(
+        self,
+        *,
+        key: tuple[Any, ...],
+        user: str,
+        session_id: str,
+        tool: str,
+        effect: str | None,
+        arguments: Mapping[str, Any],
+        reasons: tuple[str, ...],
+        preview: str,
+        now: float,
+    ) -> None:
         self.id = secrets.token_hex(6)
         self.key = key
         self.user = user
@@ -42,10 +67,12 @@ class ApprovalRequest:
         """Who asks for what and why, with a preview, for the person deciding."""
         effect = f" ({self.effect})" if self.effect else ""
         why = "; ".join(self.reasons)
-        return (f"{self.user} wants to run {self.tool}{effect}.\n"
-                f"Why approval is needed: {why}.\n"
-                f"Preview:\n{self.preview}\n"
-                f"Request id: {self.id}")
+        return (
+            f"{self.user} wants to run {self.tool}{effect}.\n"
+            f"Why approval is needed: {why}.\n"
+            f"Preview:\n{self.preview}\n"
+            f"Request id: {self.id}"
+        )
 
     def __repr__(self) -> str:
         return f"ApprovalRequest({self.id!r}, {self.tool!r}, user={self.user!r}, {self.status})"
@@ -79,8 +106,9 @@ class ApprovalQueue:
     seconds after it was granted (a request nobody decides expires ``ttl`` after it was made).
     """
 
-    def __init__(self, *, ttl: float = DEFAULT_TTL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, *, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()
@@ -88,8 +116,9 @@ class ApprovalQueue:
         self._by_key: dict[tuple[Any, ...], ApprovalRequest] = {}
         self.listeners: list[Callable[[ApprovalRequest], object]] = []
 
-    def on_request(self, callback: Callable[[ApprovalRequest], object]
-                   ) -> Callable[[ApprovalRequest], object]:
+    def on_request(
+        self, callback: Callable[[ApprovalRequest], object]
+    ) -> Callable[[ApprovalRequest], object]:
         """Register ``callback(request)`` for each new request (usable as a decorator)."""
         self.listeners.append(callback)
         return callback
@@ -146,8 +175,9 @@ class ApprovalQueue:
         if self._by_key.get(req.key) is req:
             del self._by_key[req.key]
 
-    def _claim(self, key: tuple[Any, ...], make: Callable[[float], ApprovalRequest]
-               ) -> tuple[Grant | None, ApprovalRequest]:
+    def _claim(
+        self, key: tuple[Any, ...], make: Callable[[float], ApprovalRequest]
+    ) -> tuple[Grant | None, ApprovalRequest]:
         """The grant for an approved request with this key, else the (possibly new) request.
 
         Raises ``ApprovalPending`` while the request waits and ``ToolRefused`` once denied.
@@ -189,10 +219,14 @@ class ApprovalQueue:
 
 def pending(req: ApprovalRequest, *, running: bool = False) -> ApprovalPending:
     if running:
-        text = (f"This approved call is running already (request {req.id}). "
-                "Wait for its result instead of calling it again.")
+        text = (
+            f"This approved call is running already (request {req.id}). "
+            "Wait for its result instead of calling it again."
+        )
     else:
-        text = (f"This call needs a person's approval (request {req.id}: "
-                f"{'; '.join(req.reasons)}). Tell the user it is waiting for their approval, and "
-                "call the tool again with exactly the same arguments once they have approved it.")
+        text = (
+            f"This call needs a person's approval (request {req.id}: "
+            f"{'; '.join(req.reasons)}). Tell the user it is waiting for their approval, and "
+            "call the tool again with exactly the same arguments once they have approved it."
+        )
     return ApprovalPending(text, request_id=req.id)

@@ -13,8 +13,17 @@ from typing import Any
 from toolpass.toolkit.redact import REDACTED, redact
 
 log = logging.getLogger("toolpass")
-_SECRET_NAMES = ("password", "passwd", "secret", "token", "api_key", "apikey", "credential",
-                 "private_key", "authorization")
+_SECRET_NAMES = (
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "credential",
+    "private_key",
+    "authorization",
+)
 
 
 def _secret_name(name: str) -> bool:
@@ -44,9 +53,24 @@ class AuditEvent:
     Building the dictionary (and redacting arguments) happens only when a sink asks for it.
     """
 
-    __slots__ = ("actions", "approval_id", "arguments", "code", "detail", "duration", "effect",
-                 "message", "outcome", "reasons", "secrets", "session_id", "time", "tool", "user",
-                 "_start")
+    __slots__ = (
+        "actions",
+        "approval_id",
+        "arguments",
+        "code",
+        "detail",
+        "duration",
+        "effect",
+        "message",
+        "outcome",
+        "reasons",
+        "secrets",
+        "session_id",
+        "time",
+        "tool",
+        "user",
+        "_start",
+    )
 
     def __init__(self, tool: str, effect: str | None) -> None:
         self.time = time.time()
@@ -110,8 +134,9 @@ class LogSink:
     def __call__(self, event: AuditEvent) -> None:
         if self.logger.isEnabledFor(self.level):
             record = event.to_dict()
-            self.logger.log(self.level, json.dumps(record, default=repr),
-                            extra={"toolpass_audit": record})
+            self.logger.log(
+                self.level, json.dumps(record, default=repr), extra={"toolpass_audit": record}
+            )
 
 
 class JsonlSink:

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 class PermissionEngine(Protocol):
     """What ``permission_check`` needs of an engine (``toolpass.Toolpass`` or a double)."""
 
-    def check(self, user: str, connection: str, action: str, resource: str, *,
-              fresh: bool = False) -> Decision: ...
+    def check(
+        self, user: str, connection: str, action: str, resource: str, *, fresh: bool = False
+    ) -> Decision: ...
 
 
 def verdict(result: Any) -> tuple[str, str]:
@@ -72,8 +73,15 @@ class PermissionCheck:
     ``..``, backslashes and control characters are always refused.
     """
 
-    def __init__(self, engine: PermissionEngine, connection: str, action: str, resource: str,
-                 *, fresh: bool = False) -> None:
+    def __init__(
+        self,
+        engine: PermissionEngine,
+        connection: str,
+        action: str,
+        resource: str,
+        *,
+        fresh: bool = False,
+    ) -> None:
         self.engine = engine
         self.connection = connection
         self.action = action
@@ -141,8 +149,9 @@ def _unsafe(name: str, why: str) -> ToolRefused:
     )
 
 
-def permission_check(engine: PermissionEngine, connection: str, action: str, resource: str,
-                     *, fresh: bool = False) -> PermissionCheck:
+def permission_check(
+    engine: PermissionEngine, connection: str, action: str, resource: str, *, fresh: bool = False
+) -> PermissionCheck:
     """An ``authorize=`` that asks ``engine`` whether the session's user may do ``action`` on
     the ``resource`` template filled from the call's arguments (``"repo:{repo}"``)."""
     return PermissionCheck(engine, connection, action, resource, fresh=fresh)

@@ -12,8 +12,13 @@ MIN_SECRET = 8
 
 def usable(secrets: Iterable[str]) -> tuple[str, ...]:
     """The secrets long enough to redact, longest first (so a secret containing another wins)."""
-    return tuple(sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET},
-                        key=len, reverse=True))
+    return tuple(
+        sorted(
+            {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET},
+            key=len,
+            reverse=True,
+        )
+    )
 
 
 def contains(text: str, secrets: tuple[str, ...]) -> bool:

@@ -46,12 +46,18 @@ class Toolkit:
     ``"refuse"``; ``on_untrusted_input``: ``"refuse"`` or ``"approve"``.
     """
 
-    def __init__(self, *, approver: Approver | None = None, credentials: Credentials | None = None,
-                 limits: Mapping[str, int] | None = None,
-                 tool_limits: Mapping[str, int] | None = None,
-                 audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = None,
-                 on_refuse: Callable[[ToolRefused], Any] | None = None,
-                 exfiltration: str = "approve", on_untrusted_input: str = "refuse") -> None:
+    def __init__(
+        self,
+        *,
+        approver: Approver | None = None,
+        credentials: Credentials | None = None,
+        limits: Mapping[str, int] | None = None,
+        tool_limits: Mapping[str, int] | None = None,
+        audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = None,
+        on_refuse: Callable[[ToolRefused], Any] | None = None,
+        exfiltration: str = "approve",
+        on_untrusted_input: str = "refuse",
+    ) -> None:
         self.approver: Approver | None = None
         self.credentials: Credentials | None = None
         self.limits: dict[str, int] = {}
@@ -60,23 +66,40 @@ class Toolkit:
         self.on_refuse: Callable[[ToolRefused], Any] | None = None
         self.exfiltration = "approve"
         self.on_untrusted_input = "refuse"
-        self.configure(approver=approver, credentials=credentials, limits=limits,
-                       tool_limits=tool_limits, audit=audit, on_refuse=on_refuse,
-                       exfiltration=exfiltration, on_untrusted_input=on_untrusted_input)
+        self.configure(
+            approver=approver,
+            credentials=credentials,
+            limits=limits,
+            tool_limits=tool_limits,
+            audit=audit,
+            on_refuse=on_refuse,
+            exfiltration=exfiltration,
+            on_untrusted_input=on_untrusted_input,
+        )
 
-    def configure(self, *, approver: Approver | None = _UNSET, credentials: Credentials | None = _UNSET,
-                  limits: Mapping[str, int] | None = _UNSET,
-                  tool_limits: Mapping[str, int] | None = _UNSET,
-                  audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = _UNSET,
-                  on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
-                  exfiltration: str = _UNSET, on_untrusted_input: str = _UNSET) -> Toolkit:
+    def configure(
+        self,
+        *,
+        approver: Approver | None = _UNSET,
+        credentials: Credentials | None = _UNSET,
+        limits: Mapping[str, int] | None = _UNSET,
+        tool_limits: Mapping[str, int] | None = _UNSET,
+        audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = _UNSET,
+        on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
+        exfiltration: str = _UNSET,
+        on_untrusted_input: str = _UNSET,
+    ) -> Toolkit:
         """Change settings; what is not named stays as it is. Takes effect on the next call."""
         if approver is not _UNSET:
-            if approver is not None and not (isinstance(approver, ApprovalQueue) or callable(approver)):
+            if approver is not None and not (
+                isinstance(approver, ApprovalQueue) or callable(approver)
+            ):
                 raise TypeError("approver must be an ApprovalQueue or a callable")
             self.approver = approver
         if credentials is not _UNSET:
-            if credentials is not None and not (isinstance(credentials, Mapping) or callable(credentials)):
+            if credentials is not None and not (
+                isinstance(credentials, Mapping) or callable(credentials)
+            ):
                 raise TypeError("credentials must be a mapping of name to secret, or a callable")
             self.credentials = credentials
         if limits is not _UNSET:
@@ -84,7 +107,13 @@ class Toolkit:
         if tool_limits is not _UNSET:
             self.tool_limits = _caps("tool_limits", tool_limits)
         if audit is not _UNSET:
-            sinks = () if audit is None else tuple(audit) if isinstance(audit, (list, tuple)) else (audit,)
+            sinks = (
+                ()
+                if audit is None
+                else tuple(audit)
+                if isinstance(audit, (list, tuple))
+                else (audit,)
+            )
             for sink in sinks:
                 if not callable(sink):
                     raise TypeError(f"an audit sink must be callable, not {sink!r}")
@@ -116,22 +145,35 @@ class Toolkit:
         return self.secured_tool(fn, **options)
 
 
-def _secure(fn: Callable[..., Any], kit: Toolkit, *, effect: str | None = "write",
-            name: str | None = None, scope: Mapping[str, ScopeRule] | None = None,
-            validators: Mapping[str, Callable[[Any], Any]] | None = None,
-            limit: int | None = None, authorize: Callable[..., Any] | None = None,
-            approve: bool | Callable[..., Any] = False, preview: Callable[..., Any] | None = None,
-            credential: str | None = None, reads_private: bool = False,
-            untrusted_output: bool = False, sends_out: bool = False,
-            on_untrusted_input: str | None = None, exfiltration: str | None = None,
-            on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
-            as_tool: Callable[[Callable[..., Any]], Any] | None = None) -> Any:
+def _secure(
+    fn: Callable[..., Any],
+    kit: Toolkit,
+    *,
+    effect: str | None = "write",
+    name: str | None = None,
+    scope: Mapping[str, ScopeRule] | None = None,
+    validators: Mapping[str, Callable[[Any], Any]] | None = None,
+    limit: int | None = None,
+    authorize: Callable[..., Any] | None = None,
+    approve: bool | Callable[..., Any] = False,
+    preview: Callable[..., Any] | None = None,
+    credential: str | None = None,
+    reads_private: bool = False,
+    untrusted_output: bool = False,
+    sends_out: bool = False,
+    on_untrusted_input: str | None = None,
+    exfiltration: str | None = None,
+    on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
+    as_tool: Callable[[Callable[..., Any]], Any] | None = None,
+) -> Any:
     if not callable(fn):
         raise TypeError(f"secured_tool decorates a function, not {fn!r}")
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         raise TypeError(f"{fn.__name__}: a tool cannot be a generator; return a list instead")
     if effect is not None and (not isinstance(effect, str) or not effect.isidentifier()):
-        raise ValueError(f"effect must be a name like 'read', 'write' or 'destructive', not {effect!r}")
+        raise ValueError(
+            f"effect must be a name like 'read', 'write' or 'destructive', not {effect!r}"
+        )
     _check_mode("on_untrusted_input", on_untrusted_input)
     _check_mode("exfiltration", exfiltration)
     if limit is not None:
@@ -142,14 +184,20 @@ def _secure(fn: Callable[..., Any], kit: Toolkit, *, effect: str | None = "write
     if credential is not None:
         p = params.get("credential")
         if p is None or p.kind is not inspect.Parameter.KEYWORD_ONLY:
-            raise TypeError(f"{tool_name}: credential={credential!r} needs a keyword-only "
-                            "parameter `*, credential: str` to receive it")
-        signature = signature.replace(parameters=[q for q in params.values() if q.name != "credential"])
+            raise TypeError(
+                f"{tool_name}: credential={credential!r} needs a keyword-only "
+                "parameter `*, credential: str` to receive it"
+            )
+        signature = signature.replace(
+            parameters=[q for q in params.values() if q.name != "credential"]
+        )
     binder = Binder(signature)
     for label, names in (("scope", scope or {}), ("validators", validators or {})):
         unknown = [n for n in names if n not in binder.names]
         if unknown:
-            raise TypeError(f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take")
+            raise TypeError(
+                f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take"
+            )
     is_async = inspect.iscoroutinefunction(fn)
     for arg, validator in (validators or {}).items():
         if not callable(validator):
@@ -157,12 +205,23 @@ def _secure(fn: Callable[..., Any], kit: Toolkit, *, effect: str | None = "write
         if inspect.iscoroutinefunction(validator) and not is_async:
             raise TypeError(f"{tool_name}: the validator for {arg!r} is async, so the tool must be")
     spec = ToolSpec(
-        fn, toolkit=kit, name=tool_name, effect=effect, binder=binder,
+        fn,
+        toolkit=kit,
+        name=tool_name,
+        effect=effect,
+        binder=binder,
         scope=tuple((n, compile_scope(r)) for n, r in (scope or {}).items()),
-        validators=tuple((validators or {}).items()), limit=limit, authorize=authorize,
-        approve=approve, preview=preview, credential=credential, reads_private=reads_private,
-        untrusted_output=untrusted_output, sends_out=sends_out,
-        on_untrusted_input=on_untrusted_input, exfiltration=exfiltration,
+        validators=tuple((validators or {}).items()),
+        limit=limit,
+        authorize=authorize,
+        approve=approve,
+        preview=preview,
+        credential=credential,
+        reads_private=reads_private,
+        untrusted_output=untrusted_output,
+        sends_out=sends_out,
+        on_untrusted_input=on_untrusted_input,
+        exfiltration=exfiltration,
     )
     bind = getattr(authorize, "bind", None)
     if callable(bind):
@@ -176,12 +235,14 @@ def _secure(fn: Callable[..., Any], kit: Toolkit, *, effect: str | None = "write
 
     wrapper: Callable[..., Any]
     if is_async:
+
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await run_async(steps(spec, args, kwargs))
             except ToolRefused as exc:
                 return refused(exc)
     else:
+
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return run_sync(steps(spec, args, kwargs))
@@ -206,8 +267,9 @@ def configure(**settings: Any) -> Toolkit:
     return default_toolkit.configure(**settings)
 
 
-def secured_tool(fn: Callable[..., Any] | None = None, /, *, toolkit: Toolkit | None = None,
-                 **options: Any) -> Any:
+def secured_tool(
+    fn: Callable[..., Any] | None = None, /, *, toolkit: Toolkit | None = None, **options: Any
+) -> Any:
     """Put every check in front of a function.
 
     ``effect`` (``"read"``, ``"write"``, ``"destructive"``, ...; ``"write"`` by default),
@@ -222,7 +284,8 @@ def secured_tool(fn: Callable[..., Any] | None = None, /, *, toolkit: Toolkit | 
     return (toolkit or default_toolkit).secured_tool(fn, **options)
 
 
-def tool(fn: Callable[..., Any] | None = None, /, *, toolkit: Toolkit | None = None,
-         **options: Any) -> Any:
+def tool(
+    fn: Callable[..., Any] | None = None, /, *, toolkit: Toolkit | None = None, **options: Any
+) -> Any:
     """Like ``secured_tool`` for a tool that declares no effect: it is judged by what it does."""
     return (toolkit or default_toolkit).tool(fn, **options)
