@@ -165,7 +165,9 @@ class ApprovalQueue:
     def _expire(self) -> None:
         now = self._clock()
         for req in list(self._by_id.values()):
-            since = req.decided_at if req.status == "approved" else req.created
+            since = req.created
+            if req.status == "approved" and req.decided_at is not None:
+                since = req.decided_at
             if req.status in ("pending", "approved") and not req._in_use and now - since > self.ttl:
                 req.status = "expired"
                 self._drop(req)

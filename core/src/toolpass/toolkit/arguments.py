@@ -52,7 +52,7 @@ class Binder:
         positional = self.positional
         if len(args) > len(positional):
             raise invalid(f"Too many positional arguments: the tool takes {len(positional)}")
-        bound = dict(zip(positional, args))
+        bound = dict(zip(positional, args, strict=False))
         for name, value in kwargs.items():
             if name not in self.names:
                 raise invalid(f"Unexpected argument {name!r}")
@@ -79,7 +79,7 @@ class Binder:
         """``(args, kwargs)`` that pass ``bound`` back to the function."""
         if self.simple:
             return (), dict(bound)
-        ba = inspect.BoundArguments(self.signature, dict(bound))  # type: ignore[arg-type]
+        ba = inspect.BoundArguments(self.signature, dict(bound))
         return ba.args, dict(ba.kwargs)
 
 
@@ -131,7 +131,8 @@ def type_check(hint: Any) -> TypeCheck | None:
         item = type_check(params[0]) if params else None
         if item is None:
             return _instance(containers)
-        return lambda v: isinstance(v, containers) and all(item(x) for x in v)
+        each: TypeCheck = item
+        return lambda v: isinstance(v, containers) and all(each(x) for x in v)
     if origin is tuple:
         if not params or params == ((),):
             return _instance(tuple)
@@ -142,7 +143,7 @@ def type_check(hint: Any) -> TypeCheck | None:
         return lambda v: (
             isinstance(v, tuple)
             and len(v) == len(items)
-            and all(c is None or c(x) for c, x in zip(items, v))
+            and all(c is None or c(x) for c, x in zip(items, v, strict=True))
         )
     if origin in (dict, Mapping, typing.Mapping):
         kind: Any = dict if origin is dict else Mapping

@@ -54,6 +54,7 @@ class AuditEvent:
     """
 
     __slots__ = (
+        "_start",
         "actions",
         "approval_id",
         "arguments",
@@ -69,7 +70,6 @@ class AuditEvent:
         "time",
         "tool",
         "user",
-        "_start",
     )
 
     def __init__(self, tool: str, effect: str | None) -> None:
@@ -118,7 +118,10 @@ class AuditEvent:
         }
 
     def __repr__(self) -> str:
-        return f"AuditEvent({self.tool!r}, user={self.user!r}, outcome={self.outcome!r}, code={self.code!r})"
+        return (
+            f"AuditEvent({self.tool!r}, user={self.user!r}, outcome={self.outcome!r}, "
+            f"code={self.code!r})"
+        )
 
 
 AuditSink = Callable[[AuditEvent], object]

@@ -22,7 +22,7 @@ from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pen
 from toolpass.toolkit.arguments import Binder, TypeCheck, invalid, show, type_check, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import refusal, verdict
-from toolpass.toolkit.errors import ApprovalPending, ToolError, ToolRefused
+from toolpass.toolkit.errors import ToolError, ToolRefused
 from toolpass.toolkit.redact import contains, redact, usable
 from toolpass.toolkit.session import Session, _current
 from toolpass.toolkit.untrusted import fence, strings_in
@@ -347,16 +347,16 @@ def steps(
         if reached:
             event.outcome, event.detail = "error", f"{type(exc).__name__}: {exc}"
             raise
-        refused = check_error("toolpass", exc)
+        failed = check_error("toolpass", exc)
         log.exception("toolpass check failed for %s", spec.name)
-        event.outcome, event.code, event.message = "refused", refused.code, refused.message
-        event.detail = refused.detail
-        raise refused from exc
+        event.outcome, event.code, event.message = "refused", failed.code, failed.message
+        event.detail = failed.detail
+        raise failed from exc
     except BaseException:
         event.outcome = "cancelled"
         raise
     finally:
-        if held is not None:
+        if held is not None and session is not None:
             session.give_back(held)
         if grant is not None:
             grant.release()

@@ -250,8 +250,9 @@ def _secure(
                 return refused(exc)
 
     functools.update_wrapper(wrapper, fn)
-    wrapper.__signature__ = signature  # type: ignore[attr-defined]
-    wrapper.__toolpass__ = spec  # type: ignore[attr-defined]
+    declared: Any = wrapper  # a function object: it takes the attributes below
+    declared.__signature__ = signature
+    declared.__toolpass__ = spec
     if name:
         wrapper.__name__ = name
     if "credential" in getattr(wrapper, "__annotations__", {}):
