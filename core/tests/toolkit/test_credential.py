@@ -62,10 +62,14 @@ def test_a_missing_credential_is_not_configured(drive, make_kit, session, events
     assert "github-bot" in events[-1].detail
 
 
+def _sealed_vault(name: str) -> str:
+    raise ConnectionError("vault sealed")
+
+
 @pytest.mark.parametrize(
     "fetch",
     [
-        lambda name: (_ for _ in ()).throw(ConnectionError("vault sealed")),
+        _sealed_vault,
         lambda name: None,
         lambda name: "",
         lambda name: b"bytes-token-value",

@@ -4,7 +4,7 @@ import asyncio
 import threading
 
 import pytest
-from toolpass import Session, ToolCall, current_session
+from toolpass import Session, ToolCall, ToolRefused, current_session
 
 
 def test_no_session_is_refused_before_the_body(drive, kit, events):
@@ -73,7 +73,7 @@ async def test_async_with_activates_a_session(kit, events):
         assert await tool() == "dana@example.com"
         assert current_session() is s
     assert current_session() is None
-    with pytest.raises(Exception) as info:
+    with pytest.raises(ToolRefused) as info:
         await tool()
     assert info.value.code == "no_session"
     assert [e.outcome for e in events] == ["ok", "refused"]
