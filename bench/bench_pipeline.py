@@ -52,10 +52,14 @@ def pipeline() -> None:
         assert seen == [1], "the audit sink must see every call"
     print("pipeline overhead per call (sync)")
     print(f"  plain function                       {base * 1e6:8.2f} µs")
-    print(f"  secured_tool, no checks but audit    {minimal * 1e6:8.2f} µs  "
-          f"(+{(minimal - base) * 1e6:.2f} µs)")
-    print(f"  secured_tool, scope+limits+authz+audit {full * 1e6:6.2f} µs  "
-          f"(+{(full - base) * 1e6:.2f} µs, {full / base:.0f}x a bare call)")
+    print(
+        f"  secured_tool, no checks but audit    {minimal * 1e6:8.2f} µs  "
+        f"(+{(minimal - base) * 1e6:.2f} µs)"
+    )
+    print(
+        f"  secured_tool, scope+limits+authz+audit {full * 1e6:6.2f} µs  "
+        f"(+{(full - base) * 1e6:.2f} µs, {full / base:.0f}x a bare call)"
+    )
 
 
 def words(n: int, rng: random.Random) -> str:
@@ -78,8 +82,10 @@ def untrusted() -> None:
     t_big_arg = per_call(lambda: large.untrusted.find(big_arg), 50)
     print("untrusted-input check (one 60-word argument)")
     print(f"  against 1 KB recorded                {t_small * 1e6:8.2f} µs")
-    print(f"  against 1 MB recorded                {t_large * 1e6:8.2f} µs  "
-          f"(ratio {t_large / t_small:.2f}: cost follows the argument, not the record)")
+    print(
+        f"  against 1 MB recorded                {t_large * 1e6:8.2f} µs  "
+        f"(ratio {t_large / t_small:.2f}: cost follows the argument, not the record)"
+    )
     print(f"  a 6,000-word argument, 1 MB recorded {t_big_arg * 1e6:8.2f} µs")
 
 

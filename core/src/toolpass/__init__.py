@@ -4,7 +4,17 @@ Every name here is re-exported from the submodules that define it.
 """
 
 from toolpass._version import __version__
-from toolpass.engine import Decision
+from toolpass.engine import (
+    ConfigError,
+    Decision,
+    PermissionDenied,
+    RemoteToolpass,
+    Toolpass,
+    env,
+    file,
+    guarded,
+    literal,
+)
 from toolpass.toolkit import (
     CODES,
     ApprovalPending,
@@ -17,8 +27,8 @@ from toolpass.toolkit import (
     Session,
     ToolCall,
     ToolError,
-    ToolRefused,
     Toolkit,
+    ToolRefused,
     configure,
     current_session,
     default_toolkit,
@@ -33,8 +43,34 @@ from toolpass.toolkit import (
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 __all__ = [
-    "CODES", "ApprovalPending", "ApprovalQueue", "ApprovalRequest", "AuditEvent", "Decision",
-    "JsonlSink", "LogSink", "PermissionCheck", "Session", "ToolCall", "ToolError", "ToolRefused",
-    "Toolkit", "__version__", "configure", "current_session", "default_toolkit", "fence",
-    "permission_check", "secured_tool", "tool",
+    "CODES",
+    "ApprovalPending",
+    "ApprovalQueue",
+    "ApprovalRequest",
+    "AuditEvent",
+    "ConfigError",
+    "Decision",
+    "JsonlSink",
+    "LogSink",
+    "PermissionCheck",
+    "PermissionDenied",
+    "RemoteToolpass",
+    "Session",
+    "ToolCall",
+    "ToolError",
+    "ToolRefused",
+    "Toolkit",
+    "Toolpass",
+    "__version__",
+    "configure",
+    "current_session",
+    "default_toolkit",
+    "env",
+    "fence",
+    "file",
+    "guarded",
+    "literal",
+    "permission_check",
+    "secured_tool",
+    "tool",
 ]
