@@ -378,7 +378,7 @@ async def _async_yes(*args: object) -> bool:
         ("approve", "check_error"),
         ("preview", "check_error"),
         ("approver", "check_error"),
-        ("credentials", "credential_unavailable"),
+        ("credentials", "check_error"),
     ],
 )
 def test_an_async_hook_on_a_sync_tool_is_refused_clearly(make_kit, session, events, hook, code):

@@ -31,18 +31,21 @@ def escapes(text: str) -> bool:
     """True if ``text`` could climb out of where it is put: a ``.``/``..`` path segment, a
     backslash, or a control character, also when spelled with look-alikes (a fullwidth
     solidus, a one-dot leader, a division slash, ...)."""
+    if text.isascii():  # the common case, without unicodedata
+        if not text.isprintable() or "\\" in text:
+            return True
+        return "." in text and any(seg in (".", "..") for seg in text.split("/"))
     if has_control(text) or "\\" in text:
         return True
-    if not text.isascii():
-        folded = unicodedata.normalize("NFKC", text)
-        if folded.count("/") != text.count("/") or not _SEPARATOR_LOOKALIKES.isdisjoint(folded):
-            return True
-        text = folded
-    return any(seg in (".", "..") for seg in text.split("/"))
+    folded = unicodedata.normalize("NFKC", text)
+    if folded.count("/") != text.count("/") or not _SEPARATOR_LOOKALIKES.isdisjoint(folded):
+        return True
+    return any(seg in (".", "..") for seg in folded.split("/"))
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
-    """Compile a glob: ``*`` and ``?`` never cross ``/``; ``**`` matches whole segments."""
+    """Compile a glob: ``*`` (one or more characters) and ``?`` never cross ``/``; ``**``
+    matches across segments."""
     out: list[str] = []
     i = 0
     while i < len(glob):
@@ -51,7 +54,7 @@ def glob_to_regex(glob: str) -> re.Pattern[str]:
             out.append(".*")
             i += 2
         elif c == "*":
-            out.append("[^/]*")
+            out.append("[^/]+")
             i += 1
         elif c == "?":
             out.append("[^/]")
@@ -68,13 +71,11 @@ def _glob_matcher(glob: str) -> Matcher:
     fullmatch = glob_to_regex(glob).fullmatch
 
     def match(value: Any) -> bool:
-        if isinstance(value, bool):
-            return False
-        if isinstance(value, int):
+        if type(value) is not str:
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                return False
             value = str(value)
-        if not isinstance(value, str) or escapes(value):
-            return False
-        return fullmatch(value) is not None
+        return not escapes(value) and fullmatch(value) is not None
 
     match.__qualname__ = f"glob({glob!r})"
     return match
@@ -111,10 +112,16 @@ def compile_scope(rule: ScopeRule) -> Matcher:
             for r in items
         ]
 
-    def one(value: Any) -> bool:
-        return any(alt(value) for alt in alternatives)
+    if len(alternatives) == 1:
+        one = alternatives[0]
+    else:
+
+        def one(value: Any) -> bool:
+            return any(alt(value) for alt in alternatives)
 
     def matcher(value: Any) -> bool:
+        if type(value) is str:
+            return one(value)
         if value is None:
             return True
         if isinstance(value, (list, tuple, set, frozenset)):

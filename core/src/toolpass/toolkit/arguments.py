@@ -76,9 +76,10 @@ class Binder:
         return dict(ba.arguments)
 
     def call_args(self, bound: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """``(args, kwargs)`` that pass ``bound`` back to the function."""
+        """``(args, kwargs)`` that pass ``bound`` back to the function (``kwargs`` may be
+        ``bound`` itself: copy it before changing it)."""
         if self.simple:
-            return (), dict(bound)
+            return (), bound  # type: ignore[return-value]
         ba = inspect.BoundArguments(self.signature, dict(bound))
         return ba.args, dict(ba.kwargs)
 

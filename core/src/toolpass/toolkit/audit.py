@@ -57,14 +57,15 @@ class AuditEvent:
         "_start",
         "actions",
         "approval_id",
+        "approval_reasons",
         "arguments",
+        "authorization",
         "code",
         "detail",
         "duration",
         "effect",
         "message",
         "outcome",
-        "reasons",
         "secrets",
         "session_id",
         "time",
@@ -84,11 +85,22 @@ class AuditEvent:
         self.code: str | None = None
         self.message: str | None = None
         self.detail: str | None = None
-        self.reasons: list[str] = []
+        self.authorization: tuple[str, str] | None = None  # (decision, reason)
+        self.approval_reasons: tuple[str, ...] = ()
         self.approval_id: str | None = None
         self.duration = 0.0
         self.secrets: tuple[str, ...] = ()
         self.actions: list[dict[str, Any]] = []
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the call went as it did: the authorization, then why approval was needed."""
+        out = []
+        if self.authorization is not None:
+            decision, reason = self.authorization
+            out.append(f"authorization: {decision}" + (f" ({reason})" if reason else ""))
+        out.extend(self.approval_reasons)
+        return out
 
     def finish(self) -> None:
         self.duration = time.perf_counter() - self._start
@@ -111,7 +123,7 @@ class AuditEvent:
             "code": self.code,
             "message": self.message,
             "detail": redact(self.detail, self.secrets) if self.detail else self.detail,
-            "reasons": list(self.reasons),
+            "reasons": self.reasons,
             "approval_id": self.approval_id,
             "actions": list(self.actions),
             "duration_ms": round(self.duration * 1000, 3),

@@ -62,7 +62,7 @@ def refusal(decision: str, reason: str, what: str) -> ToolRefused:
     )
 
 
-_FORBIDDEN = frozenset("?#@")
+_FORBIDDEN = frozenset("?#@%")
 
 
 class PermissionCheck:

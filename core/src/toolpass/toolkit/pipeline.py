@@ -18,6 +18,7 @@ import typing
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from toolpass.engine.decision import Decision
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending
 from toolpass.toolkit.arguments import Binder, TypeCheck, invalid, show, type_check, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
@@ -34,8 +35,18 @@ log = logging.getLogger("toolpass")
 _serial = itertools.count(1)
 
 
+#: What the pipeline yields to its driver: ``(fn, args, kwargs, afn, inline)``.
+Step = tuple[
+    Callable[..., Any], tuple[Any, ...], Mapping[str, Any], Callable[..., Any] | None, bool
+]
+
+
 class Hook(NamedTuple):
-    """User code the pipeline asks its driver to run."""
+    """User code the pipeline asks its driver to run.
+
+    The hot steps (the authorizer, the body) yield a plain tuple of the same shape, which is
+    cheaper to build; drivers unpack either.
+    """
 
     fn: Callable[..., Any]
     args: tuple[Any, ...] = ()
@@ -83,6 +94,7 @@ class ToolSpec:
         self.vouched = frozenset(n for n, _ in scope) | frozenset(n for n, _ in validators)
         self.limit = limit
         self.authorize = authorize
+        self.authorize_async = getattr(authorize, "acall", None)
         self.approve = approve
         self.preview = preview
         self.credential = credential
@@ -92,6 +104,8 @@ class ToolSpec:
         self.on_untrusted_input = on_untrusted_input
         self.exfiltration = exfiltration
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
+        self.effect_key = f"effect:{effect}"
+        self.tool_key = f"tool:{self.key}"
 
     def __repr__(self) -> str:
         return f"<toolpass tool {self.name} effect={self.effect}>"
@@ -143,6 +157,13 @@ class ToolCall:
         return f"ToolCall({self.tool.name!r}, user={self.user!r}, arguments={self.arguments!r})"
 
 
+class AsyncHookError(TypeError):
+    """An async hook met a sync tool: a mistake in the setup, refused as ``check_error``."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__(f"{fn!r} is async, so it cannot run for a sync tool")
+
+
 def check_error(what: str, exc: BaseException) -> ToolRefused:
     return ToolRefused(
         "check_error",
@@ -173,7 +194,7 @@ def canonical(value: Any, depth: int = 0) -> str:
 
 def steps(
     spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Generator[Hook, Any, Any]:
+) -> Generator[Step, Any, Any]:
     """Every check of one call, in order, then the body; exactly one audit event at the end."""
     kit = spec.toolkit
     event = AuditEvent(spec.name, spec.effect)
@@ -227,14 +248,13 @@ def steps(
                 )
 
         # 3. Limits: a slot now, given back below if the body never runs.
-        caps: list[tuple[str, int]] = []
+        keys: tuple[tuple[str, int], ...] = ()
         if spec.effect is not None and (cap := kit.limits.get(spec.effect)) is not None:
-            caps.append((f"effect:{spec.effect}", cap))
+            keys = ((spec.effect_key, cap),)
         cap = spec.limit if spec.limit is not None else kit.tool_limits.get(spec.name)
         if cap is not None:
-            caps.append((f"tool:{spec.key}", cap))
-        if caps:
-            keys = tuple(caps)
+            keys += ((spec.tool_key, cap),)
+        if keys:
             full = session.take(keys)
             if full is not None:
                 kind = "calls of this tool" if full.startswith("tool:") else f"{spec.effect} calls"
@@ -251,15 +271,13 @@ def steps(
         # 4. Authorization: only an explicit allow passes.
         if spec.authorize is not None:
             try:
-                result = yield Hook(
-                    spec.authorize, (call,), afn=getattr(spec.authorize, "acall", None)
-                )
+                result = yield (spec.authorize, (call,), _NO_KWARGS, spec.authorize_async, False)
             except ToolRefused:
                 raise
             except Exception as exc:
                 raise check_error("the authorizer", exc)
             decision, reason = verdict(result)
-            event.reasons.append(f"authorization: {decision}" + (f" ({reason})" if reason else ""))
+            event.authorization = (decision, reason)
             if decision != "allow":
                 raise refusal(decision, reason, f"call {spec.name}")
 
@@ -305,7 +323,7 @@ def steps(
             if ask:
                 reasons.append(ask if isinstance(ask, str) else "its approval rule asks for it")
         if reasons:
-            event.reasons.extend(reasons)
+            event.approval_reasons = tuple(reasons)
             grant = yield from _approval(spec, call, tuple(reasons), event)
 
         # 8. Credential, fetched only now.
@@ -313,7 +331,7 @@ def steps(
         if spec.credential is not None:
             secret = yield from _credential(kit, spec.credential)
             event.secrets = usable((secret,))
-            call_kwargs["credential"] = secret
+            call_kwargs = {**call_kwargs, "credential": secret}
 
         # 9. The body. From here the slot and the approval are spent.
         if grant is not None:
@@ -325,7 +343,7 @@ def steps(
         if spec.untrusted_output:
             session.tainted = True
         try:
-            result = yield Hook(spec.fn, call_args, call_kwargs, inline=True)
+            result = yield (spec.fn, call_args, call_kwargs, None, True)
             result = _output(spec, session, result, event.secrets)
         except ToolRefused:
             raise
@@ -376,7 +394,7 @@ def _repeated_untrusted(session: Session, arguments: Mapping[str, Any]) -> str |
 
 def _approval(
     spec: ToolSpec, call: ToolCall, reasons: tuple[str, ...], event: AuditEvent
-) -> Generator[Hook, Any, Grant | None]:
+) -> Generator[Step, Any, Grant | None]:
     approver = spec.toolkit.approver
     if approver is None:
         raise ToolRefused(
@@ -437,7 +455,7 @@ def _approval(
     raise pending(request)
 
 
-def _credential(kit: Toolkit, name: str) -> Generator[Hook, Any, str]:
+def _credential(kit: Toolkit, name: str) -> Generator[Step, Any, str]:
     source = kit.credentials
     if source is None or (isinstance(source, Mapping) and name not in source):
         raise ToolRefused(
@@ -455,7 +473,7 @@ def _credential(kit: Toolkit, name: str) -> Generator[Hook, Any, str]:
                 value = yield Hook(value.get)
         else:
             value = yield Hook(source, (name,))
-    except ToolRefused:
+    except (ToolRefused, AsyncHookError):
         raise
     except Exception as exc:
         raise _unavailable(name, f"{type(exc).__name__}: {exc}")
@@ -474,6 +492,8 @@ def _unavailable(name: str, detail: str) -> ToolRefused:
 
 
 def _output(spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...]) -> Any:
+    if type(result) in _PLAIN and not secrets and not spec.untrusted_output:
+        return result
     if isinstance(result, AsyncIterator):
         raise ToolRefused(
             "check_error",
@@ -507,10 +527,15 @@ def _body_error(
     return ToolError(message, exc)
 
 
+_NO_KWARGS: Mapping[str, Any] = {}
+# Results that are never awaitable (checked by type before the general, slower test).
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes, list, dict, tuple, set, Decision})
+
+
 # Drivers.
 
 
-def run_sync(gen: Generator[Hook, Any, Any]) -> Any:
+def run_sync(gen: Generator[Step, Any, Any]) -> Any:
     """Drive ``steps`` in this thread: each hook is called directly."""
     value: Any = None
     error: BaseException | None = None
@@ -520,24 +545,19 @@ def run_sync(gen: Generator[Hook, Any, Any]) -> Any:
         except StopIteration as stop:
             return stop.value
         error = None
+        fn, args, kwargs = hook[0], hook[1], hook[2]
         try:
-            value = hook.fn(*hook.args, **hook.kwargs)
+            value = fn(*args, **kwargs)
         except BaseException as exc:
             value, error = None, exc
         else:
-            if inspect.isawaitable(value):
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
                 if inspect.iscoroutine(value):
                     value.close()
-                value, error = (
-                    None,
-                    TypeError(
-                        f"{hook.fn!r} is async, so it cannot run for a sync tool; make the tool "
-                        "async or the hook sync"
-                    ),
-                )
+                value, error = None, AsyncHookError(fn)
 
 
-async def run_async(gen: Generator[Hook, Any, Any]) -> Any:
+async def run_async(gen: Generator[Step, Any, Any]) -> Any:
     """Drive ``steps`` on the event loop: async hooks are awaited, sync hooks run in a worker
     thread with the caller's context (so the session is seen there too)."""
     value: Any = None
@@ -548,14 +568,15 @@ async def run_async(gen: Generator[Hook, Any, Any]) -> Any:
         except StopIteration as stop:
             return stop.value
         error = None
+        fn, args, kwargs, afn, inline = hook
         try:
-            if hook.afn is not None:
-                value = await hook.afn(*hook.args, **hook.kwargs)
-            elif hook.inline or inspect.iscoroutinefunction(hook.fn):
-                value = hook.fn(*hook.args, **hook.kwargs)
+            if afn is not None:
+                value = await afn(*args, **kwargs)
+            elif inline or inspect.iscoroutinefunction(fn):
+                value = fn(*args, **kwargs)
             else:
-                value = await asyncio.to_thread(hook.fn, *hook.args, **hook.kwargs)
-            if inspect.isawaitable(value):
+                value = await asyncio.to_thread(fn, *args, **kwargs)
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
                 value = await value
         except BaseException as exc:
             value, error = None, exc
