@@ -129,16 +129,34 @@ class PermissionCheck:
 
     def __call__(self, call: ToolCall) -> Decision:
         connection, resource = self._ask(call)
-        return self.engine.check(call.user, connection, self.action, resource, fresh=self.fresh)
+        decision = self.engine.check(call.user, connection, self.action, resource, fresh=self.fresh)
+        return self._configured(decision)
 
     async def acall(self, call: ToolCall) -> Any:
         connection, resource = self._ask(call)
         acheck = getattr(self.engine, "acheck", None)
         if acheck is not None:
-            return await acheck(call.user, connection, self.action, resource, fresh=self.fresh)
-        return await asyncio.to_thread(
-            self.engine.check, call.user, connection, self.action, resource, fresh=self.fresh
-        )
+            decision = await acheck(call.user, connection, self.action, resource, fresh=self.fresh)
+        else:
+            decision = await asyncio.to_thread(
+                self.engine.check, call.user, connection, self.action, resource, fresh=self.fresh
+            )
+        return self._configured(decision)
+
+    def _configured(self, decision: Any) -> Any:
+        """An unknown answer because the engine has no such connection or action is an
+        operator's to fix (``not_configured``), not a failed look-up."""
+        if getattr(decision, "decision", None) != "unknown":
+            return decision
+        configured = getattr(self.engine, "configured", None)
+        if configured is not None and not configured(self.connection, self.action):
+            raise ToolRefused(
+                "not_configured",
+                "toolpass is not set up to check this call, so it was not made. Tell the "
+                "user; an operator must configure it.",
+                detail=f"no connection {self.connection!r} with action {self.action!r}",
+            )
+        return decision
 
 
 def _unsafe(name: str, why: str) -> ToolRefused:
