@@ -1,0 +1,279 @@
+"""Route tables: which action, on which resource, an HTTP request to a system performs.
+
+A table is data: rows of ``[method, path template, action, resource template, effect, flags]``
+(``toolpass/integrations/routes/<name>.json``, or ``.json.gz``). Matching walks a trie of
+path segments per method, so its cost follows the path's depth, not the table's size.
+
+Path templates: literal segments, ``{name}`` (one whole segment), ``{name+}`` (the rest of
+the path, last only), or a segment mixing both (``{ref}.zip``). Parameters are
+percent-decoded after the path is split, so an encoded ``%2F`` stays inside its segment.
+
+Resource templates fill ``{name}`` from path parameters, ``{query.name}`` from the query
+string and ``{body.name}`` from a JSON object or form body. A field the request does not
+carry leaves the resource unresolved (``None``).
+
+Flags: ``u`` the response carries untrusted content, ``s`` the request sends data out, ``a``
+the request is about the agent itself (identity, rate limits, search) and needs no user
+permission.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from toolpass.rules.scope import escapes
+
+EFFECTS = ("read", "write", "destructive")
+_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)(\+?)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One route: a request of ``method`` to ``path`` performs ``action`` on ``resource``."""
+
+    method: str
+    path: str
+    action: str
+    resource: str
+    effect: str
+    untrusted: bool = False
+    sends_out: bool = False
+    agent: bool = False
+
+    @classmethod
+    def row(cls, row: list[str] | tuple[str, ...]) -> Route:
+        """A route from a table row ``[method, path, action, resource, effect, flags]``."""
+        method, path, action, resource, effect, *rest = row
+        flags = rest[0] if rest else ""
+        if effect not in EFFECTS:
+            raise ValueError(f"route {method} {path}: effect {effect!r} is not one of {EFFECTS}")
+        unknown = set(flags) - set("usa")
+        if unknown:
+            raise ValueError(f"route {method} {path}: unknown flags {''.join(sorted(unknown))}")
+        return cls(
+            method.upper(), path, action, resource, effect, "u" in flags, "s" in flags, "a" in flags
+        )
+
+    @property
+    def flags(self) -> str:
+        return "u" * self.untrusted + "s" * self.sends_out + "a" * self.agent
+
+
+class Request:
+    """What the router sees of an outgoing request. The body is parsed only when asked."""
+
+    __slots__ = ("__dict__", "body", "headers", "method", "path", "query_string")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        query_string: str = "",
+        headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> None:
+        self.method = method.upper()
+        self.path = path or "/"
+        self.query_string = query_string
+        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self.body = body
+
+    @cached_property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(self.query_string, keep_blank_values=True)
+
+    @cached_property
+    def form(self) -> dict[str, Any]:
+        """The body as a JSON object or a form, whichever it is; empty when neither."""
+        data = self.body
+        if not data:
+            return {}
+        kind = self.headers.get("content-type", "")
+        try:
+            if "json" in kind or data.lstrip()[:1] == b"{":
+                parsed = json.loads(data)
+                return parsed if isinstance(parsed, dict) else {}
+            pairs = parse_qs(data.decode("utf-8"), keep_blank_values=True)
+        except (ValueError, UnicodeDecodeError):
+            return {}
+        return {k: v[0] if len(v) == 1 else v for k, v in pairs.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A request placed on a route: ``resource`` is None when the request does not name it."""
+
+    route: Route
+    params: Mapping[str, str]
+    resource: str | None
+
+    @property
+    def action(self) -> str:
+        return self.route.action
+
+    @property
+    def effect(self) -> str:
+        return self.route.effect
+
+
+@dataclass
+class _Node:
+    literal: dict[str, _Node] = field(default_factory=dict)
+    params: list[tuple[re.Pattern[str] | None, str, _Node]] = field(default_factory=list)
+    rest: list[tuple[str, Route]] = field(default_factory=list)  # {name+}
+    route: Route | None = None
+
+
+def _segment(seg: str) -> tuple[str, re.Pattern[str] | None, str] | None:
+    """``None`` for a literal; else (kind, regex for a mixed segment, name of a plain one)."""
+    found = list(_PARAM.finditer(seg))
+    if not found:
+        return None
+    if len(found) == 1 and found[0].group(0) == seg:
+        return ("rest" if found[0].group(2) else "one"), None, found[0].group(1)
+    pattern, last = "", 0
+    for m in found:
+        pattern += re.escape(seg[last : m.start()]) + f"(?P<{_group(m.group(1))}>[^/]+?)"
+        last = m.end()
+    pattern += re.escape(seg[last:])
+    return "mixed", re.compile(pattern), ""
+
+
+def _group(name: str) -> str:
+    return name.replace(".", "__").replace("-", "_")
+
+
+class RouteTable:
+    """Routes indexed by method, then by path segment."""
+
+    def __init__(self, routes: Iterable[Route]) -> None:
+        self.routes = tuple(routes)
+        self._roots: dict[str, _Node] = {}
+        for route in self.routes:
+            self._add(route)
+
+    def __len__(self) -> int:
+        return len(self.routes)
+
+    def _add(self, route: Route) -> None:
+        node = self._roots.setdefault(route.method, _Node())
+        segments = route.path.strip("/").split("/") if route.path.strip("/") else []
+        for i, seg in enumerate(segments):
+            kind = _segment(seg)
+            if kind is None:
+                node = node.literal.setdefault(seg, _Node())
+            elif kind[0] == "rest":
+                if i != len(segments) - 1:
+                    raise ValueError(f"{route.path}: {{{kind[2]}+}} must be the last segment")
+                node.rest.append((kind[2], route))
+                return
+            else:
+                regex, name = kind[1], kind[2]
+                for other_regex, other_name, child in node.params:
+                    same = (other_regex.pattern if other_regex else other_name) == (
+                        regex.pattern if regex else name
+                    )
+                    if same and (regex is not None or other_regex is None):
+                        node = child
+                        break
+                else:
+                    child = _Node()
+                    node.params.append((regex, name, child))
+                    # Mixed segments are more specific than a plain parameter: try them first.
+                    node.params.sort(key=lambda p: p[0] is None)
+                    node = child
+        if node.route is None:
+            node.route = route
+
+    def match(self, request: Request) -> Match | None:
+        """The route ``request`` takes, with its resource filled in; None when it takes none."""
+        root = self._roots.get(request.method)
+        if root is None:
+            return None
+        path = request.path.strip("/")
+        segments = path.split("/") if path else []
+        found = _walk(root, segments, 0, {})
+        if found is None:
+            return None
+        route, raw = found
+        params = {k: unquote(v) for k, v in raw.items()}
+        # A parameter that decodes into a path of its own (``%2F``, ``..``) names no resource.
+        if any(escapes(v) or ("/" in v and "/" not in raw[k]) for k, v in params.items()):
+            return Match(route, params, None)
+        return Match(route, params, fill(route.resource, params, request))
+
+
+def _walk(
+    node: _Node, segments: list[str], i: int, params: dict[str, str]
+) -> tuple[Route, dict[str, str]] | None:
+    if i == len(segments):
+        return (node.route, params) if node.route is not None else None
+    seg = segments[i]
+    child = node.literal.get(seg)
+    if child is not None:
+        found = _walk(child, segments, i + 1, params)
+        if found is not None:
+            return found
+    if seg:
+        for regex, name, child in node.params:
+            if regex is None:
+                found = _walk(child, segments, i + 1, {**params, name: seg})
+            else:
+                m = regex.fullmatch(seg)
+                if m is None:
+                    continue
+                named = {k.replace("__", "."): v for k, v in m.groupdict().items()}
+                found = _walk(child, segments, i + 1, {**params, **named})
+            if found is not None:
+                return found
+    for name, route in node.rest:
+        rest = "/".join(segments[i:])
+        if rest:
+            return route, {**params, name: rest}
+    return None
+
+
+_FIELD = re.compile(r"\{([^{}]+)\}")
+
+
+def fields(template: str) -> list[str]:
+    """The ``{fields}`` a resource template names."""
+    return _FIELD.findall(template)
+
+
+def fill(template: str, params: Mapping[str, str], request: Request) -> str | None:
+    """The resource ``template`` names for this request, or None when a field is missing."""
+    if "{" not in template:
+        return template
+    values: dict[str, str] = {}
+    for name in fields(template):
+        if name.startswith("query."):
+            got = request.query.get(name[6:])
+            value: Any = got[0] if got else None
+        elif name.startswith("body."):
+            value = request.form.get(name[5:])
+        else:
+            value = params.get(name)
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+            return None
+        values[name] = str(value)
+    return _FIELD.sub(lambda m: values[m.group(1)], template)
+
+
+def load(name: str) -> RouteTable:
+    """The route table shipped for integration ``name`` (empty when it ships none)."""
+    folder = resources.files("toolpass.integrations.routes")
+    for suffix, opener in ((".json.gz", gzip.decompress), (".json", lambda b: b)):
+        item = folder / f"{name}{suffix}"
+        if item.is_file():
+            data = json.loads(opener(item.read_bytes()))
+            return RouteTable(Route.row(r) for r in data["routes"])
+    return RouteTable(())
