@@ -23,6 +23,7 @@ from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import HTTPClient, Response
 from toolpass.engine.identity import IdentityResolver
 from toolpass.engine.secrets import Secret
+from toolpass.intercept.routes import Match, Request, Route, RouteTable, load
 
 __all__ = [
     "Action",
@@ -50,19 +51,6 @@ class Action:
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
-    """An HTTP route of the system mapped to an action (used by the request hook)."""
-
-    method: str
-    path: str
-    action: str
-    resource: str
-    effect: Effect
-    untrusted: bool = False
-    sends_out: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class ProbeResult:
     """Whether a connection's credential works, live, and what was seen."""
 
@@ -79,7 +67,9 @@ class Integration(ABC):
     description: ClassVar[str]
     keys: ClassVar[tuple[ConfigKey, ...]] = ()
     actions: ClassVar[tuple[Action, ...]] = ()
-    routes: ClassVar[tuple[Route, ...]] = ()
+    routes: ClassVar[tuple[Route, ...]] = ()  # extra routes beside the shipped table
+    _action_index: ClassVar[dict[str, Action] | None] = None
+    _route_table: ClassVar[RouteTable | None] = None
     default_url: ClassVar[str | None] = None
     identity_modes: ClassVar[tuple[str, ...]] = ()
 
@@ -102,7 +92,27 @@ class Integration(ABC):
     @classmethod
     def action(cls, name: str) -> Action | None:
         """The declared action called ``name``, or None."""
-        return next((a for a in cls.actions if a.name == name), None)
+        index = cls.__dict__.get("_action_index")
+        if index is None:
+            index = {a.name: a for a in cls.actions}
+            cls._action_index = index
+        return index.get(name)
+
+    @classmethod
+    def route_table(cls) -> RouteTable:
+        """The system's route table: the shipped ``routes/<name>.json`` plus ``routes``, loaded
+        on first use."""
+        table = cls.__dict__.get("_route_table")
+        if table is None:
+            shipped = load(cls.name)
+            table = RouteTable((*shipped.routes, *cls.routes)) if cls.routes else shipped
+            cls._route_table = table
+        return table
+
+    def match_request(self, request: Request) -> Match | None:
+        """The route an outgoing request to this system takes (paths relative to the
+        connection's URL), or None. Systems that need more than method and path override it."""
+        return self.route_table().match(request)
 
     @abstractmethod
     def check(self, user: str, action: str, resource: str) -> Decision:
