@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 import itertools
 import json
 import secrets
@@ -57,6 +58,7 @@ class Repo:
     roles: dict[str, str] = field(default_factory=dict)  # login -> role name (custom allowed)
     custom_roles: dict[str, str] = field(default_factory=dict)  # custom role -> base role
     branches: dict[str, bool] = field(default_factory=lambda: {"main": True})  # -> protected
+    files: dict[str, str] = field(default_factory=dict)  # path -> text, on the default branch
     pulls: list[dict[str, Any]] = field(default_factory=list)
     id: int = field(default_factory=lambda: next(_ids))
 
@@ -196,6 +198,7 @@ class FakeGitHub(FakeServer):
         self.add("GET", repo + r"/collaborators", self._collaborators)
         self.add("GET", repo + r"/branches/(?P<branch>.+)", self._branch)
         self.add("POST", repo + r"/pulls", self._create_pull)
+        self.add("GET", repo + r"/contents/(?P<path>.+)", self._contents)
         self.add("GET", repo + r"/pulls/(?P<number>\d+)", self._get_pull)
         self.add("GET", repo + r"/installation", self._installation)
         self.add(
@@ -298,6 +301,31 @@ class FakeGitHub(FakeServer):
         }
         repo.pulls.append(pull)
         return Reply(201, self._pull_json(repo, pull))
+
+    def _contents(self, request: Request) -> Reply | dict[str, Any]:
+        """``GET /repos/{owner}/{repo}/contents/{path}`` for a file: base64 content."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo, path = found[0], request.params["path"]
+        if path not in repo.files:
+            return error(404, "Not Found")
+        raw = repo.files[path].encode()
+        url = f"{self.api_url}/repos/{repo.owner}/{repo.name}/contents/{path}"
+        return {
+            "type": "file",
+            "encoding": "base64",
+            "size": len(raw),
+            "name": path.rsplit("/", 1)[-1],
+            "path": path,
+            "content": base64.b64encode(raw).decode(),
+            "sha": hashlib.sha1(raw).hexdigest(),
+            "url": url,
+            "git_url": None,
+            "html_url": f"{self.url}/{repo.owner}/{repo.name}/blob/main/{path}",
+            "download_url": None,
+            "_links": {"self": url},
+        }
 
     def _get_pull(self, request: Request) -> Reply | dict[str, Any]:
         found = self._visible(request)

@@ -109,6 +109,11 @@ class Integration(ABC):
             cls._route_table = table
         return table
 
+    def serves(self, scheme: str, host: str, port: int) -> bool:
+        """Whether requests to this address, other than the connection's URL, belong to this
+        connection (AWS serves every regional endpoint of its partition). Default: none."""
+        return False
+
     def match_request(self, request: Request) -> Match | None:
         """The route an outgoing request to this system takes (paths relative to the
         connection's URL), or None. Systems that need more than method and path override it."""

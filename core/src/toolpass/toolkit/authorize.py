@@ -130,7 +130,8 @@ class PermissionCheck:
     def __call__(self, call: ToolCall) -> Decision:
         connection, resource = self._ask(call)
         decision = self.engine.check(call.user, connection, self.action, resource, fresh=self.fresh)
-        return self._configured(decision)
+        self._configured(decision)
+        return decision
 
     async def acall(self, call: ToolCall) -> Any:
         connection, resource = self._ask(call)

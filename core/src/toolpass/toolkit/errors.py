@@ -69,3 +69,18 @@ class ToolError(Exception):
     def __init__(self, message: str, original: BaseException) -> None:
         super().__init__(message)
         self.original = original
+
+
+class ActionRefused(ToolRefused):
+    """A request a tool's body tried to send, refused before it left the process.
+
+    Raised from inside the HTTP client library; the tool call's outcome is this refusal even
+    if the body catches it.
+    """
+
+    def __init__(
+        self, code: str, message: str, *, detail: str = "", action: str = "", resource: str = ""
+    ) -> None:
+        super().__init__(code, message, detail=detail)
+        self.action = action
+        self.resource = resource

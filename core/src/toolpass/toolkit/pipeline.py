@@ -19,6 +19,8 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mappin
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolpass.engine.decision import Decision
+from toolpass.intercept import context as intercept_context
+from toolpass.intercept.context import CallScope
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending
 from toolpass.toolkit.arguments import Binder, TypeCheck, invalid, show, type_check, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
@@ -78,6 +80,7 @@ class ToolSpec:
         sends_out: bool,
         on_untrusted_input: str | None,
         exfiltration: str | None,
+        resources: Callable[[Any], bool] | None = None,
     ) -> None:
         self.fn = fn
         self.toolkit = toolkit
@@ -103,6 +106,7 @@ class ToolSpec:
         self.sends_out = sends_out
         self.on_untrusted_input = on_untrusted_input
         self.exfiltration = exfiltration
+        self.resources = resources  # globs on the resources the body's requests act on
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
         self.effect_key = f"effect:{effect}"
         self.tool_key = f"tool:{self.key}"
@@ -162,6 +166,9 @@ class AsyncHookError(TypeError):
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         super().__init__(f"{fn!r} is async, so it cannot run for a sync tool")
+
+
+EXFILTRATION_REASON = "it sends data out after this session read private data and untrusted content"
 
 
 def check_error(what: str, exc: BaseException) -> ToolRefused:
@@ -308,9 +315,7 @@ def steps(
                     "untrusted content, so the data could be leaking on an injected instruction. "
                     "Tell the user; they can send it themselves.",
                 )
-            reasons.append(
-                "it sends data out after this session read private data and untrusted content"
-            )
+            reasons.append(EXFILTRATION_REASON)
         if spec.approve is True:
             reasons.append("this tool always needs approval")
         elif spec.approve:
@@ -325,6 +330,8 @@ def steps(
         if reasons:
             event.approval_reasons = tuple(reasons)
             grant = yield from _approval(spec, call, tuple(reasons), event)
+        # A person who approved sending data out approved it for the body's requests too.
+        exfiltration_approved = EXFILTRATION_REASON in reasons
 
         # 8. Credential, fetched only now.
         call_args, call_kwargs = spec.binder.call_args(arguments)
@@ -342,13 +349,27 @@ def steps(
             session.private = True
         if spec.untrusted_output:
             session.tainted = True
+        scope = None
+        if kit.permissions is not None:  # the request hook watches the body
+            scope = CallScope(spec, session, kit, event, arguments, exfiltration_approved)
+            entered = intercept_context.enter(scope)
         try:
-            result = yield (spec.fn, call_args, call_kwargs, None, True)
-            result = _output(spec, session, result, event.secrets)
+            try:
+                result = yield (spec.fn, call_args, call_kwargs, None, True)
+            finally:
+                if scope is not None:
+                    intercept_context.leave(entered)
+            if scope is not None and scope.refused is not None:
+                raise scope.refused  # a refused request decides the call, caught or not
+            untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
+            result = _output(spec, session, result, event.secrets, untrusted)
         except ToolRefused:
             raise
         except Exception as exc:
-            wrapped = _body_error(spec, session, exc, event.secrets)
+            if scope is not None and scope.refused is not None:
+                raise scope.refused from None
+            untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
+            wrapped = _body_error(session, exc, event.secrets, untrusted)
             if wrapped is None:
                 raise
             raise wrapped from None
@@ -491,8 +512,10 @@ def _unavailable(name: str, detail: str) -> ToolRefused:
     )
 
 
-def _output(spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...]) -> Any:
-    if type(result) in _PLAIN and not secrets and not spec.untrusted_output:
+def _output(
+    spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...], untrusted: bool
+) -> Any:
+    if type(result) in _PLAIN and not secrets and not untrusted:
         return result
     if isinstance(result, AsyncIterator):
         raise ToolRefused(
@@ -504,7 +527,7 @@ def _output(spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, .
         result = list(result)
     if secrets:
         result = redact(result, secrets)
-    if spec.untrusted_output:
+    if untrusted:
         for text in strings_in(result):
             session.record_untrusted(text)
         if isinstance(result, str):
@@ -513,17 +536,17 @@ def _output(spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, .
 
 
 def _body_error(
-    spec: ToolSpec, session: Session, exc: Exception, secrets: tuple[str, ...]
+    session: Session, exc: Exception, secrets: tuple[str, ...], untrusted: bool
 ) -> ToolError | None:
     """The body's exception as a redacted (and fenced) ``ToolError``, or None to pass it on."""
     text = f"{type(exc).__name__}: {exc}"
     leaks = bool(secrets) and (contains(text, secrets) or contains(repr(exc.args), secrets))
-    if not (leaks or spec.untrusted_output):
+    if not (leaks or untrusted):
         return None
     message = redact(text, secrets)
-    if spec.untrusted_output:
+    if untrusted:
         session.record_untrusted(message)
-        message = fence(message, spec.name)
+        message = fence(message)
     return ToolError(message, exc)
 
 

@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
+from toolpass.intercept.router import Router
 from toolpass.rules.scope import ScopeRule, compile_scope
 from toolpass.toolkit.approval import ApprovalQueue
 from toolpass.toolkit.arguments import Binder
@@ -57,6 +58,9 @@ class Toolkit:
         on_refuse: Callable[[ToolRefused], Any] | None = None,
         exfiltration: str = "approve",
         on_untrusted_input: str = "refuse",
+        permissions: Any = None,
+        act_as: str = "user",
+        strict: bool = False,
     ) -> None:
         self.approver: Approver | None = None
         self.credentials: Credentials | None = None
@@ -66,6 +70,10 @@ class Toolkit:
         self.on_refuse: Callable[[ToolRefused], Any] | None = None
         self.exfiltration = "approve"
         self.on_untrusted_input = "refuse"
+        self.permissions: Any = None
+        self.act_as = "user"
+        self.strict = False
+        self._router: Router | None = None
         self.configure(
             approver=approver,
             credentials=credentials,
@@ -75,6 +83,9 @@ class Toolkit:
             on_refuse=on_refuse,
             exfiltration=exfiltration,
             on_untrusted_input=on_untrusted_input,
+            permissions=permissions,
+            act_as=act_as,
+            strict=strict,
         )
 
     def configure(
@@ -88,6 +99,9 @@ class Toolkit:
         on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
         exfiltration: str = _UNSET,
         on_untrusted_input: str = _UNSET,
+        permissions: Any = _UNSET,
+        act_as: str = _UNSET,
+        strict: bool = _UNSET,
     ) -> Toolkit:
         """Change settings; what is not named stays as it is. Takes effect on the next call."""
         if approver is not _UNSET:
@@ -126,7 +140,33 @@ class Toolkit:
         if on_untrusted_input is not _UNSET:
             _check_mode("on_untrusted_input", on_untrusted_input)
             self.on_untrusted_input = on_untrusted_input
+        if act_as is not _UNSET:
+            if act_as not in ("user", "agent"):
+                raise ValueError(f"act_as must be 'user' or 'agent', not {act_as!r}")
+            self.act_as = act_as
+        if strict is not _UNSET:
+            self.strict = bool(strict)
+        if permissions is not _UNSET:
+            if permissions is not None and not callable(getattr(permissions, "check", None)):
+                raise TypeError("permissions must be a permission engine (toolpass.Toolpass)")
+            self.permissions = permissions
+            self._router = None
+            if permissions is not None:
+                from toolpass import intercept
+                from toolpass.intercept.check import installed_by
+
+                intercept.install()
+                installed_by.append(self)
         return self
+
+    @property
+    def router(self) -> Router:
+        """Which connection of ``permissions`` a request's URL belongs to (built once)."""
+        if self._router is None:
+            engine = self.permissions
+            ids = getattr(engine, "connections", ())
+            self._router = Router((cid, engine.integration(cid)) for cid in ids)
+        return self._router
 
     @overload
     def secured_tool(self, fn: F, /) -> F: ...
@@ -163,6 +203,7 @@ def _secure(
     sends_out: bool = False,
     on_untrusted_input: str | None = None,
     exfiltration: str | None = None,
+    resources: ScopeRule | None = None,
     on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
     as_tool: Callable[[Callable[..., Any]], Any] | None = None,
 ) -> Any:
@@ -222,6 +263,7 @@ def _secure(
         sends_out=sends_out,
         on_untrusted_input=on_untrusted_input,
         exfiltration=exfiltration,
+        resources=None if resources is None else compile_scope(resources),
     )
     bind = getattr(authorize, "bind", None)
     if callable(bind):

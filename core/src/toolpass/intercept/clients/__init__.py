@@ -1,0 +1,1 @@
+"""One hook per HTTP client library; each calls ``toolpass.intercept.check``."""
