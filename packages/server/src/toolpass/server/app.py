@@ -1,0 +1,348 @@
+"""The ASGI app: ``POST /check`` and ``GET /healthz`` (Starlette).
+
+``POST /check`` takes ``Authorization: Bearer <api key>`` and the JSON object
+``{"user", "connection", "action", "resource", "fresh"?}`` and answers 200 with
+``{"decision", "reason", "cached", "user", "connection", "action", "resource"}`` for every
+decision: allow, deny and unknown alike (an unknown decision is an answer, not a server
+error). Everything else is a JSON error ``{"error": "..."}``:
+
+=====  ======================================================================
+400    the body is not UTF-8 JSON (or repeats a key)
+401    no API key, or not one of the configured keys
+404    no such path
+405    a method the path does not take (``Allow`` says which)
+413    the body is larger than ``max_body_bytes``
+415    the body is not ``application/json``
+422    JSON of the wrong shape: not an object, a missing, unknown, mistyped, empty or
+       overlong field, or control characters
+500    an unexpected failure (logged on the server; never a traceback in the answer)
+=====  ======================================================================
+
+The access log (logger ``toolpass.server.access``) has one JSON line per request: time,
+client, method, path, status, duration, the API key's *name*, and the question and answer
+once known. Never the key, the Authorization header or a query string.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from toolpass.engine.checker import Checker
+from toolpass.engine.errors import ConfigError
+from toolpass.server.config import ServerConfig, parse_server_config
+
+log = logging.getLogger("toolpass.server")
+access_log = logging.getLogger("toolpass.server.access")
+
+#: The request fields: name -> the longest value accepted (characters).
+FIELDS: dict[str, int] = {"user": 512, "connection": 100, "action": 200, "resource": 4096}
+_ALL_FIELDS = (*FIELDS, "fresh")
+_LOG_KEY = "toolpass.log"  # the scope entry where a request's access-log details gather
+_EXTRA_HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]
+
+
+class Problem(Exception):
+    """An error answer: ``status`` and a message for the client."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """The JSON error answer."""
+    return JSONResponse({"error": message}, status, headers=dict(headers or {}))
+
+
+@dataclass(frozen=True)
+class Query:
+    """A validated ``POST /check`` body."""
+
+    user: str
+    connection: str
+    action: str
+    resource: str
+    fresh: bool = False
+
+
+def parse_query(body: bytes) -> Query:
+    """Validate a ``POST /check`` body strictly; raises :class:`Problem` (400 or 422).
+
+    Messages name fields, never echo values.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Problem(400, "the body is not UTF-8")
+    try:
+        data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+    except _Duplicate as e:
+        raise Problem(400, f"the body repeats the key {e.key!r}")
+    except RecursionError:
+        raise Problem(400, "the body is nested too deeply")
+    except json.JSONDecodeError as e:
+        raise Problem(
+            400, f"the body is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
+        )
+    except ValueError:  # NaN, Infinity
+        raise Problem(400, "the body is not valid JSON")
+    if not isinstance(data, dict):
+        raise Problem(422, f"the body must be a JSON object with {', '.join(FIELDS)} and fresh")
+    for name in data:
+        if name not in _ALL_FIELDS:
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise Problem(422, f"unknown field {shown!r} (expected {', '.join(_ALL_FIELDS)})")
+    values: dict[str, str] = {}
+    for name, longest in FIELDS.items():
+        if name not in data:
+            raise Problem(422, f"missing field {name!r}")
+        value = data[name]
+        if not isinstance(value, str):
+            raise Problem(422, f"{name!r} must be a string")
+        if not value.strip():
+            raise Problem(422, f"{name!r} must not be empty")
+        if len(value) > longest:
+            raise Problem(422, f"{name!r} is longer than {longest} characters")
+        if not value.isprintable():
+            raise Problem(422, f"{name!r} must not contain control or invisible characters")
+        values[name] = value
+    fresh = data.get("fresh", False)
+    if not isinstance(fresh, bool):
+        raise Problem(422, "'fresh' must be true or false")
+    return Query(fresh=fresh, **values)
+
+
+class _Duplicate(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key if len(key) <= 40 else key[:40] + "..."
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Duplicate(key)
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Keys:
+    """The accepted API keys, compared in constant time."""
+
+    def __init__(self, keys: tuple[tuple[str, bytes], ...]) -> None:
+        self._keys = keys
+
+    def name_of(self, authorization: str | None) -> str | None:
+        """The name of the key in an ``Authorization: Bearer`` header, or None.
+
+        The presented key is hashed and compared with every configured key's hash by
+        ``hmac.compare_digest``, all of them each time, so neither the time taken nor the
+        order of the keys tells anything about a key.
+        """
+        if not authorization:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        presented = hashlib.sha256(token.encode("latin-1")).digest()
+        found = None
+        for name, digest in self._keys:
+            if hmac.compare_digest(presented, digest) and found is None:
+                found = name
+        return found
+
+
+class _Service:
+    def __init__(self, tp: Checker, config: ServerConfig) -> None:
+        self.tp = tp
+        self.config = config
+        self.keys = _Keys(config.resolve_keys())
+
+    async def check(self, request: Request) -> Response:
+        details: dict[str, Any] = request.scope.setdefault(_LOG_KEY, {})
+        try:
+            name = self.keys.name_of(request.headers.get("authorization"))
+            if name is None:
+                raise Problem(
+                    401,
+                    "a valid API key is required (Authorization: Bearer <key>)",
+                    {"WWW-Authenticate": 'Bearer realm="toolpass"'},
+                )
+            details["key"] = name
+            media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media_type != "application/json":
+                raise Problem(415, "the body must be application/json")
+            query = parse_query(await self._body(request))
+            details.update(
+                user=query.user,
+                connection=query.connection,
+                action=query.action,
+                resource=query.resource,
+                fresh=query.fresh,
+            )
+            d = await self.tp.acheck(
+                query.user, query.connection, query.action, query.resource, fresh=query.fresh
+            )
+        except Problem as p:
+            details["error"] = p.message
+            return error(p.status, p.message, p.headers)
+        details.update(decision=d.decision, cached=d.cached)
+        return JSONResponse(
+            {
+                "decision": d.decision,
+                "reason": d.reason,
+                "cached": d.cached,
+                "user": query.user,
+                "connection": query.connection,
+                "action": query.action,
+                "resource": query.resource,
+            }
+        )
+
+    async def _body(self, request: Request) -> bytes:
+        limit = self.config.max_body_bytes
+        too_large = Problem(413, f"the body is larger than {limit} bytes")
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise too_large
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise too_large
+        return bytes(body)
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    messages = {404: "no such path", 405: f"{request.method} is not allowed here"}
+    message = messages.get(exc.status_code, exc.detail)
+    request.scope.setdefault(_LOG_KEY, {})["error"] = message
+    return error(exc.status_code, message, exc.headers)
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error(500, "internal error")
+
+
+class _Envelope:
+    """Outermost middleware: the access log, security headers, and a JSON 500 of last resort."""
+
+    def __init__(self, app: ASGIApp, *, log_requests: bool) -> None:
+        self.app = app
+        self.log_requests = log_requests
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        details: dict[str, Any] = {}
+        scope[_LOG_KEY] = details
+        status = 0
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), *_EXTRA_HEADERS]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        except Exception:
+            log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
+            if status == 0:  # nothing sent yet: answer in JSON
+                await error(500, "internal error")(scope, receive, send_wrapper)
+            status = status or 500
+        finally:
+            if self.log_requests:
+                self._log(scope, status, started, details)
+
+    def _log(self, scope: Scope, status: int, started: float, details: dict[str, Any]) -> None:
+        client = scope.get("client")
+        path = str(scope.get("path", ""))
+        entry = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "client": client[0] if client else None,
+            "method": scope.get("method"),
+            "path": path if len(path) <= 200 else path[:200] + "...",
+            "status": status,
+            "ms": round((time.perf_counter() - started) * 1000, 3),
+            "key": None,
+            **details,
+        }
+        access_log.info(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+
+
+def create_app(tp: Checker, config: ServerConfig | Mapping[str, Any] | None = None) -> Starlette:
+    """The toolpass server's ASGI app for the engine ``tp``.
+
+    ``config`` is a :class:`ServerConfig`, a ``server:`` mapping (validated as code), or None
+    for ``tp.config.server`` (the ``server:`` section of the file ``tp`` was loaded from).
+    API keys are resolved now: a missing or unusable key raises ``ConfigError``. The caller
+    keeps ``tp`` and closes it.
+    """
+    if not isinstance(config, ServerConfig):
+        if config is None:
+            loaded = getattr(tp, "config", None)
+            path = getattr(loaded, "path", None)
+            section = getattr(loaded, "server", None)
+            if not isinstance(path, str):
+                raise ConfigError("no server configuration: pass config= to create_app")
+            config = parse_server_config(
+                section, source=path, base_dir=os.path.dirname(os.path.abspath(path))
+            )
+        else:
+            config = parse_server_config(config)
+    service = _Service(tp, config)
+    threads = config.threads
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # tp.acheck runs each uncached look-up in the loop's default executor.
+        executor = ThreadPoolExecutor(threads, thread_name_prefix="toolpass-check")
+        asyncio.get_running_loop().set_default_executor(executor)
+        yield
+
+    app = Starlette(
+        lifespan=lifespan,
+        routes=[
+            Route("/check", service.check, methods=["POST"]),
+            Route("/healthz", service.healthz, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _crash},
+    )
+    app.router.redirect_slashes = False
+    app.add_middleware(_Envelope, log_requests=config.access_log)
+    app.state.server_config = config
+    return app
