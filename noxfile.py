@@ -15,7 +15,7 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "typecheck", "core", "wheels", "demo"]
+nox.options.sessions = ["lint", "typecheck", "core", "server", "wheels", "demo"]
 PYTHON = "3.11"
 
 
@@ -31,11 +31,22 @@ def core(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def server(session: nox.Session) -> None:
+    """toolpass-server's tests: the server as a real process, the app, deploy/ linted."""
+    session.install(
+        "-e", "core[yaml]", "-e", "packages/server", *test_group(ROOT / "packages/server")
+    )
+    session.run("pytest", "packages/server/tests", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff: lint and formatting."""
     session.install("ruff>=0.8")
     session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", "core", "tests", "bench", "examples", "noxfile.py")
+    session.run(
+        "ruff", "format", "--check", "core", "packages", "tests", "bench", "examples", "noxfile.py"
+    )
 
 
 @nox.session(python=PYTHON)
@@ -43,6 +54,8 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict on core."""
     session.install("mypy>=1.11", "types-PyYAML", "-e", "core[yaml,crypto]")
     session.run("mypy", "--strict", "core/src/toolpass")
+    session.install("-e", "packages/server")
+    session.run("mypy", "--strict", "-p", "toolpass.server")
 
 
 @nox.session(python=PYTHON)
@@ -62,7 +75,7 @@ def demo(session: nox.Session) -> None:
 @nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
     """Overheads, as ratios against a baseline measured in the same run."""
-    session.install("-e", "core[yaml]")
+    session.install("-e", "core[yaml,crypto]", "-e", "packages/server")
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
         session.run("python", str(script.relative_to(ROOT)), *session.posargs)
 
