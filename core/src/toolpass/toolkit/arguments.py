@@ -35,7 +35,7 @@ class Binder:
     ``inspect``; others fall back to ``Signature.bind``.
     """
 
-    __slots__ = ("defaults", "kwonly", "names", "positional", "signature", "simple")
+    __slots__ = ("defaults", "kwonly", "names", "positional", "takes_any", "signature", "simple")
 
     def __init__(self, signature: inspect.Signature) -> None:
         params = list(signature.parameters.values())
@@ -45,6 +45,7 @@ class Binder:
         self.kwonly = frozenset(p.name for p in params if p.kind is _P.KEYWORD_ONLY)
         self.names = frozenset(p.name for p in params)
         self.defaults = {p.name: p.default for p in params if p.default is not _P.empty}
+        self.takes_any = False
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if not self.simple:
@@ -67,7 +68,19 @@ class Binder:
                 raise invalid("Missing argument " + ", ".join(repr(n) for n in missing))
         return bound
 
+    @classmethod
+    def passthrough(cls) -> Binder:
+        """A binder for calls whose arguments a framework has already validated: they are
+        taken as given (keyword arguments only)."""
+        binder = cls(inspect.Signature())
+        binder.simple, binder.takes_any = False, True
+        return binder
+
     def _bind_slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.takes_any:
+            if args:
+                raise invalid("The tool takes keyword arguments only")
+            return dict(kwargs)
         try:
             ba = self.signature.bind(*args, **kwargs)
         except TypeError as exc:

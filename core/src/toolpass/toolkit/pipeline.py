@@ -200,9 +200,16 @@ def canonical(value: Any, depth: int = 0) -> str:
 
 
 def steps(
-    spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
+    spec: ToolSpec,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    body: Callable[[], Any] | None = None,
 ) -> Generator[Step, Any, Any]:
-    """Every check of one call, in order, then the body; exactly one audit event at the end."""
+    """Every check of one call, in order, then the body; exactly one audit event at the end.
+
+    ``body`` replaces the tool's function for this call (an adapter passes the framework's own
+    handler, which already holds the arguments).
+    """
     kit = spec.toolkit
     event = AuditEvent(spec.name, spec.effect)
     held: tuple[tuple[str, int], ...] | None = None
@@ -334,7 +341,9 @@ def steps(
         exfiltration_approved = EXFILTRATION_REASON in reasons
 
         # 8. Credential, fetched only now.
-        call_args, call_kwargs = spec.binder.call_args(arguments)
+        fn, call_args, call_kwargs = spec.fn, *spec.binder.call_args(arguments)
+        if body is not None:
+            fn, call_args, call_kwargs = body, (), {}
         if spec.credential is not None:
             secret = yield from _credential(kit, spec.credential)
             event.secrets = usable((secret,))
@@ -355,7 +364,7 @@ def steps(
             entered = intercept_context.enter(scope)
         try:
             try:
-                result = yield (spec.fn, call_args, call_kwargs, None, True)
+                result = yield (fn, call_args, call_kwargs, None, True)
             finally:
                 if scope is not None:
                     intercept_context.leave(entered)

@@ -1,0 +1,228 @@
+"""What every framework adapter shares, written once: rules, the check around a tool call,
+the session it runs in, and the text the model reads when it is refused.
+
+An adapter puts ``Guard.run`` (or ``Guard.check``, for frameworks whose hook only decides)
+into its framework's own hook and translates; it holds no policy of its own. Each call goes
+through the same pipeline as ``secured_tool``: session, authorization against the permission
+engine (the rule's resource filled from the call's arguments, with the same safety as
+``permission_check``), the request hook around the body, and one audit event.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from toolpass.toolkit.arguments import Binder
+from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
+from toolpass.toolkit.errors import ToolRefused
+from toolpass.toolkit.pipeline import ToolSpec, run_async, run_sync, steps
+from toolpass.toolkit.session import Session, current_session
+from toolpass.toolkit.toolkit import Toolkit, default_toolkit
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """Before the tool runs, ask ``connection`` whether the user may do ``action`` on
+    ``resource`` (a template filled from the call's arguments: ``"issue:{key}"``)."""
+
+    connection: str
+    action: str
+    resource: str
+    fresh: bool = False
+
+
+RuleLike = Rule | tuple[str, str, str]
+#: Tool name (or a tuple of names sharing a rule) -> rule.
+Rules = Mapping[str | tuple[str, ...], RuleLike]
+
+
+def _rule(value: RuleLike) -> Rule:
+    if isinstance(value, Rule):
+        return value
+    if isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, str) for v in value):
+        return Rule(*value)
+    raise TypeError(f"a rule is a Rule or a (connection, action, resource) tuple, not {value!r}")
+
+
+def refusal_text(refused: ToolRefused) -> str:
+    """What the model reads when a call is refused: the reason and what to do next."""
+    return f"Refused by toolpass ({refused.code}): {refused.message}"
+
+
+class Guard:
+    """The framework-free half of an adapter.
+
+    ``rules`` maps tool names to ``Rule``s; with ``strict=True`` a tool without a rule is
+    refused, otherwise it runs unchecked (and audited). ``toolkit`` supplies audit sinks,
+    limits and the request hook (``permissions``) for the calls.
+    """
+
+    def __init__(
+        self,
+        engine: PermissionEngine,
+        rules: Rules | None = None,
+        *,
+        strict: bool = False,
+        toolkit: Toolkit | None = None,
+    ) -> None:
+        self.engine = engine
+        self.strict = strict
+        self.toolkit = toolkit or default_toolkit
+        self.rules: dict[str, Rule] = {}
+        for names, value in (rules or {}).items():
+            for name in (names,) if isinstance(names, str) else names:
+                if not isinstance(name, str) or not name:
+                    raise TypeError(f"a rule's key is a tool name or a tuple of names: {names!r}")
+                self.rules[name] = _rule(value)
+        self._specs: dict[str, ToolSpec] = {}
+        self._sessions: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def rule(self, tool: str) -> Rule | None:
+        return self.rules.get(tool)
+
+    def _spec(self, tool: str) -> ToolSpec:
+        spec = self._specs.get(tool)
+        if spec is None:
+            rule = self.rules.get(tool)
+            authorize: Callable[[Any], Any] | None = None
+            if rule is not None:
+                authorize = PermissionCheck(
+                    self.engine, rule.connection, rule.action, rule.resource, fresh=rule.fresh
+                )
+            elif self.strict:
+                authorize = _no_rule
+            spec = ToolSpec(
+                _framework_tool,
+                toolkit=self.toolkit,
+                name=tool,
+                effect=None,
+                binder=Binder.passthrough(),
+                scope=(),
+                validators=(),
+                limit=None,
+                authorize=authorize,
+                approve=False,
+                preview=None,
+                credential=None,
+                reads_private=False,
+                untrusted_output=False,
+                sends_out=False,
+                on_untrusted_input=None,
+                exfiltration=None,
+            )
+            self._specs[tool] = spec
+        return spec
+
+    @contextmanager
+    def session(self, user: str | None, key: Any = None) -> Iterator[Session]:
+        """The session a call runs in: the active one, or one for ``user`` (kept per ``key``,
+        such as the framework's run context, so limits and taint last the whole run)."""
+        active = current_session()
+        if active is not None:
+            if user and active.user != user:
+                raise ToolRefused(
+                    "check_error",
+                    "The call's user does not match the active session, so it was not made. "
+                    "Tell the user.",
+                    detail=f"session user {active.user!r}, framework user {user!r}",
+                )
+            yield active
+            return
+        if not isinstance(user, str) or not user.strip():
+            raise ToolRefused(
+                "no_session",
+                "No user is known for this call, so it cannot act for anyone. The application "
+                "must pass the user to the agent run.",
+            )
+        session = self._session_for(user, key)
+        with session.active():
+            yield session
+
+    def _session_for(self, user: str, key: Any) -> Session:
+        if key is None:
+            return Session(user)
+        with self._lock:
+            try:
+                session = self._sessions.get(key)
+                if session is None or session.user != user:
+                    session = self._sessions[key] = Session(user)
+            except TypeError:  # not weakly referenceable: one session per call
+                session = Session(user)
+        return session
+
+    def run(
+        self,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        body: Callable[[], T],
+        *,
+        key: Any = None,
+    ) -> T:
+        """Check the call, then run ``body`` (the framework's handler) inside the pipeline.
+        Raises ``ToolRefused`` when the call may not run."""
+        with self.session(user, key):
+            result: T = run_sync(steps(self._spec(tool), (), dict(arguments), body))
+            return result
+
+    async def arun(
+        self,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        body: Callable[[], Awaitable[T]],
+        *,
+        key: Any = None,
+    ) -> T:
+        """``run`` for async frameworks; ``body`` returns an awaitable."""
+        with self.session(user, key):
+            result: T = await run_async(steps(self._spec(tool), (), dict(arguments), body))
+            return result
+
+    def check(
+        self, user: str | None, tool: str, arguments: Mapping[str, Any], *, key: Any = None
+    ) -> ToolRefused | None:
+        """For hooks that only decide: the refusal, or None when the call may run."""
+        try:
+            self.run(user, tool, arguments, _allowed, key=key)
+        except ToolRefused as refused:
+            return refused
+        return None
+
+    async def acheck(
+        self, user: str | None, tool: str, arguments: Mapping[str, Any], *, key: Any = None
+    ) -> ToolRefused | None:
+        try:
+            await self.arun(user, tool, arguments, _aallowed, key=key)
+        except ToolRefused as refused:
+            return refused
+        return None
+
+
+def _framework_tool(**arguments: Any) -> Any:
+    """Stands for a framework's tool: the adapter passes the real body on each call."""
+    raise RuntimeError("an adapter's tool runs through the body it passes")
+
+
+def _no_rule(call: Any) -> bool:
+    raise ToolRefused(
+        "not_configured",
+        f"toolpass has no rule for {call.name}, so it was not run. Tell the user; an operator "
+        "must add one.",
+    )
+
+
+def _allowed() -> None:
+    return None
+
+
+async def _aallowed() -> None:
+    return None

@@ -1,0 +1,271 @@
+"""The conformance suite every framework adapter passes, written once.
+
+An adapter's tests subclass ``AdapterConformance`` and provide two things: ``build``, an
+agent on the framework's REAL loop whose scripted model makes the given tool calls in order
+and then answers ``"done"``, guarded by the adapter; and ``run`` (and ``arun`` where the
+framework has an async run), which runs it for a user and returns what the model read back
+after each tool call. Every test here then checks the adapter through that loop.
+
+A subclass may not override or skip these tests (the plugin fails a skipped one, and
+``test_no_test_is_overridden`` fails an overridden one), except by declaring that its
+framework has no sync or no async run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pytest
+from toolpass import Decision, current_session
+from toolpass.adapting import Rule
+
+from pytest_toolpass.engine import ScriptedEngine
+
+DANA, ERIN = "dana@example.com", "erin@example.com"
+DELETE = Rule("jira", "DELETE_ISSUES", "issue:{key}")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call the scripted model makes."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Transcript:
+    """What the model read back after each tool call, in order, and its last answer."""
+
+    outputs: list[str]
+    final: str = ""
+
+
+class KitTools:
+    """The suite's tools as plain, typed functions; the adapter makes them framework tools.
+
+    Every run is recorded in ``ran`` as ``(tool, arguments)``.
+    """
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def _record(self, tool: str, **arguments: Any) -> None:
+        with self._lock:
+            self.ran.append((tool, arguments))
+
+    def functions(self) -> list[Callable[..., str]]:
+        def read_file(path: str) -> str:
+            """Read a file of the project."""
+            self._record("read_file", path=path)
+            return f"contents of {path}"
+
+        def delete_issue(key: str) -> str:
+            """Delete an issue."""
+            self._record("delete_issue", key=key)
+            return f"deleted {key}"
+
+        def whoami() -> str:
+            """Who this call acts for."""
+            self._record("whoami")
+            session = current_session()
+            return f"acting for {session.user if session else 'nobody'}"
+
+        return [read_file, delete_issue, whoami]
+
+    def names(self) -> list[str]:
+        return [t for t, _ in self.ran]
+
+
+class AdapterConformance:
+    """Subclass this in an adapter's tests and implement ``build`` and ``run``/``arun``."""
+
+    #: Whether the framework has a synchronous and an asynchronous agent run.
+    sync_run: ClassVar[bool] = True
+    async_run: ClassVar[bool] = True
+
+    # What a subclass provides.
+
+    def build(
+        self,
+        engine: Any,
+        rules: dict[str, Any],
+        *,
+        strict: bool,
+        tools: KitTools,
+        script: list[Call],
+    ) -> Any:
+        """An agent on the framework's real loop, guarded by the adapter with ``rules`` (and
+        ``strict``) asking ``engine``, whose scripted model makes ``script``'s calls in order
+        and then answers ``"done"``; its tools are ``tools.functions()``."""
+        raise NotImplementedError
+
+    def run(self, agent: Any, user: str | None) -> Transcript:
+        """Run ``agent`` synchronously for ``user`` (None: the application passes no user)."""
+        raise NotImplementedError
+
+    async def arun(self, agent: Any, user: str | None) -> Transcript:
+        """Run ``agent`` asynchronously for ``user``."""
+        raise NotImplementedError
+
+    # Helpers.
+
+    def _go(
+        self,
+        mode: str,
+        engine: Any,
+        rules: dict[str, Any],
+        script: list[Call],
+        user: str | None,
+        *,
+        strict: bool = False,
+    ) -> tuple[Transcript, KitTools]:
+        tools = KitTools()
+        agent = self.build(engine, rules, strict=strict, tools=tools, script=script)
+        if mode == "sync":
+            return self.run(agent, user), tools
+        return asyncio.run(self.arun(agent, user)), tools
+
+    @pytest.fixture(params=["sync", "async"])
+    def mode(self, request: pytest.FixtureRequest) -> str:
+        if request.param == "sync" and not self.sync_run:
+            pytest.skip("the framework has no sync run")
+        if request.param == "async" and not self.async_run:
+            pytest.skip("the framework has no async run")
+        return str(request.param)
+
+    # The suite.
+
+    def test_an_allowed_call_runs(self, mode: str) -> None:
+        engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.allow()})
+        out, tools = self._go(
+            mode, engine, {"delete_issue": DELETE}, [Call("delete_issue", {"key": "PAY-1"})], DANA
+        )
+        assert tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        assert "deleted PAY-1" in out.outputs[0]
+        assert engine.asked == [(DANA, "jira", "DELETE_ISSUES", "issue:PAY-1")]
+        assert out.final == "done"
+
+    def test_a_refused_call_does_not_run_and_the_model_reads_why(self, mode: str) -> None:
+        engine = ScriptedEngine(
+            {(ERIN, "DELETE_ISSUES", "issue:PAY-1"): Decision.deny("erin lacks Delete Issues")}
+        )
+        script = [Call("delete_issue", {"key": "PAY-1"}), Call("read_file", {"path": "a.md"})]
+        out, tools = self._go(mode, engine, {"delete_issue": DELETE}, script, ERIN)
+        assert tools.names() == ["read_file"]  # the refused call did not run; the run went on
+        assert "not_authorized" in out.outputs[0]
+        assert "erin lacks Delete Issues" in out.outputs[0]
+        assert "contents of a.md" in out.outputs[1]
+        assert out.final == "done"
+
+    def test_unknown_is_refused(self, mode: str) -> None:
+        engine = ScriptedEngine(
+            {(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.unknown("jira timed out")}
+        )
+        out, tools = self._go(
+            mode, engine, {"delete_issue": DELETE}, [Call("delete_issue", {"key": "PAY-1"})], DANA
+        )
+        assert tools.ran == []
+        assert "authorization_error" in out.outputs[0]
+
+    def test_a_check_that_raises_refuses(self, mode: str) -> None:
+        engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): RuntimeError("down")})
+        out, tools = self._go(
+            mode, engine, {"delete_issue": DELETE}, [Call("delete_issue", {"key": "PAY-1"})], DANA
+        )
+        assert tools.ran == []
+        assert "check_error" in out.outputs[0]
+        assert "down" not in out.outputs[0]  # the detail is for the audit, not the model
+
+    def test_no_user_refuses(self, mode: str) -> None:
+        engine = ScriptedEngine()
+        out, tools = self._go(
+            mode,
+            engine,
+            {"delete_issue": DELETE},
+            [Call("delete_issue", {"key": "PAY-1"}), Call("whoami")],
+            None,
+        )
+        assert tools.ran == []
+        assert "no_session" in out.outputs[0]
+        assert engine.asked == []
+
+    def test_hostile_arguments_never_reach_the_engine(self, mode: str) -> None:
+        engine = ScriptedEngine()
+        out, tools = self._go(
+            mode,
+            engine,
+            {"delete_issue": DELETE},
+            [Call("delete_issue", {"key": "PAY-1/../ADMIN-9"})],
+            DANA,
+        )
+        assert tools.ran == []
+        assert "out_of_scope" in out.outputs[0]
+        assert engine.asked == []
+
+    def test_strict_refuses_a_tool_without_a_rule(self, mode: str) -> None:
+        engine = ScriptedEngine()
+        script = [Call("read_file", {"path": "a.md"})]
+        out, tools = self._go(mode, engine, {"delete_issue": DELETE}, script, DANA, strict=True)
+        assert tools.ran == []
+        assert "not_configured" in out.outputs[0]
+        out, tools = self._go(mode, engine, {"delete_issue": DELETE}, script, DANA)
+        assert tools.ran == [("read_file", {"path": "a.md"})]  # without strict: unchecked
+
+    def test_the_tool_runs_in_a_session_for_the_user(self, mode: str) -> None:
+        out, tools = self._go(mode, ScriptedEngine(), {}, [Call("whoami")], DANA)
+        assert tools.names() == ["whoami"]
+        assert f"acting for {DANA}" in out.outputs[0]
+
+    def test_two_users_at_once_never_see_each_other(self, mode: str) -> None:
+        engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.allow()})
+        script = [Call("whoami"), Call("delete_issue", {"key": "PAY-1"}), Call("whoami")]
+        rules = {"delete_issue": DELETE}
+        agents = {
+            u: self.build(engine, rules, strict=False, tools=KitTools(), script=script)
+            for u in (DANA, ERIN)
+        }
+        results: dict[str, Transcript] = {}
+        if mode == "sync":
+
+            def go(user: str) -> None:
+                results[user] = self.run(agents[user], user)
+
+            threads = [threading.Thread(target=go, args=(u,)) for u in agents]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        else:
+
+            async def both() -> None:
+                outs = await asyncio.gather(*(self.arun(agents[u], u) for u in agents))
+                results.update(zip(agents, outs, strict=True))
+
+            asyncio.run(both())
+        for user, other in ((DANA, ERIN), (ERIN, DANA)):
+            text = " ".join(results[user].outputs)
+            assert f"acting for {user}" in text
+            assert other not in text
+        assert "deleted PAY-1" in results[DANA].outputs[1]
+        assert "not_authorized" in results[ERIN].outputs[1]
+        assert sorted(u for u, *_ in engine.asked) == [DANA, ERIN]
+
+    def test_no_test_is_overridden(self) -> None:
+        """A subclass may not replace the suite's tests (mark a known failure xfail instead:
+        an override of a test must carry an ``xfail`` mark)."""
+        overridden = [
+            name
+            for name, base in inspect.getmembers(AdapterConformance, inspect.isfunction)
+            if name.startswith("test_")
+            and getattr(type(self), name) is not base
+            and "xfail"
+            not in [m.name for m in getattr(getattr(type(self), name), "pytestmark", [])]
+        ]
+        assert overridden == [], f"{type(self).__name__} overrides {', '.join(overridden)}"

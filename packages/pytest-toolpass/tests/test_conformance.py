@@ -1,0 +1,135 @@
+"""The suite itself: a correct adapter passes it, and broken ones fail it.
+
+The "framework" here is the smallest agent loop there is: it calls each scripted tool
+through ``toolpass.adapting.Guard`` and hands the result (or the refusal) back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pytest_toolpass import AdapterConformance, Call, KitTools, Transcript
+from toolpass import ToolRefused
+from toolpass.adapting import Guard, refusal_text
+
+
+class MiniLoop:
+    def __init__(self, guard: Guard, tools: KitTools, script: list[Call]) -> None:
+        self.guard = guard
+        self.tools = {f.__name__: f for f in tools.functions()}
+        self.script = script
+
+    def step(self, user: str | None, call: Call) -> str:
+        fn = self.tools[call.tool]
+        try:
+            return str(
+                self.guard.run(user, call.tool, call.arguments, lambda: fn(**call.arguments))
+            )
+        except ToolRefused as refused:
+            return refusal_text(refused)
+
+    async def astep(self, user: str | None, call: Call) -> str:
+        fn = self.tools[call.tool]
+
+        async def body() -> str:
+            return fn(**call.arguments)
+
+        try:
+            return str(await self.guard.arun(user, call.tool, call.arguments, body))
+        except ToolRefused as refused:
+            return refusal_text(refused)
+
+
+class TestMiniLoop(AdapterConformance):
+    def build(
+        self,
+        engine: Any,
+        rules: dict[str, Any],
+        *,
+        strict: bool,
+        tools: KitTools,
+        script: list[Call],
+    ) -> MiniLoop:
+        return MiniLoop(Guard(engine, rules, strict=strict), tools, script)
+
+    def run(self, agent: MiniLoop, user: str | None) -> Transcript:
+        return Transcript([agent.step(user, c) for c in agent.script], "done")
+
+    async def arun(self, agent: MiniLoop, user: str | None) -> Transcript:
+        return Transcript([await agent.astep(user, c) for c in agent.script], "done")
+
+
+@pytest.fixture(autouse=True)
+def _ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+BROKEN = """
+from pytest_toolpass import AdapterConformance, Transcript
+from toolpass import ToolRefused
+from toolpass.adapting import Guard, refusal_text
+import pytest
+
+
+class Loop:
+    def __init__(self, guard, tools, script):
+        self.guard, self.script = guard, script
+        self.tools = {f.__name__: f for f in tools.functions()}
+
+
+class TestBroken(AdapterConformance):
+    async_run = False
+
+    def build(self, engine, rules, *, strict, tools, script):
+        return Loop(Guard(engine, rules, strict=strict), tools, script)
+
+    def run(self, agent, user):
+        outs = []
+        for call in agent.script:
+            fn = agent.tools[call.tool]
+            %s
+        return Transcript(outs, "done")
+"""
+
+
+def test_an_adapter_that_checks_nothing_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(BROKEN % "outs.append(fn(**call.arguments))  # no check at all")
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=9, skipped=9)  # only the override check passes
+
+
+def test_an_adapter_that_hides_the_reason_fails(pytester: pytest.Pytester) -> None:
+    body = """try:
+                outs.append(agent.guard.run(user, call.tool, call.arguments,
+                                            lambda: fn(**call.arguments)))
+            except ToolRefused:
+                outs.append("An error occurred.")  # the model never reads why"""
+    pytester.makepyfile(BROKEN % body)
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=7, skipped=9)
+
+
+def test_overriding_or_skipping_a_test_fails(pytester: pytest.Pytester) -> None:
+    body = """try:
+                outs.append(agent.guard.run(user, call.tool, call.arguments,
+                                            lambda: fn(**call.arguments)))
+            except ToolRefused as refused:
+                outs.append(refusal_text(refused))"""
+    source = (
+        BROKEN % body
+        + """
+    def test_unknown_is_refused(self, mode):
+        pass
+
+    def test_no_user_refuses(self, mode):
+        pytest.skip("inconvenient")
+"""
+    )
+    pytester.makepyfile(source)
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=8, failed=2, skipped=9)
+    result.stdout.fnmatch_lines(
+        ["*TestBroken overrides test_no_user_refuses, test_unknown_is_refused*"]
+    )
+    result.stdout.fnmatch_lines(["*conformance tests may not be skipped (inconvenient)*"])
