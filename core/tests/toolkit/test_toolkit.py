@@ -234,6 +234,21 @@ def test_as_tool_puts_a_framework_decorator_on_top(make_kit, events, session):
     assert [e.code for e in events] == [None, "out_of_scope"]
 
 
+def test_inside_a_framework_a_refusal_is_the_result_by_default(make_kit, events, session):
+    """Frameworks mask or re-raise a tool's exception: the model must read the refusal."""
+    wrapped = []
+    kit = make_kit()
+    tool = kit.secured_tool(lambda repo: repo, scope={"repo": "acme/*"}, as_tool=wrapped.append)
+    assert tool is None  # the framework decorator's return
+    refusal = wrapped[0]("evil/app")
+    assert "outside what this tool may touch" in refusal
+    raising = make_kit(on_refuse=None).secured_tool(
+        lambda repo: repo, scope={"repo": "acme/*"}, as_tool=lambda f: f, on_refuse=None
+    )
+    with pytest.raises(ToolRefused):
+        raising("evil/app")  # an explicit on_refuse=None keeps the exception
+
+
 # Where hooks run for an async tool: sync ones in a worker thread with the caller's context,
 # async ones on the event loop.
 

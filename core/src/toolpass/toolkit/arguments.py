@@ -35,7 +35,7 @@ class Binder:
     ``inspect``; others fall back to ``Signature.bind``.
     """
 
-    __slots__ = ("defaults", "kwonly", "names", "positional", "takes_any", "signature", "simple")
+    __slots__ = ("defaults", "kwonly", "names", "positional", "signature", "simple", "takes_any")
 
     def __init__(self, signature: inspect.Signature) -> None:
         params = list(signature.parameters.values())

@@ -271,6 +271,10 @@ def _secure(
 
     def refused(exc: ToolRefused) -> Any:
         handler = kit.on_refuse if on_refuse is _UNSET else on_refuse
+        if handler is None and as_tool is not None and on_refuse is _UNSET:
+            # Inside a framework the model must read the refusal, and most frameworks mask
+            # or re-raise a tool's exception: the refusal becomes the tool's result.
+            handler = str
         if handler is None:
             raise exc
         return handler(exc)
@@ -322,7 +326,8 @@ def secured_tool(
     ``preview=(call) -> str``, ``credential="name"`` (injected as the keyword-only
     ``credential`` parameter), ``reads_private``, ``untrusted_output``, ``sends_out``,
     ``on_untrusted_input``, ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool
-    decorator applied on top), ``name``.
+    decorator applied on top; a refusal then becomes the tool's result unless ``on_refuse``
+    says otherwise), ``resources=`` (globs on what the body's requests act on), ``name``.
     """
     return (toolkit or default_toolkit).secured_tool(fn, **options)
 
