@@ -7,6 +7,7 @@ different adapters never share one.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import nox
@@ -15,8 +16,15 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "typecheck", "core", "server", "wheels", "demo"]
+nox.options.sessions = ["lint", "typecheck", "core", "server", "kit", "adapter", "wheels", "demo"]
 PYTHON = "3.11"
+#: adapters/<folder> -> the module it adds (toolpass.<module>) and its integration test.
+ADAPTERS = {
+    folder: folder.replace("-", "_")
+    for folder in sorted(p.parent.name for p in ROOT.glob("adapters/*/pyproject.toml"))
+}
+#: What the shared scenario of integration-tests/ needs beside the adapter's own test group.
+SCENARIO = ["PyGithub>=2.3", "cryptography>=42", "pytest>=8", "pytest-asyncio>=0.24"]
 
 
 def test_group(project: Path) -> list[str]:
@@ -40,12 +48,62 @@ def server(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def kit(session: nox.Session) -> None:
+    """pytest-toolpass: the conformance suite, against a reference loop and broken adapters."""
+    session.install(
+        "-e",
+        "core",
+        "-e",
+        "packages/pytest-toolpass",
+        *test_group(ROOT / "packages/pytest-toolpass"),
+    )
+    session.run("pytest", "packages/pytest-toolpass/tests", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("install", ["wheels", "workspace"])
+@nox.parametrize("name", list(ADAPTERS))
+def adapter(session: nox.Session, name: str, install: str) -> None:
+    """One adapter in its own environment: its tests (the conformance suite through the
+    framework's real loop) and its integration test, from built wheels or the workspace."""
+    projects = [ROOT / "core", ROOT / "adapters" / name, ROOT / "packages/pytest-toolpass"]
+    deps = [*test_group(ROOT / "adapters" / name), *SCENARIO]
+    if install == "wheels":
+        out = Path(tempfile.mkdtemp(prefix="toolpass-wheels-"))
+        for project in projects:
+            session.run("uv", "build", "-q", "--wheel", "-o", str(out), str(project), external=True)
+        session.install(*map(str, sorted(out.glob("*.whl"))), *deps)
+    else:
+        session.install(*(a for p in projects for a in ("-e", str(p))), *deps)
+    module = ADAPTERS[name]
+    session.run(
+        "pytest",
+        f"adapters/{name}/tests",
+        f"integration-tests/test_{module}.py",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+    )
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff: lint and formatting."""
     session.install("ruff>=0.8")
     session.run("ruff", "check", ".")
     session.run(
-        "ruff", "format", "--check", "core", "packages", "tests", "bench", "examples", "noxfile.py"
+        "ruff",
+        "format",
+        "--check",
+        "core",
+        "packages",
+        "adapters",
+        "integration-tests",
+        "tests",
+        "bench",
+        "examples",
+        "noxfile.py",
     )
 
 
@@ -54,8 +112,8 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict on core."""
     session.install("mypy>=1.11", "types-PyYAML", "-e", "core[yaml,crypto]")
     session.run("mypy", "--strict", "core/src/toolpass")
-    session.install("-e", "packages/server")
-    session.run("mypy", "--strict", "-p", "toolpass.server")
+    session.install("-e", "packages/server", "-e", "packages/pytest-toolpass")
+    session.run("mypy", "--strict", "-p", "toolpass.server", "-p", "pytest_toolpass")
 
 
 @nox.session(python=PYTHON)
@@ -78,6 +136,17 @@ def bench(session: nox.Session) -> None:
     session.install("-e", "core[yaml,crypto]", "-e", "packages/server")
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
         session.run("python", str(script.relative_to(ROOT)), *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+@nox.parametrize("name", list(ADAPTERS))
+def bench_adapter(session: nox.Session, name: str) -> None:
+    """One adapter's added time per tool call, against the same agent run without it."""
+    projects = [ROOT / "core", ROOT / "adapters" / name, ROOT / "packages/pytest-toolpass"]
+    session.install(
+        *(a for p in projects for a in ("-e", str(p))), *test_group(ROOT / "adapters" / name)
+    )
+    session.run("python", f"bench/bench_adapter_{ADAPTERS[name]}.py", *session.posargs)
 
 
 @nox.session(python=False, default=False)
