@@ -19,6 +19,7 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from toolpass.intercept.entitlements import ToolEntitlement
     from toolpass.toolkit.audit import AuditEvent
     from toolpass.toolkit.errors import ToolRefused
     from toolpass.toolkit.pipeline import ToolSpec
@@ -33,6 +34,8 @@ class CallScope:
         "act_as",
         "approved",
         "arguments",
+        "effect",
+        "entitled",
         "event",
         "kit",
         "read_untrusted",
@@ -59,6 +62,8 @@ class CallScope:
         self.approved = approved  # a person approved this call sending data out
         self.refused: ToolRefused | None = None  # the first request refused: the call's outcome
         self.read_untrusted = False  # a request read content from an untrusted source
+        self.entitled: ToolEntitlement | None = None  # what the tool may do, when held to it
+        self.effect: str | None = spec.effect  # declared, or the strongest recorded
 
 
 _scope: ContextVar[CallScope | None] = ContextVar("toolpass_call", default=None)

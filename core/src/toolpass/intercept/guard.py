@@ -79,9 +79,19 @@ def prepare(
         "method": method,
         "host": host,
         "path": path,
+        "origin": f"{scheme}://{host}:{port}",
         "as": context.acting(scope),
     }
     scope.event.actions.append(record)
+    entitled = scope.entitled
+    if entitled is not None and record["origin"] not in entitled.hosts:
+        raise _refuse(
+            scope,
+            record,
+            "unknown_host",
+            f"The tool tried to reach {host}, which its recorded entitlements do not "
+            "list, so the request was not sent. Tell the user.",
+        )
     place = router.place(scheme, host, port, path)
     if place is None:
         record["verdict"] = "unknown_host"
@@ -128,6 +138,18 @@ def prepare(
             f"The tool's {route.action} request does not name the resource it acts "
             "on, so it cannot be checked and was not sent. Tell the user.",
         )
+    if (
+        entitled is not None
+        and not route.agent
+        and entitled.find(place.connection, route.action, match.resource, scope.arguments) is None
+    ):
+        raise _refuse(
+            scope,
+            record,
+            "unentitled_action",
+            f"The tool tried {route.action} on {match.resource}, which is not among "
+            "its recorded actions, so the request was not sent. Tell the user.",
+        )
     _local_checks(scope, record, match, url, body)
     if route.agent or record["as"] == "agent":
         _performed(scope, record, match)
@@ -148,15 +170,16 @@ def _local_checks(
             f"The tool tried {what}, which is outside what it may touch, so the "
             "request was not sent. Tell the user.",
         )
-    if spec.effect is not None and _RANK.get(route.effect, 2) > _RANK.get(spec.effect, 2):
+    effect = scope.effect  # declared, or the strongest recorded
+    if effect is not None and _RANK.get(route.effect, 2) > _RANK.get(effect, 2):
         raise _refuse(
             scope,
             record,
             "effect_mismatch",
-            f"The tool is declared '{spec.effect}' but tried {what} "
+            f"The tool is declared '{effect}' but tried {what} "
             f"({route.effect}), so the request was not sent. Tell the user.",
         )
-    if spec.effect is None and not route.agent:
+    if effect is None and not route.agent:  # no slot was taken for the call itself
         cap = scope.kit.limits.get(route.effect)
         if cap is not None and session.take(((f"effect:{route.effect}", cap),)) is not None:
             raise _refuse(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolpass.engine.decision import Decision
 from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
+from toolpass.intercept.entitlements import EFFECT_RANK, Entitled, ToolEntitlement
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending
 from toolpass.toolkit.arguments import Binder, TypeCheck, invalid, show, type_check, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
@@ -261,17 +262,24 @@ def steps(
                     "touch. Use a value within its scope, or tell the user it is not allowed.",
                 )
 
+        # What the entitlements file says this tool does, when tools are held to one.
+        entitled = None
+        effect = spec.effect
+        if kit.entitlements is not None:
+            entitled = _entitlement(kit, spec)
+            effect = effect or (entitled.effect if entitled is not None else None)
+
         # 3. Limits: a slot now, given back below if the body never runs.
         keys: tuple[tuple[str, int], ...] = ()
-        if spec.effect is not None and (cap := kit.limits.get(spec.effect)) is not None:
-            keys = ((spec.effect_key, cap),)
+        if effect is not None and (cap := kit.limits.get(effect)) is not None:
+            keys = ((f"effect:{effect}" if effect != spec.effect else spec.effect_key, cap),)
         cap = spec.limit if spec.limit is not None else kit.tool_limits.get(spec.name)
         if cap is not None:
             keys += ((spec.tool_key, cap),)
         if keys:
             full = session.take(keys)
             if full is not None:
-                kind = "calls of this tool" if full.startswith("tool:") else f"{spec.effect} calls"
+                kind = "calls of this tool" if full.startswith("tool:") else f"{effect} calls"
                 raise ToolRefused(
                     "limit_exceeded",
                     f"This session has used all the {kind} it may make. Do not retry; "
@@ -294,6 +302,19 @@ def steps(
             event.authorization = (decision, reason)
             if decision != "allow":
                 raise refusal(decision, reason, f"call {spec.name}")
+
+        if entitled is not None:
+            for action, resource in _entitled_user_actions(entitled, arguments):
+                check = EntitledCheck(kit.permissions, action, resource)
+                try:
+                    result = yield (check, (call,), _NO_KWARGS, check.acall, False)
+                except ToolRefused:
+                    raise
+                except Exception as exc:
+                    raise check_error("the permission engine", exc)
+                decision, reason = verdict(result)
+                if decision != "allow":
+                    raise refusal(decision, reason, f"{action.action} on {resource}")
 
         # 5. Untrusted input, 6. exfiltration, 7. approval.
         reasons: list[str] = []
@@ -361,6 +382,7 @@ def steps(
         scope = None
         if kit.permissions is not None:  # the request hook watches the body
             scope = CallScope(spec, session, kit, event, arguments, exfiltration_approved)
+            scope.entitled, scope.effect = entitled, effect
             entered = intercept_context.enter(scope)
         try:
             try:
@@ -368,6 +390,8 @@ def steps(
             finally:
                 if scope is not None:
                     intercept_context.leave(entered)
+                    if kit.recorder is not None:
+                        _record(kit, spec, arguments, event)
             if scope is not None and scope.refused is not None:
                 raise scope.refused  # a refused request decides the call, caught or not
             untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
@@ -410,6 +434,67 @@ def steps(
             grant.release()
         event.finish()
         emit(event, kit.sinks)
+
+
+def _entitlement(kit: Toolkit, spec: ToolSpec) -> ToolEntitlement | None:
+    assert kit.entitlements is not None
+    entitled = kit.entitlements.get(spec.name)
+    if entitled is None and kit.strict:
+        raise ToolRefused(
+            "unentitled_action",
+            "toolpass has no record of what this tool does, so it was not run. Tell the user; "
+            "an operator must record it.",
+            detail=f"{spec.name} is not in {kit.entitlements.path}",
+        )
+    if (
+        entitled is not None
+        and spec.effect is not None
+        and (EFFECT_RANK[entitled.effect] > EFFECT_RANK.get(spec.effect, 2))
+    ):
+        raise ToolRefused(
+            "effect_mismatch",
+            f"This tool is declared '{spec.effect}' but was recorded doing more "
+            f"({entitled.effect}), so it was not run. Tell the user.",
+        )
+    return entitled
+
+
+def _entitled_user_actions(
+    entitled: ToolEntitlement, arguments: Mapping[str, Any]
+) -> list[tuple[Entitled, str]]:
+    """The recorded user actions whose resource fills from these arguments."""
+    found = []
+    for action in entitled.actions:
+        if action.as_ == "user" and action.fields:
+            resource = action.resource_for(arguments)
+            if resource is not None:
+                found.append((action, resource))
+    return found
+
+
+class EntitledCheck:
+    """Asks the engine about one recorded action before the body runs."""
+
+    def __init__(self, engine: Any, action: Entitled, resource: str) -> None:
+        self.engine, self.action, self.resource = engine, action, resource
+
+    def __call__(self, call: ToolCall) -> Any:
+        return self.engine.check(
+            call.user, self.action.connection, self.action.action, self.resource
+        )
+
+    async def acall(self, call: ToolCall) -> Any:
+        return await self.engine.acheck(
+            call.user, self.action.connection, self.action.action, self.resource
+        )
+
+
+def _record(kit: Toolkit, spec: ToolSpec, arguments: Mapping[str, Any], event: AuditEvent) -> None:
+    try:
+        assert kit.recorder is not None
+        kit.recorder.record(spec.name, arguments, event.actions)
+    except Exception:
+        log.exception("toolpass could not record what %s did", spec.name)
 
 
 def _repeated_untrusted(session: Session, arguments: Mapping[str, Any]) -> str | None:

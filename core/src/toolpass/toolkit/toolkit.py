@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
+from toolpass.intercept.entitlements import Entitlements, Recorder
 from toolpass.intercept.router import Router
 from toolpass.rules.scope import ScopeRule, compile_scope
 from toolpass.toolkit.approval import ApprovalQueue
@@ -45,6 +47,12 @@ class Toolkit:
     an ``AuditEvent``; ``LogSink()`` by default). ``on_refuse``: turns a refusal into the
     tool's result (``str`` gives the model the message). ``exfiltration``: ``"approve"`` or
     ``"refuse"``; ``on_untrusted_input``: ``"refuse"`` or ``"approve"``.
+
+    The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
+    sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
+    outside ``as_user()``/``as_agent()``; ``strict`` refuses requests to unknown hosts (and,
+    with ``entitlements``, tools missing from the file); ``record`` writes what tools do to a
+    file, and ``entitlements`` holds tools to such a file.
     """
 
     def __init__(
@@ -61,6 +69,8 @@ class Toolkit:
         permissions: Any = None,
         act_as: str = "user",
         strict: bool = False,
+        record: str | os.PathLike[str] | None = None,
+        entitlements: str | os.PathLike[str] | None = None,
     ) -> None:
         self.approver: Approver | None = None
         self.credentials: Credentials | None = None
@@ -73,6 +83,8 @@ class Toolkit:
         self.permissions: Any = None
         self.act_as = "user"
         self.strict = False
+        self.recorder: Recorder | None = None
+        self.entitlements: Entitlements | None = None
         self._router: Router | None = None
         self.configure(
             approver=approver,
@@ -86,6 +98,8 @@ class Toolkit:
             permissions=permissions,
             act_as=act_as,
             strict=strict,
+            record=record,
+            entitlements=entitlements,
         )
 
     def configure(
@@ -102,6 +116,8 @@ class Toolkit:
         permissions: Any = _UNSET,
         act_as: str = _UNSET,
         strict: bool = _UNSET,
+        record: str | os.PathLike[str] | None = _UNSET,
+        entitlements: str | os.PathLike[str] | None = _UNSET,
     ) -> Toolkit:
         """Change settings; what is not named stays as it is. Takes effect on the next call."""
         if approver is not _UNSET:
@@ -146,6 +162,10 @@ class Toolkit:
             self.act_as = act_as
         if strict is not _UNSET:
             self.strict = bool(strict)
+        if record is not _UNSET:
+            self.recorder = None if record is None else Recorder(record)
+        if entitlements is not _UNSET:
+            self.entitlements = None if entitlements is None else Entitlements.load(entitlements)
         if permissions is not _UNSET:
             if permissions is not None and not callable(getattr(permissions, "check", None)):
                 raise TypeError("permissions must be a permission engine (toolpass.Toolpass)")
