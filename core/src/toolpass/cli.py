@@ -6,6 +6,7 @@
     toolpass probe [-config FILE] [ID ...]    each connection's credential, live
     toolpass check USER CONNECTION ACTION RESOURCE [-config FILE] [-fresh] [-json]
     toolpass catalog [NAME]                   the integrations, or one's keys and actions
+    toolpass routes NAME [-action A] [-json]  an integration's route table
     toolpass serve [-config FILE] ...         the toolpass server (needs toolpass-server)
 
 Flags may be written ``-config`` or ``--config``; FILE defaults to ``$TOOLPASS_CONFIG`` or
@@ -17,6 +18,7 @@ command (bad usage, an unreadable configuration) is one line on stderr and statu
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -69,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("-json", "--json", action="store_true", help="print the decision as JSON")
     catalog = commands.add_parser("catalog", help="The integrations, or one's keys and actions.")
     catalog.add_argument("name", nargs="?")
+    routes = commands.add_parser("routes", help="An integration's route table.")
+    routes.add_argument("name")
+    routes.add_argument("-action", "--action", help="only the routes of this action")
+    routes.add_argument("-json", "--json", action="store_true", help="one JSON row per route")
     serve = commands.add_parser("serve", help="Run the toolpass server (toolpass-server).")
     serve.add_argument("args", nargs="*", help="handed to the server as they are")
     return parser
@@ -78,14 +84,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv[:1] == ["serve"] and argv[1:2] not in (["-h"], ["--help"]):
-            return _serve(argv[1:])  # the server parses its own flags
+        if argv[:1] == ["serve"]:
+            return _serve(argv[1:])  # the server parses its own flags, --help included
         args = _parser().parse_args(argv)
         command = {
             "validate": _validate,
             "probe": _probe,
             "check": _check,
             "catalog": _catalog,
+            "routes": _routes,
         }[args.command]
         return command(args)
     except (_Fail, ToolpassError) as e:
@@ -185,6 +192,27 @@ def _catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+def _routes(args: argparse.Namespace) -> int:
+    from toolpass import integrations
+
+    cls = integrations.get(args.name)
+    rows = [r for r in cls.route_table().routes if args.action in (None, r.action)]
+    for r in rows:
+        if args.json:
+            _out(json.dumps([r.method, r.path, r.action, r.resource, r.effect, r.flags]))
+        else:
+            _out(
+                f"{r.method:<7} {r.path:<60} {r.action:<24} {r.resource:<32} "
+                f"{r.effect:<11} {r.flags}"
+            )
+    if not args.json:
+        _err(
+            f"{len(rows)} routes (flags: u untrusted content, s sends data out, "
+            "a the agent's own, no user permission)"
+        )
+    return 0
+
+
 def _describe(key: ConfigKey) -> str:
     notes: list[str] = ["secret reference" if key.secret else key.kind]
     if key.required:
@@ -202,7 +230,7 @@ def _show(value: Any) -> str:
 
 def _serve(argv: list[str]) -> int:
     try:
-        from toolpass import server  # type: ignore[attr-defined]
+        server = importlib.import_module("toolpass.server")
     except ImportError:
         raise _Fail(
             "serve needs the toolpass-server distribution: pip install toolpass-server"

@@ -256,3 +256,28 @@ def test_as_a_real_process(config: str) -> None:
     assert broken.returncode == 1
     assert "Traceback" not in broken.stderr
     assert broken.stderr.count("\n") == 1
+
+
+def test_routes_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "routes", "kubernetes", "-action", "scale")
+    assert status == 0
+    rows = out.splitlines()
+    assert rows
+    assert all(" scale " in row for row in rows)
+    assert any("/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale" in r for r in rows)
+    assert f"{len(rows)} routes" in err
+
+
+def test_routes_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "routes", "kubernetes", "--json")
+    assert status == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) > 1000
+    assert ["GET", "/version/", "get", "/version/", "read", "a"] in rows
+
+
+def test_routes_of_an_unknown_integration(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "routes", "nosuch")
+    assert out == ""
+    assert status == 3
+    assert err.startswith("toolpass: no integration named 'nosuch'")
