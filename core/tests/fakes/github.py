@@ -1,7 +1,8 @@
 """A fake GitHub REST + GraphQL API, built from GitHub's documented shapes.
 
 Serves what the GitHub integration and PyGithub use: repositories, the collaborator
-permission read, collaborator lists (``per_page``/``page`` with ``Link`` headers),
+permission read, organization memberships, users (with ``site_admin``), collaborator lists
+(``per_page``/``page`` with ``Link`` headers),
 branches, pull requests, ``/rate_limit``, ``/user``, GitHub App endpoints (RS256 JWTs are
 verified against the App's public key; installation tokens expire) and the GraphQL
 organization SAML identities. Errors are ``{"message", "documentation_url"}``; a
@@ -91,6 +92,8 @@ class FakeGitHub(FakeServer):
         self.tokens: dict[str, Token] = {}
         self.apps: dict[str, App] = {}
         self.saml: dict[str, list[tuple[str, str | None]] | None] = {}  # org -> (nameId, login)
+        self.orgs: dict[str, dict[str, tuple[str, str]]] = {}  # org -> login -> (role, state)
+        self.site_admins: set[str] = set()
         self._routes_for(prefix)
 
     # --- state -------------------------------------------------------------------------
@@ -104,6 +107,14 @@ class FakeGitHub(FakeServer):
         self.add_user(owner, *repo.roles)
         self.repos[full_name.lower()] = repo
         return repo
+
+    def add_org(self, org: str, members: dict[str, str], pending: tuple[str, ...] = ()) -> None:
+        """``members``: login -> ``admin``, ``member`` or ``billing_manager``."""
+        self.add_user(org, *members)
+        self.orgs[org.lower()] = {
+            login: (role, "pending" if login in pending else "active")
+            for login, role in members.items()
+        }
 
     def add_token(self, token: str, login: str = "engine-bot", **kw: Any) -> Token:
         self.add_user(login)
@@ -209,6 +220,10 @@ class FakeGitHub(FakeServer):
         self.add("POST", prefix + r"/app/installations/(?P<id>\d+)/access_tokens", self._mint)
         self.add("GET", prefix + r"/rate_limit", self._rate_limit)
         self.add("GET", prefix + r"/user", self._user)
+        self.add("GET", prefix + r"/users/(?P<login>[^/]+)", self._get_user)
+        self.add(
+            "GET", prefix + r"/orgs/(?P<org>[^/]+)/memberships/(?P<login>[^/]+)", self._membership
+        )
         graphql = "/api/graphql" if prefix.endswith("/api/v3") else prefix + "/graphql"
         self.add("POST", graphql, self._graphql)
 
@@ -409,6 +424,36 @@ class FakeGitHub(FakeServer):
         if token.installation is not None:
             return error(403, "Resource not accessible by integration")
         return self._user_json(token.login)
+
+    def _get_user(self, request: Request) -> Reply | dict[str, Any]:
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        login = request.params["login"]
+        if login not in self.users:
+            return error(404, "Not Found")
+        return {**self._user_json(login), "site_admin": login in self.site_admins}
+
+    def _membership(self, request: Request) -> Reply | dict[str, Any]:
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        members = self.orgs.get(request.params["org"].lower())
+        # GitHub answers 404 to a caller outside the organization, and for a non-member.
+        if token is None or members is None or token.login not in members:
+            return error(404, "Not Found")
+        found = members.get(request.params["login"])
+        if found is None:
+            return error(404, "Not Found")
+        role, state = found
+        org = request.params["org"]
+        return {
+            "url": f"{self.api_url}/orgs/{org}/memberships/{request.params['login']}",
+            "state": state,
+            "role": role,
+            "organization": {"login": org},
+            "user": self._user_json(request.params["login"]),
+        }
 
     def _graphql(self, request: Request) -> Reply | dict[str, Any]:
         token = self._token(request)

@@ -118,7 +118,11 @@ def test_protected_branch_role_is_configurable(github: FakeGitHub, engine_token:
         "issue:acme/widgets#0",
         "ref:acme/widgets@",
         "repo:-acme/x",
-        "org:acme",
+        "org:@me",
+        "site:other",
+        "team:acme",
+        "enterprise:#3",
+        "user:",
         "repo:acme/widgets/extra",
         "repo:acme/widgets@main",
         "issue:acme/widgets",
@@ -445,3 +449,113 @@ def test_hostile_resources_never_leave_the_repository_path(
             request.path,
         ), request.path
         assert request.path.split("/")[3] not in (".", "..")
+
+
+# --- resources above the repository (the request hook's org, user and site routes) --------
+@pytest.fixture
+def org(github: FakeGitHub) -> FakeGitHub:
+    github.add_org(
+        "acme",
+        {
+            "engine-bot": "member",
+            "erin": "admin",
+            "dana": "member",
+            "tess": "billing_manager",
+            "rory": "member",
+        },
+        pending=("rory",),
+    )
+    return github
+
+
+@pytest.mark.parametrize(
+    ("login", "action", "verdict"),
+    [
+        ("dana", "org.read", "allow"),
+        ("dana", "repo.create", "allow"),  # members may create repositories
+        ("dana", "org.manage", "deny"),
+        ("dana", "collaborator.add", "deny"),
+        ("dana", "secret.manage", "deny"),
+        ("dana", "security.read", "deny"),  # org-wide alerts: owners only
+        ("erin", "org.manage", "allow"),
+        ("erin", "org.delete", "allow"),
+        ("erin", "org.audit", "allow"),
+        ("tess", "org.read", "deny"),  # a billing manager is no member
+        ("rory", "org.read", "deny"),  # a pending invitation is no membership
+    ],
+)
+def test_organization_roles(
+    tp: Toolpass, org: FakeGitHub, login: str, action: str, verdict: str
+) -> None:
+    decision = check(tp, login, action, "org:acme")
+    assert decision.decision == verdict, decision.reason
+    assert org.requests[-1].path == f"/orgs/acme/memberships/{login}"
+
+
+def test_organization_reasons_and_hidden_members(tp: Toolpass, org: FakeGitHub) -> None:
+    allow = check(tp, "erin", "org.manage", "org:acme")
+    assert allow.reason == "erin is an organization owner of acme; org.manage needs owner"
+    deny = check(tp, "dana", "org.manage", "org:acme")
+    assert (
+        deny.reason
+        == "dana is an organization member of acme; org.manage needs an organization owner"
+    )
+    hidden = check(tp, "nora", "org.read", "org:acme")  # 404: no member, or hidden
+    assert hidden.decision == "unknown"
+    assert "404" in hidden.reason
+    other = check(tp, "dana", "org.read", "org:other")  # the engine is no member there
+    assert other.decision == "unknown"
+
+
+def test_organization_not_found_deny(org: FakeGitHub, engine_token: str) -> None:
+    with Toolpass([connection(org, not_found="deny")]) as tp:
+        decision = check(tp, "nora", "org.read", "org:acme")
+    assert decision.decision == "deny"
+    assert "not_found: deny" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("login", "action", "resource", "verdict"),
+    [
+        ("dana", "account.manage", "user:dana", "allow"),  # one's own account
+        ("dana", "account.manage", "user:DANA", "allow"),
+        ("dana", "account.manage", "user:erin", "deny"),
+        ("dana", "user.read", "user:erin", "allow"),  # public account data
+        ("nora", "site.read", "site:public", "allow"),
+        ("nora", "user.read", "user:@me", "allow"),
+        ("nora", "account.manage", "user:@me", "unknown"),  # whose credential? unknowable
+        ("erin", "enterprise.read", "enterprise:acme-corp", "unknown"),
+        ("erin", "org.manage", "team:#5", "unknown"),
+        ("erin", "org.read", "org:#9", "unknown"),
+        ("erin", "account.manage", "user:#42", "unknown"),
+        ("erin", "account.manage", "site:public", "unknown"),
+    ],
+)
+def test_accounts_and_public_data(
+    tp: Toolpass, github: FakeGitHub, login: str, action: str, resource: str, verdict: str
+) -> None:
+    decision = check(tp, login, action, resource)
+    assert decision.decision == verdict, decision.reason
+    assert github.requests == []  # decided without asking GitHub
+
+
+def test_site_administration(tp: Toolpass, github: FakeGitHub) -> None:
+    github.site_admins.add("erin")
+    allow = check(tp, "erin", "site.admin", "site:admin")
+    assert allow.decision == "allow"
+    assert allow.reason == "erin is a site administrator; site.admin needs one"
+    deny = check(tp, "dana", "site.admin", "site:admin")
+    assert deny.decision == "deny"
+    assert [r.path for r in github.requests] == ["/users/erin", "/users/dana"]
+
+
+def test_head_is_the_default_branch(tp: Toolpass, github: FakeGitHub) -> None:
+    """A contents write naming no branch goes to the default branch (main, protected)."""
+    head = check(tp, "dana", "contents.write", "ref:acme/widgets@HEAD")
+    assert head.decision == "deny"
+    assert "the protected branch main of acme/widgets needs admin" in head.reason
+    assert check(tp, "erin", "contents.write", "ref:acme/widgets@HEAD").decision == "allow"
+    paths = [r.path for r in github.requests]
+    assert "/repos/acme/widgets" in paths
+    assert "/repos/acme/widgets/branches/main" in paths
+    assert check(tp, "dana", "contents.read", "ref:acme/widgets@HEAD").decision == "allow"
