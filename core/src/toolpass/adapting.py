@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -82,7 +82,8 @@ class Guard:
                     raise TypeError(f"a rule's key is a tool name or a tuple of names: {names!r}")
                 self.rules[name] = _rule(value)
         self._specs: dict[str, ToolSpec] = {}
-        self._sessions: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
+        # By the key's identity: run contexts are often unhashable (dataclasses, models).
+        self._sessions: dict[int, tuple[weakref.ref[Any], Session]] = {}
         self._lock = threading.Lock()
 
     def rule(self, tool: str) -> Rule | None:
@@ -150,12 +151,18 @@ class Guard:
         if key is None:
             return Session(user)
         with self._lock:
-            try:
-                session = self._sessions.get(key)
-                if session is None or session.user != user:
-                    session = self._sessions[key] = Session(user)
-            except TypeError:  # not weakly referenceable: one session per call
-                session = Session(user)
+            entry = self._sessions.get(id(key))
+            if entry is not None and entry[0]() is key and entry[1].user == user:
+                return entry[1]
+            sessions = self._sessions
+
+            def forget(ref: weakref.ref[Any], k: int = id(key)) -> None:
+                if (held := sessions.get(k)) is not None and held[0] is ref:
+                    sessions.pop(k, None)
+
+            session = Session(user)
+            with suppress(TypeError):  # not weakly referenceable: one session per call
+                sessions[id(key)] = (weakref.ref(key, forget), session)
         return session
 
     def run(
