@@ -83,6 +83,10 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         "-q",
         "-p",
         "no:cacheprovider",
+        # Both paths make the repository's root the rootdir, whose pytest settings do not
+        # name pytest-asyncio's loop scope; unset, it warns, and warnings are errors.
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
         *session.posargs,
     )
 
