@@ -839,3 +839,37 @@ def test_python_gitlab_sees_the_fakes_auth_errors(world: World) -> None:
     oauth.auth()
     assert oauth.user is not None
     assert oauth.user.username == "root"
+
+
+# --- actions the route table added --------------------------------------------------------------
+def test_instance_actions_need_an_administrator(world: World, tp: Toolpass) -> None:
+    for action in ("instance.read", "instance.admin"):
+        d = tp.check("root@example.com", "gl", action, "instance")
+        assert d.decision == "allow", d.reason
+        d = tp.check("dana@example.com", "gl", action, "instance")
+        assert d.decision == "deny"
+        assert "administrator" in d.reason
+        assert tp.check("frank@example.com", "gl", action, "instance").decision == "deny"
+        assert tp.check("root@example.com", "gl", action, PROJECT).decision == "unknown"
+    assert tp.check("root@example.com", "gl", "project.read", "instance").decision == "unknown"
+    assert parse_resource("instance").kind == "instance"
+
+
+def test_instance_actions_are_unknown_when_the_token_cannot_tell(world: World) -> None:
+    with world.engine(token=literal(BOT_TOKEN)) as engine:
+        d = engine.check("dana@example.com", "gl", "instance.read", "instance")
+    assert d.decision == "unknown"
+    assert "administrator" in d.reason
+
+
+def test_tags_and_notes_need_a_maintainer(tp: Toolpass) -> None:
+    for action in ("tag.create", "tag.delete", "note.manage"):
+        assert tp.check("dana@example.com", "gl", action, PROJECT).decision == "deny"  # Developer
+        assert tp.check("omar@example.com", "gl", action, PROJECT).allowed  # Owner
+    assert tp.check("hank@example.com", "gl", "snippet.write", PROJECT).allowed  # Reporter
+    assert tp.check("dana@example.com", "gl", "pipeline.delete", PROJECT).decision == "deny"
+
+
+def test_group_settings_need_the_groups_owner(tp: Toolpass) -> None:
+    assert tp.check("gina@example.com", "gl", "group.settings", "group:partners").allowed
+    assert tp.check("dana@example.com", "gl", "group.settings", "group:acme").decision == "deny"

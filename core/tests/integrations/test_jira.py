@@ -739,7 +739,7 @@ def test_catalog_declares_every_documented_permission() -> None:
     cls = get("jira")
     assert cls is Jira
     names = {a.name for a in cls.actions}
-    assert names == PROJECT_PERMISSIONS | GLOBAL_PERMISSIONS
+    assert names == PROJECT_PERMISSIONS | GLOBAL_PERMISSIONS | {"JIRA_ACCESS"}
     for action in cls.actions:
         assert action.description
         assert action.requires
@@ -840,3 +840,16 @@ def test_the_jira_library_through_the_gateway(fake: FakeJira) -> None:
     bearer = next(iter(fake.access_tokens))
     client = jira_client(fake, server=gateway, token_auth=bearer)
     assert client.issue("PAY-123", fields="project").key == "PAY-123"
+
+
+# --- JIRA_ACCESS: the route table's action for what any account may do -----------------------
+def test_jira_access_allows_an_active_account_and_denies_a_deactivated_one(
+    tp: Toolpass, fake: FakeJira
+) -> None:
+    d = check(tp, "dana@example.com", "JIRA_ACCESS", "site")
+    assert d.decision == "allow"
+    assert "active" in d.reason
+    assert fake.seen("POST", CHECK) == []
+    assert check(tp, "dana@example.com", "JIRA_ACCESS", "project:PAY").decision == "unknown"
+    fake.search_inactive = True
+    assert check(tp, "olga@example.com", "JIRA_ACCESS", "site").decision == "deny"

@@ -882,3 +882,25 @@ def test_yaml_config(slack: FakeSlack, tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("members\n", "sometimes\n"))
     with pytest.raises(ConfigError, match=r"line 7.*general_posting"):
         Toolpass.from_config(path)
+
+
+# --- actions the route table added ------------------------------------------------------------
+def test_workspace_actions_need_a_full_member(tp: Toolpass) -> None:
+    for action in ("workspace.read", "workspace.write", "conversations.open"):
+        assert tp.check("dana@example.com", "slack", action, "workspace").allowed, action
+        d = tp.check("erin@example.com", "slack", action, "workspace")
+        assert d.decision == "deny"
+        assert "guest" in d.reason
+        assert tp.check("dave@example.com", "slack", action, "workspace").decision == "deny"
+
+
+def test_admin_read_and_manage_need_an_admin(tp: Toolpass) -> None:
+    for action in ("admin.read", "admin.manage", "workspace.manage"):
+        assert tp.check("ada@example.com", "slack", action, "workspace").allowed, action
+        assert tp.check("dana@example.com", "slack", action, "workspace").decision == "deny"
+
+
+def test_mark_and_close_need_a_member(tp: Toolpass) -> None:
+    assert tp.check("dana@example.com", "slack", "conversations.mark", "channel:C0ENG").allowed
+    d = tp.check("dana@example.com", "slack", "conversations.close", "channel:C0RANDOM")
+    assert d.decision == "deny"

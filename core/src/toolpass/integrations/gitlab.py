@@ -45,6 +45,7 @@ from urllib.parse import quote
 from toolpass.engine.decision import Decision
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import HTTPClient, MalformedResponse, Response
+from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -53,6 +54,8 @@ from toolpass.integrations.base import (
     Integration,
     ProbeResult,
 )
+from toolpass.intercept.routes import Match, Request, Route
+from toolpass.rules.scope import escapes
 
 __all__ = ["INTEGRATION", "GitLab"]
 
@@ -71,7 +74,7 @@ ROLE = {
 LEVELS = (GUEST, PLANNER, REPORTER, DEVELOPER, MAINTAINER, OWNER, ADMIN)
 
 BranchOp = Literal["push", "merge", "force_push", "delete", "create", "pipeline"]
-Scope = Literal["project", "group"]
+Scope = Literal["project", "group", "instance"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +85,7 @@ class Rule:
     Guest role (or no membership at all) suffices, while the project's ``feature`` access
     level (e.g. ``merge_requests_access_level``) is ``enabled`` or ``public``. ``branch``:
     protected-branch semantics apply (the resource must name a branch or a merge request).
-    ``scope``: project or group.
+    ``scope``: project, group, or the instance (administrators only).
     ``issue`` (on ``issue:`` resources): ``confidential`` issues need Reporter, the author or
     an assignee; ``own``: the author or an assignee (at least Guest) may, whatever the role.
     """
@@ -211,6 +214,13 @@ ACTIONS: tuple[Action, ...] = (
     ),
     _a("pipeline.read", "read", "See pipelines and job logs.", Rule(REPORTER), "Reporter"),
     _a(
+        "pipeline.delete",
+        "destructive",
+        "Delete pipelines, erase jobs and their artifacts.",
+        Rule(OWNER),
+        "Owner (erasing a job needs Maintainer; the strictest applies to all)",
+    ),
+    _a(
         "pipeline.run",
         "write",
         "Run a pipeline for a branch (resource branch:).",
@@ -233,6 +243,37 @@ ACTIONS: tuple[Action, ...] = (
     ),
     _a("wiki.write", "write", "Create and edit wiki pages.", Rule(DEVELOPER), "Developer"),
     _a("release.create", "write", "Create or edit releases.", Rule(DEVELOPER), "Developer"),
+    _a(
+        "tag.create",
+        "write",
+        "Create a tag.",
+        Rule(MAINTAINER),
+        "Maintainer (Developers may where no protected tag matches; protected tags are not "
+        "evaluated, so the strictest default applies)",
+    ),
+    _a(
+        "tag.delete",
+        "destructive",
+        "Delete a tag.",
+        Rule(MAINTAINER),
+        "Maintainer (Developers may where no protected tag matches; protected tags are not "
+        "evaluated, so the strictest default applies)",
+    ),
+    _a(
+        "snippet.write",
+        "write",
+        "Create, edit or delete project snippets.",
+        Rule(REPORTER),
+        "Reporter",
+    ),
+    _a(
+        "note.manage",
+        "write",
+        "Edit or delete a comment on an issue, merge request, commit or snippet.",
+        Rule(MAINTAINER),
+        "Maintainer (authors may edit and delete their own comments, which toolpass does not "
+        "tell apart)",
+    ),
     _a(
         "package.read",
         "read",
@@ -265,11 +306,37 @@ ACTIONS: tuple[Action, ...] = (
         "Owner of the group",
     ),
     _a(
+        "group.settings",
+        "write",
+        "Change a group and what it holds: settings, labels, milestones, epics, boards, "
+        "variables, hooks, badges, wikis (resource group:).",
+        Rule(OWNER, scope="group"),
+        "Owner of the group (some need only Maintainer or Planner; the strictest applies)",
+    ),
+    _a(
         "group.delete",
         "destructive",
         "Delete a group (resource group:).",
         Rule(OWNER, scope="group"),
         "Owner of the group",
+    ),
+    _a(
+        "instance.read",
+        "read",
+        "Read across the instance (resource instance): global lists and search over every "
+        "project and group the agent's token can see (issues, merge requests, projects, "
+        "snippets, events), other users' data, audit events, settings.",
+        Rule(ADMIN, scope="instance"),
+        "an administrator of the instance (who may see everything the token sees)",
+    ),
+    _a(
+        "instance.admin",
+        "destructive",
+        "Act outside any project or group (resource instance): instance settings, users, "
+        "runners, system hooks, applications, imports, new projects and groups, personal "
+        "snippets, the account's keys, emails and tokens; any request with sudo.",
+        Rule(ADMIN, scope="instance"),
+        "an administrator of the instance",
     ),
 )
 
@@ -282,7 +349,7 @@ _ACTIVE = "active"
 class Target:
     """A parsed resource."""
 
-    kind: Literal["project", "group", "branch", "mr", "issue"]
+    kind: Literal["project", "group", "branch", "mr", "issue", "instance"]
     path: str
     branch: str | None = None
     iid: int | None = None
@@ -295,7 +362,10 @@ class Target:
 
 def parse_resource(resource: str) -> Target:
     """``project:group/sub/name``, ``group:group/sub``, ``branch:group/name@main``,
-    ``mr:group/name!12`` or ``issue:group/name#34`` (a numeric id may replace a path)."""
+    ``mr:group/name!12``, ``issue:group/name#34`` (a numeric id may replace a path), or
+    ``instance``."""
+    if resource == "instance":
+        return Target("instance", "")
     kind, sep, rest = resource.partition(":")
     if not sep:
         raise LookupFailed(f"resource {resource!r} is not kind:path (e.g. project:group/name)")
@@ -315,7 +385,8 @@ def parse_resource(resource: str) -> Target:
         iid = int(number)
     else:
         raise LookupFailed(
-            f"resource {resource!r}: the kind must be project, group, branch, mr or issue"
+            f"resource {resource!r}: the kind must be project, group, branch, mr or issue "
+            "(or the resource instance)"
         )
     if not _valid_path(path):
         raise LookupFailed(f"resource {resource!r}: {path!r} is not a GitLab path or id")
@@ -435,6 +506,39 @@ class GitLab(Integration):
         pages = options.get("max_pages")
         if not isinstance(pages, int) or pages < 1:
             raise ConfigError("must be 1 or more", "max_pages")
+
+    # --- the request hook ----------------------------------------------------------------
+    def match_request(self, request: Request) -> Match | None:
+        """The operation's route (``routes/gitlab.json``, under ``/api/v4``, also when the
+        connection URL ends in ``/api/v4``) and its resource, filled here rather than by the
+        table: GitLab names projects and groups by URL-encoded full paths
+        (``group%2Fsub%2Fproject``) and branches may hold ``/``, each validated as GitLab's
+        own names; arguments come from the body or the query string (naming two different
+        values there is no resource). ``sudo`` (acting as another user) is
+        ``instance.admin``; a commit with ``force`` is ``branch.force_push``; a project
+        edit that changes ``visibility`` is ``project.visibility``."""
+        if getattr(self, "_api", "/api/v4") == "" and not request.path.startswith("/api/"):
+            moved = Request(
+                request.method, "/api/v4" + request.path, request.query_string, None, request.body
+            )
+            moved.headers = request.headers
+            request = moved
+        found = self.route_table().match(request)
+        if found is None:
+            return None
+        route, params = found.route, found.params
+        if any(escapes(value) for value in params.values()):
+            return Match(route, params, None)
+        if _fields.either(request, "sudo") is not None or "sudo" in request.headers:
+            route = _variant(route, "instance.admin", "instance")
+            return Match(route, params, "instance")
+        commit = route.action == "branch.push" and route.path.endswith("/repository/commits")
+        if commit and _fields.either(request, "force") in (True, "true", "1", 1):
+            route = _variant(route, "branch.force_push", route.resource)
+        edit = route.method == "PUT" and route.path == "/api/v4/projects/{project_id}"
+        if edit and _fields.either(request, "visibility") is not None:
+            route = _variant(route, "project.visibility", route.resource)
+        return Match(route, params, _fields.fill(route.resource, _value_of(request, params)))
 
     # --- requests ----------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -596,6 +700,13 @@ class GitLab(Integration):
             target = parse_resource(resource)
         except LookupFailed as e:
             return Decision.unknown(str(e))
+        if rule.scope == "instance" or target.kind == "instance":
+            if rule.scope != "instance" or target.kind != "instance":
+                needs = (
+                    "the resource instance" if rule.scope == "instance" else "a project or group"
+                )
+                return Decision.unknown(f"{action} needs {needs}, not {resource!r}")
+            return self._administrator(user, action)
         if rule.scope == "group" and target.kind != "group":
             return Decision.unknown(f"{action} needs a group: resource, not {resource!r}")
         if rule.scope == "project" and target.kind == "group":
@@ -653,6 +764,23 @@ class GitLab(Integration):
         if rule.branch:
             return self._branch(rule.branch, action, target, uid, level, who, reason)
         return Decision.allow(reason)
+
+    def _administrator(self, user: str, action: str) -> Decision:
+        uid = self._uid(user)
+        who = f"{user} (gitlab user {uid})"
+        data = self._json(self._get(f"/users/{uid}"), f"read user {uid}")
+        state = data.get("state")
+        if state != _ACTIVE:
+            return Decision.deny(f"{who} is {state or 'not active'} in gitlab")
+        admin = data.get("is_admin")
+        if admin is True:
+            return Decision.allow(f"{who} is an administrator")
+        if admin is False:
+            return Decision.deny(f"{who} is not an administrator; {action} needs one")
+        return Decision.unknown(
+            f"gitlab does not tell this token whether {who} is an administrator "
+            "(that needs an administrator's token)"
+        )
 
     def _membership(
         self, source: str, target: Target, uid: int
@@ -882,6 +1010,47 @@ def _entry_allows(entries: list[Any], uid: int, level: int) -> bool | set[int] |
             if needed > 0 and level >= needed:
                 return True
     return groups or None
+
+
+def _variant(route: Route, action: str, resource: str) -> Route:
+    effect = "destructive" if ACTION_EFFECT[action] == "destructive" else route.effect
+    return Route(
+        route.method,
+        route.path,
+        action,
+        resource,
+        effect,
+        route.untrusted,
+        route.sends_out,
+        route.agent,
+    )
+
+
+ACTION_EFFECT = {a.name: a.effect for a in ACTIONS}
+_IID = re.compile(r"[0-9]{1,12}")
+
+
+def _value_of(request: Request, params: Mapping[str, str]) -> Any:
+    """The value of a resource template's field, validated as GitLab names it; None when the
+    request does not name it, or names something GitLab would not."""
+
+    def value_of(name: str) -> Any:
+        if name.startswith(("body.", "query.")):
+            value = _fields.either(request, name.partition(".")[2])
+        else:
+            value = params.get(name)
+        text = _fields.scalar(value)
+        if text is None:
+            return None
+        if name in ("project_id", "group_id"):
+            return text if _valid_path(text) else None
+        if name in ("mr_iid", "issue_iid"):
+            return text if _IID.fullmatch(text) else None
+        if name in ("branch", "body.branch", "body.ref"):
+            return text if _valid_branch(text) else None
+        return text
+
+    return value_of
 
 
 INTEGRATION = GitLab

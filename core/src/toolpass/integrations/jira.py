@@ -38,6 +38,7 @@ from urllib.parse import quote
 from toolpass.engine.config import check_url
 from toolpass.engine.errors import ConfigError
 from toolpass.engine.http import Response
+from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -47,6 +48,7 @@ from toolpass.integrations.base import (
     LookupFailed,
     ProbeResult,
 )
+from toolpass.intercept.routes import Match, Request, Route, fields
 
 __all__ = ["Jira"]
 
@@ -134,7 +136,106 @@ _GLOBAL_ACTIONS: tuple[Action, ...] = (
     _global("ADMINISTER", "Administer Jira", "destructive"),
     _global("SYSTEM_ADMIN", "Jira system administrator", "destructive"),
 )
-_GLOBAL = frozenset(a.name for a in _GLOBAL_ACTIONS)
+ACCESS = "JIRA_ACCESS"
+_ACCESS_ACTION = Action(
+    ACCESS,
+    "Use Jira at all: read site metadata (fields, issue types, statuses, versions), one's "
+    "own filters, dashboards and preferences. Resource: site.",
+    "read",
+    "an active Atlassian account (Jira's 'Permission to access Jira'; product access itself "
+    "is not checked)",
+)
+_GLOBAL = frozenset(a.name for a in _GLOBAL_ACTIONS) | {ACCESS}
+
+
+_GATEWAY = re.compile(r"/ex/jira/([^/]+)(/.*)?")
+_SEARCH = re.compile(r"/rest/api/[23]/search(/jql|/id|/approximate-count)?")
+_JQL_TOKEN = re.compile(
+    r"""\s*(?:("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(!=|!~|>=|<=|&&|\|\||[()=~<>!,])"""
+    r"""|([^\s()"'=!~<>,&|]+))"""
+)
+
+
+def _jql_tokens(jql: str) -> list[tuple[str, str]] | None:
+    """(kind, text) tokens: ``s`` a quoted string (unquoted), ``p`` punctuation, ``w`` a word;
+    None when the text does not tokenize."""
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(jql):
+        if jql[pos:].strip() == "":
+            break
+        m = _JQL_TOKEN.match(jql, pos)
+        if m is None or m.end() == pos:
+            return None
+        pos = m.end()
+        if m.group(1) is not None:
+            out.append(("s", re.sub(r"\\(.)", r"\1", m.group(1)[1:-1])))
+        elif m.group(2) is not None:
+            out.append(("p", m.group(2)))
+        else:
+            out.append(("w", m.group(3)))
+    return out
+
+
+def jql_bound(jql: str) -> tuple[str, str] | None:
+    """``("project", KEY)`` or ``("issue", KEY-1)`` when every issue ``jql`` can match must be
+    in that one project or be that one issue: a top-level ``AND`` clause ``project = X``,
+    ``project in (X)`` or ``issue|key = X`` with no top-level ``OR``. None otherwise."""
+    tokens = _jql_tokens(jql)
+    if tokens is None:
+        return None
+    clauses: list[list[tuple[str, str]]] = [[]]
+    depth = 0
+    for i, (kind, text) in enumerate(tokens):
+        word = text.lower() if kind == "w" else None
+        if kind == "p" and text == "(":
+            depth += 1
+        elif kind == "p" and text == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and (word == "or" or (kind == "p" and text == "||")):
+            return None
+        elif (
+            depth == 0
+            and word == "order"
+            and i + 1 < len(tokens)
+            and tokens[i + 1][0] == "w"
+            and tokens[i + 1][1].lower() == "by"
+        ):
+            break
+        if depth == 0 and (word == "and" or (kind == "p" and text == "&&")):
+            clauses.append([])
+            continue
+        clauses[-1].append((kind, text))
+    if depth != 0:
+        return None
+    for clause in clauses:
+        if len(clause) < 3 or clause[0][0] not in ("w", "s"):
+            continue
+        field = clause[0][1].lower()
+        kinds = {"project": "project", "issue": "issue", "key": "issue", "issuekey": "issue"}
+        if field not in kinds:
+            continue
+        op = clause[1][1].lower()
+        if op == "=" and len(clause) == 3 and clause[2][0] in ("w", "s"):
+            value = clause[2][1]
+        elif (
+            op == "in"
+            and len(clause) == 5
+            and [t for _, t in (clause[2], clause[4])]
+            == [
+                "(",
+                ")",
+            ]
+        ):
+            value = clause[3][1] if clause[3][0] in ("w", "s") else ""
+        else:
+            continue
+        pattern = _PROJECT if kinds[field] == "project" else _ISSUE
+        if pattern.fullmatch(value):
+            return kinds[field], value.upper()
+    return None
 
 
 class Jira(Integration):
@@ -198,7 +299,7 @@ class Jira(Integration):
             default=300.0,
         ),
     )
-    actions = _PROJECT_ACTIONS + _GLOBAL_ACTIONS
+    actions = _PROJECT_ACTIONS + _GLOBAL_ACTIONS + (_ACCESS_ACTION,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -208,6 +309,82 @@ class Jira(Integration):
         self._token_lock = threading.Lock()
         self._ids: dict[tuple[str, str], tuple[float, str, str]] = {}
         self._accounts: dict[str, tuple[float, bool]] = {}
+
+    # --- the request hook --------------------------------------------------------------
+    def match_request(self, request: Request) -> Match | None:
+        """The operation's route (``routes/jira.json``), for the site's own paths, the API
+        gateway's (``/ex/jira/<cloudId>/rest/...``; another site's cloud id names no
+        resource) and ``/rest/api/latest`` (v2). Resources nested in the JSON body are read
+        here (``fields.project``, ``issueIdsOrKeys``); a body naming several projects or
+        issues needs ``ADMINISTER`` on ``site``. A JQL search bounded to one project (or one
+        issue) needs ``BROWSE_PROJECTS`` there, any other ``ADMINISTER``."""
+        path, foreign = request.path, False
+        gateway = _GATEWAY.fullmatch(path)
+        if gateway is not None:
+            known = self._cloud_id or self.options.get("cloud_id")
+            foreign = known is not None and gateway.group(1) != known
+            path = gateway.group(2) or "/"
+        if path.startswith("/rest/api/latest/"):
+            path = "/rest/api/2/" + path[len("/rest/api/latest/") :]
+        if path != request.path:
+            moved = Request(request.method, path, request.query_string, None, request.body)
+            moved.headers = request.headers
+            request = moved
+        found = self.route_table().match(request)
+        if found is None:
+            return None
+        if foreign:
+            return Match(found.route, found.params, None)
+        route = found.route
+        if route.action == "ADMINISTER" and _SEARCH.fullmatch(path):
+            return self._search(request, found)
+        if ".body." not in "." + route.resource.replace("{", "."):
+            return found
+        values: list[str] = []
+        for name in fields(route.resource):
+            got = _body_refs(request, name) if name.startswith("body.") else None
+            if got is None:
+                return Match(route, found.params, None)
+            values.append(name)
+            if len(got) > 1:  # several projects or issues: only an administrator may
+                admin = Route(
+                    route.method,
+                    route.path,
+                    "ADMINISTER",
+                    SITE,
+                    route.effect,
+                    route.untrusted,
+                    route.sends_out,
+                    route.agent,
+                )
+                return Match(admin, found.params, SITE)
+            values[-1] = got[0]
+        resource = route.resource
+        for name, value in zip(fields(route.resource), values, strict=True):
+            resource = resource.replace("{" + name + "}", value, 1)
+        return Match(route, found.params, resource)
+
+    def _search(self, request: Request, found: Match) -> Match:
+        jql = _fields.form(request).get("jql") if request.method == "POST" else None
+        if request.method != "POST":
+            values = request.query.get("jql") or []
+            jql = values[0] if len(set(values)) == 1 else None
+        bound = jql_bound(jql) if isinstance(jql, str) else None
+        if bound is None:
+            return found
+        kind, value = bound
+        route = found.route
+        narrowed = Route(
+            route.method,
+            route.path,
+            "BROWSE_PROJECTS",
+            f"{kind}:{{jql}}",
+            "read",
+            route.untrusted,
+            route.sends_out,
+            route.agent,
+        )
+        return Match(narrowed, found.params, f"{kind}:{value}")
 
     # --- configuration ---------------------------------------------------------------
     @classmethod
@@ -460,6 +637,13 @@ class Jira(Integration):
         active = self._active(account)
         if active is False:
             return Decision.deny(f"{user}'s Jira account {account} is deactivated")
+        if action == ACCESS:
+            if active is None:
+                return Decision.unknown(
+                    f"whether {user}'s Jira account {account} is active was not verified "
+                    "(verify_account is off)"
+                )
+            return Decision.allow(f"{user}'s Jira account {account} is active")
         if is_global:
             body: dict[str, Any] = {"accountId": account, "globalPermissions": [action]}
             grants = self._bulk_check(body)
@@ -536,6 +720,35 @@ class Jira(Integration):
             )
         held = " and ".join(text.split(" (")[0] for _, text in needed)
         return ProbeResult(True, f"signed in to {where} as {who}, with {held}")
+
+
+def _body_refs(request: Request, name: str) -> list[str] | None:
+    """The distinct ids or keys a dotted body field names (through lists, and through
+    ``{"key": ...}`` / ``{"id": ...}`` objects); None when one is missing or ambiguous."""
+    found: list[Any] = [_fields.form(request)]
+    for part in name.split(".")[1:]:
+        step: list[Any] = []
+        for item in found:
+            items = item if isinstance(item, list) else [item]
+            for each in items:
+                if not isinstance(each, Mapping) or part not in each:
+                    return None
+                step.append(each[part])
+        found = step
+    flat = [v for item in found for v in (item if isinstance(item, list) else [item])]
+    refs: list[str] = []
+    for value in flat:
+        if isinstance(value, Mapping):
+            key, ident = value.get("key"), value.get("id")
+            if (key is None) == (ident is None):
+                return None  # neither, or both (which would Jira use?)
+            value = key if key is not None else ident
+        text = _fields.scalar(value)
+        if text is None:
+            return None
+        refs.append(text.upper())
+    distinct = list(dict.fromkeys(refs))
+    return distinct or None
 
 
 INTEGRATION = Jira

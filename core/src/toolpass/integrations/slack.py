@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import MalformedResponse, Response
+from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -57,6 +58,7 @@ from toolpass.integrations.base import (
     Integration,
     ProbeResult,
 )
+from toolpass.intercept.routes import Match, Request
 
 __all__ = ["INTEGRATION", "Slack", "SlackError"]
 
@@ -294,10 +296,95 @@ _ACTIONS: tuple[tuple[Action, str], ...] = (
         _ADMIN,
     ),
 )
+_WORKSPACE = "workspace"
+_R_WORKSPACE = (
+    "a full member of the workspace (not a guest, not an external user); with team_id, a "
+    "member of that workspace"
+)
+_R_ANY_CONTENT = (
+    "; it is not bound to one conversation (search, files, saved items, canvases, lists), so "
+    "only an admin or owner passes"
+)
+_ACTIONS += (
+    (
+        _action("conversations.mark", "Move a conversation's read cursor.", "write", _R_MEMBER),
+        _MEMBER,
+    ),
+    (
+        _action("conversations.close", "Close a direct message or group DM.", "write", _R_MEMBER),
+        _MEMBER,
+    ),
+    (
+        _action(
+            "conversations.open",
+            "Open or resume a direct message or group DM (resource workspace or team:T…).",
+            "write",
+            _R_WORKSPACE,
+        ),
+        _WORKSPACE,
+    ),
+    (
+        _action(
+            "workspace.read",
+            "Read the workspace's directory: users, channels list, user groups, emoji, team "
+            "info, one's reminders (resource workspace or team:T…).",
+            "read",
+            _R_WORKSPACE,
+        ),
+        _WORKSPACE,
+    ),
+    (
+        _action(
+            "workspace.write",
+            "Change one's own state outside any conversation: presence, do-not-disturb, "
+            "reminders, saved items, photo, pending uploads (resource workspace or team:T…).",
+            "write",
+            _R_WORKSPACE,
+        ),
+        _WORKSPACE,
+    ),
+    (
+        _action(
+            "workspace.manage",
+            "Change workspace-wide objects beyond one's own: user groups, anyone's files, "
+            "canvases and lists and their sharing, calls, apps, views, workflows, functions, "
+            "profiles (resource workspace or team:T…).",
+            "write",
+            _R_ADMIN,
+        ),
+        _ADMIN,
+    ),
+    (
+        _action(
+            "admin.read",
+            "Read administrative data (admin.* reads, access and integration logs, billing) "
+            "and content no single conversation bounds (search, files.info, saved items).",
+            "read",
+            _R_ADMIN + _R_ANY_CONTENT,
+        ),
+        _ADMIN,
+    ),
+    (
+        _action(
+            "admin.manage",
+            "Administer the workspace or Enterprise Grid org (admin.* writes, Slack Connect "
+            "approvals and disconnections).",
+            "destructive",
+            _R_ADMIN,
+        ),
+        _ADMIN,
+    ),
+)
 _KIND = {a.name: kind for a, kind in _ACTIONS}
 _CHANNEL_KINDS = {
     _READ, _POST, _MEMBER, _INVITE, _JOIN, _LEAVE, _MANAGE, _ARCHIVE, _UNARCHIVE, _EDIT, _DELETE
 }  # fmt: skip
+
+
+# Methods that take their conversation under more than one name: every one present must agree.
+_ALTERNATIVES = {
+    ("files.completeUploadExternal", "channel_id"): ("channel_id", "channels"),
+}
 
 
 class SlackError(LookupFailed):
@@ -470,6 +557,31 @@ class Slack(Integration):
         self._users: dict[str, tuple[float, dict[str, Any]]] = {}
         self._names: dict[str, tuple[float, str]] = {}
 
+    # --- the request hook ----------------------------------------------------------------
+    def match_request(self, request: Request) -> Match | None:
+        """The method's route (``routes/slack.json``), its resource read from wherever Slack
+        reads arguments: the query string, a urlencoded, multipart or JSON body. A channel
+        named in two places differently, or a list of several channels, names no resource."""
+        found = self.route_table().match(request)
+        if found is None or "{" not in found.route.resource:
+            return found
+        method = found.route.path.lstrip("/")
+
+        def value_of(name: str) -> Any:
+            arg = name.partition(".")[2]
+            names = _ALTERNATIVES.get((method, arg), (arg,))
+            values = [v for v in (_fields.either(request, n) for n in names) if v is not None]
+            if not values or any(str(v) != str(values[0]) for v in values):
+                return None
+            value = values[0]
+            if isinstance(value, list):
+                value = value[0] if len(value) == 1 else None
+            if arg in ("channels", "channel_ids") and isinstance(value, str):
+                value = None if "," in value else value
+            return value
+
+        return Match(found.route, found.params, _fields.fill(found.route.resource, value_of))
+
     # --- the wire ----------------------------------------------------------------------
     def _token(self, key: str, kind: str) -> str:
         token = self.secret(key)
@@ -629,7 +741,23 @@ class Slack(Integration):
             return self._admin(who, person)
         if kind == _CREATE:
             return self._create(who, person, where)
+        if kind == _WORKSPACE:
+            return self._workspace_member(who, person, where)
         return self._in_channel(kind, who, uid, person, where)
+
+    def _workspace_member(self, who: str, person: Mapping[str, Any], where: _Resource) -> Decision:
+        team = where.team or self.options.get("team_id")
+        if team:
+            teams = _teams(person)
+            if teams is None:
+                return Decision.unknown(f"slack does not say which workspaces {who} belongs to")
+            if team not in teams:
+                return Decision.deny(f"{who} is not a member of workspace {team}")
+        if _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted"):
+            return Decision.deny(f"{who} is a guest: guests see only the channels they are in")
+        if _flag(person, "is_stranger"):
+            return Decision.deny(f"{who} is an external user")
+        return Decision.allow(f"{who} is a full member of the workspace")
 
     def _admin(self, who: str, person: Mapping[str, Any]) -> Decision:
         grid = person.get("enterprise_user")
