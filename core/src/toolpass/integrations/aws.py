@@ -30,6 +30,14 @@ Identity: an email becomes an IAM principal ARN by a template
 user's account assignments (directly and through groups) in ``account_id``, and the role
 each permission set materialises as (``AWSReservedSSO_<name>_<hex>``). A user with several
 permission sets in the account is ambiguous unless ``sso_permission_set`` names one.
+
+The request hook: the connection serves every endpoint of its partition, and
+``match_request`` places any request to any AWS service on its IAM action and resource ARN
+with the table generated from botocore's service models (``scripts/routes/aws.py``,
+``_aws_routes``). Resources that need the account id (DynamoDB tables, Lambda functions,
+...) are built with ``account_id``; where the request names no resource the table says
+``*``, which this check refuses unless ``allow_wildcard_resource`` is on, so a write whose
+resource is unknown never passes silently.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from toolpass.engine import budget
 from toolpass.engine.config import check_url, is_loopback
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import NetOptions, Response
+from toolpass.integrations import _aws_routes
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -61,6 +70,7 @@ from toolpass.integrations.base import (
     Integration,
     ProbeResult,
 )
+from toolpass.intercept.routes import Match, Request
 
 __all__ = ["AWS", "INTEGRATION", "Credentials", "sign_v4"]
 
@@ -489,6 +499,18 @@ class AWS(Integration):
         ),
         Action("ses:SendEmail", "Send email (data leaves).", "write", "ses:SendEmail on identity"),
         Action("sqs:SendMessage", "Send a queue message.", "write", "sqs:SendMessage on queue"),
+        Action(
+            "sqs:ReceiveMessage",
+            "Receive queue messages (hides them from other consumers for a while).",
+            "read",
+            "sqs:ReceiveMessage on the queue ARN",
+        ),
+        Action(
+            "sts:GetCallerIdentity",
+            "Who the caller is (needs no permission).",
+            "read",
+            "nothing: AWS answers it for every principal",
+        ),
         Action("sns:Publish", "Publish to a topic.", "write", "sns:Publish on the topic ARN"),
         Action("dynamodb:GetItem", "Read an item.", "read", "dynamodb:GetItem on the table"),
         Action("dynamodb:PutItem", "Write an item.", "write", "dynamodb:PutItem on the table"),
@@ -586,6 +608,29 @@ class AWS(Integration):
         self._refresh = threading.Lock()
         self._base: Credentials | None = None
         self._assumed: Credentials | None = None
+
+    # --- the request hook ---------------------------------------------------------------
+    def serves(self, scheme: str, host: str, port: int) -> bool:
+        """Every HTTPS endpoint of the connection's partition (``*.amazonaws.com``, and
+        ``*.api.aws`` in ``aws``)."""
+        suffixes = {
+            "aws": (".amazonaws.com", ".api.aws"),
+            "aws-us-gov": (".amazonaws.com", ".api.aws"),
+            "aws-cn": (".amazonaws.com.cn", ".api.amazonwebservices.com.cn"),
+        }[self.partition]
+        return scheme == "https" and port == 443 and host.lower().endswith(suffixes)
+
+    def match_request(self, request: Request) -> Match | None:
+        """The IAM action and resource ARN of a request to any AWS service: the service from
+        the SigV4 credential scope (or the host), the operation by the service's protocol,
+        the resource from the request, the connection's partition and ``account_id``
+        (resources that need it stay unresolved without it). See ``_aws_routes``.
+
+        The host comes from ``request.host`` or the ``Host`` header; S3 requests need it,
+        since a virtual-hosted request carries its bucket there."""
+        host = getattr(request, "host", None) or _header_text(request.headers.get("host"))
+        account = self.options.get("account_id")
+        return _aws_routes.routes().match(request, host or "", self.partition, self.region, account)
 
     # --- the check ----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
@@ -1176,6 +1221,12 @@ def _context_entries(raw: object) -> list[tuple[str, str, list[str]]]:
         texts = [str(v).lower() if isinstance(v, bool) else str(v) for v in items]
         entries.append((key, kind, texts))
     return entries
+
+
+def _header_text(value: object) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("latin-1")
+    return value if isinstance(value, str) else ""
 
 
 def _from_env() -> Credentials | None:
