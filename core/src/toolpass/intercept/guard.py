@@ -106,7 +106,8 @@ def prepare(
         return None
     record["connection"] = place.connection
     try:
-        match = place.integration.match_request(Request(method, place.path, query, headers, body))
+        request = Request(method, place.path, query, headers, body, host)
+        match = place.integration.match_request(request)
     except Exception as exc:
         log.exception("toolpass could not place a request to %s", host)
         raise _refuse(

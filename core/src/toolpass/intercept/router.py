@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
-from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
 
 _DEFAULT_PORT = {"http": 80, "https": 443}
+_AUTHORITY_PATH = re.compile(r"([^/?#]*)([^?#]*)")
 
 
 class Place(NamedTuple):
@@ -21,11 +22,23 @@ class Place(NamedTuple):
 
 
 def origin(url: str) -> tuple[str, str, int, str]:
-    """``(scheme, host, port, path)`` of a URL, host lower-cased, default ports filled in."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    port = parts.port or _DEFAULT_PORT.get(scheme, 0)
-    return scheme, (parts.hostname or "").lower(), port, parts.path or "/"
+    """``(scheme, host, port, path)`` of an absolute URL, host lower-cased, default ports
+    filled in (port 0 when it is not a number). Written out, since it runs per request."""
+    scheme, _, rest = url.partition("://")
+    scheme = scheme.lower()
+    authority, path = _AUTHORITY_PATH.match(rest).groups()  # type: ignore[union-attr]
+    path = path or "/"
+    authority = authority.rpartition("@")[2]
+    if authority.startswith("["):  # [v6 address]:port
+        host, _, after = authority[1:].partition("]")
+        port_text = after[1:] if after.startswith(":") else ""
+    else:
+        host, _, port_text = authority.partition(":")
+    if not port_text:
+        port = _DEFAULT_PORT.get(scheme, 0)
+    else:
+        port = int(port_text) if port_text.isdigit() else 0
+    return scheme, host.lower(), port, path
 
 
 class Router:

@@ -70,21 +70,26 @@ class Route:
 class Request:
     """What the router sees of an outgoing request. The body is parsed only when asked."""
 
-    __slots__ = ("__dict__", "body", "headers", "method", "path", "query_string")
+    __slots__ = ("__dict__", "body", "headers", "host", "method", "path", "query_string")
 
     def __init__(
         self,
         method: str,
         path: str,
         query_string: str = "",
-        headers: Mapping[str, str] | None = None,
+        headers: Mapping[str, str | bytes] | None = None,
         body: bytes | None = None,
+        host: str = "",
     ) -> None:
         self.method = method.upper()
         self.path = path or "/"
         self.query_string = query_string
-        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self.headers = {
+            k.lower(): v.decode("latin-1") if isinstance(v, bytes) else v
+            for k, v in (headers or {}).items()
+        }
         self.body = body
+        self.host = host  # the host the request goes to, lower-cased
 
     @cached_property
     def query(self) -> dict[str, list[str]]:
@@ -200,44 +205,53 @@ class RouteTable:
             return None
         path = request.path.strip("/")
         segments = path.split("/") if path else []
-        found = _walk(root, segments, 0, {})
-        if found is None:
+        taken: list[tuple[str, str]] = []
+        route = _walk(root, segments, 0, taken)
+        if route is None:
             return None
-        route, raw = found
-        params = {k: unquote(v) for k, v in raw.items()}
-        # A parameter that decodes into a path of its own (``%2F``, ``..``) names no resource.
-        if any(escapes(v) or ("/" in v and "/" not in raw[k]) for k, v in params.items()):
+        params = {}
+        unresolved = False
+        for name, raw in taken:
+            value = unquote(raw) if "%" in raw else raw
+            # A parameter that decodes into a path of its own (``%2F``, ``..``) names nothing.
+            if escapes(value) or ("/" in value and "/" not in raw):
+                unresolved = True
+            params[name] = value
+        if unresolved:
             return Match(route, params, None)
         return Match(route, params, fill(route.resource, params, request))
 
 
-def _walk(
-    node: _Node, segments: list[str], i: int, params: dict[str, str]
-) -> tuple[Route, dict[str, str]] | None:
+def _walk(node: _Node, segments: list[str], i: int, taken: list[tuple[str, str]]) -> Route | None:
+    """Depth first, literal segments before parameters; ``taken`` holds the parameters of
+    the path being tried (and of the match, once found)."""
     if i == len(segments):
-        return (node.route, params) if node.route is not None else None
+        return node.route
     seg = segments[i]
     child = node.literal.get(seg)
     if child is not None:
-        found = _walk(child, segments, i + 1, params)
+        found = _walk(child, segments, i + 1, taken)
         if found is not None:
             return found
     if seg:
         for regex, name, child in node.params:
+            mark = len(taken)
             if regex is None:
-                found = _walk(child, segments, i + 1, {**params, name: seg})
+                taken.append((name, seg))
             else:
                 m = regex.fullmatch(seg)
                 if m is None:
                     continue
-                named = {k.replace("__", "."): v for k, v in m.groupdict().items()}
-                found = _walk(child, segments, i + 1, {**params, **named})
+                taken.extend((k.replace("__", "."), v) for k, v in m.groupdict().items())
+            found = _walk(child, segments, i + 1, taken)
             if found is not None:
                 return found
+            del taken[mark:]
     for name, route in node.rest:
         rest = "/".join(segments[i:])
         if rest:
-            return route, {**params, name: rest}
+            taken.append((name, rest))
+            return route
     return None
 
 
@@ -251,21 +265,30 @@ def fields(template: str) -> list[str]:
 
 def fill(template: str, params: Mapping[str, str], request: Request) -> str | None:
     """The resource ``template`` names for this request, or None when a field is missing."""
-    if "{" not in template:
+    parts = _compiled.get(template)
+    if parts is None:
+        parts = _compiled[template] = _FIELD.split(template)  # literal, field, literal, ...
+    if len(parts) == 1:
         return template
-    values: dict[str, str] = {}
-    for name in fields(template):
-        if name.startswith("query."):
-            got = request.query.get(name[6:])
+    out = []
+    for i, part in enumerate(parts):
+        if not i % 2:
+            out.append(part)
+            continue
+        if part.startswith("query."):
+            got = request.query.get(part[6:])
             value: Any = got[0] if got else None
-        elif name.startswith("body."):
-            value = request.form.get(name[5:])
+        elif part.startswith("body."):
+            value = request.form.get(part[5:])
         else:
-            value = params.get(name)
+            value = params.get(part)
         if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
             return None
-        values[name] = str(value)
-    return _FIELD.sub(lambda m: values[m.group(1)], template)
+        out.append(str(value))
+    return "".join(out)
+
+
+_compiled: dict[str, list[str]] = {}
 
 
 def load(name: str) -> RouteTable:
