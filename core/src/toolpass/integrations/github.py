@@ -40,6 +40,7 @@ release asset uploads (``uploads.github.com``, GHES ``/api/uploads``).
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import re
 import threading
@@ -314,12 +315,17 @@ class GitHub(Integration):
             443,
         )
 
+    @functools.cached_property
+    def _ghes(self) -> bool:
+        """Whether the connection is a GitHub Enterprise Server (``<server>/api/v3``)."""
+        return urlsplit(self.config.url).path.rstrip("/").endswith("/api/v3")
+
     def match_request(self, request: Request) -> Match | None:
         """The route table, plus what method and path alone cannot place: GraphQL queries and
         mutations, a branch with a ``/`` in routes that name it mid-path, the default branch
         (``@HEAD``) of a contents write that names none, GHES upload and GraphQL paths."""
         path = request.path
-        ghes = urlsplit(self.config.url).path.rstrip("/").endswith("/api/v3")
+        ghes = self._ghes
         if request.method == "POST" and path.rstrip("/") == (
             "/api/graphql" if ghes else "/graphql"
         ):
