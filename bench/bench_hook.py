@@ -17,12 +17,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import aiohttp
 import httpx
 import requests
-
 from toolpass import Decision, Session, Toolkit, Toolpass, intercept
 from toolpass.integrations.github import GitHub
 from toolpass.intercept import check as hook
