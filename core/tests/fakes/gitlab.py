@@ -111,6 +111,7 @@ class FakeGitLab(FakeServer):
         visibility: str = "private",
         default_branch: str = "main",
         shared_with: list[tuple[str, int]] = (),  # type: ignore[assignment]
+        archived: bool = False,
         **features: str,
     ) -> dict[str, Any]:
         """A project; ``features`` set ``<feature>_access_level`` (``enabled`` by default)."""
@@ -124,6 +125,7 @@ class FakeGitLab(FakeServer):
             "name_with_namespace": path.replace("/", " / "),
             "namespace": {"full_path": namespace, "kind": "group"},
             "visibility": visibility,
+            "archived": archived,
             "default_branch": default_branch,
             "web_url": f"{self.url}/{path}",
             **{

@@ -116,6 +116,16 @@ def test_owner_may_delete_and_developer_may_not(tp: Toolpass) -> None:
     assert tp.check("dana@example.com", "gl", "project.delete", PROJECT).decision == "deny"
 
 
+def test_an_archived_project_is_read_only(world: World, tp: Toolpass) -> None:
+    world.fake.add_project("acme/legacy", archived=True)
+    legacy = "project:acme/legacy"
+    assert tp.check("dana@example.com", "gl", "project.read", legacy).allowed
+    d = tp.check("dana@example.com", "gl", "issue.create", legacy)
+    assert d.decision == "deny"
+    assert "archived" in d.reason
+    assert tp.check("dana@example.com", "gl", "mr.create", PROJECT).allowed  # not archived
+
+
 def test_invited_group_membership_counts_up_to_the_share_level(tp: Toolpass) -> None:
     # gina owns the invited group, but the share grants at most Developer.
     assert tp.check("gina@example.com", "gl", "mr.create", PROJECT).allowed

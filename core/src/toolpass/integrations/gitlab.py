@@ -757,6 +757,9 @@ class GitLab(Integration):
             reason = opened.reason
         else:
             reason = f"{who} is {role} in {where}"
+        archived = self._archived(action, target, place)
+        if archived is not None:
+            return archived
         if rule.issue == "confidential" and target.kind == "issue":
             confidential = self._confidential(target, uid, level)
             if confidential is not None:
@@ -764,6 +767,23 @@ class GitLab(Integration):
         if rule.branch:
             return self._branch(rule.branch, action, target, uid, level, who, reason)
         return Decision.allow(reason)
+
+    def _archived(
+        self, action: str, target: Target, place: dict[str, Any] | None
+    ) -> Decision | None:
+        """An archived project is read-only: every write but archiving and deleting is
+        denied (None when the project is not archived or the action only reads)."""
+        declared = self.action(action)
+        if target.kind == "group" or declared is None or declared.effect == "read":
+            return None
+        if action in ("project.archive", "project.delete"):
+            return None
+        archived = self._project(target, place).get("archived")
+        if archived is True:
+            return Decision.deny(f"project {target.path} is archived, so it is read-only")
+        if archived is not False:
+            raise MalformedResponse(f"gitlab's project {target.path} does not say if archived")
+        return None
 
     def _administrator(self, user: str, action: str) -> Decision:
         uid = self._uid(user)
