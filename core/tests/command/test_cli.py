@@ -164,7 +164,8 @@ def test_probe(config: str, github: FakeGitHub, capsys: pytest.CaptureFixture[st
 def test_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "catalog")
     assert status == 0
-    assert any(line.startswith("github ") for line in out.splitlines())
+    names = [line.split()[0] for line in out.splitlines()]
+    assert names == ["aws", "github", "gitlab", "jira", "kubernetes", "slack"]
     status, out, _ = run(capsys, "catalog", "github")
     assert status == 0
     assert "default url: https://api.github.com" in out

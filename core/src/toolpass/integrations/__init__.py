@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
-_NOT_SYSTEMS = {"base"}
+_NOT_SYSTEMS = {"base", "routes"}
 
 
 def available() -> list[str]:
