@@ -1,0 +1,313 @@
+"""toolpass for the OpenAI Agents SDK.
+
+``ToolpassGuardrails(engine, rules).apply(agent)`` checks every tool call of the agent (and of
+the agents it hands off to or uses as tools) for the user of the run, which the application
+passes in the run's context (``Runner.run(agent, input, context=Ctx(user_id=...))``), never the
+model.
+
+Two of the SDK's own seams are used, because neither does everything:
+
+- a tool input guardrail (``guardrails.guardrail``) decides: it runs before the tool (and
+  before ``on_tool_start`` hooks, and before a human is asked to approve when the run config
+  enables pre-approval guardrails), asks the permission engine through the toolpass pipeline,
+  and refuses with ``reject_content``, so the model reads why and the run goes on. It is the
+  only seam MCP servers' tools have (their body runs in the server).
+- a guardrail cannot wrap the body, so ``apply`` also wraps each function tool's
+  ``on_invoke_tool``: the body runs in a toolpass ``Session`` for the user (one per run
+  context), so ``secured_tool`` and ``toolpass.tool()`` tools and the request hook see who
+  they act for. It does not ask the engine again for a call the guardrail allowed; a call
+  that reaches it without the guardrail's decision (the guardrail was removed, or the SDK
+  skipped guardrails) gets the whole check there instead.
+
+The tools' failure policy is extended so a refusal raised inside a tool's body reaches the
+model with its reason (``function_tool`` masks other exceptions, and still does).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from agents import Agent, FunctionTool
+from agents.mcp import MCPServer
+from agents.run_context import RunContextWrapper
+from agents.tool import (
+    maybe_invoke_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
+from agents.tool_context import ToolContext
+from agents.tool_guardrails import (
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+)
+from toolpass.adapting import Guard, Rule, Rules, refusal_text
+from toolpass.toolkit.audit import AuditEvent, emit
+from toolpass.toolkit.authorize import PermissionEngine
+from toolpass.toolkit.errors import ToolRefused
+from toolpass.toolkit.toolkit import Toolkit
+
+__all__ = ["Rule", "ToolpassGuardrails", "refusal_text"]
+
+#: Where the user comes from: an attribute (or key) of the run's context object, or a
+#: callable given that object.
+UserSource = str | Callable[[Any], Any]
+_SYNC_MARKER = "__agents_sync_function_tool__"  # set by function_tool on sync tools' invokers
+
+
+class ToolpassGuardrails:
+    """Checks every tool call of an OpenAI Agents SDK agent with toolpass.
+
+    ``rules`` maps tool names (or tuples of names sharing a rule) to a ``Rule`` or a
+    ``(connection, action, resource)`` tuple; with ``strict=True`` a tool without a rule is
+    refused, otherwise it runs unchecked (and audited). ``user`` names the attribute (or key)
+    of the run's context object holding the user, ``"user_id"`` by default, or is a callable
+    given that object. ``on_refuse`` turns a refusal into what the model reads
+    (``refusal_text`` by default: the reason and what to do next); ``None`` ends the run
+    instead. ``toolkit`` supplies audit sinks, limits and the request hook.
+    """
+
+    def __init__(
+        self,
+        engine: PermissionEngine,
+        rules: Rules | None = None,
+        *,
+        strict: bool = False,
+        toolkit: Toolkit | None = None,
+        user: UserSource = "user_id",
+        on_refuse: Callable[[ToolRefused], str] | None = refusal_text,
+    ) -> None:
+        if not (callable(user) or (isinstance(user, str) and user)):
+            raise TypeError("user must be an attribute name or a callable")
+        self.guard = Guard(engine, rules, strict=strict, toolkit=toolkit)
+        # Runs the body of a call the guardrail already allowed: session and request hook,
+        # no second question to the engine.
+        self._body = Guard(engine, None, toolkit=self.guard.toolkit)
+        self.user = user
+        self.on_refuse = on_refuse
+        #: The tool input guardrail; also usable alone in ``function_tool(tool_input_guardrails=
+        #: [...])`` (then the body gets no session: prefer ``apply`` or ``guard_tool``).
+        self.guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(self._decide, name="toolpass")
+        self._allowed: weakref.WeakKeyDictionary[ToolContext[Any], tuple[str | None, str]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    # Attaching.
+
+    def apply(self, agent: Agent[Any]) -> Agent[Any]:
+        """Guard every tool of ``agent``, of its MCP servers, of the agents it hands off to
+        and of the agents it uses as tools; returns ``agent``. A tool the SDK gives no hook
+        for (hosted tools, shell, computer) is an error with ``strict``, else a warning."""
+        unguarded: list[str] = []
+        for each in _agents(agent):
+            for tool in each.tools:
+                if isinstance(tool, FunctionTool):
+                    self.guard_tool(tool)
+                else:
+                    unguarded.append(f"{each.name}.{getattr(tool, 'name', type(tool).__name__)}")
+            for server in each.mcp_servers:
+                self.guard_mcp_server(server)
+        if unguarded:
+            message = (
+                f"toolpass cannot check these tools, which have no tool input guardrail: "
+                f"{', '.join(unguarded)}"
+            )
+            if self.guard.strict:
+                raise ValueError(message)
+            warnings.warn(message, stacklevel=2)
+        return agent
+
+    def guard_tool(self, tool: FunctionTool) -> FunctionTool:
+        """Guard one function tool (in place; returns it): the guardrail decides, and its
+        body runs in the user's session. Applying twice changes nothing."""
+        if not isinstance(tool, FunctionTool):
+            raise TypeError(f"guard_tool takes a FunctionTool, not {tool!r}")
+        invoker = tool.on_invoke_tool
+        if not (isinstance(invoker, _Invoker) and invoker.owner is self):
+            policy = copy.copy(tool)  # the tool's own failure policy, kept for other errors
+            set_function_tool_failure_error_function(tool, self._failure_function(policy))
+            tool.on_invoke_tool = _Invoker(self, invoker)
+        guardrails = list(tool.tool_input_guardrails or [])
+        if self.guardrail not in guardrails:
+            tool.tool_input_guardrails = [self.guardrail, *guardrails]
+        return tool
+
+    def guard_mcp_server(self, server: MCPServer) -> MCPServer:
+        """Put the guardrail on every tool of an MCP server (their bodies run in the server)."""
+        guardrails = list(server.tool_input_guardrails or [])
+        if self.guardrail not in guardrails:
+            server.tool_input_guardrails = [self.guardrail, *guardrails]
+        return server
+
+    # The guardrail: decides.
+
+    async def _decide(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        refused: ToolRefused | None
+        try:
+            user, key, arguments = self._call(ctx, ctx.tool_arguments)
+            refused = await self.guard.acheck(user, ctx.tool_name, arguments, key=key)
+        except ToolRefused as exc:
+            refused = exc
+        except Exception as exc:  # the check itself broke: refuse
+            refused = _check_error(exc)
+            self._audit(ctx, None, refused)
+        if refused is None:
+            with self._lock:
+                self._allowed[ctx] = (user, ctx.tool_arguments)
+            return ToolGuardrailFunctionOutput.allow(output_info={"toolpass": "allow"})
+        info = {"toolpass": refused.code, "message": refused.message}
+        if self.on_refuse is None:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=info)
+        return ToolGuardrailFunctionOutput.reject_content(self.on_refuse(refused), info)
+
+    # The body: runs in the session.
+
+    async def _invoke(self, inner: Any, ctx: ToolContext[Any], input: str) -> Any:
+        with self._lock:
+            decided = self._allowed.pop(ctx, None)
+        try:
+
+            async def body() -> Any:
+                return await inner(ctx, input)
+
+            if decided is not None and decided[1] == input:
+                user, key, _ = self._call(ctx, None)
+                if user == decided[0]:  # allowed by the guardrail: run it in the session
+                    with self.guard.session(user, key):
+                        if self.guard.toolkit.permissions is None:
+                            return await body()
+                        arguments = _arguments(input)  # the request hook needs them
+                        return await self._body.arun(user, ctx.tool_name, arguments, body, key=key)
+            # The guardrail did not decide this very call: check it all here.
+            user, key, arguments = self._call(ctx, input)
+            return await self.guard.arun(user, ctx.tool_name, arguments, body, key=key)
+        except ToolRefused as refused:
+            if self.on_refuse is None:
+                raise
+            return self.on_refuse(refused)
+
+    def _failure_function(self, policy: FunctionTool) -> Callable[..., Any]:
+        async def failure(ctx: RunContextWrapper[Any], error: Exception) -> str | None:
+            if isinstance(error, ToolRefused) and self.on_refuse is not None:
+                return self.on_refuse(error)  # a refusal from inside the body: the model reads it
+            return await maybe_invoke_function_tool_failure_error_function(
+                function_tool=policy, context=ctx, error=error
+            )
+
+        return failure
+
+    # Helpers.
+
+    def _call(
+        self, ctx: ToolContext[Any], raw: str | None
+    ) -> tuple[str | None, Any, dict[str, Any]]:
+        """The run's user (None when the application gave none), the key its session is kept
+        under, and the call's arguments (``raw`` parsed; not when None). What refuses here is
+        audited here: the pipeline has not started."""
+        context = ctx.context
+        user: Any = None
+        try:
+            if callable(self.user):
+                user = self.user(context)
+            elif isinstance(context, Mapping):
+                user = context.get(self.user)
+            else:
+                user = getattr(context, self.user, None)
+            user = user if isinstance(user, str) and user.strip() else None
+            arguments = {} if raw is None else _arguments(raw)
+        except Exception as exc:
+            refused = exc if isinstance(exc, ToolRefused) else _check_error(exc, "reading the user")
+            self._audit(ctx, user, refused)
+            raise refused from None
+        try:
+            weakref.ref(context)
+            key = context
+        except TypeError:  # a dict or None: keep the session with the run's usage record
+            key = ctx.usage
+        return user, key, arguments
+
+    def _audit(self, ctx: ToolContext[Any], user: Any, refused: ToolRefused) -> None:
+        event = AuditEvent(ctx.tool_name, None)
+        event.user = user if isinstance(user, str) else None
+        event.code, event.message = refused.code, refused.message
+        event.detail = refused.detail or None
+        event.finish()
+        emit(event, self.guard.toolkit.sinks)
+
+
+class _Invoker:
+    """A guarded function tool's ``on_invoke_tool``: the SDK's own invoker (with its argument
+    parsing and failure policy) inside the user's session."""
+
+    def __init__(self, owner: ToolpassGuardrails, inner: Any) -> None:
+        self.owner = owner
+        self.inner = inner
+        if getattr(inner, _SYNC_MARKER, False):
+            setattr(self, _SYNC_MARKER, True)
+
+    async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
+        return await self.owner._invoke(self.inner, ctx, input)
+
+    def __agents_bind_function_tool__(self, tool: FunctionTool) -> _Invoker:
+        # A copied FunctionTool rebinds its invoker to the copy; keep ours around it.
+        bind = getattr(self.inner, "__agents_bind_function_tool__", None)
+        inner = bind(tool) if callable(bind) else self.inner
+        return self if inner is self.inner else _Invoker(self.owner, inner)
+
+    def __repr__(self) -> str:
+        return f"<toolpass-guarded {self.inner!r}>"
+
+
+def _agents(agent: Agent[Any]) -> Iterator[Agent[Any]]:
+    """The agent, the agents it hands off to and the agents it uses as tools, once each."""
+    seen: set[int] = set()
+    todo = [agent]
+    while todo:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        yield each
+        for handoff in each.handoffs:
+            if isinstance(handoff, Agent):
+                todo.append(handoff)
+            else:  # a Handoff keeps a weak reference to its agent
+                ref = getattr(handoff, "_agent_ref", None)
+                target = ref() if callable(ref) else None
+                if isinstance(target, Agent):
+                    todo.append(target)
+        for tool in each.tools:
+            nested = getattr(tool, "_agent_instance", None)  # Agent.as_tool()
+            if isinstance(nested, Agent):
+                todo.append(nested)
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    """The call's arguments, parsed as the SDK parses them; anything else refuses."""
+    try:
+        parsed = json.loads(raw) if raw else {}
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ToolRefused(
+            "invalid_arguments",
+            "The tool's arguments are not a JSON object, so it was not called. Call it again "
+            "with a JSON object of its parameters.",
+        )
+    return parsed
+
+
+def _check_error(exc: BaseException, what: str = "the toolpass guardrail") -> ToolRefused:
+    return ToolRefused(
+        "check_error",
+        "A safety check could not be completed, so the call was not made. "
+        "Try again later, or tell the user.",
+        detail=f"{what} raised {type(exc).__name__}: {exc}",
+    )
