@@ -12,7 +12,11 @@ Speaks the documented wire shapes:
 - Identity Store and SSO Admin (JSON 1.1, ``X-Amz-Target``): ``GetUserId``,
   ``ListGroupMembershipsForMember``, ``ListAccountAssignmentsForPrincipal``,
   ``DescribePermissionSet`` (``NextToken`` pagination);
-- container credentials (``GET /container-credentials``) and IMDSv2 (token + role).
+- container credentials (``GET /container-credentials``) and IMDSv2 (token + role);
+- S3 objects, path style (``PUT`` and ``GET /<bucket>/<key>``, signed for ``s3``): buckets a
+  test creates with ``add_bucket``; ``PutObject`` answers 200 with an ``ETag``, ``GetObject``
+  the bytes with ``Content-Type``, ``ETag`` and ``Last-Modified``, and errors are S3's
+  ``<Error>`` XML (``NoSuchBucket``, ``NoSuchKey``: 404).
 
 Every signed request is verified with botocore's own SigV4 signer (``SignatureDoesNotMatch``,
 ``InvalidClientTokenId``, ``ExpiredToken`` as AWS answers them), so a signature the fake
@@ -25,6 +29,7 @@ from __future__ import annotations
 import copy
 import datetime
 import fnmatch
+import hashlib
 import ipaddress
 import json
 import re
@@ -33,10 +38,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, unquote, urlencode
 from xml.sax.saxutils import escape
 
-from botocore.auth import SigV4Auth
+from botocore.auth import S3SigV4Auth, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotoCredentials
 
@@ -243,6 +248,9 @@ class FakeAWS(FakeServer):
         self.add(
             "GET", "/latest/meta-data/iam/security-credentials/(?P<role>[^/]+)", self._imds_creds
         )
+        self.buckets: dict[str, dict[str, tuple[bytes, str]]] = {}
+        for method in ("PUT", "GET"):
+            self.add(method, "/(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>.+)", self._s3)
 
     # --- test helpers -------------------------------------------------------------------
     def add_key(
@@ -276,6 +284,10 @@ class FakeAWS(FakeServer):
         )
         self.principals[arn] = principal
         return principal
+
+    def add_bucket(self, name: str) -> dict[str, tuple[bytes, str]]:
+        """An empty S3 bucket; its objects are key -> (bytes, content type)."""
+        return self.buckets.setdefault(name, {})
 
     def fail_aws(
         self,
@@ -343,7 +355,8 @@ class FakeAWS(FakeServer):
             data=request.body,
         )
         botoreq.context["timestamp"] = stamp
-        auth = SigV4Auth(
+        signer = S3SigV4Auth if match["service"] == "s3" else SigV4Auth  # S3 keeps paths as sent
+        auth = signer(
             BotoCredentials(match["key"], key.secret, key.token), match["service"], match["region"]
         )
         canonical = auth.canonical_request(botoreq)
@@ -687,6 +700,32 @@ class FakeAWS(FakeServer):
             {"Content-Type": "application/x-amz-json-1.1"},
         )
 
+    # --- S3 (REST-XML, path style) ------------------------------------------------------
+    def _s3(self, request: Request) -> Reply:
+        caller = self._authenticate(request, {"s3"})
+        if isinstance(caller, tuple):
+            code, message, status = caller
+            return _s3_error(code, message, status)
+        bucket, key = request.params["bucket"], unquote(request.params["key"])
+        objects = self.buckets.get(bucket)
+        if objects is None:
+            return _s3_error("NoSuchBucket", "The specified bucket does not exist", 404)
+        if request.method == "PUT":
+            kind = request.headers.get("content-type") or "binary/octet-stream"
+            objects[key] = (request.body, kind)
+            return Reply(200, b"", {"ETag": _etag(request.body), "x-amz-request-id": _rid()})
+        if key not in objects:
+            return _s3_error("NoSuchKey", "The specified key does not exist.", 404)
+        data, kind = objects[key]
+        headers = {
+            "Content-Type": kind,
+            "ETag": _etag(data),
+            "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT",
+            "Accept-Ranges": "bytes",
+            "x-amz-request-id": _rid(),
+        }
+        return Reply(200, data, headers)
+
     # --- credential endpoints ----------------------------------------------------------
     def _creds_json(self, arn: str) -> dict[str, Any]:
         access, key = self.issue(arn, 3600)
@@ -726,6 +765,19 @@ class FakeAWS(FakeServer):
         if request.params["role"] != self.imds_role:
             return Reply(404, b"", {"Content-Type": "text/plain"})
         return self._creds_json(f"arn:aws:iam::{self.account}:role/{self.imds_role}")
+
+
+def _etag(data: bytes) -> str:
+    return '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
+
+
+def _s3_error(code: str, message: str, status: int) -> Reply:
+    """S3's error document (S3 has no <ErrorResponse> wrapper)."""
+    return xml_reply(
+        status,
+        f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code>"
+        f"<Message>{escape(message)}</Message><RequestId>{_rid()}</RequestId></Error>",
+    )
 
 
 def _form(request: Request) -> dict[str, str]:

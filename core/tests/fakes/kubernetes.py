@@ -13,7 +13,12 @@ State a test sets:
 - ``bind(...)``: RBAC bindings (a ClusterRoleBinding without ``namespace``, a RoleBinding
   with one) of rules to users and groups; ``rules=None`` is a binding whose role is missing,
   which RBAC reports as an ``evaluationError`` when nothing else allows the request;
-- ``deny(...)``: an explicit deny, as a webhook authorizer gives (``denied: true``).
+- ``deny(...)``: an explicit deny, as a webhook authorizer gives (``denied: true``);
+- ``deployments``: (namespace, name) -> replicas, served as the ``autoscaling/v1`` ``Scale``
+  subresource (``GET``, ``PUT`` and ``PATCH /apis/apps/v1/namespaces/<ns>/deployments/<name>/
+  scale``, a JSON merge or strategic merge patch of ``spec.replicas``) to a caller whose token
+  RBAC allows the verb on ``deployments/scale`` (``403 Forbidden`` otherwise, ``404 NotFound``
+  for a Deployment that does not exist).
 
 The engine's token needs ``create subjectaccessreviews`` like any other caller (or
 ``localsubjectaccessreviews`` in the namespace); ``selfsubjectaccessreviews`` and
@@ -118,6 +123,10 @@ class FakeKubernetes(FakeServer):
         self.add("POST", f"{API}/subjectaccessreviews", self._sar)
         self.add("POST", f"{API}/selfsubjectaccessreviews", self._self_sar)
         self.add("POST", f"{API}/namespaces/(?P<ns>[^/]+)/localsubjectaccessreviews", self._local)
+        self.deployments: dict[tuple[str, str], int] = {}
+        scale = "/apis/apps/v1/namespaces/(?P<ns>[^/]+)/deployments/(?P<name>[^/]+)/scale"
+        for method in ("GET", "PUT", "PATCH"):
+            self.add(method, scale, self._scale)
         for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):  # last: what nothing serves
             self.add(method, ".*", self._not_found)
 
@@ -384,6 +393,59 @@ class FakeKubernetes(FakeServer):
         if isinstance(body, Reply):
             return body
         return self._review(body, "SelfSubjectAccessReview", caller[0], caller[1])
+
+    def _scale(self, request: Request) -> Reply:
+        caller = self._caller(request)
+        if isinstance(caller, Reply):
+            return caller
+        ns, name = request.params["ns"], request.params["name"]
+        verb = {"GET": "get", "PUT": "update", "PATCH": "patch"}[request.method]
+        a = Attributes(caller[0], caller[1], verb, ns, "apps", "deployments", "scale", name)
+        if not self.authorize(a).allowed:
+            return status_reply(
+                403,
+                "Forbidden",
+                f'deployments.apps "{name}" is forbidden: User "{caller[0]}" cannot {verb} '
+                f'resource "deployments/scale" in API group "apps" in the namespace "{ns}"',
+                name=name,
+                group="apps",
+                kind="deployments",
+            )
+        if (ns, name) not in self.deployments:
+            return status_reply(
+                404,
+                "NotFound",
+                f'deployments.apps "{name}" not found',
+                name=name,
+                group="apps",
+                kind="deployments",
+            )
+        if request.method != "GET":
+            body = self._body(request, "Scale")
+            if isinstance(body, Reply):
+                return body
+            replicas = (body.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                return status_reply(
+                    422,
+                    "Invalid",
+                    f'Scale.autoscaling "{name}" is invalid: spec.replicas: must be >= 0',
+                    name=name,
+                    group="autoscaling",
+                    kind="Scale",
+                )
+            self.deployments[ns, name] = replicas
+        replicas = self.deployments[ns, name]
+        return Reply(
+            200,
+            {
+                "kind": "Scale",
+                "apiVersion": "autoscaling/v1",
+                "metadata": {"name": name, "namespace": ns, "resourceVersion": "1"},
+                "spec": {"replicas": replicas},
+                "status": {"replicas": replicas, "selector": f"app={name}"},
+            },
+        )
 
 
 def _matches(rule: Rule, a: Attributes) -> bool:

@@ -11,6 +11,9 @@ carries ``X-OAuth-Scopes`` with the token's scopes.
 State is plain data a test sets: ``tokens`` (token -> :class:`Token`), ``users`` (id -> the
 user object), ``channels`` (id -> the conversation object), ``members`` (id -> user ids),
 ``messages`` (id -> message objects, newest first), ``prefs`` (id -> conversation prefs).
+``chat.postMessage`` (scope ``chat:write``) adds a message to ``messages``: the token's user
+must be a member unless the token has ``chat:write.public`` and the channel is public, and
+an archived channel answers ``is_archived``.
 A private conversation is visible to a token only when the token's user is a member of it,
 as with Slack's real bot tokens. The request log is the server's (``server.seen()``).
 """
@@ -46,6 +49,7 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "conversations.list": ("channels:read", "groups:read", "im:read", "mpim:read"),
     "conversations.history": ("channels:history", "groups:history", "im:history", "mpim:history"),
     "admin.conversations.getConversationPrefs": ("admin.conversations:read",),
+    "chat.postMessage": ("chat:write",),
 }
 
 
@@ -87,6 +91,7 @@ class FakeSlack:
             "conversations.list": self._conversations_list,
             "conversations.history": self._conversations_history,
             "admin.conversations.getConversationPrefs": self._get_prefs,
+            "chat.postMessage": self._post_message,
         }
         for name, handler in methods.items():
             route = self._route(name, handler)
@@ -324,6 +329,24 @@ class FakeSlack:
         if channel.get("is_general") or channel.get("is_im") or channel.get("is_mpim"):
             raise _Error("channel_type_not_supported")
         return {"prefs": self.prefs.get(cid, {})}
+
+    def _post_message(self, info: Token, args: dict[str, str]) -> dict[str, Any]:
+        channel = self._visible(info, args.get("channel") or "")
+        member = info.user_id in self.members.get(channel["id"], [])
+        public = not channel.get("is_private") and channel.get("is_channel")
+        if not member and not (public and "chat:write.public" in info.scopes):
+            raise _Error("not_in_channel")
+        if channel.get("is_archived"):
+            raise _Error("is_archived")
+        if not (args.get("text") or args.get("blocks") or args.get("attachments")):
+            raise _Error("no_text")
+        found = self.messages.setdefault(channel["id"], [])
+        ts = f"{1712345678 + len(found)}.000100"
+        message = {"type": "message", "user": info.user_id, "text": args.get("text", ""), "ts": ts}
+        if info.bot_id:
+            message["bot_id"] = info.bot_id
+        found.insert(0, message)
+        return {"channel": channel["id"], "ts": ts, "message": message}
 
 
 class _Error(Exception):
