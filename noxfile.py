@@ -114,7 +114,16 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on core."""
-    session.install("mypy>=1.11", "types-PyYAML", "-e", "core[yaml,crypto]")
+    # The HTTP libraries whose hooks core holds (imported only when installed).
+    session.install(
+        "mypy>=1.11",
+        "types-PyYAML",
+        "-e",
+        "core[yaml,crypto]",
+        "urllib3>=2",
+        "httpx>=0.27",
+        "aiohttp>=3.9",
+    )
     session.run("mypy", "--strict", "core/src/toolpass")
     session.install("-e", "packages/server", "-e", "packages/pytest-toolpass")
     session.run("mypy", "--strict", "-p", "toolpass.server", "-p", "pytest_toolpass")

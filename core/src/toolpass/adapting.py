@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from toolpass.toolkit.arguments import Binder
+from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.pipeline import ToolSpec, run_async, run_sync, steps
@@ -176,9 +177,16 @@ class Guard:
     ) -> T:
         """Check the call, then run ``body`` (the framework's handler) inside the pipeline.
         Raises ``ToolRefused`` when the call may not run."""
-        with self.session(user, key):
-            result: T = run_sync(steps(self._spec(tool), (), dict(arguments), body))
-            return result
+        entered = False
+        try:
+            with self.session(user, key):
+                entered = True
+                result: T = run_sync(steps(self._spec(tool), (), dict(arguments), body))
+                return result
+        except ToolRefused as refused:
+            if not entered:  # refused for want of a user: the pipeline never saw the call
+                self.audit_refused(user, tool, arguments, refused)
+            raise
 
     async def arun(
         self,
@@ -190,9 +198,30 @@ class Guard:
         key: Any = None,
     ) -> T:
         """``run`` for async frameworks; ``body`` returns an awaitable."""
-        with self.session(user, key):
-            result: T = await run_async(steps(self._spec(tool), (), dict(arguments), body))
-            return result
+        entered = False
+        try:
+            with self.session(user, key):
+                entered = True
+                result: T = await run_async(steps(self._spec(tool), (), dict(arguments), body))
+                return result
+        except ToolRefused as refused:
+            if not entered:
+                self.audit_refused(user, tool, arguments, refused)
+            raise
+
+    def audit_refused(
+        self, user: str | None, tool: str, arguments: Mapping[str, Any], refused: ToolRefused
+    ) -> None:
+        """One audit event for a call refused before the pipeline saw it: no user, a user
+        other than the active session's (``run`` does this itself), or a refusal an adapter
+        makes on its own (its user source failed)."""
+        event = AuditEvent(tool, None)
+        event.user = user if isinstance(user, str) and user.strip() else None
+        event.arguments = dict(arguments)
+        event.code, event.message, event.detail = refused.code, refused.message, refused.detail
+        event.detail = event.detail or None
+        event.finish()
+        emit(event, self.toolkit.sinks)
 
     def check(
         self, user: str | None, tool: str, arguments: Mapping[str, Any], *, key: Any = None

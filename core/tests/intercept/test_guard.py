@@ -224,19 +224,45 @@ def test_untrusted_content_cannot_steer_a_request(kit: Toolkit, github: FakeGitH
 
 
 def test_sending_out_after_private_and_untrusted_reads(kit: Toolkit, github: FakeGitHub) -> None:
+    github.add_repo("acme/public-site", {"dana": "write"})
+
     @kit.tool()
     def read_readme() -> int:
         return get(github, "/repos/acme/widgets/contents/README.md").status_code
 
     @kit.tool()
-    def file_issue() -> int:
-        url = f"{github.api_url}/repos/acme/widgets/issues"
+    def file_issue(repo: str) -> int:
+        url = f"{github.api_url}/repos/{repo}/issues"
         return requests.post(url, json={"title": "hi"}, headers=HEADERS, timeout=5).status_code
 
     with Session("dana@example.com").active():
         read_readme()
-        assert refused(file_issue) == "exfiltration"
-    assert not any(r.path.endswith("/issues") for r in github.requests)
+        # Data from acme/widgets may go back into acme/widgets, not anywhere else.
+        assert refused(lambda: file_issue("acme/public-site")) == "exfiltration"
+        assert file_issue("acme/widgets") == 404  # sent (the fake has no issues endpoint)
+    issues = [r.path for r in github.requests if r.path.endswith("/issues")]
+    assert issues == ["/repos/acme/widgets/issues"]
+
+
+def test_a_retried_refusal_is_one_action(
+    engine: Toolpass, github: FakeGitHub, events: list[Any]
+) -> None:
+    kit = Toolkit(permissions=engine, limits={"write": 5}, audit=[events.append])
+
+    @kit.tool()
+    def open_pr_with_retries() -> str:
+        for _ in range(3):  # what a client's retry loop does
+            with contextlib.suppress(ActionRefused):
+                post_pr(github)
+        return "gave up"
+
+    session = Session("rory@example.com")
+    with session.active():
+        assert refused(open_pr_with_retries) == "not_authorized"
+    assert len(events[-1].actions) == 1
+    assert session.counts.get("effect:write", 0) == 0  # a request not sent costs no slot
+    assert posted(github) == []
+    intercept.uninstall()
 
 
 # Threads the tool starts carry its call.

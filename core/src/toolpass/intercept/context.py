@@ -40,6 +40,7 @@ class CallScope:
         "kit",
         "read_untrusted",
         "refused",
+        "refused_requests",
         "session",
         "spec",
     )
@@ -61,6 +62,7 @@ class CallScope:
         self.act_as: str = kit.act_as
         self.approved = approved  # a person approved this call sending data out
         self.refused: ToolRefused | None = None  # the first request refused: the call's outcome
+        self.refused_requests: dict[tuple[str, str], ToolRefused] = {}  # by (method, url)
         self.read_untrusted = False  # a request read content from an untrusted source
         self.entitled: ToolEntitlement | None = None  # what the tool may do, when held to it
         self.effect: str | None = spec.effect  # declared, or the strongest recorded

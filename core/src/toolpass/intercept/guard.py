@@ -43,6 +43,9 @@ def _refuse(
     scope: CallScope, record: dict[str, Any], code: str, message: str, detail: str = ""
 ) -> ActionRefused:
     record["verdict"] = code
+    slot = record.pop("_slot", None)
+    if slot is not None:  # taken for this request, which is not sent after all
+        scope.session.give_back(slot)
     refused = ActionRefused(
         code,
         message,
@@ -52,6 +55,7 @@ def _refuse(
     )
     if scope.refused is None:
         scope.refused = refused
+    scope.refused_requests[record["_request"]] = refused
     return refused
 
 
@@ -75,11 +79,15 @@ def prepare(
     method = method.upper()
     scheme, host, port, path = origin(url)
     query = url.partition("?")[2].partition("#")[0]
+    again = scope.refused_requests.get((method, url))
+    if again is not None:  # a client retrying what was refused: refused again, not recounted
+        raise again
     record: dict[str, Any] = {
         "method": method,
         "host": host,
         "path": path,
         "origin": f"{scheme}://{host}:{port}",
+        "_request": (method, url),  # internal: not in the audit record
         "as": context.acting(scope),
     }
     scope.event.actions.append(record)
@@ -182,7 +190,10 @@ def _local_checks(
         )
     if effect is None and not route.agent:  # no slot was taken for the call itself
         cap = scope.kit.limits.get(route.effect)
-        if cap is not None and session.take(((f"effect:{route.effect}", cap),)) is not None:
+        slot = ((f"effect:{route.effect}", cap),) if cap is not None else None
+        if slot is not None and session.take(slot) is None:
+            record["_slot"] = slot
+        elif slot is not None:
             raise _refuse(
                 scope,
                 record,
@@ -203,7 +214,13 @@ def _local_checks(
                     "not sent. Ask the user what they want.",
                     f'repeats "{phrase}"',
                 )
-    if route.sends_out and session.private and session.tainted and not scope.approved:
+    if (
+        route.sends_out
+        and session.private
+        and session.tainted
+        and not scope.approved
+        and not session.private_from <= {_source(record)}  # back where it came from
+    ):
         raise _refuse(
             scope,
             record,
@@ -247,11 +264,16 @@ def _performed(scope: CallScope, record: dict[str, Any], match: Match) -> None:
     route = match.route
     if route.agent:
         return
-    if route.effect == "read":
-        scope.session.private = True  # what a connected system returns is private data
+    record.pop("_slot", None)
+    if route.effect == "read":  # what a connected system returns is private data
+        scope.session.note_private(_source(record))
     if route.untrusted:
         scope.read_untrusted = True
         scope.session.tainted = True
+
+
+def _source(record: dict[str, Any]) -> str:
+    return f"{record.get('connection')}|{record.get('resource')}"
 
 
 def _unattributed(kit: Toolkit, method: str, url: str) -> None:

@@ -125,7 +125,7 @@ class AuditEvent:
             "detail": redact(self.detail, self.secrets) if self.detail else self.detail,
             "reasons": self.reasons,
             "approval_id": self.approval_id,
-            "actions": list(self.actions),
+            "actions": [{k: v for k, v in a.items() if k[:1] != "_"} for a in self.actions],
             "duration_ms": round(self.duration * 1000, 3),
         }
 

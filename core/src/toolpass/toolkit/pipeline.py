@@ -376,7 +376,7 @@ def steps(
         held = None
         reached = True
         if spec.reads_private:
-            session.private = True
+            session.note_private()
         if spec.untrusted_output:
             session.tainted = True
         scope = None

@@ -20,7 +20,17 @@ class Session:
     per asyncio task; tools called there act for ``user``.
     """
 
-    __slots__ = ("_lock", "attributes", "counts", "id", "private", "tainted", "untrusted", "user")
+    __slots__ = (
+        "_lock",
+        "attributes",
+        "counts",
+        "id",
+        "private",
+        "private_from",
+        "tainted",
+        "untrusted",
+        "user",
+    )
 
     def __init__(self, user: str, **attributes: Any) -> None:
         if not isinstance(user, str) or not user.strip():
@@ -31,6 +41,7 @@ class Session:
         self.counts: dict[str, int] = {}
         self.untrusted = UntrustedIndex()
         self.private = False  # a tool that reads private data has run
+        self.private_from: set[str] = set()  # where from ("*": a tool that did not say)
         self.tainted = False  # a tool whose output is untrusted has run
         self._lock = threading.Lock()
 
@@ -57,6 +68,11 @@ class Session:
         with self._lock:
             for key, _ in keys:
                 self.counts[key] -= 1
+
+    def note_private(self, source: str = "*") -> None:
+        """Private data was read, from ``source`` (a connection and resource) if known."""
+        self.private = True
+        self.private_from.add(source)
 
     def record_untrusted(self, text: str) -> None:
         """Remember text from an untrusted source, so arguments repeating it are caught."""
