@@ -8,6 +8,7 @@ Every test runs Pydantic AI's real agent loop with a scripted ``FunctionModel``.
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai_script import read_back, run_sync, scripted
 from pytest_toolpass import ScriptedEngine
-from toolpass import AuditEvent, Decision, Session, Toolkit, ToolRefused, current_session
+from toolpass import (
+    AuditEvent,
+    Decision,
+    Session,
+    Toolkit,
+    Toolpass,
+    ToolRefused,
+    current_session,
+)
 from toolpass.pydantic_ai import Rule, ToolpassAuthorization, ToolpassToolset, tool_failed
 
 DANA, ERIN = "dana@example.com", "erin@example.com"
@@ -134,6 +143,32 @@ def test_a_bad_rule_or_user_source_is_a_clear_error_at_once() -> None:
         ToolpassAuthorization(ScriptedEngine(), id="authz", defer_loading=True)
 
 
+def test_an_unreachable_engine_refuses_and_the_run_goes_on(
+    kit: Toolkit, events: list[AuditEvent]
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    engine = Toolpass.remote(f"http://127.0.0.1:{port}", "tp_key", timeout=2.0)
+    tools = Recorder()
+    agent = Agent(
+        scripted([("delete_issue", {"key": "PAY-1"}), ("whoami", {})]),
+        deps_type=Deps,
+        tools=[tools.delete_issue, tools.whoami],
+        capabilities=[
+            ToolpassAuthorization(
+                engine, {"delete_issue": DELETE}, toolkit=Toolkit(audit=[events.append])
+            )
+        ],
+    )
+    result = run_sync(agent, "go", deps=Deps(DANA))
+    out = read_back(result.all_messages())
+    assert out[0].startswith('{"error":"Refused by toolpass (authorization_error)'), out
+    assert out[1] == f"acting for {DANA}"
+    assert tools.ran == [("whoami", {})]
+    assert events[0].outcome == "refused"
+
+
 # The user: from the application, never from the model.
 
 
@@ -179,7 +214,9 @@ def test_the_user_never_comes_from_the_model() -> None:
     assert engine.asked == [(ERIN, "jira-main", "DELETE_ISSUES", "issue:PAY-1")]
 
 
-def test_a_user_source_that_raises_refuses_and_the_run_goes_on(events: list[AuditEvent]) -> None:
+def test_a_user_source_that_raises_refuses_and_the_run_goes_on(
+    kit: Toolkit, events: list[AuditEvent]
+) -> None:
     tools = Recorder()
 
     def broken(ctx: Any) -> str:
@@ -189,7 +226,7 @@ def test_a_user_source_that_raises_refuses_and_the_run_goes_on(events: list[Audi
         scripted([("whoami", {}), ("whoami", {})]),
         deps_type=Deps,
         tools=[tools.whoami],
-        capabilities=[ToolpassAuthorization(ScriptedEngine(), user=broken)],
+        capabilities=[ToolpassAuthorization(ScriptedEngine(), user=broken, toolkit=kit)],
     )
     result = run_sync(agent, "go", deps=Deps(DANA))
     out = read_back(result.all_messages())
@@ -197,6 +234,25 @@ def test_a_user_source_that_raises_refuses_and_the_run_goes_on(events: list[Audi
     assert "no such account" not in out[0]
     assert tools.ran == []
     assert result.output == "done"
+    assert [(e.tool, e.user, e.code) for e in events] == [("whoami", None, "check_error")] * 2
+    assert "no such account" in (events[0].detail or "")  # the detail is for the audit
+
+
+def test_a_run_without_a_user_is_refused_and_audited(
+    kit: Toolkit, events: list[AuditEvent]
+) -> None:
+    tools = Recorder()
+    agent = Agent(
+        scripted([("whoami", {})]),
+        deps_type=Deps,
+        tools=[tools.whoami],
+        capabilities=[ToolpassAuthorization(ScriptedEngine(), toolkit=kit)],
+    )
+    out = read_back(run_sync(agent, "go", deps=Deps(None)).all_messages())
+    assert "Refused by toolpass (no_session)" in out[0]
+    assert [(e.tool, e.user, e.outcome, e.code) for e in events] == [
+        ("whoami", None, "refused", "no_session")
+    ]
 
 
 def test_a_session_the_application_opened_for_another_user_refuses() -> None:

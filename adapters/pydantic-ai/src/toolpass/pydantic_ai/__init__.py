@@ -81,12 +81,14 @@ async def _guarded(
             user = _user_of(source, ctx)
         except Exception as exc:  # the application's user source failed: refuse, never run
             log.exception("toolpass: the user source of %s raised", tool)
-            raise ToolRefused(
+            refused = ToolRefused(
                 "check_error",
                 "Who this call acts for could not be determined, so it was not made. "
                 "Tell the user.",
                 detail=f"the user source raised {type(exc).__name__}: {exc}",
-            ) from None
+            )
+            guard.audit_refused(None, tool, arguments, refused)
+            raise refused from None
         return await guard.arun(user, tool, arguments, body, key=run)
     except ToolRefused as refused:
         return on_refuse(refused)
