@@ -35,19 +35,6 @@ class Context:
     user_id: str
 
 
-#: The scenario cannot pass with the committed GitHub route table: GET /repos/{owner}/{repo}
-#: and GET .../contents/{path} are flagged untrusted ("u") and POST .../pulls sends out ("s"),
-#: so the request hook refuses every pull request after the read as ``exfiltration``
-#: (intercept/guard.py), before the user's permission is asked, for rory and dana alike. The
-#: drive below is right; the story and the flags must be reconciled in the scenario or core.
-#: Strict: once they are, these pass and the mark must go.
-SCENARIO_VS_ROUTES = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="scenario vs route flags: the pull request is refused as exfiltration",
-)
-
-
 def drive(s: Scenario, user: str, mode: str) -> ToolMessage:
     model = ScriptedChat(
         messages=iter(
@@ -75,7 +62,6 @@ def drive(s: Scenario, user: str, mode: str) -> ToolMessage:
     return reply
 
 
-@SCENARIO_VS_ROUTES
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_pull_request_the_user_may_not_open_never_leaves(mode: str) -> None:
     with Scenario() as s:
@@ -87,7 +73,6 @@ def test_the_pull_request_the_user_may_not_open_never_leaves(mode: str) -> None:
         s.assert_refused(str(reply.content))
 
 
-@SCENARIO_VS_ROUTES
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_pull_request_the_user_may_open_is_opened(mode: str) -> None:
     with Scenario() as s:
