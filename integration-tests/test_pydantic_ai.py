@@ -38,20 +38,6 @@ class Deps:
     user: str
 
 
-#: The scenario cannot pass with the committed GitHub route table: GET /repos/{owner}/{repo}
-#: and GET .../contents/{path} are flagged untrusted ("u") and POST .../pulls sends out ("s"),
-#: so the request hook refuses every pull request after the read as ``exfiltration``
-#: (intercept/guard.py), before the user's permission is asked, for rory and dana alike. The
-#: drive below is right (with reads not tainting the session all four pass as written); the
-#: story and the flags must be reconciled in the scenario or core. Strict: once they are,
-#: these pass and the mark must go.
-SCENARIO_VS_ROUTES = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="scenario vs route flags: the pull request is refused as exfiltration",
-)
-
-
 def propose_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(messages) == 1:
         return ModelResponse(parts=[ToolCallPart("propose_fix", dict(ARGUMENTS), tool_call_id="p")])
@@ -85,19 +71,17 @@ def drive(s: Scenario, user: str, mode: str) -> ToolReturnPart:
     return reply
 
 
-@SCENARIO_VS_ROUTES
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_user_who_may_not_is_refused_and_the_model_reads_why(mode: str) -> None:
     with Scenario() as s:
         reply = drive(s, MAY_NOT, mode)
-        # Whatever refused it, the refusal raised inside the tool's body reached the model as
-        # a failed tool result (no retry spent) and the run went on.
+        # The refusal raised inside the tool's body reached the model as a failed tool result
+        # (no retry spent) and the run went on.
         assert reply.outcome == "failed"
         assert reply.model_response_str().startswith('{"error":"Refused by toolpass (')
         s.assert_refused(reply.model_response_str())
 
 
-@SCENARIO_VS_ROUTES
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_user_who_may_opens_the_pull_request(mode: str) -> None:
     with Scenario() as s:
