@@ -4,8 +4,9 @@ One agent run makes CALLS tool calls through the Agents SDK's real loop (``Runne
 the SDK's ``ScriptedModel``, no network, tracing off). The same run is timed bare, guarded by
 ``ToolpassGuardrails.apply`` (a tool with a rule, so the permission engine is asked, and one
 without), and with the guardrail alone on the tool (decision only, no session around the
-body); every variant in the same process, runs interleaved, medians over runs, so the ratios
-hold on any machine. The audit sink is a list, so logging is not measured.
+body); every variant in the same process, runs interleaved in rounds. The added time is the
+median over rounds of each round's difference to the bare run (paired, so load on the machine
+that drifts between rounds cancels out). The audit sink is a list, so logging is not measured.
 
     python bench/bench_adapter_openai_agents.py
 """
@@ -30,7 +31,7 @@ from toolpass.openai_agents import Rule, ToolpassGuardrails
 
 set_tracing_disabled(True)
 CALLS = 10  # tool calls per agent run
-ROUNDS = 60  # agent runs per variant, interleaved; the median run is reported
+ROUNDS = 100  # agent runs per variant, interleaved in rounds; medians are reported
 USER = "dana@example.com"
 
 
@@ -119,12 +120,14 @@ async def main() -> None:
     for name, (_, _, seen) in built.items():
         expected = 0 if name == "bare agent" else (ROUNDS + 5) * CALLS
         assert len(seen) == expected, (name, len(seen))  # every call was checked and audited
-    base = statistics.median(samples["bare agent"])
+    bare = samples["bare agent"]
+    base = statistics.median(bare)
     print(f"toolpass-openai-agents: time per tool call ({CALLS} calls per run, medians)")
     print(f"  {'variant':<22}{'per call':>11}{'added':>12}{'ratio':>8}")
     for name, times in samples.items():
+        added = statistics.median(t - b for t, b in zip(times, bare, strict=True))
         t = statistics.median(times)
-        print(f"  {name:<22}{t * 1e6:9.0f} µs{(t - base) * 1e6:+10.0f} µs{t / base:7.2f}x")
+        print(f"  {name:<22}{t * 1e6:9.0f} µs{added * 1e6:+10.0f} µs{(base + added) / base:7.2f}x")
 
 
 if __name__ == "__main__":
