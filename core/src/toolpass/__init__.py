@@ -12,7 +12,6 @@ from toolpass.engine import (
     Toolpass,
     env,
     file,
-    guarded,
     literal,
 )
 from toolpass.toolkit import (
@@ -37,6 +36,7 @@ from toolpass.toolkit import (
     secured_tool,
     tool,
 )
+from toolpass.toolkit.guarded import guarded
 
 # Adapter distributions (toolpass-langchain, ...) add subpackages such as ``toolpass.langchain``
 # from their own install location; this lets them be found in editable installs too.

@@ -1,5 +1,7 @@
 """The permission engine: asks the system that owns a resource whether a user may act on it."""
 
+from typing import Any
+
 from toolpass.engine.checker import Checker
 from toolpass.engine.decision import Decision, Verdict
 from toolpass.engine.errors import (
@@ -9,10 +11,18 @@ from toolpass.engine.errors import (
     SecretError,
     ToolpassError,
 )
-from toolpass.engine.guarded import guarded
 from toolpass.engine.remote import RemoteToolpass
 from toolpass.engine.secrets import Secret, env, file, literal
 from toolpass.engine.toolpass import Toolpass
+
+
+def __getattr__(name: str) -> Any:
+    if name == "guarded":  # it runs on the toolkit's pipeline, which builds on the engine
+        from toolpass.toolkit.guarded import guarded
+
+        return guarded
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Checker",

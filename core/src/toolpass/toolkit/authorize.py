@@ -88,7 +88,11 @@ class PermissionCheck:
         self.template = resource
         self.fresh = fresh
         fields = []
-        for _, name, spec, conv in string.Formatter().parse(resource):
+        try:
+            parsed = list(string.Formatter().parse(resource))
+        except ValueError as exc:
+            raise ValueError(f"resource template {resource!r}: {exc}") from None
+        for _, name, spec, conv in parsed:
             if name is None:
                 continue
             if not name.isidentifier() or spec or conv:
