@@ -51,8 +51,8 @@ def guarded(
                 return deny
             verdict: Verdict = "deny" if refused.code == "not_authorized" else "unknown"
             reason = refused.detail or refused.message
-            where = {"connection": connection, "action": action}
-            raise PermissionDenied(Decision(verdict, reason, **where)) from None
+            decision = Decision(verdict, reason, connection=connection, action=action)
+            raise PermissionDenied(decision) from None
 
         if inspect.iscoroutinefunction(fn):
 
