@@ -27,18 +27,6 @@ from toolpass.openai_agents import ToolpassGuardrails
 
 set_tracing_disabled(True)
 
-#: The scenario cannot pass with the committed GitHub route table: GET /repos/{owner}/{repo}
-#: and GET .../contents/{path} are flagged untrusted ("u") and POST .../pulls sends out ("s"),
-#: so the request hook refuses every pull request after the read as ``exfiltration``
-#: (intercept/guard.py), before the user's permission is asked, for rory and dana alike (as
-#: for test_langchain.py and test_pydantic_ai.py). The drive below is right; once the story
-#: and the flags are reconciled, these pass and, strict, the mark must go.
-SCENARIO_VS_ROUTES = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="scenario vs route flags: the pull request is refused as exfiltration",
-)
-
 
 @dataclass
 class Ctx:
@@ -79,14 +67,12 @@ def outputs(model: ScriptedModel) -> list[str]:
     ]
 
 
-@SCENARIO_VS_ROUTES
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_user_who_may_not_is_refused_and_the_model_reads_why(mode: str) -> None:
     with Scenario() as s:
         s.assert_refused(drive(s, MAY_NOT, mode))
 
 
-@SCENARIO_VS_ROUTES
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_user_who_may_opens_the_pull_request(mode: str) -> None:
     with Scenario() as s:
