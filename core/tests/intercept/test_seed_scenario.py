@@ -60,5 +60,8 @@ def test_the_seed_scenario(real_engine: Toolpass, github: FakeGitHub) -> None:
     assert events[-1].code == "not_authorized"
 
     with Session("dana@example.com").active():
-        assert propose_fix("acme/widgets", "README.md", "Fix the title") == "opened #1"
+        result = propose_fix("acme/widgets", "README.md", "Fix the title")
+    # The body read a file others wrote, so what it returns reaches the model fenced.
+    assert result.startswith("<untrusted-content")
+    assert "\nopened #1\n" in result
     assert posted(github) == ["/repos/acme/widgets/pulls"]
