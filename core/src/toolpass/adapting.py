@@ -52,6 +52,40 @@ def _rule(value: RuleLike) -> Rule:
     raise TypeError(f"a rule is a Rule or a (connection, action, resource) tuple, not {value!r}")
 
 
+#: Where an adapter finds the user: the name of an attribute (or key) of the run's context
+#: object, or a callable the adapter gives the framework's own run context.
+UserSource = str | Callable[[Any], Any]
+
+
+def user_from(source: UserSource, context: Any, arg: Any = None) -> str | None:
+    """The user the application named for a call, never one the model names: ``source`` is
+    an attribute (or key) of ``context``, or a callable given ``arg``. None when none is
+    named; ``ToolRefused`` (``check_error``) when the application's source fails or names
+    something other than a string."""
+    try:
+        if callable(source):
+            user = source(arg)
+        elif isinstance(context, Mapping):
+            user = context.get(source)
+        else:
+            user = getattr(context, source, None)
+    except Exception as exc:
+        raise _unknown_user(f"the user source raised {type(exc).__name__}: {exc}") from None
+    if user is None:
+        return None
+    if not isinstance(user, str):
+        raise _unknown_user(f"the user must be a string, not {type(user).__name__}")
+    return user if user.strip() else None
+
+
+def _unknown_user(detail: str) -> ToolRefused:
+    return ToolRefused(
+        "check_error",
+        "Who this call acts for could not be found, so it was not made. Tell the user.",
+        detail=detail,
+    )
+
+
 def refusal_text(refused: ToolRefused) -> str:
     """What the model reads when a call is refused: the reason and what to do next."""
     return f"Refused by toolpass ({refused.code}): {refused.message}"

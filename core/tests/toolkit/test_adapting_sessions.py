@@ -43,3 +43,24 @@ def test_a_key_that_cannot_be_weakly_referenced_gives_one_session_per_call() -> 
     key = {"user_id": USER}
     assert session_in(guard, USER, key) is not session_in(guard, USER, key)
     assert guard._sessions == {}
+
+
+def test_user_from_reads_what_the_application_named() -> None:
+    import pytest
+    from toolpass import ToolRefused
+    from toolpass.adapting import user_from
+
+    class Ctx:
+        user_id = "dana@example.com"
+
+    assert user_from("user_id", Ctx()) == "dana@example.com"
+    assert user_from("user_id", {"user_id": "erin@example.com"}) == "erin@example.com"
+    assert user_from("user_id", object()) is None
+    assert user_from("user_id", {"user_id": "  "}) is None
+    assert user_from(lambda run: run["who"], None, {"who": "rory@example.com"}) == (
+        "rory@example.com"
+    )
+    for broken in (lambda run: 1 / 0, lambda run: 42):
+        with pytest.raises(ToolRefused) as info:
+            user_from(broken, None, None)
+        assert info.value.code == "check_error"

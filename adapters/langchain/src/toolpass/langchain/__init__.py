@@ -18,7 +18,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from toolpass import ToolRefused
-from toolpass.adapting import Guard, Rule, RuleLike, Rules, refusal_text
+from toolpass.adapting import Guard, Rule, RuleLike, Rules, refusal_text, user_from
 from toolpass.toolkit.toolkit import Toolkit
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -120,28 +120,7 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _user(self, request: ToolCallRequest) -> str | None:
         runtime = getattr(request, "runtime", None)
-        try:
-            if callable(self.user):
-                user = self.user(runtime)
-            else:
-                context = getattr(runtime, "context", None)
-                if isinstance(context, Mapping):
-                    user = context.get(self.user)
-                else:
-                    user = getattr(context, self.user, None)
-        except Exception as exc:  # the application's callable: refuse, never run unchecked
-            raise ToolRefused(
-                "check_error",
-                "Who this call acts for could not be found, so it was not made. Tell the user.",
-                detail=f"the user source raised {type(exc).__name__}: {exc}",
-            )
-        if user is not None and not isinstance(user, str):
-            raise ToolRefused(
-                "check_error",
-                "Who this call acts for could not be found, so it was not made. Tell the user.",
-                detail=f"the user must be a string, not {type(user).__name__}",
-            )
-        return user
+        return user_from(self.user, getattr(runtime, "context", None), runtime)
 
     def _refusal(self, request: ToolCallRequest, refused: ToolRefused) -> ToolMessage:
         call = request.tool_call

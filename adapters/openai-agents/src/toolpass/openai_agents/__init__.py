@@ -30,7 +30,7 @@ import json
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agents import Agent, FunctionTool
@@ -46,8 +46,7 @@ from agents.tool_guardrails import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
-from toolpass.adapting import Guard, Rule, Rules, refusal_text
-from toolpass.toolkit.audit import AuditEvent, emit
+from toolpass.adapting import Guard, Rule, Rules, refusal_text, user_from
 from toolpass.toolkit.authorize import PermissionEngine
 from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.toolkit import Toolkit
@@ -214,13 +213,7 @@ class ToolpassGuardrails:
         context = ctx.context
         user: Any = None
         try:
-            if callable(self.user):
-                user = self.user(context)
-            elif isinstance(context, Mapping):
-                user = context.get(self.user)
-            else:
-                user = getattr(context, self.user, None)
-            user = user if isinstance(user, str) and user.strip() else None
+            user = user_from(self.user, context, context)
             arguments = {} if raw is None else _arguments(raw)
         except Exception as exc:
             refused = exc if isinstance(exc, ToolRefused) else _check_error(exc, "reading the user")
@@ -234,12 +227,7 @@ class ToolpassGuardrails:
         return user, key, arguments
 
     def _audit(self, ctx: ToolContext[Any], user: Any, refused: ToolRefused) -> None:
-        event = AuditEvent(ctx.tool_name, None)
-        event.user = user if isinstance(user, str) else None
-        event.code, event.message = refused.code, refused.message
-        event.detail = refused.detail or None
-        event.finish()
-        emit(event, self.guard.toolkit.sinks)
+        self.guard.audit_refused(user, ctx.tool_name, {}, refused)
 
 
 class _Invoker:

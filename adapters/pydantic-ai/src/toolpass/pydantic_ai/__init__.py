@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, NoReturn
 
-from toolpass.adapting import Guard, Rule, Rules, refusal_text
+from toolpass.adapting import Guard, Rule, Rules, refusal_text, user_from
 from toolpass.toolkit.authorize import PermissionEngine
 from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.toolkit import Toolkit
@@ -57,15 +57,6 @@ class _Run:
     __slots__ = ("__weakref__",)
 
 
-def _user_of(source: UserSource, ctx: RunContext[Any]) -> str | None:
-    if callable(source):
-        user = source(ctx)
-    else:
-        deps = ctx.deps
-        user = deps.get(source) if isinstance(deps, Mapping) else getattr(deps, source, None)
-    return user if isinstance(user, str) else None
-
-
 async def _guarded(
     guard: Guard,
     source: UserSource,
@@ -78,15 +69,9 @@ async def _guarded(
 ) -> Any:
     try:
         try:
-            user = _user_of(source, ctx)
-        except Exception as exc:  # the application's user source failed: refuse, never run
-            log.exception("toolpass: the user source of %s raised", tool)
-            refused = ToolRefused(
-                "check_error",
-                "Who this call acts for could not be determined, so it was not made. "
-                "Tell the user.",
-                detail=f"the user source raised {type(exc).__name__}: {exc}",
-            )
+            user = user_from(source, ctx.deps, ctx)
+        except ToolRefused as refused:  # the application's user source failed: never run
+            log.warning("toolpass: the user source of %s failed: %s", tool, refused.detail)
             guard.audit_refused(None, tool, arguments, refused)
             raise refused from None
         return await guard.arun(user, tool, arguments, body, key=run)
