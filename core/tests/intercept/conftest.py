@@ -60,6 +60,7 @@ class Hub(GitHub):
             ],
             ["GET", "/user", "repo.read", "self", "read", "a"],
             ["GET", "/rate_limit", "repo.read", "self", "read", "a"],
+            ["GET", "/search/code", "repo.read", "site:public", "read", "ua"],
         ]
     )
 

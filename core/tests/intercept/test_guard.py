@@ -333,3 +333,48 @@ def test_install_is_idempotent_and_removable(engine: Toolpass) -> None:
     intercept.uninstall()
     assert intercept.installed() == []
     assert urllib3.HTTPConnectionPool.urlopen is original
+
+
+# Hostile spellings of a request.
+
+
+def test_a_method_override_header_is_the_method(kit: Toolkit, github: FakeGitHub) -> None:
+    @kit.tool()
+    def delete_by_post() -> int:
+        url = f"{github.api_url}/repos/acme/widgets"
+        headers = {**HEADERS, "x-http-method-override": "DELETE"}
+        return requests.post(url, headers=headers, timeout=5).status_code
+
+    with Session("dana@example.com").active():
+        assert refused(delete_by_post) == "not_authorized"  # repo.delete needs admin
+    assert not any(r.method == "POST" and r.path == "/repos/acme/widgets" for r in github.requests)
+
+
+def test_a_trailing_dot_names_the_same_host(kit: Toolkit, github: FakeGitHub) -> None:
+    from toolpass.intercept.router import origin
+
+    assert origin("https://API.github.com.:443/x")[1:3] == ("api.github.com", 443)
+    assert origin(github.api_url.replace("127.0.0.1", "127.0.0.1.") + "/x")[1] == "127.0.0.1"
+
+
+def test_search_results_taint_the_session(kit: Toolkit, github: FakeGitHub) -> None:
+    @kit.tool()
+    def search() -> int:
+        return get(github, "/search/code?q=widgets").status_code
+
+    session = Session("dana@example.com")
+    with session.active():
+        search()
+    assert session.tainted  # search results are what others wrote
+    assert not session.private  # and the agent's own look-up, not the user's private data
+
+
+def test_an_unmapped_read_counts_as_private_data(kit: Toolkit, github: FakeGitHub) -> None:
+    @kit.tool()
+    def read_branch() -> int:
+        return get(github, "/repos/acme/widgets/branches/main").status_code
+
+    session = Session("dana@example.com")
+    with session.active():
+        read_branch()
+    assert session.private_from == {"github|*"}

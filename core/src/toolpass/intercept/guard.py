@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolpass")
 _RANK = {"read": 0, "write": 1, "destructive": 2}
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+_METHOD_OVERRIDES = frozenset({"x-http-method-override", "x-http-method", "x-method-override"})
 
 
 class Question(NamedTuple):
@@ -77,6 +78,9 @@ def prepare(
             _unattributed(kit, method, url)
         return None
     method = method.upper()
+    for name, value in (headers or {}).items():  # a server may act on a method a header names
+        if str(name).lower() in _METHOD_OVERRIDES and value:
+            method = (value.decode() if isinstance(value, bytes) else str(value)).strip().upper()
     scheme, host, port, path = origin(url)
     query = url.partition("?")[2].partition("#")[0]
     again = scope.refused_requests.get((method, url))
@@ -129,6 +133,8 @@ def prepare(
     if match is None:
         if method in _SAFE:
             record["verdict"] = "unmapped"
+            # What it returns is the connection's data, from no resource we can name.
+            scope.session.note_private(f"{place.connection}|*")
             return None
         raise _refuse(
             scope,
@@ -261,15 +267,13 @@ def conclude(question: Question, decision: Decision) -> None:
 
 def _performed(scope: CallScope, record: dict[str, Any], match: Match) -> None:
     record["verdict"] = "allowed"
-    route = match.route
-    if route.agent:
-        return
     record.pop("_slot", None)
-    if route.effect == "read":  # what a connected system returns is private data
-        scope.session.note_private(_source(record))
-    if route.untrusted:
+    route = match.route
+    if route.untrusted:  # search results too: what others wrote
         scope.read_untrusted = True
         scope.session.tainted = True
+    if route.effect == "read" and not route.agent:  # a connected system's data is private
+        scope.session.note_private(_source(record))
 
 
 def _source(record: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ def origin(url: str) -> tuple[str, str, int, str]:
         port = _DEFAULT_PORT.get(scheme, 0)
     else:
         port = int(port_text) if port_text.isdigit() else 0
-    return scheme, host.lower(), port, path
+    return scheme, host.lower().rstrip("."), port, path  # "api.github.com." is the same host
 
 
 class Router:
