@@ -43,6 +43,18 @@ def test_the_credential_is_redacted_from_output(drive, bot_kit, session, output,
     assert type(result) is type(expected)
 
 
+def test_the_credential_is_redacted_however_deep_it_is(drive, bot_kit, session):
+    def deep(*, credential):
+        value = [credential]
+        for _ in range(80):
+            value = [value]
+        return value
+
+    result = drive.call(drive.tool(bot_kit, deep, credential="bot"))
+    assert TOKEN not in repr(result)
+    assert "[REDACTED]" in repr(result)
+
+
 def test_a_short_credential_is_not_redacted(drive, bot_kit, session):
     tool = drive.tool(bot_kit, lambda *, credential: f"id {credential}", credential="short")
     assert drive.call(tool) == "id abc1234"

@@ -34,8 +34,8 @@ def redact(value: Any, secrets: tuple[str, ...], _depth: int = 0) -> Any:
             if s in value:
                 value = value.replace(s, REDACTED)
         return value
-    if _depth > 50:
-        return value
+    if _depth > 50:  # nested past reason: its text, redacted, rather than the secret
+        return redact(repr(value), secrets)
     d = _depth + 1
     if isinstance(value, dict):
         return {redact(k, secrets, d): redact(v, secrets, d) for k, v in value.items()}
