@@ -89,6 +89,9 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         "asyncio_default_fixture_loop_scope=function",
         *session.posargs,
     )
+    if install == "workspace":  # typed like core, against the framework's own types
+        session.install("mypy>=1.11")
+        session.run("mypy", "--strict", "-p", f"toolpass.{module}")
 
 
 @nox.session(python=PYTHON)
