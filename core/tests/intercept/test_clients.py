@@ -170,3 +170,44 @@ def test_layers_check_once(kit: Toolkit, github: FakeGitHub, events: list[Any]) 
     with Session("dana@example.com").active():
         open_pr()
     assert len(events[-1].actions) == 1
+
+
+def test_httpx_custom_transports_are_checked(kit: Toolkit, github: FakeGitHub) -> None:
+    """The hook sits above the transport: a transport of the tool's own is checked too."""
+    handled: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        handled.append(request.url.path)
+        return httpx.Response(201, json={"number": 9})
+
+    @kit.tool()
+    def open_pr() -> int:
+        with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+            url = f"{github.api_url}/repos/acme/widgets/pulls"
+            return int(client.post(url, json=BODY).json()["number"])
+
+    with Session("dana@example.com").active():
+        assert open_pr() == 9
+    with Session("rory@example.com").active(), pytest.raises(ActionRefused):
+        open_pr()
+    assert handled == ["/repos/acme/widgets/pulls"]  # only dana's request reached it
+
+
+def test_http_client_used_directly(kit: Toolkit, github: FakeGitHub) -> None:
+    import http.client
+
+    @kit.tool()
+    def open_pr() -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", github.port, timeout=5)
+        try:
+            conn.request("POST", "/repos/acme/widgets/pulls", json.dumps(BODY), HEADERS)
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
+    with Session("rory@example.com").active(), pytest.raises(ActionRefused):
+        open_pr()
+    assert posted(github) == []
+    with Session("dana@example.com").active():
+        assert open_pr() == 201
+    assert posted(github) == ["/repos/acme/widgets/pulls"]
