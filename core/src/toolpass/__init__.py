@@ -14,6 +14,7 @@ from toolpass.engine import (
     file,
     literal,
 )
+from toolpass.intercept import ActionRefused, as_agent, as_user
 from toolpass.toolkit import (
     CODES,
     ApprovalPending,
@@ -44,6 +45,7 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 __all__ = [
     "CODES",
+    "ActionRefused",
     "ApprovalPending",
     "ApprovalQueue",
     "ApprovalRequest",
@@ -62,6 +64,8 @@ __all__ = [
     "Toolkit",
     "Toolpass",
     "__version__",
+    "as_agent",
+    "as_user",
     "configure",
     "current_session",
     "default_toolkit",

@@ -322,9 +322,16 @@ def test_every_callable_sink_gets_the_event(make_kit, events, session):
     assert events[0] is more[0]
 
 
-def test_a_sink_must_be_callable():
+def test_a_sink_must_be_callable_a_path_or_a_logger(tmp_path, session):
     with pytest.raises(TypeError, match="callable"):
-        Toolkit(audit=["audit.log"])
+        Toolkit(audit=[42])
+    path = tmp_path / "audit.jsonl"
+    logger = logging.getLogger("toolpass.test.audit")
+    kit = Toolkit(audit=[str(path), logger])
+    assert isinstance(kit.sinks[0], JsonlSink)
+    assert isinstance(kit.sinks[1], LogSink)
+    kit.secured_tool(lambda: "ok", name="ping")()
+    assert json.loads(path.read_text())["tool"] == "ping"
 
 
 def _broken_sink(event: AuditEvent) -> None:

@@ -11,6 +11,7 @@ import pytest
 import toolpass
 from toolpass import (
     CODES,
+    ApprovalPending,
     ApprovalQueue,
     ApprovalRequest,
     Session,
@@ -413,3 +414,49 @@ def test_an_async_hook_on_a_sync_tool_is_refused_clearly(make_kit, session, even
     assert info.value.code == code
     assert ran == []
     assert "is async" in events[-1].detail
+
+
+def test_hooks_take_the_call_or_the_arguments_by_name(make_kit, session):
+    """An authorizer or approval rule may take the call (``call["amount"]`` or
+    ``call.arguments``), or just the arguments it names."""
+    queue = ApprovalQueue()
+    kit = make_kit(approver=queue)
+    asked = []
+
+    def authorize(to: str) -> bool:
+        asked.append(to)
+        return to != "mallory"
+
+    @kit.secured_tool(authorize=authorize, approve=lambda amount: amount > 1000 and "big")
+    def pay(to: str, amount: int) -> str:
+        return f"paid {to} {amount}"
+
+    @kit.secured_tool(authorize=lambda call: call["amount"] < 100, approve=lambda **kw: False)
+    def tip(to: str, amount: int) -> str:
+        return "tipped"
+
+    assert pay("bob", 5) == "paid bob 5"
+    with pytest.raises(ToolRefused) as info:
+        pay("mallory", 5)
+    assert info.value.code == "not_authorized"
+    with pytest.raises(ApprovalPending) as pending:
+        pay("bob", 5000)
+    assert pending.value.request.reasons == ("big",)
+    assert pending.value.approval_id == pending.value.request.id
+    assert tip("bob", 5) == "tipped"
+    with pytest.raises(ToolRefused):
+        tip("bob", 500)
+    assert asked == ["bob", "mallory", "bob"]
+
+
+def test_limits_name_effects_or_tools(make_kit, session):
+    kit = make_kit(limits={"effect:write": 5, "tool:ping": 1, "pong": 1})
+    ping = kit.secured_tool(lambda: "ping", name="ping")
+    pong = kit.secured_tool(lambda: "pong", name="pong")
+    assert (ping(), pong()) == ("ping", "pong")
+    for tool in (ping, pong):
+        with pytest.raises(ToolRefused) as info:
+            tool()
+        assert info.value.code == "limit_exceeded"
+    assert kit.limits == {"write": 5, "pong": 1}
+    assert kit.tool_limits == {"ping": 1}

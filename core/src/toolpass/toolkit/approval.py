@@ -231,4 +231,4 @@ def pending(req: ApprovalRequest, *, running: bool = False) -> ApprovalPending:
             f"{'; '.join(req.reasons)}). Tell the user it is waiting for their approval, and "
             "call the tool again with exactly the same arguments once they have approved it."
         )
-    return ApprovalPending(text, request_id=req.id)
+    return ApprovalPending(text, request_id=req.id, request=req)

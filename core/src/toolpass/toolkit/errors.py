@@ -52,11 +52,22 @@ class ToolRefused(Exception):
 
 
 class ApprovalPending(ToolRefused):
-    """The call waits for a person's decision; retry the same call after it is approved."""
+    """The call waits for a person's decision; retry the same call after it is approved.
 
-    def __init__(self, message: str, *, request_id: str, detail: str = "") -> None:
+    ``request`` is the waiting ``ApprovalRequest`` (``request.describe()``), ``request_id``
+    its id, for ``ApprovalQueue.approve(id, by=...)``.
+    """
+
+    def __init__(
+        self, message: str, *, request_id: str, detail: str = "", request: Any = None
+    ) -> None:
         super().__init__("approval_pending", message, detail=detail)
         self.request_id = request_id
+        self.request = request
+
+    @property
+    def approval_id(self) -> str:
+        return self.request_id
 
 
 class ToolError(Exception):

@@ -158,6 +158,13 @@ class ToolCall:
     def effect(self) -> str | None:
         return self.tool.effect
 
+    def __getitem__(self, name: str) -> Any:
+        """``call["amount"]``: an argument's value."""
+        return self.arguments[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.arguments.get(name, default)
+
     def __repr__(self) -> str:
         return f"ToolCall({self.tool.name!r}, user={self.user!r}, arguments={self.arguments!r})"
 
@@ -273,7 +280,9 @@ def steps(
         keys: tuple[tuple[str, int], ...] = ()
         if effect is not None and (cap := kit.limits.get(effect)) is not None:
             keys = ((f"effect:{effect}" if effect != spec.effect else spec.effect_key, cap),)
-        cap = spec.limit if spec.limit is not None else kit.tool_limits.get(spec.name)
+        cap = spec.limit
+        if cap is None:
+            cap = kit.tool_limits.get(spec.name, kit.limits.get(spec.name))
         if cap is not None:
             keys += ((spec.tool_key, cap),)
         if keys:

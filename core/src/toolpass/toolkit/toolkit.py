@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -13,7 +14,7 @@ from toolpass.intercept.router import Router
 from toolpass.rules.scope import ScopeRule, compile_scope
 from toolpass.toolkit.approval import ApprovalQueue
 from toolpass.toolkit.arguments import Binder
-from toolpass.toolkit.audit import AuditSink, LogSink
+from toolpass.toolkit.audit import AuditSink, JsonlSink, LogSink
 from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.pipeline import ToolSpec, run_async, run_sync, steps
 
@@ -35,6 +36,17 @@ def _caps(name: str, caps: Mapping[str, int] | None) -> dict[str, int]:
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
             raise ValueError(f"{name}[{key!r}] must be a whole number >= 0, not {cap!r}")
     return caps
+
+
+def _sink(sink: Any) -> AuditSink:
+    """An audit sink: a callable, a path (JSON lines) or a ``logging.Logger``."""
+    if isinstance(sink, (str, os.PathLike)):
+        return JsonlSink(sink)
+    if isinstance(sink, logging.Logger):
+        return LogSink(sink)
+    if not callable(sink):
+        raise TypeError(f"an audit sink is a callable, a file path or a Logger, not {sink!r}")
+    return sink  # type: ignore[no-any-return]
 
 
 class Toolkit:
@@ -132,22 +144,19 @@ class Toolkit:
             ):
                 raise TypeError("credentials must be a mapping of name to secret, or a callable")
             self.credentials = credentials
-        if limits is not _UNSET:
-            self.limits = _caps("limits", limits)
         if tool_limits is not _UNSET:
             self.tool_limits = _caps("tool_limits", tool_limits)
+        if limits is not _UNSET:
+            # "effect:write" and "tool:open_pr" say which they mean; a plain key is an effect
+            # (or, when no call has that effect, the name of a tool).
+            caps = _caps("limits", limits)
+            self.limits = {
+                k.removeprefix("effect:"): v for k, v in caps.items() if not k.startswith("tool:")
+            }
+            self.tool_limits.update({k[5:]: v for k, v in caps.items() if k.startswith("tool:")})
         if audit is not _UNSET:
-            sinks = (
-                ()
-                if audit is None
-                else tuple(audit)
-                if isinstance(audit, (list, tuple))
-                else (audit,)
-            )
-            for sink in sinks:
-                if not callable(sink):
-                    raise TypeError(f"an audit sink must be callable, not {sink!r}")
-            self.sinks = sinks or (LogSink(),)
+            given = () if audit is None else audit if isinstance(audit, (list, tuple)) else (audit,)
+            self.sinks = tuple(_sink(s) for s in given) or (LogSink(),)
         if on_refuse is not _UNSET:
             self.on_refuse = on_refuse
         if exfiltration is not _UNSET:
@@ -203,6 +212,35 @@ class Toolkit:
         """A tool that declares what it does by what it does; its effect is not declared."""
         options.setdefault("effect", None)
         return self.secured_tool(fn, **options)
+
+
+def _by_call_or_arguments(hook: Any, names: frozenset[str]) -> Any:
+    """Hooks are given the call (``hook(call)``), or, when every parameter they declare names
+    an argument of the tool (or they take ``**kwargs``), the arguments themselves
+    (``approve=lambda amount: amount > 1000``)."""
+    if not inspect.isfunction(hook) and not inspect.ismethod(hook):
+        return hook  # True/False/None, a PermissionCheck, an object with __call__
+    params = list(inspect.signature(hook).parameters.values())
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    named = [p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if not params or not all(
+        p.kind is inspect.Parameter.VAR_KEYWORD or (p.name in names and p.kind in by_name)
+        for p in params
+    ):
+        return hook
+
+    def pick(call: Any) -> dict[str, Any]:
+        args = call.arguments
+        return dict(args) if takes_all else {n: args[n] for n in named if n in args}
+
+    if inspect.iscoroutinefunction(hook):
+
+        async def async_hook(call: Any) -> Any:
+            return await hook(**pick(call))
+
+        return async_hook
+    return functools.wraps(hook)(lambda call: hook(**pick(call)))
 
 
 def _secure(
@@ -265,6 +303,9 @@ def _secure(
             raise TypeError(f"{tool_name}: the validator for {arg!r} is not callable")
         if inspect.iscoroutinefunction(validator) and not is_async:
             raise TypeError(f"{tool_name}: the validator for {arg!r} is async, so the tool must be")
+    authorize, approve, preview = (
+        _by_call_or_arguments(hook, binder.names) for hook in (authorize, approve, preview)
+    )
     spec = ToolSpec(
         fn,
         toolkit=kit,
