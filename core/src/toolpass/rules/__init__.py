@@ -1,5 +1,6 @@
-"""Argument rules: scope globs and predicates."""
+"""Argument rules: scope globs and predicates, ready-made validators, secret scanning."""
 
 from toolpass.rules.scope import compile_scope, escapes, glob_to_regex, has_control
+from toolpass.rules.secrets import find_secret
 
-__all__ = ["compile_scope", "escapes", "glob_to_regex", "has_control"]
+__all__ = ["compile_scope", "escapes", "find_secret", "glob_to_regex", "has_control"]

@@ -22,6 +22,7 @@ from toolpass.engine.decision import Decision
 from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
 from toolpass.intercept.entitlements import EFFECT_RANK, Entitled, ToolEntitlement
+from toolpass.rules.secrets import find_secret
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending
 from toolpass.toolkit.arguments import Binder, TypeCheck, invalid, show, type_check, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
@@ -353,6 +354,14 @@ def steps(
                     "Tell the user; they can send it themselves.",
                 )
             reasons.append(EXFILTRATION_REASON)
+        if spec.sends_out and (secret := _secret_in(arguments)) is not None:
+            if (spec.exfiltration or kit.exfiltration) == "refuse":
+                raise ToolRefused(
+                    "exfiltration",
+                    f"The arguments carry what looks like {secret}, and this tool sends data "
+                    "out, so it was not sent. Never send credentials; tell the user.",
+                )
+            reasons.append(f"its arguments carry what looks like {secret}")
         if spec.approve is True:
             reasons.append("this tool always needs approval")
         elif spec.approve:
@@ -504,6 +513,15 @@ def _record(kit: Toolkit, spec: ToolSpec, arguments: Mapping[str, Any], event: A
         kit.recorder.record(spec.name, arguments, event.actions)
     except Exception:
         log.exception("toolpass could not record what %s did", spec.name)
+
+
+def _secret_in(arguments: Mapping[str, Any]) -> str | None:
+    for value in arguments.values():
+        for text in strings_in(value):
+            kind = find_secret(text)
+            if kind is not None:
+                return kind
+    return None
 
 
 def _repeated_untrusted(session: Session, arguments: Mapping[str, Any]) -> str | None:

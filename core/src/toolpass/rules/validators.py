@@ -1,0 +1,96 @@
+"""Ready-made validators for ``secured_tool(validators={...})``.
+
+Each accepts a value by returning True and rejects it by raising ``ValueError`` with a
+sentence the model can act on (the pipeline shows it as ``invalid_arguments``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from typing import Any
+
+from toolpass.rules.scope import escapes
+
+Validator = Callable[[Any], bool]
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number, not {type(value).__name__}")
+    return float(value)
+
+
+def at_most(limit: float) -> Validator:
+    """A number no greater than ``limit``."""
+
+    def check(value: Any) -> bool:
+        if _number(value) > limit:
+            raise ValueError(f"must be at most {limit}")
+        return True
+
+    return check
+
+
+def at_least(limit: float) -> Validator:
+    """A number no smaller than ``limit``."""
+
+    def check(value: Any) -> bool:
+        if _number(value) < limit:
+            raise ValueError(f"must be at least {limit}")
+        return True
+
+    return check
+
+
+def one_of(*allowed: Any) -> Validator:
+    """One of ``allowed``, compared by type and value (``1`` is not ``True``)."""
+    choices = [(type(a), a) for a in allowed]
+    shown = ", ".join(repr(a) for a in allowed)
+
+    def check(value: Any) -> bool:
+        if not any(type(value) is t and value == a for t, a in choices):
+            raise ValueError(f"must be one of {shown}")
+        return True
+
+    return check
+
+
+def max_length(limit: int) -> Validator:
+    """A string (or list) of at most ``limit`` items."""
+
+    def check(value: Any) -> bool:
+        if not hasattr(value, "__len__") or len(value) > limit:
+            raise ValueError(f"must be at most {limit} long")
+        return True
+
+    return check
+
+
+def matches(pattern: str) -> Validator:
+    """A string matching ``pattern`` as a whole."""
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, str) or compiled.fullmatch(value) is None:
+            raise ValueError(f"must match {pattern}")
+        return True
+
+    return check
+
+
+def path_under(root: str) -> Validator:
+    """A relative path, or an absolute one, that stays inside ``root`` (no ``..``, no
+    backslashes, no control characters, no look-alike separators)."""
+    base = posixpath.normpath(root)
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, str) or not value or escapes(value):
+            raise ValueError(f"must be a plain path inside {base}")
+        full = posixpath.normpath(posixpath.join(base, value))
+        if full != base and not full.startswith(base.rstrip("/") + "/"):
+            raise ValueError(f"must be a path inside {base}")
+        return True
+
+    return check
