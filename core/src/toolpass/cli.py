@@ -8,6 +8,7 @@
     toolpass catalog [NAME]                   the integrations, or one's keys and actions
     toolpass routes NAME [-action A] [-json]  an integration's route table
     toolpass serve [-config FILE] ...         the toolpass server (needs toolpass-server)
+    toolpass demo                             a scripted ops-agent session, no network
 
 Flags may be written ``-config`` or ``--config``; FILE defaults to ``$TOOLPASS_CONFIG`` or
 ``toolpass.yaml``. Exit status: ``check`` gives 0 for allow, 1 for deny, 2 for unknown;
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     routes.add_argument("name")
     routes.add_argument("-action", "--action", help="only the routes of this action")
     routes.add_argument("-json", "--json", action="store_true", help="one JSON row per route")
+    commands.add_parser("demo", help="A scripted ops-agent session, with no network.")
     serve = commands.add_parser("serve", help="Run the toolpass server (toolpass-server).")
     serve.add_argument("args", nargs="*", help="handed to the server as they are")
     return parser
@@ -93,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "check": _check,
             "catalog": _catalog,
             "routes": _routes,
+            "demo": _demo,
         }[args.command]
         return command(args)
     except (_Fail, ToolpassError) as e:
@@ -210,6 +213,13 @@ def _routes(args: argparse.Namespace) -> int:
             f"{len(rows)} routes (flags: u untrusted content, s sends data out, "
             "a the agent's own, no user permission)"
         )
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from toolpass.demo import main as demo
+
+    demo()
     return 0
 
 

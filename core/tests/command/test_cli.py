@@ -282,3 +282,12 @@ def test_routes_of_an_unknown_integration(capsys: pytest.CaptureFixture[str]) ->
     assert out == ""
     assert status == 3
     assert err.startswith("toolpass: no integration named 'nosuch'")
+
+
+def test_demo_prints_the_transcript_and_the_audit_log(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "demo")
+    assert status == 0
+    assert "refused: exfiltration" in out
+    assert "refused: untrusted_input" in out
+    assert "open_gitops_pr     ok" in out
+    assert "refused: not_authorized" in out
