@@ -20,9 +20,11 @@ from typing import Any, TypeVar
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
+from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.errors import ToolRefused
-from toolpass.toolkit.pipeline import ToolSpec, run_async, run_sync, steps
+from toolpass.toolkit.pipeline import steps
 from toolpass.toolkit.session import Session, current_session
+from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
 T = TypeVar("T")

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from toolpass.intercept.entitlements import ToolEntitlement
     from toolpass.toolkit.audit import AuditEvent
     from toolpass.toolkit.errors import ToolRefused
-    from toolpass.toolkit.pipeline import ToolSpec
     from toolpass.toolkit.session import Session
+    from toolpass.toolkit.spec import ToolSpec
     from toolpass.toolkit.toolkit import Toolkit
 
 

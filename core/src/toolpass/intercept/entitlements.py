@@ -24,9 +24,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolpass.rules.scope import compile_scope
+from toolpass.toolkit.errors import ToolRefused
+
+if TYPE_CHECKING:
+    from toolpass.toolkit.spec import ToolCall, ToolSpec
+    from toolpass.toolkit.toolkit import Toolkit
 
 EFFECT_RANK = {"read": 0, "write": 1, "destructive": 2}
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -157,6 +162,61 @@ def template(resource: str, arguments: Mapping[str, Any]) -> str:
         )
         out = re.sub(pattern, "{" + name + "}", out)
     return out
+
+
+def entitlement(kit: Toolkit, spec: ToolSpec) -> ToolEntitlement | None:
+    """What the file says ``spec``'s tool does; refuses a tool missing from it (``strict``)
+    or declared weaker than what it was recorded doing."""
+    assert kit.entitlements is not None
+    entitled = kit.entitlements.get(spec.name)
+    if entitled is None and kit.strict:
+        raise ToolRefused(
+            "unentitled_action",
+            "toolpass has no record of what this tool does, so it was not run. Tell the user; "
+            "an operator must record it.",
+            detail=f"{spec.name} is not in {kit.entitlements.path}",
+        )
+    if (
+        entitled is not None
+        and spec.effect is not None
+        and (EFFECT_RANK[entitled.effect] > EFFECT_RANK.get(spec.effect, 2))
+    ):
+        raise ToolRefused(
+            "effect_mismatch",
+            f"This tool is declared '{spec.effect}' but was recorded doing more "
+            f"({entitled.effect}), so it was not run. Tell the user.",
+        )
+    return entitled
+
+
+def entitled_user_actions(
+    entitled: ToolEntitlement, arguments: Mapping[str, Any]
+) -> list[tuple[Entitled, str]]:
+    """The recorded user actions whose resource fills from these arguments."""
+    found = []
+    for action in entitled.actions:
+        if action.as_ == "user" and action.fields:
+            resource = action.resource_for(arguments)
+            if resource is not None:
+                found.append((action, resource))
+    return found
+
+
+class EntitledCheck:
+    """Asks the engine about one recorded action before the body runs."""
+
+    def __init__(self, engine: Any, action: Entitled, resource: str) -> None:
+        self.engine, self.action, self.resource = engine, action, resource
+
+    def __call__(self, call: ToolCall) -> Any:
+        return self.engine.check(
+            call.user, self.action.connection, self.action.action, self.resource
+        )
+
+    async def acall(self, call: ToolCall) -> Any:
+        return await self.engine.acheck(
+            call.user, self.action.connection, self.action.action, self.resource
+        )
 
 
 class Recorder:

@@ -4,8 +4,8 @@ from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest
 from toolpass.toolkit.audit import AuditEvent, JsonlSink, LogSink
 from toolpass.toolkit.authorize import PermissionCheck, permission_check
 from toolpass.toolkit.errors import CODES, ApprovalPending, ToolError, ToolRefused
-from toolpass.toolkit.pipeline import ToolCall, ToolSpec
 from toolpass.toolkit.session import Session, current_session
+from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, configure, default_toolkit, secured_tool, tool
 from toolpass.toolkit.untrusted import fence
 

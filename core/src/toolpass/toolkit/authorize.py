@@ -12,7 +12,7 @@ from toolpass.toolkit.errors import ToolRefused
 
 if TYPE_CHECKING:
     from toolpass.engine.decision import Decision
-    from toolpass.toolkit.pipeline import ToolCall, ToolSpec
+    from toolpass.toolkit.spec import ToolCall, ToolSpec
 
 
 class PermissionEngine(Protocol):

@@ -1,4 +1,4 @@
-"""The pipeline every tool call goes through, written once, and its sync and async drivers.
+"""The pipeline every tool call goes through, written once.
 
 ``steps`` is a generator holding every check in order. Where a step needs user code (an
 authorizer, an approver, a credentials callable, the body itself) it yields a ``Hook`` and the
@@ -9,172 +9,29 @@ sent back into the generator, which carries on. Nothing else differs between the
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import itertools
 import logging
-import types
-import typing
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from toolpass.engine.decision import Decision
 from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
-from toolpass.intercept.entitlements import EFFECT_RANK, Entitled, ToolEntitlement
+from toolpass.intercept.entitlements import EntitledCheck, entitled_user_actions, entitlement
 from toolpass.rules.secrets import find_secret
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending
-from toolpass.toolkit.arguments import Binder, TypeCheck, invalid, show, type_check, type_name
+from toolpass.toolkit.arguments import invalid, show, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import refusal, verdict
+from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, AsyncHookError, Hook, Step
 from toolpass.toolkit.errors import ToolError, ToolRefused
 from toolpass.toolkit.redact import contains, redact, usable
 from toolpass.toolkit.session import Session, _current
+from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.untrusted import fence, strings_in
 
 if TYPE_CHECKING:
     from toolpass.toolkit.toolkit import Toolkit
 
 log = logging.getLogger("toolpass")
-_serial = itertools.count(1)
-
-
-#: What the pipeline yields to its driver: ``(fn, args, kwargs, afn, inline)``.
-Step = tuple[
-    Callable[..., Any], tuple[Any, ...], Mapping[str, Any], Callable[..., Any] | None, bool
-]
-
-
-class Hook(NamedTuple):
-    """User code the pipeline asks its driver to run.
-
-    The hot steps (the authorizer, the body) yield a plain tuple of the same shape, which is
-    cheaper to build; drivers unpack either.
-    """
-
-    fn: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = {}
-    afn: Callable[..., Any] | None = None  # an async variant, preferred by the async driver
-    inline: bool = False  # cheap code (validators, the body): never moved to a thread
-
-
-class ToolSpec:
-    """Everything declared about one tool, prepared once when it is decorated."""
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        toolkit: Toolkit,
-        name: str,
-        effect: str | None,
-        binder: Binder,
-        scope: tuple[tuple[str, Callable[[Any], bool]], ...],
-        validators: tuple[tuple[str, Callable[[Any], Any]], ...],
-        limit: int | None,
-        authorize: Callable[..., Any] | None,
-        approve: bool | Callable[..., Any],
-        preview: Callable[..., Any] | None,
-        credential: str | None,
-        reads_private: bool,
-        untrusted_output: bool,
-        sends_out: bool,
-        on_untrusted_input: str | None,
-        exfiltration: str | None,
-        resources: Callable[[Any], bool] | None = None,
-    ) -> None:
-        self.fn = fn
-        self.toolkit = toolkit
-        self.name = name
-        # Unique per declared tool: one inner function wrapped under many names (as adapters
-        # do) must not share per-tool limits or approvals.
-        where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', name)}"
-        self.key = f"{where}#{next(_serial)}"
-        self.effect = effect
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.binder = binder
-        self.scope = scope
-        self.validators = validators
-        self.vouched = frozenset(n for n, _ in scope) | frozenset(n for n, _ in validators)
-        self.limit = limit
-        self.authorize = authorize
-        self.authorize_async = getattr(authorize, "acall", None)
-        self.approve = approve
-        self.preview = preview
-        self.credential = credential
-        self.reads_private = reads_private
-        self.untrusted_output = untrusted_output
-        self.sends_out = sends_out
-        self.on_untrusted_input = on_untrusted_input
-        self.exfiltration = exfiltration
-        self.resources = resources  # globs on the resources the body's requests act on
-        self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
-        self.effect_key = f"effect:{effect}"
-        self.tool_key = f"tool:{self.key}"
-
-    def __repr__(self) -> str:
-        return f"<toolpass tool {self.name} effect={self.effect}>"
-
-    @property
-    def types(self) -> tuple[tuple[str, TypeCheck, Any], ...]:
-        """Per-argument type checks, resolved on first use (annotations may refer forward)."""
-        if self._types is None:
-            hints = typing.get_type_hints(self.fn, include_extras=True)
-            checks = []
-            for name, param in self.binder.signature.parameters.items():
-                if name in hints:
-                    hint = hints[name]
-                    # ``*args: T`` and ``**kwargs: T`` annotate each item, not the whole.
-                    if param.kind is inspect.Parameter.VAR_POSITIONAL:
-                        hint = types.GenericAlias(tuple, (hint, ...))
-                    elif param.kind is inspect.Parameter.VAR_KEYWORD:
-                        hint = types.GenericAlias(dict, (str, hint))
-                    check = type_check(hint)
-                    if check is not None:
-                        checks.append((name, check, hint))
-            self._types = tuple(checks)
-        return self._types
-
-
-class ToolCall:
-    """What hooks (authorizers, approval rules, previews) are given about a call."""
-
-    __slots__ = ("arguments", "session", "tool")
-
-    def __init__(self, tool: ToolSpec, session: Session, arguments: dict[str, Any]) -> None:
-        self.tool = tool
-        self.session = session
-        self.arguments = arguments
-
-    @property
-    def user(self) -> str:
-        return self.session.user
-
-    @property
-    def name(self) -> str:
-        return self.tool.name
-
-    @property
-    def effect(self) -> str | None:
-        return self.tool.effect
-
-    def __getitem__(self, name: str) -> Any:
-        """``call["amount"]``: an argument's value."""
-        return self.arguments[name]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.arguments.get(name, default)
-
-    def __repr__(self) -> str:
-        return f"ToolCall({self.tool.name!r}, user={self.user!r}, arguments={self.arguments!r})"
-
-
-class AsyncHookError(TypeError):
-    """An async hook met a sync tool: a mistake in the setup, refused as ``check_error``."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__(f"{fn!r} is async, so it cannot run for a sync tool")
 
 
 EXFILTRATION_REASON = "it sends data out after this session read private data and untrusted content"
@@ -274,7 +131,7 @@ def steps(
         entitled = None
         effect = spec.effect
         if kit.entitlements is not None:
-            entitled = _entitlement(kit, spec)
+            entitled = entitlement(kit, spec)
             effect = effect or (entitled.effect if entitled is not None else None)
 
         # 3. Limits: a slot now, given back below if the body never runs.
@@ -303,7 +160,7 @@ def steps(
         # 4. Authorization: only an explicit allow passes.
         if spec.authorize is not None:
             try:
-                result = yield (spec.authorize, (call,), _NO_KWARGS, spec.authorize_async, False)
+                result = yield (spec.authorize, (call,), NO_KWARGS, spec.authorize_async, False)
             except ToolRefused:
                 raise
             except Exception as exc:
@@ -314,10 +171,10 @@ def steps(
                 raise refusal(decision, reason, f"call {spec.name}")
 
         if entitled is not None:
-            for action, resource in _entitled_user_actions(entitled, arguments):
+            for action, resource in entitled_user_actions(entitled, arguments):
                 check = EntitledCheck(kit.permissions, action, resource)
                 try:
-                    result = yield (check, (call,), _NO_KWARGS, check.acall, False)
+                    result = yield (check, (call,), NO_KWARGS, check.acall, False)
                 except ToolRefused:
                     raise
                 except Exception as exc:
@@ -454,59 +311,6 @@ def steps(
         emit(event, kit.sinks)
 
 
-def _entitlement(kit: Toolkit, spec: ToolSpec) -> ToolEntitlement | None:
-    assert kit.entitlements is not None
-    entitled = kit.entitlements.get(spec.name)
-    if entitled is None and kit.strict:
-        raise ToolRefused(
-            "unentitled_action",
-            "toolpass has no record of what this tool does, so it was not run. Tell the user; "
-            "an operator must record it.",
-            detail=f"{spec.name} is not in {kit.entitlements.path}",
-        )
-    if (
-        entitled is not None
-        and spec.effect is not None
-        and (EFFECT_RANK[entitled.effect] > EFFECT_RANK.get(spec.effect, 2))
-    ):
-        raise ToolRefused(
-            "effect_mismatch",
-            f"This tool is declared '{spec.effect}' but was recorded doing more "
-            f"({entitled.effect}), so it was not run. Tell the user.",
-        )
-    return entitled
-
-
-def _entitled_user_actions(
-    entitled: ToolEntitlement, arguments: Mapping[str, Any]
-) -> list[tuple[Entitled, str]]:
-    """The recorded user actions whose resource fills from these arguments."""
-    found = []
-    for action in entitled.actions:
-        if action.as_ == "user" and action.fields:
-            resource = action.resource_for(arguments)
-            if resource is not None:
-                found.append((action, resource))
-    return found
-
-
-class EntitledCheck:
-    """Asks the engine about one recorded action before the body runs."""
-
-    def __init__(self, engine: Any, action: Entitled, resource: str) -> None:
-        self.engine, self.action, self.resource = engine, action, resource
-
-    def __call__(self, call: ToolCall) -> Any:
-        return self.engine.check(
-            call.user, self.action.connection, self.action.action, self.resource
-        )
-
-    async def acall(self, call: ToolCall) -> Any:
-        return await self.engine.acheck(
-            call.user, self.action.connection, self.action.action, self.resource
-        )
-
-
 def _record(kit: Toolkit, spec: ToolSpec, arguments: Mapping[str, Any], event: AuditEvent) -> None:
     try:
         assert kit.recorder is not None
@@ -636,7 +440,7 @@ def _unavailable(name: str, detail: str) -> ToolRefused:
 def _output(
     spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...], untrusted: bool
 ) -> Any:
-    if type(result) in _PLAIN and not secrets and not untrusted:
+    if type(result) in PLAIN and not secrets and not untrusted:
         return result
     if isinstance(result, AsyncIterator):
         raise ToolRefused(
@@ -669,58 +473,3 @@ def _body_error(
         session.record_untrusted(message)
         message = fence(message)
     return ToolError(message, exc)
-
-
-_NO_KWARGS: Mapping[str, Any] = {}
-# Results that are never awaitable (checked by type before the general, slower test).
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes, list, dict, tuple, set, Decision})
-
-
-# Drivers.
-
-
-def run_sync(gen: Generator[Step, Any, Any]) -> Any:
-    """Drive ``steps`` in this thread: each hook is called directly."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            hook = gen.send(value) if error is None else gen.throw(error)
-        except StopIteration as stop:
-            return stop.value
-        error = None
-        fn, args, kwargs = hook[0], hook[1], hook[2]
-        try:
-            value = fn(*args, **kwargs)
-        except BaseException as exc:
-            value, error = None, exc
-        else:
-            if type(value) not in _PLAIN and inspect.isawaitable(value):
-                if inspect.iscoroutine(value):
-                    value.close()
-                value, error = None, AsyncHookError(fn)
-
-
-async def run_async(gen: Generator[Step, Any, Any]) -> Any:
-    """Drive ``steps`` on the event loop: async hooks are awaited, sync hooks run in a worker
-    thread with the caller's context (so the session is seen there too)."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            hook = gen.send(value) if error is None else gen.throw(error)
-        except StopIteration as stop:
-            return stop.value
-        error = None
-        fn, args, kwargs, afn, inline = hook
-        try:
-            if afn is not None:
-                value = await afn(*args, **kwargs)
-            elif inline or inspect.iscoroutinefunction(fn):
-                value = fn(*args, **kwargs)
-            else:
-                value = await asyncio.to_thread(fn, *args, **kwargs)
-            if type(value) not in _PLAIN and inspect.isawaitable(value):
-                value = await value
-        except BaseException as exc:
-            value, error = None, exc

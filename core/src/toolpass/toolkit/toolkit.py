@@ -15,8 +15,10 @@ from toolpass.rules.scope import ScopeRule, compile_scope
 from toolpass.toolkit.approval import ApprovalQueue
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.audit import AuditSink, JsonlSink, LogSink
+from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.errors import ToolRefused
-from toolpass.toolkit.pipeline import ToolSpec, run_async, run_sync, steps
+from toolpass.toolkit.pipeline import steps
+from toolpass.toolkit.spec import ToolSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 Approver = ApprovalQueue | Callable[..., Any]

@@ -1,0 +1,129 @@
+"""What a tool declares (``ToolSpec``) and what hooks see of one call (``ToolCall``)."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import types
+import typing
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from toolpass.toolkit.arguments import Binder, TypeCheck, type_check
+from toolpass.toolkit.session import Session
+
+if TYPE_CHECKING:
+    from toolpass.toolkit.toolkit import Toolkit
+
+_serial = itertools.count(1)
+
+
+class ToolSpec:
+    """Everything declared about one tool, prepared once when it is decorated."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        toolkit: Toolkit,
+        name: str,
+        effect: str | None,
+        binder: Binder,
+        scope: tuple[tuple[str, Callable[[Any], bool]], ...],
+        validators: tuple[tuple[str, Callable[[Any], Any]], ...],
+        limit: int | None,
+        authorize: Callable[..., Any] | None,
+        approve: bool | Callable[..., Any],
+        preview: Callable[..., Any] | None,
+        credential: str | None,
+        reads_private: bool,
+        untrusted_output: bool,
+        sends_out: bool,
+        on_untrusted_input: str | None,
+        exfiltration: str | None,
+        resources: Callable[[Any], bool] | None = None,
+    ) -> None:
+        self.fn = fn
+        self.toolkit = toolkit
+        self.name = name
+        # Unique per declared tool: one inner function wrapped under many names (as adapters
+        # do) must not share per-tool limits or approvals.
+        where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', name)}"
+        self.key = f"{where}#{next(_serial)}"
+        self.effect = effect
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.binder = binder
+        self.scope = scope
+        self.validators = validators
+        self.vouched = frozenset(n for n, _ in scope) | frozenset(n for n, _ in validators)
+        self.limit = limit
+        self.authorize = authorize
+        self.authorize_async = getattr(authorize, "acall", None)
+        self.approve = approve
+        self.preview = preview
+        self.credential = credential
+        self.reads_private = reads_private
+        self.untrusted_output = untrusted_output
+        self.sends_out = sends_out
+        self.on_untrusted_input = on_untrusted_input
+        self.exfiltration = exfiltration
+        self.resources = resources  # globs on the resources the body's requests act on
+        self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
+        self.effect_key = f"effect:{effect}"
+        self.tool_key = f"tool:{self.key}"
+
+    def __repr__(self) -> str:
+        return f"<toolpass tool {self.name} effect={self.effect}>"
+
+    @property
+    def types(self) -> tuple[tuple[str, TypeCheck, Any], ...]:
+        """Per-argument type checks, resolved on first use (annotations may refer forward)."""
+        if self._types is None:
+            hints = typing.get_type_hints(self.fn, include_extras=True)
+            checks = []
+            for name, param in self.binder.signature.parameters.items():
+                if name in hints:
+                    hint = hints[name]
+                    # ``*args: T`` and ``**kwargs: T`` annotate each item, not the whole.
+                    if param.kind is inspect.Parameter.VAR_POSITIONAL:
+                        hint = types.GenericAlias(tuple, (hint, ...))
+                    elif param.kind is inspect.Parameter.VAR_KEYWORD:
+                        hint = types.GenericAlias(dict, (str, hint))
+                    check = type_check(hint)
+                    if check is not None:
+                        checks.append((name, check, hint))
+            self._types = tuple(checks)
+        return self._types
+
+
+class ToolCall:
+    """What hooks (authorizers, approval rules, previews) are given about a call."""
+
+    __slots__ = ("arguments", "session", "tool")
+
+    def __init__(self, tool: ToolSpec, session: Session, arguments: dict[str, Any]) -> None:
+        self.tool = tool
+        self.session = session
+        self.arguments = arguments
+
+    @property
+    def user(self) -> str:
+        return self.session.user
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def effect(self) -> str | None:
+        return self.tool.effect
+
+    def __getitem__(self, name: str) -> Any:
+        """``call["amount"]``: an argument's value."""
+        return self.arguments[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.arguments.get(name, default)
+
+    def __repr__(self) -> str:
+        return f"ToolCall({self.tool.name!r}, user={self.user!r}, arguments={self.arguments!r})"
