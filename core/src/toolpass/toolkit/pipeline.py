@@ -2,9 +2,10 @@
 
 ``steps`` is a generator holding every check in order. Where a step needs user code (an
 authorizer, an approver, a credentials callable, the body itself) it yields a ``Hook`` and the
-driver runs it: ``run_sync`` calls it; ``run_async`` awaits a coroutine function and runs a
-plain function in a worker thread with the caller's context. The result (or the exception) is
-sent back into the generator, which carries on. Nothing else differs between the two.
+driver (``toolkit.drivers``) runs it: ``run_sync`` calls it; ``run_async`` awaits a coroutine
+function and runs a plain function in a worker thread with the caller's context. The result
+(or the exception) is sent back into the generator, which carries on. Nothing else differs
+between the two.
 """
 
 from __future__ import annotations
