@@ -341,6 +341,7 @@ ACTIONS: tuple[Action, ...] = (
 )
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_CONSECUTIVE_SPECIAL = re.compile(r"[._+-]{2}")
 _BAD_BRANCH = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
 _ACTIVE = "active"
 
@@ -398,7 +399,10 @@ def _valid_path(path: str) -> bool:
         return len(path) <= 18
     parts = path.split("/")
     return 0 < len(path) <= 1024 and all(
-        _SEGMENT.fullmatch(p) and not p.endswith((".git", ".atom")) for p in parts
+        _SEGMENT.fullmatch(p)
+        and not p.endswith((".git", ".atom"))
+        and not _CONSECUTIVE_SPECIAL.search(p)  # GitLab refuses them; ".." never names a path
+        for p in parts
     )
 
 
