@@ -58,7 +58,7 @@ def test_nested_sessions_restore_the_outer_one(kit):
     assert users == ["outer@example.com", "inner@example.com", "outer@example.com"]
 
 
-@pytest.mark.parametrize("user", ["", "   ", None, 42])
+@pytest.mark.parametrize("user", ["", "   ", None, 42, "dana@example.com\nadmin", "dana\u202e@x"])
 def test_a_session_needs_a_user(user):
     with pytest.raises(ValueError, match="user"):
         Session(user)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from typing import Any
 
+from toolpass.rules.scope import has_control
 from toolpass.toolkit.untrusted import UntrustedIndex
 
 _current: ContextVar[Session | None] = ContextVar("toolpass_session", default=None)
@@ -33,8 +34,11 @@ class Session:
     )
 
     def __init__(self, user: str, **attributes: Any) -> None:
-        if not isinstance(user, str) or not user.strip():
-            raise ValueError("Session needs the user's identity as a non-empty string")
+        if not isinstance(user, str) or not user.strip() or has_control(user):
+            raise ValueError(
+                "Session needs the user's identity as a non-empty string without control "
+                "characters"
+            )
         self.user = user
         self.attributes: Mapping[str, Any] = attributes
         self.id = secrets.token_hex(8)
