@@ -23,7 +23,7 @@ from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.pipeline import steps
-from toolpass.toolkit.session import Session, current_session
+from toolpass.toolkit.session import Session, current_session, session_for
 from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
@@ -186,7 +186,7 @@ class Guard:
 
     def _session_for(self, user: str, key: Any) -> Session:
         if key is None:
-            return Session(user)
+            return session_for(user)
         with self._lock:
             entry = self._sessions.get(id(key))
             if entry is not None and entry[0]() is key and entry[1].user == user:
@@ -197,7 +197,7 @@ class Guard:
                 if (held := sessions.get(k)) is not None and held[0] is ref:
                     sessions.pop(k, None)
 
-            session = Session(user)
+            session = session_for(user)
             with suppress(TypeError):  # not weakly referenceable: one session per call
                 sessions[id(key)] = (weakref.ref(key, forget), session)
         return session

@@ -64,3 +64,16 @@ def test_user_from_reads_what_the_application_named() -> None:
         with pytest.raises(ToolRefused) as info:
             user_from(broken, None, None)
         assert info.value.code == "check_error"
+
+
+def test_a_user_that_cannot_be_a_session_is_refused_not_raised() -> None:
+    from toolpass import Decision
+    from toolpass.adapting import Guard
+
+    class Engine:
+        def check(self, *args: object, **kwargs: object) -> Decision:
+            return Decision.allow()
+
+    refused = Guard(Engine()).check("dana@example.com\nadmin", "tool", {})
+    assert refused is not None
+    assert refused.code == "no_session"

@@ -14,7 +14,7 @@ from toolpass.engine.decision import Decision, Verdict
 from toolpass.engine.errors import PermissionDenied
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.errors import ToolRefused
-from toolpass.toolkit.session import Session, current_session
+from toolpass.toolkit.session import current_session, session_for
 from toolpass.toolkit.toolkit import Toolkit, _secure, default_toolkit
 
 UserSource = str | Callable[[], str] | ContextVar[str] | ContextVar[str | None]
@@ -105,5 +105,5 @@ def _session(source: UserSource) -> Iterator[None]:
     if active is not None and active.user == who:
         yield
         return
-    with Session(who).active():
+    with session_for(who).active():
         yield

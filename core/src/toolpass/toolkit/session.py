@@ -9,6 +9,7 @@ from contextvars import ContextVar, Token
 from typing import Any
 
 from toolpass.rules.scope import has_control
+from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.untrusted import UntrustedIndex
 
 _current: ContextVar[Session | None] = ContextVar("toolpass_session", default=None)
@@ -36,8 +37,7 @@ class Session:
     def __init__(self, user: str, **attributes: Any) -> None:
         if not isinstance(user, str) or not user.strip() or has_control(user):
             raise ValueError(
-                "Session needs the user's identity as a non-empty string without control "
-                "characters"
+                "Session needs the user's identity as a non-empty string without control characters"
             )
         self.user = user
         self.attributes: Mapping[str, Any] = attributes
@@ -103,6 +103,19 @@ class _Activation:
 
     async def __aexit__(self, *exc: object) -> None:
         self.__exit__()
+
+
+def session_for(user: object) -> Session:
+    """A new session for ``user``; a user that cannot be one is refused (``no_session``)."""
+    try:
+        return Session(user)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ToolRefused(
+            "no_session",
+            "No valid user is known for this call, so it cannot act for anyone. The "
+            "application must pass the user's identity.",
+            detail=str(exc),
+        ) from None
 
 
 def current_session() -> Session | None:
