@@ -472,3 +472,15 @@ def test_a_refused_call_never_waits_for_a_human_with_pre_approval_guardrails() -
     assert result.interruptions == []
     assert ran == []
     assert "not_authorized" in read(a)[0]
+
+
+def test_a_tool_added_after_apply_is_checked_at_the_run() -> None:
+    engine = ScriptedEngine({(ERIN, "DELETE_ISSUES", "issue:PAY-1"): Decision.deny("no")})
+    ran = Ran()
+    delete_issue, *others = ran.tools()
+    a = agent([Call("delete_issue", {"key": "PAY-1"})], others)
+    ToolpassGuardrails(engine, {"delete_issue": DELETE}).apply(a)
+    a.tools.append(delete_issue)  # after apply
+    arun(a, Ctx(user_id=ERIN))
+    assert ran.calls == []
+    assert read(a)[0].startswith("Refused by toolpass (not_authorized)")

@@ -105,6 +105,7 @@ class ToolpassGuardrails:
         for (hosted tools, shell, computer) is an error with ``strict``, else a warning."""
         unguarded: list[str] = []
         for each in _agents(agent):
+            self._guard_at_run_time(each)
             for tool in each.tools:
                 if isinstance(tool, FunctionTool):
                     self.guard_tool(tool)
@@ -121,6 +122,23 @@ class ToolpassGuardrails:
                 raise ValueError(message)
             warnings.warn(message, stacklevel=2)
         return agent
+
+    def _guard_at_run_time(self, agent: Agent[Any]) -> None:
+        """Guard, at each run, the function tools the agent has then: tools added after
+        ``apply`` and MCP tools listed anew are checked too."""
+        listed = agent.get_all_tools
+        if getattr(listed, "_toolpass_guards", None) is self:
+            return
+
+        async def get_all_tools(run_context: Any) -> list[Any]:
+            tools = await listed(run_context)
+            for tool in tools:
+                if isinstance(tool, FunctionTool):
+                    self.guard_tool(tool)
+            return tools
+
+        get_all_tools._toolpass_guards = self  # type: ignore[attr-defined]
+        object.__setattr__(agent, "get_all_tools", get_all_tools)
 
     def guard_tool(self, tool: FunctionTool) -> FunctionTool:
         """Guard one function tool (in place; returns it): the guardrail decides, and its
