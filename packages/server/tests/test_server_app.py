@@ -62,6 +62,7 @@ async def test_decisions(client: httpx.AsyncClient, github: FakeGitHub) -> None:
         "reason": "dana has the write role on acme/widgets; pr.merge needs write",
         "cached": False,
         **QUESTION,
+        "configured": True,
     }
     again = await client.post("/check", json=QUESTION, headers=AUTH)
     assert again.json()["cached"] is True
@@ -72,6 +73,7 @@ async def test_decisions(client: httpx.AsyncClient, github: FakeGitHub) -> None:
     answer = await client.post("/check", json={**QUESTION, "connection": "jira"}, headers=AUTH)
     assert (answer.status_code, answer.json()["decision"]) == (200, "unknown")
     assert answer.json()["reason"] == "no connection 'jira' is configured (gh)"
+    assert answer.json()["configured"] is False
     github.fail(503, times=3)  # a failed look-up is an unknown decision, still a 200
     answer = await client.post("/check", json={**QUESTION, "fresh": True}, headers=AUTH)
     assert (answer.status_code, answer.json()["decision"]) == (200, "unknown")

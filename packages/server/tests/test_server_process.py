@@ -25,7 +25,8 @@ from conftest import (
     write_config,
 )
 from fakes.github import FakeGitHub
-from toolpass.engine import Decision, Toolpass
+from toolpass import Session, Toolkit, ToolRefused, permission_check
+from toolpass.engine import Decision, RemoteToolpass, Toolpass
 
 REPO = "repo:acme/widgets"
 
@@ -307,3 +308,29 @@ def test_the_github_token_is_used_only_by_the_engine(server: ServerProcess) -> N
         json={"user": "a@example.com", "connection": "gh", "action": "pr.merge", "resource": REPO},
     )
     assert answer.status_code == 401
+
+
+def test_what_the_server_is_not_set_up_for_is_not_configured(server: ServerProcess) -> None:
+    """Through Toolpass.remote, a tool refuses an unknown connection or action, and a key
+    the server rejects, as not_configured (an operator's to fix), not as a failed look-up."""
+
+    def refusal(remote: RemoteToolpass, connection: str, action: str) -> str:
+        kit = Toolkit(audit=[])
+        tool = kit.secured_tool(
+            lambda repo: "merged",
+            name="merge",
+            authorize=permission_check(remote, connection, action, "repo:{repo}"),
+        )
+        with Session("dana@example.com").active():
+            try:
+                return str(tool("acme/widgets"))
+            except ToolRefused as refused:
+                return refused.code
+
+    with closing(Toolpass.remote(server.url, KEY)) as remote:
+        assert refusal(remote, "gh", "pr.merge") == "merged"
+        assert refusal(remote, "nope", "pr.merge") == "not_configured"
+        assert refusal(remote, "gh", "no.such.action") == "not_configured"
+        assert remote.configured("gh", "pr.merge")
+    with closing(Toolpass.remote(server.url, KEY + "x")) as rejected:
+        assert refusal(rejected, "gh", "pr.merge") == "not_configured"

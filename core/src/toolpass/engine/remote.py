@@ -49,6 +49,10 @@ class RemoteToolpass(Checker):
         self._timeout = timeout
         self._net = NetOptions(ca_file=ca_file)
         self._http = HTTPClient()
+        # What the server said it is not set up for, and whether it rejected our key: both
+        # are an operator's to fix (not_configured), not a failed look-up.
+        self._unconfigured: set[tuple[str, str]] = set()
+        self._key_rejected = False
 
     def check(
         self, user: str, connection: str, action: str, resource: str, *, fresh: bool = False
@@ -65,9 +69,20 @@ class RemoteToolpass(Checker):
                 timeout=self._timeout,
                 options=self._net,
             )
-            return _decision(answer, where)
+            self._key_rejected = answer.status in (401, 403)
+            decision, configured = _decision(answer, where)
         except (LookupFailed, ConfigError) as e:
             return Decision.unknown(f"toolpass server {self.url}: {e}", **where)
+        if configured is False:
+            self._unconfigured.add((connection, action))
+        else:
+            self._unconfigured.discard((connection, action))
+        return decision
+
+    def configured(self, connection: str, action: str) -> bool:
+        """False when the server rejected this client's key, or said it has no such
+        connection or action, on the last check that asked."""
+        return not self._key_rejected and (connection, action) not in self._unconfigured
 
     def close(self) -> None:
         """Close kept-alive connections."""
@@ -77,7 +92,7 @@ class RemoteToolpass(Checker):
         return f"RemoteToolpass({self.url!r})"
 
 
-def _decision(answer: Response, where: Where) -> Decision:
+def _decision(answer: Response, where: Where) -> tuple[Decision, bool | None]:
     if answer.status in (401, 403):
         raise LookupFailed(f"the server rejected the API key (HTTP {answer.status})")
     if 300 <= answer.status < 400:
@@ -90,7 +105,11 @@ def _decision(answer: Response, where: Where) -> Decision:
         raise LookupFailed("the answer has no valid decision")
     reason = data.get("reason")
     decision = Decision(verdict, reason if isinstance(reason, str) else "", **where)
-    return dataclasses.replace(decision, cached=data.get("cached") is True)
+    configured = data.get("configured")
+    return (
+        dataclasses.replace(decision, cached=data.get("cached") is True),
+        configured if isinstance(configured, bool) else None,
+    )
 
 
 def _error(answer: Response) -> str:

@@ -2,7 +2,8 @@
 
 ``POST /check`` takes ``Authorization: Bearer <api key>`` and the JSON object
 ``{"user", "connection", "action", "resource", "fresh"?}`` and answers 200 with
-``{"decision", "reason", "cached", "user", "connection", "action", "resource"}`` for every
+``{"decision", "reason", "cached", "user", "connection", "action", "resource",
+"configured"}`` for every
 decision: allow, deny and unknown alike (an unknown decision is an answer, not a server
 error). Everything else is a JSON error ``{"error": "..."}``:
 
@@ -212,17 +213,20 @@ class _Service:
             details["error"] = p.message
             return error(p.status, p.message, p.headers)
         details.update(decision=d.decision, cached=d.cached)
-        return JSONResponse(
-            {
-                "decision": d.decision,
-                "reason": d.reason,
-                "cached": d.cached,
-                "user": query.user,
-                "connection": query.connection,
-                "action": query.action,
-                "resource": query.resource,
-            }
-        )
+        answer = {
+            "decision": d.decision,
+            "reason": d.reason,
+            "cached": d.cached,
+            "user": query.user,
+            "connection": query.connection,
+            "action": query.action,
+            "resource": query.resource,
+        }
+        configured = getattr(self.tp, "configured", None)
+        if callable(configured):
+            # False: the engine has no such connection or action (an operator must fix it).
+            answer["configured"] = bool(configured(query.connection, query.action))
+        return JSONResponse(answer)
 
     async def _body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
