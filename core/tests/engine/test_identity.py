@@ -128,7 +128,7 @@ def test_broken_mapping_file(tmp_path: Path) -> None:
     with pytest.raises(LookupFailed, match="must be a mapping"):
         r.resolve("a@x.io")
     path.write_text("{nope")
-    with pytest.raises(LookupFailed, match="cannot be read"):
+    with pytest.raises(LookupFailed, match="cannot be parsed"):
         r.resolve("a@x.io")
 
 

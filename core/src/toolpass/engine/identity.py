@@ -19,7 +19,6 @@ look-up, a service or a callable are cached for ``cache_ttl`` seconds.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import threading
 import time
@@ -35,6 +34,7 @@ from toolpass.engine import budget
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import HTTPClient, NetOptions, check_url
 from toolpass.engine.secrets import Secret, parse_secret
+from toolpass.engine.watched import WatchedFile, json_or_yaml
 
 Resolve = Callable[[str], "str | Sequence[str] | None"]
 Lookup = Callable[[str, str], Sequence[str]]
@@ -150,52 +150,20 @@ def _valid_template(template: str) -> bool:
     return bool(fields) and all(f in ("local", "domain", "email") for f in fields)
 
 
-class _MappingFile:
-    """A mapping file, re-read whenever its size or modification time changes."""
+def _mapping_file(path: str) -> WatchedFile:
+    """A mapping file of emails to users, re-read whenever it changes."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._stamp: tuple[int, int, int] | None = None
-        self._users: dict[str, list[str]] = {}
-
-    def get(self, email: str) -> list[str]:
-        try:
-            st = os.stat(self.path)
-        except OSError as e:
-            raise LookupFailed(f"identity file {self.path}: {e.strerror}")
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        with self._lock:
-            if stamp != self._stamp:
-                self._users = self._load()
-                self._stamp = stamp
-            return self._users.get(email, [])
-
-    def _load(self) -> dict[str, list[str]]:
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                text = f.read()
-            if self.path.endswith((".yaml", ".yml")):
-                from toolpass.engine.config import yaml_module
-
-                data = yaml_module().safe_load(text)
-            else:
-                data = json.loads(text)
-        except (OSError, ValueError) as e:
-            raise LookupFailed(f"identity file {self.path} cannot be read: {e}")
-        except Exception as e:  # a YAML error
-            raise LookupFailed(f"identity file {self.path} cannot be parsed: {e}")
+    def parse(text: str) -> dict[str, list[str]]:
+        data = json_or_yaml(path, text, "identity file")
         if not isinstance(data, dict):
-            raise LookupFailed(f"identity file {self.path} must be a mapping of emails to users")
+            raise LookupFailed(f"identity file {path} must be a mapping of emails to users")
         users: dict[str, list[str]] = {}
         for email, user in data.items():
             if isinstance(email, str) and isinstance(user, str) and user:
                 users.setdefault(email.lower(), []).append(user)
         return users
 
-    def check(self) -> None:
-        """Raise :class:`LookupFailed` if the file cannot be used."""
-        self.get("")
+    return WatchedFile(path, parse, "identity file")
 
 
 class IdentityResolver:
@@ -216,7 +184,7 @@ class IdentityResolver:
         self._connection = connection
         self._lookup = lookup
         self._http = http or HTTPClient()
-        self._file = _MappingFile(settings.file) if settings.file else None
+        self._file = _mapping_file(settings.file) if settings.file else None
         self._cache: OrderedDict[str, tuple[float, str]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -238,7 +206,7 @@ class IdentityResolver:
             return self._one(email, [s.template.format(local=local, domain=domain, email=email)])
         if s.mode == "file":
             assert self._file is not None
-            return self._one(email, self._file.get(email))
+            return self._one(email, self._file.get().get(email, []))
         now = time.monotonic()
         with self._lock:
             hit = self._cache.get(email)
@@ -314,6 +282,6 @@ class IdentityResolver:
     def check(self) -> None:
         """Raise if the mode's file or token cannot be used now (no network)."""
         if self._file is not None:
-            self._file.check()
+            self._file.get()
         if self.settings.token is not None:
             self.settings.token.check()

@@ -95,7 +95,6 @@ the in-cluster mount (``serviceaccount_dir``: its ``token``, and its ``ca.crt`` 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -108,10 +107,11 @@ from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 from toolpass.engine import budget
-from toolpass.engine.config import check_url, yaml_module
+from toolpass.engine.config import check_url
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import HTTPClient, NetOptions, Response
 from toolpass.engine.identity import normalize_email
+from toolpass.engine.watched import WatchedFile, json_or_yaml
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -338,35 +338,6 @@ def review_attributes(action: str, target: Target) -> tuple[str, Target]:
 
 
 # --- files that are re-read when they change ---------------------------------------------
-class _WatchedFile:
-    """A file's parsed content, re-read whenever its size, inode or mtime changes."""
-
-    def __init__(self, path: str, parse: Callable[[str], Any], what: str) -> None:
-        self.path = path
-        self._parse = parse
-        self._what = what
-        self._lock = threading.Lock()
-        self._stamp: tuple[int, int, int] | None = None
-        self._value: Any = None
-
-    def get(self) -> Any:
-        try:
-            st = os.stat(self.path)
-        except OSError as e:
-            raise LookupFailed(f"{self._what} {self.path} cannot be read ({e.strerror})")
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        with self._lock:
-            if stamp != self._stamp:
-                try:
-                    with open(self.path, encoding="utf-8") as f:
-                        text = f.read()
-                except (OSError, UnicodeDecodeError) as e:
-                    raise LookupFailed(f"{self._what} {self.path} cannot be read ({e})")
-                self._value = self._parse(text)
-                self._stamp = stamp
-            return self._value
-
-
 def _token_text(text: str) -> str:
     token = text.strip()
     if not token or any(c.isspace() for c in token):
@@ -376,17 +347,7 @@ def _token_text(text: str) -> str:
 
 def _groups_table(path: str) -> Callable[[str], dict[str, list[str]]]:
     def parse(text: str) -> dict[str, list[str]]:
-        try:
-            if path.endswith((".yaml", ".yml")):
-                data = yaml_module().safe_load(text)
-            else:
-                data = json.loads(text)
-        except ConfigError:
-            raise LookupFailed(
-                f"groups file {path} needs PyYAML: pip install 'toolpass-core[yaml]'"
-            )
-        except Exception as e:  # JSON or YAML syntax
-            raise LookupFailed(f"groups file {path} cannot be parsed ({type(e).__name__})")
+        data = json_or_yaml(path, text, "groups file")
         try:
             return _groups_mapping(data)
         except ValueError as e:
@@ -780,7 +741,7 @@ class Kubernetes(Integration):
         self._in_cluster = o["token"] is None and o["token_file"] is None
         sa_dir = o["serviceaccount_dir"]
         token_path = o["token_file"] or os.path.join(sa_dir, "token")
-        self._token_file = _WatchedFile(token_path, _token_text, "token file")
+        self._token_file = WatchedFile(token_path, _token_text, "token file")
         self._net = config.net
         in_cluster_ca = os.path.join(sa_dir, "ca.crt")
         if self._in_cluster and config.net.ca_file is None and os.path.exists(in_cluster_ca):
@@ -788,7 +749,7 @@ class Kubernetes(Integration):
         self._static_groups = _groups_mapping(o["groups"] or {})
         groups_file = o["groups_file"]
         self._groups_file = (
-            _WatchedFile(groups_file, _groups_table(groups_file), "groups file")
+            WatchedFile(groups_file, _groups_table(groups_file), "groups file")
             if groups_file
             else None
         )
