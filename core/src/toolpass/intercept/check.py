@@ -32,7 +32,7 @@ def _question(
     return None if question is None else (kit, question)
 
 
-def _ask(kit: Toolkit, q: Question) -> tuple[Any, ...]:
+def _ask(q: Question) -> tuple[Any, ...]:
     return (q.user, q.connection, q.match.action, q.match.resource)
 
 
@@ -42,7 +42,7 @@ def check(method: str, url: str, headers: Mapping[str, str] | None, body: bytes 
     if found is not None:
         kit, q = found
         try:
-            decision = kit.permissions.check(*_ask(kit, q))
+            decision = kit.permissions.check(*_ask(q))
         except Exception as exc:
             decision = _failed(exc)
         conclude(q, decision)
@@ -56,7 +56,7 @@ async def acheck(
     if found is not None:
         kit, q = found
         try:
-            decision = await kit.permissions.acheck(*_ask(kit, q))
+            decision = await kit.permissions.acheck(*_ask(q))
         except Exception as exc:
             decision = _failed(exc)
         conclude(q, decision)
