@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 import httpx
 import requests
-from toolpass import Decision, Session, Toolkit, Toolpass, intercept
+from toolpass import Decision, Session, Toolkit, Toolpass, integrations, intercept
 from toolpass.integrations.github import GitHub
 from toolpass.intercept import check as hook
 from toolpass.intercept.routes import Request
@@ -97,6 +97,7 @@ def measure(base: str) -> None:
     )
     table = BenchGitHub.route_table()
     assert table.match(Request("GET", PATH)) is not None, "the route table lacks the route"
+    loaded = {name: len(integrations.get(name).route_table()) for name in integrations.available()}
     kit = Toolkit(permissions=tp, audit=[])
     session_r, client = requests.Session(), httpx.Client()
 
@@ -163,6 +164,7 @@ def measure(base: str) -> None:
         f"request hook on loopback: GitHub table of {len(table)} routes, cached allow, "
         f"{N} GET requests x {ROUNDS} alternating rounds, medians per request"
     )
+    print("  route tables loaded: " + ", ".join(f"{k} {v}" for k, v in loaded.items()))
     print(f"  {'client':<12} {'no hook':>10} {'hooked':>10} {'added':>9} {'ratio':>7}")
     for label in plain:
         p, h = statistics.median(plain[label]), statistics.median(hooked[label])
