@@ -62,6 +62,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _table import dump  # scripts/routes/_table.py, beside this file
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "core/src/toolpass/integrations/routes/github.json"
 METHODS = ("get", "put", "post", "patch", "delete", "head", "options")
@@ -622,14 +624,6 @@ def build(source: Path) -> dict[str, Any]:
         },
         "routes": rows,
     }
-
-
-def dump(data: dict[str, Any]) -> str:
-    head = {k: v for k, v in data.items() if k != "routes"}
-    lines = [json.dumps(r, ensure_ascii=False) for r in data["routes"]]
-    body = ",\n    ".join(lines)
-    parts = [f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in head.items()]
-    return "{\n" + ",\n".join(parts) + ',\n  "routes": [\n    ' + body + "\n  ]\n}\n"
 
 
 def main() -> None:

@@ -51,6 +51,8 @@ import re
 import sys
 from pathlib import Path
 
+from _table import dump  # scripts/routes/_table.py, beside this file
+
 OUT = Path(__file__).resolve().parents[2] / "core/src/toolpass/integrations/routes/jira.json"
 CONFIG = re.compile(r"const config: RequestConfig = \{\s*url: (`[^`]*`|'[^']*'),\s*method: '(\w+)'")
 PARAM = re.compile(r"\$\{(?:parameters\??\.)?(\w+)\}")
@@ -267,13 +269,6 @@ def build(source: Path) -> tuple[list[list[str]], int]:
 
 def version_of(source: Path) -> str:
     return str(json.loads((source / "package.json").read_text())["version"])
-
-
-def dump(data: dict[str, object]) -> str:
-    """JSON with one route a line, so a regeneration's diff reads row by row."""
-    rows = ",\n".join(json.dumps(r) for r in data["routes"])  # type: ignore[attr-defined]
-    head = {k: v for k, v in data.items() if k != "routes"}
-    return json.dumps(head)[:-1] + ', "routes": [\n' + rows + "\n]}\n"
 
 
 def main() -> None:

@@ -44,12 +44,12 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
-import io
-import json
 import re
 import sys
 import zipfile
 from pathlib import Path, PurePosixPath
+
+from _table import dump  # scripts/routes/_table.py, beside this file
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "core/src/toolpass/integrations/routes/kubernetes.json"
@@ -308,20 +308,6 @@ def table(source: Path) -> dict[str, object]:
         },
         "routes": everything,
     }
-
-
-def dump(document: dict[str, object]) -> str:
-    """The table as JSON, one row a line."""
-    out = io.StringIO()
-    out.write("{\n")
-    for key in ("source", "generator", "operations"):
-        out.write(f"  {json.dumps(key)}: {json.dumps(document[key], sort_keys=True)},\n")
-    out.write('  "routes": [\n')
-    routes = document["routes"]
-    assert isinstance(routes, list)
-    out.write(",\n".join("    " + json.dumps(r) for r in routes))
-    out.write("\n  ]\n}\n")
-    return out.getvalue()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import re
 import sys
 from pathlib import Path
+
+from _table import dump  # scripts/routes/_table.py, beside this file
 
 OUT = Path(__file__).resolve().parents[2] / "core/src/toolpass/integrations/routes/slack.json"
 
@@ -484,13 +485,6 @@ def version(source: Path) -> str:
     text = (source / "slack_sdk/version.py").read_text()
     found = re.search(r"__version__ = \"([^\"]+)\"", text)
     return found.group(1) if found else "?"
-
-
-def dump(data: dict[str, object]) -> str:
-    """JSON with one route a line, so a regeneration's diff reads row by row."""
-    rows = ",\n".join(json.dumps(r) for r in data["routes"])  # type: ignore[attr-defined]
-    head = {k: v for k, v in data.items() if k != "routes"}
-    return json.dumps(head)[:-1] + ', "routes": [\n' + rows + "\n]}\n"
 
 
 def main() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import gzip
-import importlib.util
 import json
 import re
 import time
@@ -35,6 +34,8 @@ from toolpass.engine.config import parse_connections
 from toolpass.integrations import _aws_routes
 from toolpass.integrations.aws import _ACTION, AWS
 from toolpass.intercept.routes import Match, Request, fields, load
+
+from .generators import generator as load_generator
 
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "scripts/routes/aws.py"
@@ -73,12 +74,7 @@ def table() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("aws_routes_generator", GENERATOR)
-    assert spec
-    assert spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_generator("aws")
 
 
 # --- requests as boto3 sends them -------------------------------------------------------

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,6 +14,8 @@ from toolpass.engine.config import parse_connections
 from toolpass.integrations.github import ACTIONS, GitHub, parse_resource
 from toolpass.intercept.router import Router
 from toolpass.intercept.routes import Match, Request, fill, load
+
+from .generators import generator as load_generator
 
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "scripts/routes/github.py"
@@ -146,11 +146,7 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     source = os.environ.get("OCTOKIT_OPENAPI")
     if not source or not Path(source).exists():
         pytest.skip("set OCTOKIT_OPENAPI to the @octokit/openapi tarball (npm pack)")
-    spec = importlib.util.spec_from_file_location("github_routes_generator", GENERATOR)
-    assert spec is not None
-    assert spec.loader is not None
-    gen: ModuleType = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = load_generator("github")
     out = tmp_path_factory.mktemp("routes") / "github.json"
     data = gen.build(Path(source))
     out.write_text(gen.dump(data))

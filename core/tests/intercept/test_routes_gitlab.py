@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -13,6 +12,8 @@ from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations.gitlab import ACTIONS, GitLab, parse_resource
 from toolpass.intercept.routes import Request, fields, load
+
+from .generators import generator as load_generator
 
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "scripts/routes/gitlab.py"
@@ -42,12 +43,7 @@ def gl() -> GitLab:
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("routes_gitlab", GENERATOR)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_generator("gitlab")
 
 
 def test_the_table_loads_with_its_source() -> None:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations.jira import _GLOBAL, _ISSUE, _PROJECT, SITE, Jira, jql_bound
 from toolpass.intercept.routes import Request, fields, load
+
+from .generators import generator as load_generator
 
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "scripts/routes/jira.py"
@@ -102,11 +102,7 @@ def test_coverage_every_operation_is_one_row() -> None:
 
 @pytest.mark.skipif("TOOLPASS_JIRA_JS" not in os.environ, reason="needs jira.js unpacked")
 def test_regenerating_from_jira_js_gives_the_committed_table() -> None:
-    spec = importlib.util.spec_from_file_location("routes_jira", GENERATOR)
-    assert spec is not None
-    assert spec.loader is not None
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_generator("jira")
     rows, _ = module.build(Path(os.environ["TOOLPASS_JIRA_JS"]))
     assert rows == json.loads(TABLE.read_text())["routes"]
 

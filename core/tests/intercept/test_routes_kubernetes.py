@@ -21,6 +21,8 @@ from toolpass.integrations.kubernetes import (
 )
 from toolpass.intercept.routes import Match, Request, fill, load
 
+from .generators import generator as load_generator
+
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "scripts/routes/kubernetes.py"
 TABLE = REPO / "core/src/toolpass/integrations/routes/kubernetes.json"
@@ -60,12 +62,7 @@ def sample_path(template: str) -> str:
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("k8s_routes_generator", GENERATOR)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_generator("kubernetes")
 
 
 def installed_client() -> Path:

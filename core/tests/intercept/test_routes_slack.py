@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -14,6 +13,8 @@ from toolpass.engine.config import parse_connections
 from toolpass.engine.errors import LookupFailed
 from toolpass.integrations.slack import Slack, _parse
 from toolpass.intercept.routes import Request, fields, load
+
+from .generators import generator as load_generator
 
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "scripts/routes/slack.py"
@@ -39,12 +40,7 @@ def slack() -> Slack:
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("routes_slack", GENERATOR)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_generator("slack")
 
 
 def test_the_table_loads_with_its_source() -> None:
