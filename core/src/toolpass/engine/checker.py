@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 
 from toolpass.engine.decision import Decision
@@ -38,6 +37,8 @@ class Checker(ABC):
         self, user: str, connection: str, action: str, resource: str, *, fresh: bool = False
     ) -> Decision:
         """``check`` without blocking the event loop (a look-up runs in a worker thread)."""
+        import asyncio  # only ever called on a running loop: already imported
+
         if not fresh:
             hit = self._peek(user, connection, action, resource)
             if hit is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import string
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -138,6 +137,8 @@ class PermissionCheck:
         return decision
 
     async def acall(self, call: ToolCall) -> Any:
+        import asyncio  # only ever called on a running loop: already imported
+
         connection, resource = self._ask(call)
         acheck = getattr(self.engine, "acheck", None)
         if acheck is not None:

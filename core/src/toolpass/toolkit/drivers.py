@@ -7,7 +7,6 @@ thread with the caller's context. The result (or the exception) is sent back.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Generator, Mapping
 from typing import Any, NamedTuple
@@ -74,6 +73,8 @@ def run_sync(gen: Generator[Step, Any, Any]) -> Any:
 async def run_async(gen: Generator[Step, Any, Any]) -> Any:
     """Drive ``steps`` on the event loop: async hooks are awaited, sync hooks run in a worker
     thread with the caller's context (so the session is seen there too)."""
+    import asyncio  # only ever called on a running loop: already imported
+
     value: Any = None
     error: BaseException | None = None
     while True:
