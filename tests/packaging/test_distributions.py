@@ -8,6 +8,7 @@ extras, only core ships ``toolpass/__init__.py``, and a second distribution's
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -89,6 +90,30 @@ def test_only_core_ships_the_package_init(wheels: dict[Path, Path]) -> None:
         assert not any(r.split()[0] == "toolpass" for r in requires), (
             f"{wheel.name} depends on plain 'toolpass', which is not ours"
         )
+
+
+#: What each adapter may pull in beside toolpass-core: its own framework, nothing else's.
+FRAMEWORKS = {
+    "toolpass-langchain": {"langchain", "langchain-core", "langgraph"},
+    "toolpass-openai-agents": {"openai-agents"},
+    "toolpass-pydantic-ai": {"pydantic-ai-slim"},
+}
+
+
+def test_an_adapter_pulls_in_core_and_its_own_framework_only(wheels: dict[Path, Path]) -> None:
+    adapters = {p.name: w for p, w in wheels.items() if p.parent.name == "adapters"}
+    assert adapters, "no adapter was built"
+    for folder, wheel in adapters.items():
+        distribution = f"toolpass-{folder}"
+        _, requires = metadata(wheel)
+        names = {
+            re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0].lower()
+            for r in requires
+            if "extra ==" not in r
+        }
+        assert names == {"toolpass-core"} | FRAMEWORKS[distribution], (distribution, names)
+        floors = [r for r in requires if r.split()[0].lower() in FRAMEWORKS[distribution]]
+        assert all(">=" in r for r in floors), f"{distribution}: no lower bound in {floors}"
 
 
 def test_namespace_resolves_from_wheels(wheels: dict[Path, Path], tmp_path: Path) -> None:
