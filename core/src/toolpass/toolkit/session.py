@@ -27,7 +27,6 @@ class Session:
         "attributes",
         "counts",
         "id",
-        "private",
         "private_from",
         "tainted",
         "untrusted",
@@ -44,8 +43,7 @@ class Session:
         self.id = secrets.token_hex(8)
         self.counts: dict[str, int] = {}
         self.untrusted = UntrustedIndex()
-        self.private = False  # a tool that reads private data has run
-        self.private_from: set[str] = set()  # where from ("*": a tool that did not say)
+        self.private_from: set[str] = set()  # where private data was read ("*": not said)
         self.tainted = False  # a tool whose output is untrusted has run
         self._lock = threading.Lock()
 
@@ -75,8 +73,12 @@ class Session:
 
     def note_private(self, source: str = "*") -> None:
         """Private data was read, from ``source`` (a connection and resource) if known."""
-        self.private = True
         self.private_from.add(source)
+
+    @property
+    def private(self) -> bool:
+        """Whether private data was read in this session."""
+        return bool(self.private_from)
 
     def record_untrusted(self, text: str) -> None:
         """Remember text from an untrusted source, so arguments repeating it are caught."""
