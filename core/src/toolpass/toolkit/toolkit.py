@@ -57,9 +57,10 @@ class Toolkit:
     ``approver``: an ``ApprovalQueue`` or a callable ``(request) -> True | False | None``.
     ``credentials``: a mapping of name to secret (or to a callable or secret reference giving
     it), or a callable ``(name) -> secret``. ``limits``: calls per session by effect
-    (``{"destructive": 3}``); ``tool_limits``: by tool name. ``audit``: sinks (callables taking
-    an ``AuditEvent``; ``LogSink()`` by default). ``on_refuse``: turns a refusal into the
-    tool's result (``str`` gives the model the message). ``exfiltration``: ``"approve"`` or
+    (``{"destructive": 3}``, or ``"tool:name"``/``"effect:name"`` keys); ``tool_limits``: by
+    tool name. ``audit``: sinks (callables taking an ``AuditEvent``, file paths written as JSON
+    lines, or ``logging.Logger``s; ``LogSink()`` by default). ``on_refuse``: turns a refusal
+    into the tool's result (``str`` gives the model the message). ``exfiltration``: ``"approve"`` or
     ``"refuse"``; ``on_untrusted_input``: ``"refuse"`` or ``"approve"``.
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
