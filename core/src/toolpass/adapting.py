@@ -153,7 +153,7 @@ class Guard:
                 reads_private=False,
                 untrusted_output=False,
                 sends_out=False,
-                on_untrusted_input=None,
+                untrusted_inputs=None,
                 exfiltration=None,
             )
             self._specs[tool] = spec

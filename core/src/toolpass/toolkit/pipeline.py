@@ -186,10 +186,11 @@ def steps(
 
         # 5. Untrusted input, 6. exfiltration, 7. approval.
         reasons: list[str] = []
-        if session.untrusted:
+        mode = spec.untrusted_inputs or kit.untrusted_inputs
+        if session.untrusted and mode != "ignore" and _changes_or_sends(spec, effect, kit):
             phrase = _repeated_untrusted(session, arguments)
             if phrase is not None:
-                if (spec.on_untrusted_input or kit.on_untrusted_input) == "approve":
+                if mode == "approve":
                     reasons.append(f'its arguments repeat untrusted content ("{phrase}")')
                 else:
                     raise ToolRefused(
@@ -318,6 +319,17 @@ def _record(kit: Toolkit, spec: ToolSpec, arguments: Mapping[str, Any], event: A
         kit.recorder.record(spec.name, arguments, event.actions)
     except Exception:
         log.exception("toolpass could not record what %s did", spec.name)
+
+
+def _changes_or_sends(spec: ToolSpec, effect: str | None, kit: Toolkit) -> bool:
+    """Whether the untrusted-input check applies: a call that changes or sends something.
+    A tool that declares no effect is judged by its requests when the request hook is on
+    (each write it sends is checked there), and checked here otherwise."""
+    if spec.sends_out:
+        return True
+    if effect is None:
+        return kit.permissions is None
+    return effect != "read"
 
 
 def _secret_in(arguments: Mapping[str, Any]) -> str | None:

@@ -39,7 +39,7 @@ class ToolSpec:
         reads_private: bool,
         untrusted_output: bool,
         sends_out: bool,
-        on_untrusted_input: str | None,
+        untrusted_inputs: str | None,
         exfiltration: str | None,
         resources: Callable[[Any], bool] | None = None,
     ) -> None:
@@ -65,7 +65,7 @@ class ToolSpec:
         self.reads_private = reads_private
         self.untrusted_output = untrusted_output
         self.sends_out = sends_out
-        self.on_untrusted_input = on_untrusted_input
+        self.untrusted_inputs = untrusted_inputs  # None: the toolkit's
         self.exfiltration = exfiltration
         self.resources = resources  # globs on the resources the body's requests act on
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None

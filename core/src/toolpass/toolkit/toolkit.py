@@ -24,7 +24,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 Approver = ApprovalQueue | Callable[..., Any]
 Credentials = Mapping[str, Any] | Callable[[str], Any]
 _UNSET: Any = object()
-_MODES = {"on_untrusted_input": ("refuse", "approve"), "exfiltration": ("approve", "refuse")}
+_MODES = {
+    "on_untrusted_input": ("refuse", "approve"),
+    "untrusted_inputs": ("check", "approve", "ignore"),
+    "exfiltration": ("approve", "refuse"),
+    "unknown_host": ("allow", "refuse_writes", "refuse"),
+}
+
+
+def _untrusted_mode(untrusted_inputs: str | None, on_untrusted_input: str | None) -> str | None:
+    """``untrusted_inputs``, or the older ``on_untrusted_input`` read as it ("refuse" is
+    "check")."""
+    _check_mode("untrusted_inputs", untrusted_inputs)
+    _check_mode("on_untrusted_input", on_untrusted_input)
+    if untrusted_inputs is not None:
+        return untrusted_inputs
+    if on_untrusted_input is not None:
+        return "check" if on_untrusted_input == "refuse" else on_untrusted_input
+    return None
 
 
 def _check_mode(name: str, value: str | None) -> None:
@@ -61,13 +78,20 @@ class Toolkit:
     tool name. ``audit``: sinks (callables taking an ``AuditEvent``, file paths written as JSON
     lines, or ``logging.Logger``s; ``LogSink()`` by default). ``on_refuse``: turns a refusal
     into the tool's result (``str`` gives the model the message). ``exfiltration``: ``"approve"`` or
-    ``"refuse"``; ``on_untrusted_input``: ``"refuse"`` or ``"approve"``.
+    ``"refuse"``. ``untrusted_inputs``: what happens when the arguments of a call that changes
+or sends something repeat untrusted text seen in the session: ``"check"`` (refused),
+``"approve"`` (a person must approve) or ``"ignore"`` (``on_untrusted_input`` is its older
+name: ``"refuse"`` or ``"approve"``).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
-    outside ``as_user()``/``as_agent()``; ``strict`` refuses requests to unknown hosts (and,
-    with ``entitlements``, tools missing from the file); ``record`` writes what tools do to a
-    file, and ``entitlements`` holds tools to such a file.
+    outside ``as_user()``/``as_agent()``; ``unknown_host`` says what happens to a request to a
+    host no connection owns: ``"allow"`` (the default: it goes, and a write is audited with a
+    warning), ``"refuse_writes"`` or ``"refuse"``; ``strict`` means ``unknown_host="refuse"``
+    (and, with ``entitlements``, refuses tools missing from the file); ``strict_threads``
+    refuses requests sent while a call runs from a thread that belongs to no call (a pool
+    started before it); ``record`` writes what tools do to a file, and ``entitlements`` holds
+    tools to such a file.
     """
 
     def __init__(
@@ -80,10 +104,13 @@ class Toolkit:
         audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = None,
         on_refuse: Callable[[ToolRefused], Any] | None = None,
         exfiltration: str = "approve",
-        on_untrusted_input: str = "refuse",
+        on_untrusted_input: str | None = None,
+        untrusted_inputs: str | None = None,
         permissions: Any = None,
         act_as: str = "user",
         strict: bool = False,
+        unknown_host: str = "allow",
+        strict_threads: bool = False,
         record: str | os.PathLike[str] | None = None,
         entitlements: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -94,10 +121,12 @@ class Toolkit:
         self.sinks: tuple[AuditSink, ...] = (LogSink(),)
         self.on_refuse: Callable[[ToolRefused], Any] | None = None
         self.exfiltration = "approve"
-        self.on_untrusted_input = "refuse"
+        self.untrusted_inputs = "check"
         self.permissions: Any = None
         self.act_as = "user"
         self.strict = False
+        self.unknown_host = "allow"
+        self.strict_threads = False
         self.recorder: Recorder | None = None
         self.entitlements: Entitlements | None = None
         self._router: Router | None = None
@@ -110,9 +139,12 @@ class Toolkit:
             on_refuse=on_refuse,
             exfiltration=exfiltration,
             on_untrusted_input=on_untrusted_input,
+            untrusted_inputs=untrusted_inputs,
             permissions=permissions,
             act_as=act_as,
             strict=strict,
+            unknown_host=unknown_host,
+            strict_threads=strict_threads,
             record=record,
             entitlements=entitlements,
         )
@@ -127,10 +159,13 @@ class Toolkit:
         audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = _UNSET,
         on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
         exfiltration: str = _UNSET,
-        on_untrusted_input: str = _UNSET,
+        on_untrusted_input: str | None = _UNSET,
+        untrusted_inputs: str | None = _UNSET,
         permissions: Any = _UNSET,
         act_as: str = _UNSET,
         strict: bool = _UNSET,
+        unknown_host: str = _UNSET,
+        strict_threads: bool = _UNSET,
         record: str | os.PathLike[str] | None = _UNSET,
         entitlements: str | os.PathLike[str] | None = _UNSET,
     ) -> Toolkit:
@@ -165,15 +200,27 @@ class Toolkit:
         if exfiltration is not _UNSET:
             _check_mode("exfiltration", exfiltration)
             self.exfiltration = exfiltration
-        if on_untrusted_input is not _UNSET:
-            _check_mode("on_untrusted_input", on_untrusted_input)
-            self.on_untrusted_input = on_untrusted_input
+        if untrusted_inputs is not _UNSET or on_untrusted_input is not _UNSET:
+            mode = _untrusted_mode(
+                None if untrusted_inputs is _UNSET else untrusted_inputs,
+                None if on_untrusted_input is _UNSET else on_untrusted_input,
+            )
+            self.untrusted_inputs = mode or "check"
         if act_as is not _UNSET:
             if act_as not in ("user", "agent"):
                 raise ValueError(f"act_as must be 'user' or 'agent', not {act_as!r}")
             self.act_as = act_as
         if strict is not _UNSET:
             self.strict = bool(strict)
+            if self.strict:
+                self.unknown_host = "refuse"
+        if unknown_host is not _UNSET:
+            _check_mode("unknown_host", unknown_host)
+            self.unknown_host = unknown_host
+            if unknown_host != "refuse" and strict is _UNSET:
+                self.strict = False
+        if strict_threads is not _UNSET:
+            self.strict_threads = bool(strict_threads)
         if record is not _UNSET:
             self.recorder = None if record is None else Recorder(record)
         if entitlements is not _UNSET:
@@ -263,6 +310,7 @@ def _secure(
     untrusted_output: bool = False,
     sends_out: bool = False,
     on_untrusted_input: str | None = None,
+    untrusted_inputs: str | None = None,
     exfiltration: str | None = None,
     resources: ScopeRule | None = None,
     on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
@@ -276,7 +324,7 @@ def _secure(
         raise ValueError(
             f"effect must be a name like 'read', 'write' or 'destructive', not {effect!r}"
         )
-    _check_mode("on_untrusted_input", on_untrusted_input)
+    untrusted_mode = _untrusted_mode(untrusted_inputs, on_untrusted_input)
     _check_mode("exfiltration", exfiltration)
     if limit is not None:
         _caps("limit", {"": limit})
@@ -325,7 +373,7 @@ def _secure(
         reads_private=reads_private,
         untrusted_output=untrusted_output,
         sends_out=sends_out,
-        on_untrusted_input=on_untrusted_input,
+        untrusted_inputs=untrusted_mode,
         exfiltration=exfiltration,
         resources=None if resources is None else compile_scope(resources),
     )
@@ -389,7 +437,7 @@ def secured_tool(
     ``permission_check``), ``approve=True`` or a rule ``(call) -> reason | None``,
     ``preview=(call) -> str``, ``credential="name"`` (injected as the keyword-only
     ``credential`` parameter), ``reads_private``, ``untrusted_output``, ``sends_out``,
-    ``on_untrusted_input``, ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool
+    ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``), ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool
     decorator applied on top; a refusal then becomes the tool's result unless ``on_refuse``
     says otherwise), ``resources=`` (globs on what the body's requests act on), ``name``.
     """
