@@ -27,7 +27,8 @@ from toolpass.toolkit.errors import ToolError, ToolRefused
 from toolpass.toolkit.redact import contains, redact, usable
 from toolpass.toolkit.session import Session, _current
 from toolpass.toolkit.spec import ToolCall, ToolSpec
-from toolpass.toolkit.untrusted import fence, strings_in
+from toolpass.toolkit.untrusted import fence
+from toolpass.toolkit.walk import strings_in
 
 if TYPE_CHECKING:
     from toolpass.toolkit.toolkit import Toolkit

@@ -7,7 +7,6 @@ import secrets
 import threading
 import unicodedata
 from collections.abc import Iterator
-from typing import Any
 
 #: How many consecutive words of untrusted text in an argument count as repeating it.
 WINDOW = 6
@@ -66,30 +65,6 @@ class UntrustedIndex:
         if runs.isdisjoint(map(hash, _runs(words))):  # the usual case, at C speed
             return None
         return next(" ".join(run) for run in _runs(words) if hash(run) in runs)
-
-
-def _text_of(value: Any) -> str:
-    try:
-        return repr(value)
-    except RecursionError:
-        return ""
-
-
-def strings_in(value: Any, _depth: int = 0) -> Iterator[str]:
-    """Every string inside ``value`` (containers searched, keys included)."""
-    if isinstance(value, str):
-        yield value
-    elif _depth > 20:  # nested past reason: search its text as a whole, never skip it
-        yield _text_of(value)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from strings_in(k, _depth + 1)
-            yield from strings_in(v, _depth + 1)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for v in value:
-            yield from strings_in(v, _depth + 1)
-    elif isinstance(value, (bytes, bytearray)):
-        yield bytes(value).decode("utf-8", "replace")
 
 
 # Fencing. The id is new for every fence, so text inside cannot know it and close the fence
