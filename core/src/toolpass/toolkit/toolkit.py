@@ -437,9 +437,10 @@ def secured_tool(
     ``permission_check``), ``approve=True`` or a rule ``(call) -> reason | None``,
     ``preview=(call) -> str``, ``credential="name"`` (injected as the keyword-only
     ``credential`` parameter), ``reads_private``, ``untrusted_output``, ``sends_out``,
-    ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``), ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool
-    decorator applied on top; a refusal then becomes the tool's result unless ``on_refuse``
-    says otherwise), ``resources=`` (globs on what the body's requests act on), ``name``.
+    ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``), ``exfiltration``,
+    ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on top; a refusal then
+    becomes the tool's result unless ``on_refuse`` says otherwise), ``resources=`` (globs on
+    what the body's requests act on), ``name``.
     """
     return (toolkit or default_toolkit).secured_tool(fn, **options)
 
