@@ -6,9 +6,13 @@ sentence the model can act on (the pipeline shows it as ``invalid_arguments``).
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
 import posixpath
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from toolpass.rules.scope import escapes
@@ -16,17 +20,49 @@ from toolpass.rules.scope import escapes
 Validator = Callable[[Any], bool]
 
 
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def _finite(value: Any) -> bool:
+    if isinstance(value, numbers.Integral):
+        return True
+    if isinstance(value, Decimal):
+        return value.is_finite()
+    try:
+        return math.isfinite(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _number(value: Any) -> Any:
+    """``value`` if it is a finite real number (an int, a float, a ``Decimal``, a
+    ``numbers.Real``); ``ValueError`` otherwise. Compared as it is, never through a float,
+    so a big int or a precise ``Decimal`` does not round to the limit."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
         raise ValueError(f"must be a number, not {type(value).__name__}")
-    return float(value)
+    if not _finite(value):
+        raise ValueError(f"must be a finite number, not {value}")
+    return value
+
+
+def _limit(limit: Any) -> Any:
+    try:
+        return _number(limit)
+    except ValueError as e:
+        raise ValueError(f"a numeric limit {e}") from None
+
+
+def _beyond(value: Any, limit: Any, past: Callable[[Any, Any], Any]) -> bool:
+    """``past(value, limit)`` for a finite number ``value`` (``operator.gt``: above it)."""
+    try:
+        return bool(past(_number(value), limit))
+    except TypeError:
+        raise ValueError(f"must be a number comparable with {limit}") from None
 
 
 def at_most(limit: float) -> Validator:
-    """A number no greater than ``limit``."""
+    """A finite number no greater than ``limit``."""
+    limit = _limit(limit)
 
     def check(value: Any) -> bool:
-        if _number(value) > limit:
+        if _beyond(value, limit, operator.gt):
             raise ValueError(f"must be at most {limit}")
         return True
 
@@ -34,10 +70,11 @@ def at_most(limit: float) -> Validator:
 
 
 def at_least(limit: float) -> Validator:
-    """A number no smaller than ``limit``."""
+    """A finite number no smaller than ``limit``."""
+    limit = _limit(limit)
 
     def check(value: Any) -> bool:
-        if _number(value) < limit:
+        if _beyond(value, limit, operator.lt):
             raise ValueError(f"must be at least {limit}")
         return True
 
