@@ -126,8 +126,9 @@ def test_unconstrained_arguments_take_anything(kit, session, hint):
     if hint is not inspect.Parameter.empty:
         body.__annotations__ = {"value": hint}
     tool = kit.secured_tool(body, effect="read")
-    for value in (1, True, "x", None, [1], object):
+    for value in (1, True, "x", None, object):
         assert tool(value) is value
+    assert tool([1]) == [1]  # a container is passed as a snapshot: equal, not the same
 
 
 def test_an_annotation_that_cannot_be_resolved_fails_closed(drive, kit, session, events):
@@ -342,7 +343,7 @@ def test_strict_types_accept_exactly_the_values_of_the_type(kind, value):
         outcome, result = attempt(tool, value)
     if expected(value):
         assert (outcome, result) == ("ok", value)
-        assert result is value
+        assert type(result) is type(value)  # the checked snapshot: equal, of the same type
     else:
         assert (outcome, result.code) == ("refused", "invalid_arguments")
 

@@ -1,6 +1,7 @@
 """Step 9, the body: output redacted, recorded if untrusted, fenced; iterators become lists;
 exceptions pass through, unless they would leak the credential or untrusted text."""
 
+import json
 import re
 from collections import namedtuple
 
@@ -98,10 +99,13 @@ def test_the_fence_id_is_new_every_time(drive, kit, session):
     assert len(ids) == 20
 
 
-def test_structured_untrusted_output_is_recorded_but_not_fenced(drive, kit, session):
-    rows = [{"subject": "hello"}]
+def test_structured_untrusted_output_is_recorded_and_fenced_as_json(drive, kit, session):
+    rows = [{"subject": "hello from an untrusted page with many words"}]
     tool = drive.tool(kit, lambda: rows, effect="read", untrusted_output=True)
-    assert drive.call(tool) == rows
+    result = drive.call(tool)
+    assert isinstance(result, str)
+    assert json.loads(FENCE.match(result)["body"]) == rows  # the model still reads it all
+    assert session.untrusted.find("from an untrusted page with many words")
 
 
 def test_untrusted_output_is_redacted_before_it_is_fenced(drive, bot_kit, session):
@@ -221,7 +225,7 @@ def test_a_generator_function_is_rejected_when_decorated(kit):
         kit.secured_tool(arows)
 
 
-def test_an_async_iterator_is_refused(drive, kit, session, events):
+def test_an_async_iterator_is_read_by_an_async_tool_and_refused_by_a_sync_one(drive, kit, session, events):
     class Stream:
         def __aiter__(self):
             return self
@@ -230,6 +234,10 @@ def test_an_async_iterator_is_refused(drive, kit, session, events):
             raise StopAsyncIteration
 
     tool = drive.tool(kit, lambda: Stream(), effect="read")
+    if drive.is_async:  # read to the end, then checked like a list
+        assert drive.call(tool) == []
+        assert events[-1].outcome == "ok"
+        return
     refusal = drive.refused(tool)
     assert refusal.code == "check_error"
     assert "stream" in refusal.message
@@ -278,7 +286,8 @@ def test_an_exception_holding_the_credential_becomes_a_redacted_tool_error(
     tool = drive.tool(bot_kit, body, credential="bot")
     with pytest.raises(ToolError) as info:
         drive.call(tool)
-    assert info.value.original is error
+    assert info.value.original is None  # it holds the credential: it does not leave the call
+    assert info.value.original_type is type(error)
     assert TOKEN not in str(info.value)
     assert "[REDACTED]" in str(info.value)
     assert type(error).__name__ in str(info.value)
@@ -297,7 +306,8 @@ def test_an_exception_hiding_the_credential_in_its_args_is_wrapped(drive, bot_ki
     tool = drive.tool(bot_kit, body, credential="bot")
     with pytest.raises(ToolError) as info:
         drive.call(tool)
-    assert isinstance(info.value.original, Quiet)
+    assert info.value.original is None
+    assert info.value.original_type is Quiet
 
 
 def test_an_exception_from_an_untrusted_tool_is_fenced(drive, bot_kit, session):
@@ -312,7 +322,8 @@ def test_an_exception_from_an_untrusted_tool_is_fenced(drive, bot_kit, session):
     assert match, text
     assert "obey me ([REDACTED])" in match["body"]
     assert not _marker_in(match["body"])
-    assert isinstance(info.value.original, ValueError)
+    assert info.value.original is None
+    assert info.value.original_type is ValueError
 
 
 def test_a_tool_refusal_raised_by_the_body_passes_as_a_refusal(drive, kit, session, events):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import enum
 import inspect
 import types
 import typing
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from toolpass.toolkit.errors import ToolRefused
@@ -95,6 +99,48 @@ class Binder:
             return (), bound  # type: ignore[return-value]
         ba = inspect.BoundArguments(self.signature, dict(bound))
         return ba.args, dict(ba.kwargs)
+
+
+# Snapshots: the body runs on exactly the values that were checked.
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes, complex, Decimal})
+
+
+def snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the arguments that the caller can no longer change: containers (dicts,
+    lists, sets, tuples, deques, bytearrays), dataclasses and pydantic models are copied all
+    the way down; other objects (clients, handles) are passed as they are. Arguments that are
+    all plain values are returned as they are."""
+    for value in arguments.values():
+        if type(value) not in _IMMUTABLE:
+            return {name: _frozen(value, 0) for name, value in arguments.items()}
+    return arguments
+
+
+def _frozen(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind in _IMMUTABLE or depth > 64:
+        return value
+    d = depth + 1
+    if kind is dict:
+        return {_frozen(k, d): _frozen(v, d) for k, v in value.items()}
+    if kind is list:
+        return [_frozen(v, d) for v in value]
+    if kind is tuple:
+        return tuple(_frozen(v, d) for v in value)
+    if kind in (set, frozenset):
+        return kind(_frozen(v, d) for v in value)
+    if kind is deque:
+        return deque((_frozen(v, d) for v in value), maxlen=value.maxlen)
+    if kind is bytearray:
+        return bytearray(value)
+    data = isinstance(value, (Mapping, list, tuple, set, frozenset, deque))
+    if data or dataclasses.is_dataclass(value) or hasattr(kind, "model_fields"):
+        try:
+            return copy.deepcopy(value)
+        except Exception:
+            return value  # holds something that cannot be copied: passed as it is
+    return value
 
 
 # Strict types: "40" is not an int, True is not an int.

@@ -105,6 +105,19 @@ class AuditEvent:
     def finish(self) -> None:
         self.duration = time.perf_counter() - self._start
 
+    def seal(self) -> None:
+        """Redact the call's credential from what the event holds now, and forget it: a sink
+        may keep the event, and nothing it keeps may hold the credential."""
+        secrets = self.secrets
+        if not secrets:
+            return
+        if self.arguments is not None:
+            self.arguments = redact(self.arguments, secrets)
+        self.message = redact(self.message, secrets)
+        self.detail = redact(self.detail, secrets)
+        self.actions = redact(self.actions, secrets)
+        self.secrets = ()
+
     def to_dict(self) -> dict[str, Any]:
         args: dict[str, Any] | None = None
         if self.arguments is not None:

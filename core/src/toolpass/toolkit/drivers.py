@@ -57,6 +57,11 @@ def run_sync(gen: Generator[Step, Any, Any]) -> Any:
             hook = gen.send(value) if error is None else gen.throw(error)
         except StopIteration as stop:
             return stop.value
+        except BaseException:
+            # The traceback keeps this frame: keep nothing of the last step in it (the
+            # body's keyword arguments hold the credential).
+            hook = value = error = fn = args = kwargs = None
+            raise
         error = None
         fn, args, kwargs = hook[0], hook[1], hook[2]
         try:
@@ -82,6 +87,9 @@ async def run_async(gen: Generator[Step, Any, Any]) -> Any:
             hook = gen.send(value) if error is None else gen.throw(error)
         except StopIteration as stop:
             return stop.value
+        except BaseException:
+            hook = value = error = fn = args = kwargs = afn = None  # as in ``run_sync``
+            raise
         error = None
         fn, args, kwargs, afn, inline = hook
         try:

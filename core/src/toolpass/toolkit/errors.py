@@ -73,13 +73,22 @@ class ApprovalPending(ToolRefused):
 class ToolError(Exception):
     """A tool body's exception, redacted (and fenced when its text is untrusted).
 
-    The original exception is on ``.original``; ``__cause__`` is deliberately not set, so
-    its text cannot leak through a traceback rendered for the model.
+    ``original`` is the body's exception when it carried no secret (None when it did: it
+    must not leave the call); ``original_type`` is its class either way. Neither
+    ``__cause__`` nor ``__context__`` is set, so a traceback rendered for the model shows
+    nothing of the original.
     """
 
-    def __init__(self, message: str, original: BaseException) -> None:
+    def __init__(
+        self,
+        message: str,
+        original: BaseException | None,
+        *,
+        original_type: type[BaseException] | None = None,
+    ) -> None:
         super().__init__(message)
         self.original = original
+        self.original_type = original_type or (type(original) if original is not None else None)
 
 
 class ActionRefused(ToolRefused):

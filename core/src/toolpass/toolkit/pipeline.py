@@ -10,7 +10,9 @@ between the two.
 
 from __future__ import annotations
 
+import json
 import logging
+import traceback
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,16 +21,16 @@ from toolpass.intercept.context import CallScope
 from toolpass.intercept.entitlements import EntitledCheck, entitled_user_actions, entitlement
 from toolpass.rules.secrets import find_secret
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending
-from toolpass.toolkit.arguments import invalid, show, type_name
+from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import refusal, verdict
 from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, AsyncHookError, Hook, Step
 from toolpass.toolkit.errors import ToolError, ToolRefused
-from toolpass.toolkit.redact import contains, redact, usable
+from toolpass.toolkit.redact import contains, leaks, redact, usable
 from toolpass.toolkit.session import Session, _current
 from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.untrusted import fence
-from toolpass.toolkit.walk import strings_in
+from toolpass.toolkit.walk import non_finite, plain, strings_in
 
 if TYPE_CHECKING:
     from toolpass.toolkit.toolkit import Toolkit
@@ -98,7 +100,8 @@ def steps(
         if spec.credential is not None and "credential" in kwargs:
             # Only toolpass passes it; a ``**kwargs`` parameter must not take it in.
             raise invalid("Unexpected argument 'credential'")
-        arguments = spec.binder.bind(args, kwargs)
+        # Checked once, on a copy the caller can no longer change; the body gets the same.
+        arguments = snapshot(spec.binder.bind(args, kwargs))
         event.arguments = arguments
         try:
             types = spec.types
@@ -111,6 +114,9 @@ def steps(
                     f"Argument {name!r} must be {type_name(hint)}, not "
                     f"{type(value).__name__} {show(value)}"
                 )
+        for name, value in arguments.items():
+            if non_finite(value):
+                raise invalid(f"Argument {name!r} must be a finite number, not {show(value)}")
         for name, validator in spec.validators:
             try:
                 ok = yield Hook(validator, (arguments[name],), inline=True)
@@ -214,14 +220,14 @@ def steps(
                     "Tell the user; they can send it themselves.",
                 )
             reasons.append(EXFILTRATION_REASON)
-        if spec.sends_out and (secret := _secret_in(arguments)) is not None:
+        if spec.sends_out and (carried := _secret_in(arguments)) is not None:
             if (spec.exfiltration or kit.exfiltration) == "refuse":
                 raise ToolRefused(
                     "exfiltration",
-                    f"The arguments carry what looks like {secret}, and this tool sends data "
+                    f"The arguments carry what looks like {carried}, and this tool sends data "
                     "out, so it was not sent. Never send credentials; tell the user.",
                 )
-            reasons.append(f"its arguments carry what looks like {secret}")
+            reasons.append(f"its arguments carry what looks like {carried}")
         if spec.approve is True:
             reasons.append("this tool always needs approval")
         elif spec.approve:
@@ -239,14 +245,13 @@ def steps(
         # A person who approved sending data out approved it for the body's requests too.
         exfiltration_approved = EXFILTRATION_REASON in reasons
 
-        # 8. Credential, fetched only now.
+        # 8. Credential, fetched only now (held in no local of its own, see ``_forget``).
         fn, call_args, call_kwargs = spec.fn, *spec.binder.call_args(arguments)
         if body is not None:
             fn, call_args, call_kwargs = body, (), {}
         if spec.credential is not None:
-            secret = yield from _credential(kit, spec.credential)
-            event.secrets = usable((secret,))
-            call_kwargs = {**call_kwargs, "credential": secret}
+            call_kwargs = {**call_kwargs, "credential": (yield from _credential(kit, spec.credential))}
+            event.secrets = usable((call_kwargs["credential"],))
 
         # 9. The body. From here the slot and the approval are spent.
         if grant is not None:
@@ -262,28 +267,34 @@ def steps(
             scope = CallScope(spec, session, kit, event, arguments, exfiltration_approved)
             scope.entitled, scope.effect = entitled, effect
             entered = intercept_context.enter(scope)
+        failure: BaseException | None = None
         try:
-            try:
-                result = yield (fn, call_args, call_kwargs, None, True)
-            finally:
-                if scope is not None:
-                    intercept_context.leave(entered)
-                    if kit.recorder is not None:
-                        _record(kit, spec, arguments, event)
-            if scope is not None and scope.refused is not None:
-                raise scope.refused  # a refused request decides the call, caught or not
-            untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
-            result = _output(spec, session, result, event.secrets, untrusted)
-        except ToolRefused:
-            raise
+            result = yield (fn, call_args, call_kwargs, None, True)
         except Exception as exc:
-            if scope is not None and scope.refused is not None:
-                raise scope.refused from None
-            untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
-            wrapped = _body_error(session, exc, event.secrets, untrusted)
+            failure = exc
+        finally:
+            call_kwargs = NO_KWARGS  # the credential leaves this frame with the body
+            if scope is not None:
+                intercept_context.leave(entered)
+                if kit.recorder is not None:
+                    _record(kit, spec, arguments, event)
+        # Raised out here, not in an ``except`` block, so no exception holding the
+        # credential or untrusted text rides along as ``__context__``.
+        if scope is not None and scope.refused is not None:
+            failure = None
+            raise scope.refused  # a refused request decides the call, caught or not
+        untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
+        if failure is not None:
+            if isinstance(failure, ToolRefused):
+                raise _redacted_refusal(failure, event.secrets)
+            wrapped = _body_error(session, failure, event.secrets, untrusted)
             if wrapped is None:
-                raise
-            raise wrapped from None
+                raise failure
+            failure = None
+            raise wrapped
+        if isinstance(result, AsyncIterator):
+            result = yield Hook(_collect, (result,), afn=_acollect)
+        result = _output(spec, session, result, event.secrets, untrusted)
         event.outcome = "ok"
         return result
     except ToolRefused as refused:
@@ -311,6 +322,7 @@ def steps(
         if grant is not None:
             grant.release()
         event.finish()
+        event.seal()  # redacted now: the credential is forgotten before sinks keep the event
         emit(event, kit.sinks)
 
 
@@ -451,39 +463,101 @@ def _unavailable(name: str, detail: str) -> ToolRefused:
     )
 
 
+def _collect(stream: Any) -> Any:
+    raise ToolRefused(
+        "check_error",
+        "The tool returned a stream that toolpass cannot check here. Tell the user.",
+        detail="a sync tool returned an async iterator; return a list instead",
+    )
+
+
+async def _acollect(stream: AsyncIterator[Any]) -> list[Any]:
+    """An async tool's stream, read to the end so it can be checked as a whole."""
+    return [item async for item in stream]
+
+
 def _output(
     spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...], untrusted: bool
 ) -> Any:
     if type(result) in PLAIN and not secrets and not untrusted:
         return result
-    if isinstance(result, AsyncIterator):
-        raise ToolRefused(
-            "check_error",
-            "The tool returned a stream that toolpass cannot check. Tell the user.",
-            detail="an async iterator was returned; return a list instead",
-        )
     if isinstance(result, Iterator):
-        result = list(result)
+        result = list(result)  # a generator's chunks, checked (and joined) as a whole
     if secrets:
         result = redact(result, secrets)
     if untrusted:
         for text in strings_in(result):
             session.record_untrusted(text)
-        if isinstance(result, str):
-            result = fence(result, spec.name)
+        result = fence(result if isinstance(result, str) else readable(result), spec.name)
     return result
+
+
+def readable(value: Any) -> str:
+    """Any result as text the model reads: bytes decoded, data as JSON, the rest as repr."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return json.dumps(plain(value), ensure_ascii=False, default=repr)
+
+
+def _redacted_refusal(refused: ToolRefused, secrets: tuple[str, ...]) -> ToolRefused:
+    """A refusal raised by the body, without the credential in what it says."""
+    if not secrets or not leaks((refused.message, refused.detail), secrets):
+        return refused
+    copy = ToolRefused(
+        refused.code,
+        redact(refused.message, secrets),
+        detail=redact(refused.detail, secrets),
+    )
+    return copy
 
 
 def _body_error(
     session: Session, exc: Exception, secrets: tuple[str, ...], untrusted: bool
 ) -> ToolError | None:
-    """The body's exception as a redacted (and fenced) ``ToolError``, or None to pass it on."""
-    text = f"{type(exc).__name__}: {exc}"
-    leaks = bool(secrets) and (contains(text, secrets) or contains(repr(exc.args), secrets))
-    if not (leaks or untrusted):
+    """The body's exception as a redacted (and fenced) ``ToolError``, or None to pass it on.
+
+    With a credential in play the whole exception is searched: its chain (cause and
+    context), notes, arguments, attributes and traceback text. An exception that carries it
+    anywhere is not passed on at all (``ToolError.original`` is None; its type is kept), and
+    the frames of one that is passed on are cleared of their local variables.
+    """
+    leaked = bool(secrets) and _chain_leaks(exc, secrets)
+    if secrets and not leaked:
+        _clear_frames(exc)
+    if not (leaked or untrusted):
         return None
-    message = redact(text, secrets)
+    message = redact(f"{type(exc).__name__}: {exc}", secrets)
     if untrusted:
         session.record_untrusted(message)
         message = fence(message)
-    return ToolError(message, exc)
+    if leaked:
+        _clear_frames(exc)
+    return ToolError(message, None if leaked else exc, original_type=type(exc))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    todo = [exc]
+    while todo and len(found) < 100:
+        current = todo.pop()
+        if any(current is seen for seen in found):
+            continue
+        found.append(current)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        todo.extend(e for e in getattr(current, "exceptions", ()) if isinstance(e, BaseException))
+    return found
+
+
+def _chain_leaks(exc: BaseException, secrets: tuple[str, ...]) -> bool:
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:
+        return True  # cannot be rendered, so cannot be vouched for
+    return contains(text, secrets) or leaks(exc, secrets)
+
+
+def _clear_frames(exc: BaseException) -> None:
+    """Drop the local variables of the finished frames an exception's tracebacks hold: the
+    body's own frame holds the credential it was given."""
+    for each in _chain(exc):
+        traceback.clear_frames(each.__traceback__)
