@@ -1,9 +1,11 @@
-"""Step 2, scope rules: globs (``*`` never crosses ``/``), lists of globs, predicates.
+"""Step 2, scope rules: globs (``*`` is zero or more characters and never crosses ``/``),
+lists of globs, predicates.
 
 A value that escapes its scope (``..``, a second segment, a control character) is
 ``out_of_scope``. Property tests throw hostile strings at the globs.
 """
 
+import fnmatch
 import unicodedata
 
 import pytest
@@ -19,9 +21,8 @@ PROPERTY = settings(deadline=None, database=None, max_examples=500)
     [
         (
             "acme/gitops-*",
-            ["acme/gitops-prod", "acme/gitops-a.b"],
+            ["acme/gitops-prod", "acme/gitops-a.b", "acme/gitops-"],  # `*` may match nothing
             [
-                "acme/gitops-",  # `*` matches one or more characters
                 "acme/gitops-prod/extra",  # a second segment
                 "acme/gitops-prod/..",
                 "acme/gitops-../x",
@@ -41,6 +42,7 @@ PROPERTY = settings(deadline=None, database=None, max_examples=500)
         (
             "acme/*",
             ["acme/x"],
+            # a segment that is only `*` names a whole segment, never an empty one
             ["acme/..", "acme/.", "acme/", "acme/x/y", "acme/../etc", "acme/\u2025"],
         ),
         ("notes/?.md", ["notes/a.md"], ["notes/ab.md", "notes//.md", "notes/.md"]),
@@ -195,18 +197,14 @@ def test_star_matches_exactly_the_plain_single_segments(value):
 @PROPERTY
 @given(
     prefix=st.text(alphabet="abc-", min_size=1, max_size=4),
-    value=st.text(alphabet="abc-/.", max_size=10),
+    rest=st.text(alphabet="abc-/.", max_size=10),
 )
-def test_a_glob_matches_like_a_path_pattern(prefix, value):
-    """Against plain ASCII, ``prefix*`` matches exactly one segment starting with prefix."""
-    glob = f"org/{prefix}*"
-    expected = (
-        value.startswith(f"org/{prefix}")
-        and len(value) > len(f"org/{prefix}")  # `*` matches one or more characters
-        and value.count("/") == 1
-        and value.split("/")[1] not in (".", "..")
-    )
-    assert compile_scope(glob)(value) == expected
+def test_a_glob_matches_like_a_path_pattern(prefix, rest):
+    """Against plain ASCII, ``prefix*`` matches exactly one segment starting with prefix
+    (the prefix alone too: ``*`` may match nothing)."""
+    for name in (rest, prefix + rest):
+        expected = name.startswith(prefix) and "/" not in name and name not in (".", "..")
+        assert compile_scope(f"org/{prefix}*")(f"org/{name}") == expected
 
 
 @PROPERTY
@@ -218,3 +216,42 @@ def test_a_list_value_passes_only_if_every_item_does(rule, items):
     matcher = compile_scope(rule)
     each = [any(compile_scope(g)(v) for g in rule) for v in items]
     assert matcher(items) == all(each)
+
+
+def fnmatch_by_segment(glob: str, value: str) -> bool:
+    """The reference: fnmatch, one segment at a time (so nothing crosses ``/``); a segment
+    that is only ``*`` needs a non-empty segment, and ``.``/``..`` segments never pass."""
+    globs, values = glob.split("/"), value.split("/")
+    return len(globs) == len(values) and all(
+        fnmatch.fnmatchcase(v, g)
+        and (v != "" or g.strip("*") != "" or g == "")
+        and v not in (".", "..")
+        for g, v in zip(globs, values, strict=False)
+    )
+
+
+@st.composite
+def glob_and_value(draw):
+    """A glob of plain characters, ``*`` and ``?``, and a value that often matches it:
+    each ``*`` filled with zero or more characters, each ``?`` with one (sometimes a ``/``)."""
+    glob = draw(
+        st.text(alphabet="ab.-*?/", min_size=1, max_size=10).filter(lambda g: "**" not in g)
+    )
+    fill = st.text(alphabet="ab.-x*?", max_size=3)
+    parts = []
+    for c in glob:
+        if c == "*":
+            parts.append(draw(st.one_of(fill, st.just("/"))))
+        elif c == "?":
+            parts.append(draw(st.sampled_from(["a", ".", "*", "/", ""])))
+        else:
+            parts.append(c)
+    value = draw(st.one_of(st.just("".join(parts)), st.text(alphabet="ab.-/x*?", max_size=12)))
+    return glob, value
+
+
+@PROPERTY
+@given(glob_and_value())
+def test_a_glob_matches_like_fnmatch_within_each_segment(case):
+    glob, value = case
+    assert compile_scope(glob)(value) == fnmatch_by_segment(glob, value)

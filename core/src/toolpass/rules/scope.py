@@ -44,25 +44,26 @@ def escapes(text: str) -> bool:
 
 
 def glob_to_regex(glob: str) -> re.Pattern[str]:
-    """Compile a glob: ``*`` (one or more characters) and ``?`` never cross ``/``; ``**``
-    matches across segments."""
+    """Compile a glob: ``*`` is zero or more characters and ``?`` exactly one, neither
+    crossing ``/``; ``**`` crosses segments. A segment that is only ``*`` names a whole
+    segment, which is never empty (``acme/*`` does not match ``acme/``)."""
+    return re.compile("/".join(_segment_regex(seg) for seg in glob.split("/")), re.DOTALL)
+
+
+def _segment_regex(segment: str) -> str:
+    if segment and not segment.strip("*") and "**" not in segment:
+        return "[^/]+"
     out: list[str] = []
     i = 0
-    while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**", i):
+    while i < len(segment):
+        if segment.startswith("**", i):
             out.append(".*")
             i += 2
-        elif c == "*":
-            out.append("[^/]+")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out), re.DOTALL)
+            continue
+        c = segment[i]
+        out.append("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c))
+        i += 1
+    return "".join(out)
 
 
 def _glob_matcher(glob: str) -> Matcher:
