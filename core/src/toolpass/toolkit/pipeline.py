@@ -286,7 +286,11 @@ def steps(
         untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
         if failure is not None:
             if isinstance(failure, ToolRefused):
-                raise _redacted_refusal(failure, event.secrets)
+                refused = _redacted_refusal(failure, event.secrets)
+                if refused is not failure:
+                    _clear_frames(failure)
+                failure = None
+                raise refused
             wrapped = _body_error(session, failure, event.secrets, untrusted)
             if wrapped is None:
                 raise failure
@@ -503,12 +507,9 @@ def _redacted_refusal(refused: ToolRefused, secrets: tuple[str, ...]) -> ToolRef
     """A refusal raised by the body, without the credential in what it says."""
     if not secrets or not leaks((refused.message, refused.detail), secrets):
         return refused
-    copy = ToolRefused(
-        refused.code,
-        redact(refused.message, secrets),
-        detail=redact(refused.detail, secrets),
+    return ToolRefused(
+        refused.code, redact(refused.message, secrets), detail=redact(refused.detail, secrets)
     )
-    return copy
 
 
 def _body_error(
