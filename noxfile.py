@@ -126,6 +126,8 @@ def typecheck(session: nox.Session) -> None:
         "urllib3>=2",
         "httpx>=0.27",
         "aiohttp>=3.9",
+        "websocket-client>=1.6",
+        "websockets>=14",
     )
     session.run("mypy", "--strict", "core/src/toolpass")
     session.install("-e", "packages/server", "-e", "packages/pytest-toolpass")

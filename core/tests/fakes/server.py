@@ -242,9 +242,21 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = 30
 
+    def _body(self) -> bytes:
+        """The request body, sent with a Content-Length or chunked."""
+        if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
+        chunks = []
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+        while self.rfile.readline().strip():  # trailers, up to the blank line
+            pass
+        return b"".join(chunks)
+
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        body = self._body()
         parts = urlsplit(self.path)
         request = Request(
             self.command,

@@ -1,8 +1,12 @@
-"""The one entry point every client hook calls, sync or async."""
+"""The one entry point every client hook calls, sync or async, and the body reading the
+hooks share: a stream is read up to ``BODY_LIMIT`` for the check and then sent as it was."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+import itertools
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from toolpass.intercept import context
@@ -13,6 +17,12 @@ if TYPE_CHECKING:
 
 #: The toolkit that installed the hooks last: its sinks hear requests no call owns.
 installed_by: list[Toolkit] = []
+#: While a hooked layer sends a request it checked: what identifies that request to the
+#: hooked layer below it (a connection, an extensions dict), so that layer does not check it
+#: again, while any other request (one a body's generator sends, say) is still checked.
+checked_above: ContextVar[object | None] = ContextVar("toolpass_checked_above", default=None)
+#: A streamed body is read this far for the check; past it, the check sees ``None``.
+BODY_LIMIT = 16 * 1024 * 1024
 
 
 def _kit() -> Toolkit | None:
@@ -38,7 +48,7 @@ def _ask(q: Question) -> tuple[Any, ...]:
 
 def check(method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None) -> None:
     """Check a request about to be sent; raises ``ActionRefused`` when it may not go."""
-    found = _question(method, url, headers, body)
+    found = _question(method, _http(url), headers, body)
     if found is not None:
         kit, q = found
         try:
@@ -52,7 +62,7 @@ async def acheck(
     method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None
 ) -> None:
     """``check`` for async clients: the engine is asked without blocking the loop."""
-    found = _question(method, url, headers, body)
+    found = _question(method, _http(url), headers, body)
     if found is not None:
         kit, q = found
         try:
@@ -68,12 +78,95 @@ def _failed(exc: Exception) -> Any:
     return Decision.unknown(f"the permission engine failed: {type(exc).__name__}: {exc}")
 
 
-def as_bytes(body: object) -> bytes | None:
-    """A request body as bytes, or None when it is a stream that cannot be read safely."""
+def _http(url: str) -> str:
+    """A WebSocket URL as the http(s) URL its handshake is sent to (ws -> http, wss -> https)."""
+    scheme, colon, rest = url.partition(":")
+    if scheme.lower() in ("ws", "wss") and colon:
+        return f"http{scheme[2:]}:{rest}"
+    return url
+
+
+# --- bodies --------------------------------------------------------------------------------
+
+
+def peek(body: Any) -> tuple[bytes | None, Any]:
+    """``(what the check sees, what to send instead of body)``. Bytes and text are seen
+    whole; a seekable file is read up to ``BODY_LIMIT`` and put back where it was; any
+    other file or iterable is read up to the limit and replaced by a replay of the same
+    chunks followed by the rest. Past the limit, or for a body of no known kind, the check
+    sees ``None``; the bytes sent are always the ones the caller gave."""
     if body is None:
-        return b""
-    if isinstance(body, (bytes, bytearray, memoryview)):
-        return bytes(body)
+        return b"", None
+    if isinstance(body, bytes):
+        return body, body
     if isinstance(body, str):
-        return body.encode("utf-8")
-    return None
+        return body.encode("utf-8", "surrogateescape"), body
+    try:
+        view = memoryview(body)
+    except TypeError:
+        pass
+    else:
+        return (view.tobytes() if view.nbytes <= BODY_LIMIT else None), body
+    if hasattr(body, "read"):
+        return _peek_file(body)
+    if isinstance(body, Iterable):
+        return _peek_chunks(iter(body))
+    return None, body
+
+
+def _peek_file(file: Any) -> tuple[bytes | None, Any]:
+    seekable = getattr(file, "seekable", None)
+    if seekable is not None and seekable():
+        start = file.tell()
+        head = file.read(BODY_LIMIT + 1)
+        file.seek(start)
+        return _bounded(_as_bytes(head)), file
+    end = "" if isinstance(file, io.TextIOBase) else b""
+    return _peek_chunks(iter(lambda: file.read(65536), end))
+
+
+class Chunks(list[Any]):
+    """A body's chunks, read whole for the check, to send again: iterable sync and async."""
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        for chunk in self:
+            yield chunk
+
+
+def _peek_chunks(chunks: Iterator[Any]) -> tuple[bytes | None, Any]:
+    head = Chunks()
+    size = 0
+    for chunk in chunks:
+        head.append(chunk)
+        size += len(chunk)
+        if size > BODY_LIMIT:
+            return None, itertools.chain(head, chunks)
+    return b"".join(map(_as_bytes, head)), head
+
+
+async def apeek(body: AsyncIterable[Any]) -> tuple[bytes | None, AsyncIterable[Any]]:
+    """``peek`` for an async iterable: what the check sees, and a replay to send instead."""
+    chunks = aiter(body)
+    head = Chunks()
+    size = 0
+    async for chunk in chunks:
+        head.append(chunk)
+        size += len(chunk)
+        if size > BODY_LIMIT:
+            return None, _replay(head, chunks)
+    return b"".join(map(_as_bytes, head)), head
+
+
+async def _replay(head: list[Any], rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    for chunk in head:
+        yield chunk
+    async for chunk in rest:
+        yield chunk
+
+
+def _as_bytes(chunk: Any) -> bytes:
+    return chunk.encode("utf-8", "surrogateescape") if isinstance(chunk, str) else bytes(chunk)
+
+
+def _bounded(data: bytes) -> bytes | None:
+    return data if len(data) <= BODY_LIMIT else None

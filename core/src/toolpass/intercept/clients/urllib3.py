@@ -1,44 +1,50 @@
-"""urllib3 (and so requests, PyGithub, boto3, the kubernetes client):
-``HTTPConnectionPool.urlopen``, once per request and per redirect."""
+"""urllib3 (and so requests, PyGithub, boto3, the kubernetes client): the connection's
+``request``, which every pool, ``PoolManager`` and ``ProxyManager`` path (and every redirect
+and retry) ends in, and which a tool can also call itself."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
-from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.connection import HTTPConnection, HTTPSConnection
 
-from toolpass.intercept.check import as_bytes, check
-from toolpass.intercept.clients.stdlib import checked_above
+from toolpass.intercept.check import check, checked_above, peek
+from toolpass.intercept.clients import Patch
+from toolpass.intercept.clients.stdlib import url
 
-_original = HTTPConnectionPool.urlopen
-
-
-def _url(pool: HTTPConnectionPool, target: str) -> str:
-    if target.startswith(("http://", "https://")):
-        return target
-    return f"{pool.scheme}://{pool.host}:{pool.port}{target}"
+DISTRIBUTION = "urllib3"
+TESTED = ">=2,<3"
 
 
-def _urlopen(
-    self: HTTPConnectionPool,
-    method: str,
-    url: str,
-    body: Any = None,
-    headers: Any = None,
-    *args: Any,
-    **kw: Any,
-) -> Any:
-    check(method, _url(self, url), headers, as_bytes(body))
-    token = checked_above.set(True)
-    try:
-        return _original(self, method, url, body, headers, *args, **kw)
-    finally:
-        checked_above.reset(token)
+def _request(original: Any) -> Any:
+    def request(
+        self: HTTPConnection,
+        method: str,
+        target: str,
+        body: Any = None,
+        headers: Any = None,
+        *args: Any,
+        **kw: Any,
+    ) -> None:
+        seen, body = peek(body)
+        check(method, url(self, target, isinstance(self, HTTPSConnection)), headers, seen)
+        token = checked_above.set(self)
+        try:
+            original(self, method, target, body, headers, *args, **kw)
+        finally:
+            checked_above.reset(token)
+
+    return request
 
 
-def install() -> None:
-    HTTPConnectionPool.urlopen = _urlopen  # type: ignore[method-assign]
-
-
-def uninstall() -> None:
-    HTTPConnectionPool.urlopen = _original  # type: ignore[method-assign]
+def patches() -> list[Patch]:
+    params = ("self", "method", "url", "body", "headers")
+    found = [Patch(HTTPConnection, "request", _request, params)]
+    if importlib.util.find_spec("h2") is not None:  # urllib3's opt-in HTTP/2 connection
+        try:
+            from urllib3.http2.connection import HTTP2Connection
+        except ImportError:
+            return found
+        found.append(Patch(HTTP2Connection, "request", _request, params))
+    return found
