@@ -13,10 +13,12 @@ Speaks the documented wire shapes:
   ``ListGroupMembershipsForMember``, ``ListAccountAssignmentsForPrincipal``,
   ``DescribePermissionSet`` (``NextToken`` pagination);
 - container credentials (``GET /container-credentials``) and IMDSv2 (token + role);
-- S3 objects, path style (``PUT`` and ``GET /<bucket>/<key>``, signed for ``s3``): buckets a
-  test creates with ``add_bucket``; ``PutObject`` answers 200 with an ``ETag``, ``GetObject``
-  the bytes with ``Content-Type``, ``ETag`` and ``Last-Modified``, and errors are S3's
-  ``<Error>`` XML (``NoSuchBucket``, ``NoSuchKey``: 404).
+- S3 objects, path style (``PUT`` and ``GET /<bucket>/<key>``, signed for ``s3``), or
+  virtual-hosted as S3 serves them: by the ``Host`` header (``<bucket>.s3.amazonaws.com``,
+  ``<bucket>.s3.<region>.amazonaws.com``, ``<bucket>.localhost``), whatever the URL was,
+  the whole path being the key; buckets a test creates with ``add_bucket``; ``PutObject``
+  answers 200 with an ``ETag``, ``GetObject`` the bytes with ``Content-Type``, ``ETag`` and
+  ``Last-Modified``, and errors are S3's ``<Error>`` XML (``NoSuchBucket``, ``NoSuchKey``: 404).
 
 Every signed request is verified with botocore's own SigV4 signer (``SignatureDoesNotMatch``,
 ``InvalidClientTokenId``, ``ExpiredToken`` as AWS answers them), so a signature the fake
@@ -251,6 +253,7 @@ class FakeAWS(FakeServer):
         self.buckets: dict[str, dict[str, tuple[bytes, str]]] = {}
         for method in ("PUT", "GET"):
             self.add(method, "/(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>.+)", self._s3)
+            self.add(method, "/(?P<key>[^/]+)", self._s3)
 
     # --- test helpers -------------------------------------------------------------------
     def add_key(
@@ -706,7 +709,13 @@ class FakeAWS(FakeServer):
         if isinstance(caller, tuple):
             code, message, status = caller
             return _s3_error(code, message, status)
-        bucket, key = request.params["bucket"], unquote(request.params["key"])
+        virtual = _VIRTUAL_HOST.fullmatch(request.headers.get("host", "").lower())
+        if virtual:  # S3 routes by the Host header, not by the URL the client used
+            bucket, key = virtual["bucket"], unquote(request.path[1:])
+        elif "bucket" in request.params:
+            bucket, key = request.params["bucket"], unquote(request.params["key"])
+        else:
+            return _s3_error("NotImplemented", "This fake creates no buckets", 501)
         objects = self.buckets.get(bucket)
         if objects is None:
             return _s3_error("NoSuchBucket", "The specified bucket does not exist", 404)
@@ -765,6 +774,12 @@ class FakeAWS(FakeServer):
         if request.params["role"] != self.imds_role:
             return Reply(404, b"", {"Content-Type": "text/plain"})
         return self._creds_json(f"arn:aws:iam::{self.account}:role/{self.imds_role}")
+
+
+_VIRTUAL_HOST = re.compile(
+    r"(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])"
+    r"\.(?:s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com|localhost)(?::\d+)?"
+)
 
 
 def _etag(data: bytes) -> str:

@@ -729,9 +729,11 @@ def test_s3_on_an_unknown_host_is_not_placed(aws: AWS) -> None:
     """A custom domain may be virtual-hosted: the bucket cannot be told from the key."""
     assert aws.match_request(raw("DELETE", "files.example.com", "/k", service="s3")) is None
     assert aws.match_request(raw("DELETE", "", "/b/k", service="s3")) is None  # no host at all
-    # access points are not mapped
+    # access points are not mapped: placed on S3, naming no resource (refused)
     ap = f"ap-{ACCOUNT}.s3-accesspoint.{REGION}.amazonaws.com"
-    assert aws.match_request(raw("DELETE", ap, "/k", service="s3")) is None
+    found = aws.match_request(raw("DELETE", ap, "/k", service="s3"))
+    assert found is not None
+    assert found.resource is None
 
 
 def test_two_different_actions_in_one_query_request_are_not_placed(aws: AWS) -> None:
@@ -854,7 +856,7 @@ def test_the_connection_serves_every_endpoint_of_its_partition(aws: AWS) -> None
     assert aws.serves("https", "sqs.eu-west-1.amazonaws.com", 443)
     assert aws.serves("https", "b.s3.amazonaws.com", 443)
     assert aws.serves("https", "lambda.us-east-1.api.aws", 443)
-    assert not aws.serves("http", "sqs.eu-west-1.amazonaws.com", 80)
+    assert aws.serves("http", "sqs.eu-west-1.amazonaws.com", 80)  # checked, not let through
     assert not aws.serves("https", "amazonaws.com.evil.example", 443)
     assert not aws.serves("https", "sqs.cn-north-1.amazonaws.com.cn", 443)
     china = integration(partition="aws-cn")

@@ -15,9 +15,15 @@ AWS cannot be placed by method and path alone. A request is placed in three step
    operation/<Operation>``; REST protocols the method and path templates, where the
    conditions of the row (query parameters, headers) pick among operations sharing a path,
    the most specific first. S3 virtual-hosted requests (``<bucket>.s3.<region>.
-   amazonaws.com``) are matched as ``/<bucket><path>``; S3 on a host that is neither AWS's
-   nor an IP address or ``localhost`` (where botocore uses path style) is not placed, since
-   the bucket cannot be told from the key.
+   amazonaws.com``, dualstack, FIPS, accelerate, legacy ``s3-<region>``, and
+   ``<bucket>.<the connection's own host>``) are matched as ``/<bucket><path>``; S3 on a
+   host that is neither AWS's nor the connection's, an IP address or ``localhost`` (where
+   botocore uses path style) is not placed, since the bucket cannot be told from the key.
+   S3 acts on the bucket its server reads from the ``Host`` header: when that header and
+   the URL's host name different buckets (or one of them cannot be read), the request is
+   placed with its resource unresolved, and so refused. Access points, Multi-Region Access
+   Points, Object Lambda, Outposts and directory buckets (S3 Express) are not supported:
+   their requests are placed with the resource unresolved, and so refused.
 3. The resource template of the row (see ``scripts/routes/aws.py``), filled from the path,
    query, body, the request's signing region, the connection's partition and ``account_id``.
 
@@ -49,6 +55,11 @@ _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
 _CREDENTIAL = re.compile(r"Credential=([^,\s]+)")
 _SUFFIXES = (".amazonaws.com.cn", ".amazonaws.com", ".api.amazonwebservices.com.cn", ".api.aws")
 _S3_LEGACY = re.compile(r"s3-(?:fips-)?((?:[a-z]{2}(?:-[a-z]+)+-\d{1,2})|external-1)")
+_S3_BUCKET = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?")
+# Host labels of S3 endpoints that name an access point (or an outpost, a directory bucket),
+# not a bucket: toolpass cannot name their resources.
+_S3_ACCESS_POINT = re.compile(r"s3-accesspoint|s3-object-lambda|s3-global|s3-outposts|s3express-.+")
+_UNNAMED = "\0"  # an S3 request whose bucket toolpass cannot name
 _FIELD = re.compile(r"\{([^{}]+)\}")
 _ACCOUNT = re.compile(r"\d{12}")
 _QUEUE = re.compile(r"[A-Za-z0-9_-]{1,80}(\.fifo)?")
@@ -280,6 +291,8 @@ def _parse_host(host: str, known: frozenset[str]) -> _Host | None:
     region = labels.pop() if labels and _REGION.fullmatch(labels[-1]) else None
     while labels and labels[-1] in ("dualstack", "fips"):
         labels.pop()
+    if labels and labels[-1] == "s3-accelerate":
+        labels[-1] = "s3"
     if labels:
         legacy = _S3_LEGACY.fullmatch(labels[-1])
         if legacy:
@@ -343,9 +356,13 @@ class AwsRoutes:
         partition: str,
         default_region: str,
         account: str | None,
+        endpoint: str = "",
     ) -> Match | None:
-        """The route ``request`` (sent to ``host``) takes, or None when it cannot be placed."""
+        """The route ``request`` (sent to ``host``) takes, or None when it cannot be placed.
+        ``endpoint`` is the connection's own host, where ``<bucket>.<endpoint>`` is an S3
+        virtual-hosted request."""
         host = _bare_host(host)
+        named = _bare_host(_header(request, "host"))  # the host the server acts on
         body: Any = request.body
         if body is not None and not isinstance(body, bytes):
             body = (
@@ -379,7 +396,11 @@ class AwsRoutes:
         for service in candidates:
             sent = request
             if service.name == "s3":
-                bucket = _s3_bucket(host, parsed)
+                bucket = _s3_bucket(host, parsed, endpoint)
+                if named and named != host:
+                    other = _s3_bucket(named, _parse_host(named, self.hosts), endpoint)
+                    if other != bucket:  # the server may act on either: name neither
+                        bucket = _UNNAMED if (other or bucket) is not None else None
                 if bucket is None:
                     continue
                 if bucket:
@@ -394,6 +415,7 @@ class AwsRoutes:
             return None
         route, op = _strongest([(f[0], f[1]) for f in found])
         _, _, params, hostile, service, sent = next(f for f in found if f[1] == op)
+        hostile = hostile or params.get("Bucket") == _UNNAMED
         route = _refine(service.name, route, sent)
         context = _Context(partition, region, account, service.name)
         resource = None if hostile else fill(route.resource, params, sent, context)
@@ -401,14 +423,30 @@ class AwsRoutes:
         return Match(route, info, resource)
 
 
-def _s3_bucket(host: str, parsed: _Host | None) -> str | None:
-    """The bucket a virtual-hosted S3 request names in its host; "" for path style; None
-    when the host does not say."""
+def _s3_bucket(host: str, parsed: _Host | None, endpoint: str) -> str | None:
+    """The bucket a virtual-hosted S3 request names in its host; "" for path style;
+    ``_UNNAMED`` for an access point or a bucket name S3 would not serve; None when the
+    host does not say."""
     if parsed is not None:
         if parsed.prefix == "s3":
-            return parsed.rest
+            bucket = parsed.rest
+        elif parsed.prefix is None and any(
+            _S3_ACCESS_POINT.fullmatch(label) for label in host.split(".")
+        ):
+            return _UNNAMED
+        else:
+            return None
+    elif not host:
         return None
-    return "" if host and _is_local(host) else None
+    elif host == endpoint or _is_local(host):
+        return ""
+    elif endpoint and host.endswith("." + endpoint):
+        bucket = host[: -len(endpoint) - 1]
+    else:
+        return None
+    if bucket and (not _S3_BUCKET.fullmatch(bucket) or ".." in bucket):
+        return _UNNAMED
+    return bucket
 
 
 def _refine(service: str, route: Route, request: Request) -> Route:

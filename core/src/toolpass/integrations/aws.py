@@ -43,6 +43,7 @@ resource is unknown never passes silently.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import hmac
 import json
@@ -611,14 +612,27 @@ class AWS(Integration):
 
     # --- the request hook ---------------------------------------------------------------
     def serves(self, scheme: str, host: str, port: int) -> bool:
-        """Every HTTPS endpoint of the connection's partition (``*.amazonaws.com``, and
-        ``*.api.aws`` in ``aws``)."""
+        """Every endpoint of the connection's partition (``*.amazonaws.com``, and
+        ``*.api.aws`` in ``aws``), over HTTPS or HTTP (S3 answers both), on any port; and
+        S3 virtual-hosted buckets on the connection's own host (``<bucket>.<host>``)."""
         suffixes = {
             "aws": (".amazonaws.com", ".api.aws"),
             "aws-us-gov": (".amazonaws.com", ".api.aws"),
             "aws-cn": (".amazonaws.com.cn", ".api.amazonwebservices.com.cn"),
         }[self.partition]
-        return scheme == "https" and port == 443 and host.lower().endswith(suffixes)
+        host = host.lower().rstrip(".")
+        if scheme in ("http", "https") and host.endswith(suffixes):
+            return True
+        own_scheme, own_host, own_port = self._own
+        return (scheme, port) == (own_scheme, own_port) and host.endswith("." + own_host)
+
+    @functools.cached_property
+    def _own(self) -> tuple[str, str, int]:
+        """The scheme, host and port of the connection's URL."""
+        url = urlsplit(self.config.url)
+        scheme = url.scheme.lower()
+        host = (url.hostname or "").lower().rstrip(".")
+        return scheme, host, url.port or {"http": 80, "https": 443}.get(scheme, 0)
 
     def match_request(self, request: Request) -> Match | None:
         """The IAM action and resource ARN of a request to any AWS service: the service from
@@ -630,7 +644,9 @@ class AWS(Integration):
         since a virtual-hosted request carries its bucket there."""
         host = getattr(request, "host", None) or _header_text(request.headers.get("host"))
         account = self.options.get("account_id")
-        return _aws_routes.routes().match(request, host or "", self.partition, self.region, account)
+        return _aws_routes.routes().match(
+            request, host or "", self.partition, self.region, account, self._own[1]
+        )
 
     # --- the check ----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
