@@ -22,7 +22,7 @@ from typing import TypeVar
 WINDOW = 6
 #: How many characters of untrusted text a session remembers before its record is full.
 MAX_TEXT = 4_000_000
-#: How many distinct six-word runs a session remembers before its record is full (about 60
+#: How many distinct six-word runs a session remembers before its record is full (about 80
 #: bytes of memory each).
 MAX_RUNS = 500_000
 #: How many base64 tokens one argument may ask to decode before it is refused unchecked.
@@ -105,6 +105,11 @@ _ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A token of at least 16 characters (six words) of the base64 alphabet, standard or urlsafe.
 _BASE64 = re.compile(r"(?<![\w+/-])[A-Za-z0-9+/_-]{16,}={0,2}(?![\w+/=-])")
+# Whether there is such a token at all, found at C speed: the alphabet as "b", the rest blank.
+_BASE64_ALPHABET = str.maketrans(
+    {chr(c): "b" if chr(c).isalnum() or chr(c) in "+/_-" else " " for c in range(128)}
+)
+_BASE64_RUN = "b" * 16
 _HEX = re.compile(r"[0-9a-fA-F-]+")
 _URLSAFE = str.maketrans("-_", "+/")
 
@@ -124,6 +129,8 @@ def _decoded(piece: str) -> str:
 
 def _unescape(text: str) -> str:
     """``text`` with its entities, escapes and percent-escapes decoded (one pass)."""
+    if "&" not in text and "\\" not in text and "%" not in text:  # the usual case
+        return text
     text = _ENCODED.sub(lambda match: _decoded(match[0]), text)
     if _SURROGATE.search(text):  # escaped UTF-16 pairs
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
@@ -161,7 +168,9 @@ def _variants(text: str, budget: int = MAX_DECODES) -> Iterator[str]:
 
     yield text
     for _ in range(2):
-        decoded = _BASE64.sub(unbase64, _unescape(text))
+        decoded = _unescape(text)
+        if _BASE64_RUN in decoded.translate(_BASE64_ALPHABET):
+            decoded = _BASE64.sub(unbase64, decoded)
         if decoded == text:
             return
         yield decoded
@@ -170,26 +179,19 @@ def _variants(text: str, budget: int = MAX_DECODES) -> Iterator[str]:
 
 _T = TypeVar("_T")
 
-# Six-word runs, hashed to 60 bits: an int of that size takes 32 bytes, a full hash 48.
-_MASK = (1 << 60) - 1
-
 
 def _runs(words: list[str]) -> Iterator[tuple[str, ...]]:
     """Every run of ``WINDOW`` consecutive words."""
     return zip(*(words[i:] for i in range(WINDOW)), strict=False)  # the shorter ends it
 
 
-def _hashes(runs: Iterable[tuple[str, ...]]) -> Iterator[int]:
-    return map(_MASK.__and__, map(hash, runs))
-
-
 def _seen_run(
     seen: set[int], runs: Callable[[_T], Iterable[tuple[str, ...]]], of: _T
 ) -> str | None:
     """The first of ``runs(of)`` in ``seen``, as words."""
-    if seen.isdisjoint(_hashes(runs(of))):  # the usual case, at C speed
+    if seen.isdisjoint(map(hash, runs(of))):  # the usual case, at C speed
         return None
-    return next(" ".join(run) for run in runs(of) if hash(run) & _MASK in seen)
+    return next(" ".join(run) for run in runs(of) if hash(run) in seen)
 
 
 def _across(texts: Sequence[list[str]]) -> list[tuple[str, ...]]:
@@ -244,7 +246,7 @@ class UntrustedIndex:
             return
         # A base64 token is 16 characters or more, so the budget is never used up here.
         variants = _variants(text, budget=len(text))
-        runs = {h for variant in variants for h in _hashes(_runs(_words(variant)))}
+        runs = {h for variant in variants for h in map(hash, _runs(_words(variant)))}
         with self._lock:
             if self._full:
                 return
@@ -259,7 +261,16 @@ class UntrustedIndex:
     def find(self, text: str) -> str | None:
         """The first six-word run of ``text``, or of a copy encoded in it, seen in untrusted
         content; None if there is none."""
-        return self.find_in((text,))
+        seen = self._runs
+        if self._full:
+            return FULL if _WORD.search(text) else None
+        try:
+            for variant in _variants(text):
+                if (phrase := _seen_run(seen, _runs, _words(variant))) is not None:
+                    return phrase
+        except _TooEncoded:
+            return TOO_ENCODED
+        return None
 
     def find_in(self, texts: Sequence[str]) -> str | None:
         """The first six-word run seen in untrusted content that a call's ``texts`` repeat:
