@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -101,6 +102,10 @@ class Guard:
     limits and the request hook (``permissions``) for the calls.
     """
 
+    #: How many sessions of runs whose key cannot be weakly referenced a guard keeps (the
+    #: most recently used; see ``session``). Read when the guard is made.
+    held_sessions = 1024
+
     def __init__(
         self,
         engine: PermissionEngine,
@@ -119,9 +124,7 @@ class Guard:
                     raise TypeError(f"a rule's key is a tool name or a tuple of names: {names!r}")
                 self.rules[name] = _rule(value)
         self._specs: dict[str, ToolSpec] = {}
-        # By the key's identity: run contexts are often unhashable (dataclasses, models).
-        self._sessions: dict[int, tuple[weakref.ref[Any], Session]] = {}
-        self._lock = threading.Lock()
+        self._sessions = _RunSessions(self.held_sessions)
 
     def rule(self, tool: str) -> Rule | None:
         return self.rules.get(tool)
@@ -161,8 +164,14 @@ class Guard:
 
     @contextmanager
     def session(self, user: str | None, key: Any = None) -> Iterator[Session]:
-        """The session a call runs in: the active one, or one for ``user`` (kept per ``key``,
-        such as the framework's run context, so limits and taint last the whole run)."""
+        """The session a call runs in: the active one if the application opened one, else the
+        session of ``user`` in the run that ``key`` stands for (an object the framework makes
+        once per run, never anything the model chooses).
+
+        A run keeps one session per user while its key lives, if the key can be weakly
+        referenced; otherwise (a dict, a TypedDict) the guard holds the key itself, so that no
+        later object can take its ``id()``, while its session is among the ``held_sessions``
+        most recently used. A new key starts a new session; without a key, every call does."""
         active = current_session()
         if active is not None:
             if user and active.user != user:
@@ -187,20 +196,7 @@ class Guard:
     def _session_for(self, user: str, key: Any) -> Session:
         if key is None:
             return session_for(user)
-        with self._lock:
-            entry = self._sessions.get(id(key))
-            if entry is not None and entry[0]() is key and entry[1].user == user:
-                return entry[1]
-            sessions = self._sessions
-
-            def forget(ref: weakref.ref[Any], k: int = id(key)) -> None:
-                if (held := sessions.get(k)) is not None and held[0] is ref:
-                    sessions.pop(k, None)
-
-            session = session_for(user)
-            with suppress(TypeError):  # not weakly referenceable: one session per call
-                sessions[id(key)] = (weakref.ref(key, forget), session)
-        return session
+        return self._sessions.get(key, user)
 
     def run(
         self,
@@ -277,6 +273,49 @@ class Guard:
         except ToolRefused as refused:
             return refused
         return None
+
+
+class _RunSessions:
+    """Sessions by (run key, user), the key compared by identity (run contexts are often
+    unhashable). A key that can be weakly referenced keeps its sessions while it lives; any
+    other is held strongly, in a table of the ``limit`` most recently used sessions, so its
+    ``id()`` cannot pass to a later object while its sessions are kept."""
+
+    def __init__(self, limit: int) -> None:
+        self._weak: dict[tuple[int, str], tuple[weakref.ref[Any], Session]] = {}
+        self._held: OrderedDict[tuple[int, str], tuple[Any, Session]] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, user: str) -> Session:
+        slot = (id(key), user)
+        with self._lock:
+            weak = self._weak.get(slot)
+            if weak is not None and weak[0]() is key:
+                return weak[1]
+            held = self._held.get(slot)
+            if held is not None and held[0] is key:
+                self._held.move_to_end(slot)
+                return held[1]
+            session = session_for(user)
+            try:
+                self._weak[slot] = (weakref.ref(key, self._forget(slot)), session)
+            except TypeError:  # not weakly referenceable: hold it
+                self._held[slot] = (key, session)
+                if len(self._held) > self._limit:
+                    _oldest = self._held.popitem(last=False)  # freed once the lock is let go
+            return session
+
+    def _forget(self, slot: tuple[int, str]) -> Callable[[weakref.ref[Any]], None]:
+        weak = self._weak
+
+        def forget(ref: weakref.ref[Any]) -> None:
+            # Runs as the key dies, before its id() can be reused; takes no lock, as the
+            # collector may run it in a thread that holds it.
+            if (entry := weak.get(slot)) is not None and entry[0] is ref:
+                weak.pop(slot, None)
+
+        return forget
 
 
 def _framework_tool(**arguments: Any) -> Any:

@@ -1,9 +1,17 @@
-"""Guard's sessions per key (an adapter's run context): kept by the key's identity, so
-unhashable contexts (dataclasses, pydantic models) keep one session for the whole run."""
+"""Guard's sessions per key (what an adapter has for the run: its context, or an object the
+framework makes once per run): kept by the key's identity and the user, so unhashable and
+unweakrefable keys (dataclasses, pydantic models, dicts, TypedDicts) keep one session for the
+whole run, and nothing else ever shares it."""
 
 import gc
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from toolpass import current_session
 from toolpass.adapting import Guard
 
@@ -28,21 +36,88 @@ def test_an_unhashable_key_keeps_one_session() -> None:
     assert session_in(guard, OTHER, ctx) is not first  # another user: a new session
 
 
-def test_a_session_goes_with_its_key() -> None:
+def test_a_guard_does_not_keep_a_weakly_referenceable_key_alive() -> None:
     guard = Guard(engine=None)
     ctx = Context(USER)
     session_in(guard, USER, ctx)
-    assert len(guard._sessions) == 1
+    gone = weakref.ref(ctx)
     del ctx
     gc.collect()
-    assert guard._sessions == {}
+    assert gone() is None
 
 
-def test_a_key_that_cannot_be_weakly_referenced_gives_one_session_per_call() -> None:
+@pytest.mark.parametrize("make", [dict, lambda: Context(USER)], ids=["dict", "dataclass"])
+def test_a_key_keeps_one_session_per_user(make: Callable[[], object]) -> None:
+    """A dict (a TypedDict run context) cannot be weakly referenced: it used to get a new
+    session for every call, so limits and taint reset between calls of one run."""
     guard = Guard(engine=None)
-    key = {"user_id": USER}
-    assert session_in(guard, USER, key) is not session_in(guard, USER, key)
-    assert guard._sessions == {}
+    key = make()
+    mine, theirs = session_in(guard, USER, key), session_in(guard, OTHER, key)
+    assert mine is not theirs
+    for _ in range(3):  # a run acting for two users keeps both sessions
+        assert session_in(guard, USER, key) is mine
+        assert session_in(guard, OTHER, key) is theirs
+    assert session_in(guard, USER, make()) is not mine  # an equal key is another run
+
+
+class SmallGuard(Guard):
+    held_sessions = 3
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([USER, OTHER])), max_size=40))
+def test_held_sessions_are_the_most_recently_used(calls: list[tuple[int, str]]) -> None:
+    """Against a model: a run whose key Guard must hold keeps its session while that session
+    is among the ``held_sessions`` most recently used; a forgotten one starts afresh."""
+    guard = SmallGuard(engine=None)
+    keys = [{"run": i} for i in range(6)]
+    kept: OrderedDict[tuple[int, str], object] = OrderedDict()
+    seen: list[object] = []
+    for i, user in calls:
+        session = session_in(guard, user, keys[i])
+        if (i, user) in kept:
+            assert session is kept[(i, user)]
+            kept.move_to_end((i, user))
+            continue
+        assert all(session is not other for other in seen)  # never one of another run
+        seen.append(session)
+        kept[(i, user)] = session
+        if len(kept) > SmallGuard.held_sessions:
+            kept.popitem(last=False)
+
+
+def test_a_later_context_that_reuses_an_id_is_another_run() -> None:
+    """CPython gives a freed object's address (its ``id()``) to the next one of its size: a
+    later run's context must not find an earlier run's session by it."""
+    guard = Guard(engine=None)
+    key = Context(USER)
+    first, old_id = session_in(guard, USER, key), id(key)
+    del key  # freed at once: the guard does not keep it alive
+    later = [Context(USER) for _ in range(1000)]  # all kept, so each takes a new address
+    [reused] = [k for k in later if id(k) == old_id]
+    assert session_in(guard, USER, reused) is not first
+
+
+class RunDict(dict[str, object]):
+    """A dict (as a TypedDict context is) that says when it is freed."""
+
+    __slots__ = ()
+    freed: list[int] = []
+
+    def __del__(self) -> None:
+        RunDict.freed.append(id(self))
+
+
+def test_a_held_key_lives_as_long_as_its_session_so_its_id_cannot_be_reused() -> None:
+    guard = SmallGuard(engine=None)
+    others = [RunDict(run=n) for n in range(SmallGuard.held_sessions)]
+    key = RunDict(run="first")
+    session_in(guard, USER, key)
+    old_id = id(key)
+    del key
+    assert old_id not in RunDict.freed  # held: no later object can take its id()
+    for other in others:  # other runs: the first session is forgotten, and its key freed
+        session_in(guard, USER, other)
+    assert old_id in RunDict.freed
 
 
 def test_user_from_reads_what_the_application_named() -> None:

@@ -16,6 +16,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import get_runtime
 from langgraph.types import Command
 from toolpass import ToolRefused
 from toolpass.adapting import Guard, Rule, RuleLike, Rules, refusal_text, user_from
@@ -137,7 +138,16 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 def _key(request: ToolCallRequest) -> Any:
-    """What a session lasts for: the run's context object (one per ``invoke``)."""
+    """What a session lasts for: the run. LangGraph makes one ``RunControl`` per ``invoke``,
+    ``ainvoke``, ``stream`` or ``astream`` (a subgraph shares its parent's) and gives it to
+    every call of the run, parallel ones too, whatever the context is (a dict, or none).
+    Outside a graph run, the run's context object stands for it."""
+    try:
+        control = get_runtime().control
+    except (RuntimeError, AttributeError):  # not inside a graph run
+        control = None
+    if control is not None:
+        return control
     return getattr(getattr(request, "runtime", None), "context", None)
 
 
