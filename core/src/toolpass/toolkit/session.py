@@ -10,7 +10,7 @@ from typing import Any
 
 from toolpass.rules.scope import has_control
 from toolpass.toolkit.errors import ToolRefused
-from toolpass.toolkit.untrusted import UntrustedIndex
+from toolpass.toolkit.untrusted import MAX_TEXT, UntrustedIndex
 
 _current: ContextVar[Session | None] = ContextVar("toolpass_session", default=None)
 
@@ -19,7 +19,10 @@ class Session:
     """One user's run of an agent: limits, untrusted content and data flow are counted here.
 
     A session is active inside ``with session.active():`` (or ``async with``), per thread and
-    per asyncio task; tools called there act for ``user``.
+    per asyncio task; tools called there act for ``user``. ``untrusted_limit``: how many
+    characters of untrusted text it remembers (default ``MAX_TEXT``, with proportionally many
+    six-word runs); past it, calls that change or send something are refused or sent for
+    approval for the rest of the session.
     """
 
     __slots__ = (
@@ -33,7 +36,7 @@ class Session:
         "user",
     )
 
-    def __init__(self, user: str, **attributes: Any) -> None:
+    def __init__(self, user: str, *, untrusted_limit: int | None = None, **attributes: Any) -> None:
         if not isinstance(user, str) or not user.strip() or has_control(user):
             raise ValueError(
                 "Session needs the user's identity as a non-empty string without control characters"
@@ -42,7 +45,8 @@ class Session:
         self.attributes: Mapping[str, Any] = attributes
         self.id = secrets.token_hex(8)
         self.counts: dict[str, int] = {}
-        self.untrusted = UntrustedIndex()
+        limit = MAX_TEXT if untrusted_limit is None else untrusted_limit
+        self.untrusted = UntrustedIndex(max_text=limit)
         self.private_from: set[str] = set()  # where private data was read ("*": not said)
         self.tainted = False  # a tool whose output is untrusted has run
         self._lock = threading.Lock()

@@ -212,18 +212,22 @@ class UntrustedIndex:
     Looking an argument up costs time in the argument's size only: each of its six-word runs
     is one set look-up, however much untrusted text was recorded.
 
-    The record is bounded: past ``max_text`` characters of text or ``max_runs`` distinct runs
-    it is full. A full record forgets what it held and answers ``FULL`` for any text with a
-    word in it, so for the rest of the session calls that change or send something are
-    refused or sent for approval (calls that only read are not checked). Forgetting the
-    oldest text instead would let a page flush its own instruction out by padding itself.
+    The record is bounded: past ``max_text`` characters of text or ``max_runs`` distinct
+    runs (by default ``MAX_RUNS`` for ``MAX_TEXT`` characters, in proportion) it is full. A
+    full record forgets what it held and answers ``FULL`` for any text with a word in it, so
+    for the rest of the session calls that change or send something are refused or sent for
+    approval (calls that only read are not checked). Forgetting the oldest text instead
+    would let a page flush its own instruction out by padding itself.
     """
 
     __slots__ = ("_full", "_lock", "_runs", "_seen", "max_runs", "max_text")
 
-    def __init__(self, *, max_text: int = MAX_TEXT, max_runs: int = MAX_RUNS) -> None:
+    def __init__(self, *, max_text: int = MAX_TEXT, max_runs: int | None = None) -> None:
+        if isinstance(max_text, bool) or not isinstance(max_text, int) or max_text < 1:
+            raise ValueError("the untrusted-text limit must be a positive number of characters")
         self.max_text = max_text
-        self.max_runs = max_runs
+        # By default, as many runs per character as MAX_RUNS is to MAX_TEXT.
+        self.max_runs = max(1, max_text * MAX_RUNS // MAX_TEXT) if max_runs is None else max_runs
         self._runs: set[int] = set()
         self._seen = 0  # characters of text added
         self._full = False
