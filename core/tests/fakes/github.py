@@ -7,7 +7,11 @@ branches, pull requests, ``/rate_limit``, ``/user``, GitHub App endpoints (RS256
 verified against the App's public key; installation tokens expire) and the GraphQL
 organization SAML identities. Errors are ``{"message", "documentation_url"}``; a
 repository the caller cannot see is a 404, as on GitHub. ``prefix="/api/v3"`` makes it a
-GitHub Enterprise Server (GraphQL then lives at ``/api/graphql``).
+GitHub Enterprise Server (GraphQL then lives at ``/api/graphql``), which also serves, as
+GHES does without subdomain isolation: raw files (``/raw/{owner}/{repo}/{ref}/{path}``),
+release asset uploads (``/api/uploads/repos/{owner}/{repo}/releases/{id}/assets``) and Git
+over HTTP (``/{owner}/{repo}.git/info/refs``, ``git-upload-pack``, ``git-receive-pack``:
+recorded, answered with an empty report).
 
 The SAML ``userName`` filter matches by prefix here, on purpose: a client must keep only
 exact ``nameId`` matches.
@@ -226,6 +230,13 @@ class FakeGitHub(FakeServer):
         )
         graphql = "/api/graphql" if prefix.endswith("/api/v3") else prefix + "/graphql"
         self.add("POST", graphql, self._graphql)
+        if prefix.endswith("/api/v3"):
+            named = r"/(?P<owner>[^/]+)/(?P<repo>[^/]+?)"
+            self.add("GET", r"/raw" + named + r"/(?P<ref>[^/]+)/(?P<path>.+)", self._raw)
+            uploads = r"/api/uploads/repos" + named + r"/releases/\d+/assets"
+            self.add("POST", uploads, self._git)
+            self.add("GET", named + r"(?:\.git)?/info/refs", self._git)
+            self.add("POST", named + r"(?:\.git)?/git-(?:upload|receive)-pack", self._git)
 
     def _get_repo(self, request: Request) -> Reply | dict[str, Any]:
         found = self._visible(request)
@@ -341,6 +352,23 @@ class FakeGitHub(FakeServer):
             "download_url": None,
             "_links": {"self": url},
         }
+
+    def _raw(self, request: Request) -> Reply:
+        """A file's bytes, as ``raw`` serves them."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        text = found[0].files.get(request.params["path"])
+        if text is None:
+            return error(404, "Not Found")
+        return Reply(200, text.encode(), {"Content-Type": "text/plain; charset=utf-8"})
+
+    def _git(self, request: Request) -> Reply:
+        """Git over HTTP and uploads: the repository must be visible; nothing is stored."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        return Reply(200, b"0000", {"Content-Type": "application/x-git-result"})
 
     def _get_pull(self, request: Request) -> Reply | dict[str, Any]:
         found = self._visible(request)
