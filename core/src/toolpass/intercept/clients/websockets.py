@@ -30,8 +30,10 @@ def _url(uri: Any, path: str | None = None) -> str:
 def _headers(given: Any) -> dict[str, str]:
     if not given:
         return {}
-    items = given.raw_items() if hasattr(given, "raw_items") else getattr(given, "items", None)
-    pairs = items() if callable(items) else given
+    if hasattr(given, "raw_items"):  # websockets' Headers
+        pairs = given.raw_items()
+    else:
+        pairs = given.items() if hasattr(given, "items") else given
     found: dict[str, str] = {}
     for name, value in pairs:
         found[str(name)] = f"{found[str(name)]}, {value}" if str(name) in found else str(value)
