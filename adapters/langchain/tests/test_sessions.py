@@ -223,3 +223,20 @@ def test_what_a_run_read_earlier_still_guards_what_it_sends_later(kind: Kind, mo
     *_, posted = run(graph, kind.context(DANA), DANA, mode)
     assert "exfiltration" in str(posted.content)
     assert sent == []
+
+
+def test_agents_run_as_subgraphs_of_one_run_share_its_session(kind: Kind, mode: str) -> None:
+    """Splitting the work over sub-agents does not reset what the run may do."""
+    kit = Toolkit(limits={"tool:close_issue": 1}, audit=[])
+    guard = ToolpassMiddleware(ScriptedEngine(), toolkit=kit, user=kind.user)
+    tools = Tools()
+    builder = StateGraph(State, context_schema=kind.schema)
+    for name, key in (("first", "PAY-1"), ("second", "PAY-2")):
+        builder.add_node(name, agent(guard, tools, kind, [Call("close_issue", {"key": key})]))
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    closed, refused = run(builder.compile(), kind.context(DANA), DANA, mode)
+    assert closed.content == "closed PAY-1"
+    assert "limit_exceeded" in refused.content
+    assert tools.ran == [("close_issue", {"key": "PAY-1"})]
