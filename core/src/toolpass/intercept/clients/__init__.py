@@ -20,8 +20,9 @@ Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 class Patch(NamedTuple):
-    """``owner.name`` is replaced by ``wrap(original)``; the original's leading parameters
-    must be ``params`` (the internals the wrapper relies on)."""
+    """``owner.name`` is replaced by ``wrap(original)``; the original's parameters must be
+    ``params`` (the internals the wrapper relies on), or begin with them when ``params``
+    ends with ``"..."`` (a wrapper that passes the rest on as it gets them)."""
 
     owner: Any
     name: str
@@ -42,7 +43,11 @@ def problem(patch: Patch) -> str | None:
         names = tuple(inspect.signature(original).parameters)
     except (TypeError, ValueError):
         return f"{where} has no signature to verify"
-    if names[: len(patch.params)] != patch.params:
+    expected = patch.params
+    if expected[-1:] == ("...",):
+        expected = expected[:-1]
+        names = names[: len(expected)]
+    if names != expected:
         return f"{where} takes {names}, not {patch.params}"
     return None
 

@@ -104,8 +104,8 @@ def _endheaders(original: Any) -> Any:
 
 def patches() -> list[Patch]:
     return [
-        Patch(Conn, "request", _request, ("self", "method", "url", "body", "headers")),
-        Patch(Conn, "putrequest", _putrequest, ("self", "method", "url")),
+        Patch(Conn, "request", _request, ("self", "method", "url", "body", "headers", "...")),
+        Patch(Conn, "putrequest", _putrequest, ("self", "method", "url", "...")),
         Patch(Conn, "putheader", _putheader, ("self", "header", "values")),
-        Patch(Conn, "endheaders", _endheaders, ("self", "message_body")),
+        Patch(Conn, "endheaders", _endheaders, ("self", "message_body", "encode_chunked")),
     ]

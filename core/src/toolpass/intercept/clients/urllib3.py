@@ -39,7 +39,7 @@ def _request(original: Any) -> Any:
 
 
 def patches() -> list[Patch]:
-    params = ("self", "method", "url", "body", "headers")
+    params = ("self", "method", "url", "body", "headers", "...")
     found = [Patch(HTTPConnection, "request", _request, params)]
     if importlib.util.find_spec("h2") is not None:  # urllib3's opt-in HTTP/2 connection
         try:
