@@ -337,3 +337,189 @@ def test_a_push_is_never_a_read(dotcom: GitHub, commands: list[tuple[str, str, s
     assert effect != "read"
     assert resource is None or resource == "repo:acme/x" or resource.startswith("ref:acme/x@")
     assert placed(dotcom, url, "POST", body[:7]) == ("contents.write", None, "write")
+
+
+# --- GraphQL: every field path -----------------------------------------------------------
+def graphql(gh: GitHub, query: str, variables: Any = None, name: str | None = None) -> Any:
+    body: dict[str, Any] = {"query": query}
+    if variables is not None:
+        body["variables"] = variables
+    if name is not None:
+        body["operationName"] = name
+    data = json.dumps(body).encode()
+    found = gh.match_request(Request("POST", "/graphql", "", JSON, data))
+    return None if found is None else (found.action, found.resource, found.effect)
+
+
+JSON = {"content-type": "application/json"}
+
+
+AGENT = ("site.read", "user:@me", "read")
+UNPLACED = ("repo.read", None, "read")
+REPO = ("repo.read", "repo:acme/x", "read")
+REPOS = "repositories(first: 5) { nodes { nameWithOwner } }"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("{ viewer { login name } }", AGENT),
+        ("{ rateLimit { remaining } licenses { name } __typename }", AGENT),
+        (f"query {{ viewer {{ {REPOS} }} }}", UNPLACED),
+        (f"{{ me: viewer {{ mine: {REPOS} }} }}", UNPLACED),
+        (f"{{ ...F }} fragment F on Query {{ viewer {{ {REPOS} }} }}", UNPLACED),
+        (f"{{ ... on Query {{ viewer {{ ... on User {{ {REPOS} }} }} }} }}", UNPLACED),
+        ('{ viewer { repository(name: "x") { id } } }', UNPLACED),
+        (
+            'query { organization(login: "acme") { repository(name: "x") '
+            "{ issues(first: 5) { nodes { body } } } } }",
+            REPO,
+        ),
+        ('{ user(login: "acme") { repository(name: "x") { id } } }', REPO),
+        ('{ organization(login: "acme") { name login } }', ("org.read", "org:acme", "read")),
+        (f'{{ organization(login: "acme") {{ {REPOS} }} }}', UNPLACED),
+        ('{ organization(login: "acme") { teams(first: 1) { nodes { name } } } }', UNPLACED),
+        (f'{{ repository(owner: "acme", name: "x") {{ owner {{ {REPOS} }} }} }}', UNPLACED),
+        ('{ repository(owner: "acme", name: "x") { forks(first: 1) { nodes { id } } } }', UNPLACED),
+        ('{ repository(owner: "acme", name: "x") { parent { name } } }', UNPLACED),
+        (
+            '{ repository(owner: "acme", name: "x") { issues(first: 1) { nodes { author '
+            "{ ... on User { issues(first: 5) { nodes { body } } } } } } } }",
+            UNPLACED,
+        ),
+        (
+            '{ repository(owner: "acme", name: "x") { issue(number: 1) { timelineItems(first: 5) '
+            "{ nodes { ... on CrossReferencedEvent { source { ... on Issue { body } } } } } } } }",
+            UNPLACED,
+        ),
+        (
+            '{ repository(owner: "acme", name: "x") { labels(first: 1) { nodes '
+            "{ issues(first: 1) { nodes { body } } } } } }",
+            REPO,
+        ),
+        (
+            '{ repository(owner: "acme", name: "x") { ref(qualifiedName: "main") { target '
+            "{ ... on Commit { history(first: 1) { nodes { message } } } } } } }",
+            REPO,
+        ),
+        ('{ node(id: "R_1") { ... on Repository { name } } }', UNPLACED),
+        ('{ nodes(ids: ["R_1"]) { id } }', UNPLACED),
+        (
+            '{ search(query: "secret", type: ISSUE, first: 5) '
+            "{ nodes { ... on Issue { body } } } }",
+            UNPLACED,
+        ),
+        ('{ topic(name: "x") { repositories(first: 1) { nodes { name } } } }', UNPLACED),
+        ("{ unknownField { id } }", UNPLACED),
+        (
+            '{ a: repository(owner: "acme", name: "x") { id } '
+            'b: organization(login: "acme") { repository(name: "x") { name } } viewer { login } }',
+            REPO,
+        ),
+        (
+            '{ a: repository(owner: "acme", name: "x") { id } '
+            'b: organization(login: "acme") { repository(name: "y") { name } } }',
+            UNPLACED,
+        ),
+        ("{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }", None),
+        ("{ ...Missing }", None),
+    ],
+)
+def test_graphql_queries_are_placed_by_every_field_path(
+    dotcom: GitHub, query: str, expected: Any
+) -> None:
+    assert graphql(dotcom, query) == expected
+
+
+def test_graphql_variables_and_operation_names(dotcom: GitHub) -> None:
+    nested = (
+        "query Q($o: String!, $n: String!) { organization(login: $o) "
+        "{ repository(name: $n) { id } } }"
+    )
+    assert graphql(dotcom, nested, {"o": "acme", "n": "x"}) == REPO
+    assert graphql(dotcom, nested, {"o": "acme"}) == UNPLACED  # a missing variable
+    doc = f"query A {{ viewer {{ login }} }} query B {{ viewer {{ {REPOS} }} }}"
+    assert graphql(dotcom, doc, name="A") == AGENT
+    assert graphql(dotcom, doc, name="B") == UNPLACED
+    assert graphql(dotcom, doc) is None
+
+
+def test_fragments_that_multiply_are_refused(dotcom: GitHub) -> None:
+    doc = "{ ...F9 } fragment F0 on Query { viewer { login } }"
+    doc += "".join(f" fragment F{i} on Query {{ ...F{i - 1} ...F{i - 1} }}" for i in range(1, 10))
+    assert graphql(dotcom, doc) == AGENT
+    doc = "{ ...F20 } fragment F0 on Query { viewer { login } }"
+    doc += "".join(f" fragment F{i} on Query {{ ...F{i - 1} ...F{i - 1} }}" for i in range(1, 21))
+    assert graphql(dotcom, doc) is None  # 2**20 fields: unreadable, not walked
+
+
+def test_nested_graphql_reads_are_checked_through_the_hook(
+    kit: Toolkit, ghes: FakeGitHub, events: list[Any]
+) -> None:
+    @kit.tool()
+    def ask(query: str) -> str:
+        url = f"{ghes.url}/api/graphql"
+        return requests.post(url, json={"query": query}, headers=AUTH, timeout=5).text
+
+    secret = '{ organization(login: "acme") { repository(name: "secret") { id } } }'
+    with Session(RORY).active(), pytest.raises(ActionRefused) as info:
+        ask(secret)
+    assert info.value.code == "not_authorized"
+    assert "repo.read on repo:acme/secret" in info.value.message
+    with Session(RORY).active(), pytest.raises(ActionRefused) as info:
+        ask(f"{{ viewer {{ login {REPOS} }} }}")
+    assert info.value.code == "unresolved_resource"
+    assert arrived(ghes, "POST", "/api/graphql") == []
+    with Session(DANA).active() as session:
+        ask(secret)
+        assert "github|repo:acme/secret" in session.private_from
+    assert len(arrived(ghes, "POST", "/api/graphql")) == 1
+
+
+# Mutations: whatever their shape, never a read.
+_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
+_STRINGS = st.text(max_size=10).map(json.dumps)
+_TRICKS = st.sampled_from(
+    ["", "# query { viewer { login } }\n", '"""} query {"""', ",,", "\ufeff", "__typename"]
+)
+_MUTATIONS = st.sampled_from(
+    ["createCommitOnBranch", "createPullRequest", "deleteRef", "mergePullRequest", "x"]
+)
+
+
+@given(
+    field=_MUTATIONS,
+    alias=st.one_of(st.just(""), _NAMES.map(lambda n: n + ": ")),
+    text=_STRINGS,
+    branch=_STRINGS,
+    trick=_TRICKS,
+    nested=st.sampled_from(
+        ["commit { oid }", 'repository(owner: "acme", name: "x") { id }', "viewer { login }"]
+    ),
+    fragment=st.booleans(),
+    chosen=st.booleans(),
+)
+def test_a_mutation_is_never_a_read(
+    dotcom: GitHub,
+    field: str,
+    alias: str,
+    text: str,
+    branch: str,
+    trick: str,
+    nested: str,
+    fragment: bool,
+    chosen: bool,
+) -> None:
+    typename = "__typename" if trick == "__typename" else ""
+    call = (
+        f"{alias}{field}(input: {{body: {text}, branch: {{repositoryNameWithOwner: "
+        f'"acme/x", branchName: {branch}}}}}) {{ {typename} {nested} }}'
+    )
+    root = "{ ...M }" if fragment else f"{{ {call} }}"
+    doc = f"{trick if trick != '__typename' else ''} mutation W {root}"
+    if fragment:
+        doc += f" fragment M on Mutation {{ {call} }}"
+    if chosen:
+        doc = "query R { viewer { login } } " + doc
+    found = graphql(dotcom, doc, name="W" if chosen else None)
+    assert found is None or found[2] != "read", doc

@@ -1,19 +1,33 @@
 """GitHub GraphQL (``POST /graphql``) placed on the github integration's actions.
 
-A query is a read: when every root field names one resource (``repository(owner:, name:)``,
-``organization(login:)``, ``user(login:)``) it reads that resource; when it only asks about
-the agent itself or public data (``viewer``, ``rateLimit``, ``search``, ``meta``, ...) it is
-an agent request; otherwise (``node(id:)``, several resources) it names no resource, so the
-request hook refuses it as unresolved.
+A query is a read, placed by EVERY field path in it (fragments expanded, aliases and
+variables resolved), not only its root fields:
 
-A mutation is placed only when its root fields are known and their arguments name the
-repository: GitHub's mutations take node ids (``createPullRequest(input: {repositoryId})``,
-``mergePullRequest``, ``deleteRef``, ``addComment``), which name no repository without a
-look-up, so they answer None and the write is refused as unmapped. ``createCommitOnBranch``
-with ``branch: {repositoryNameWithOwner, branchName}`` is ``contents.write`` on that branch.
+- ``repository(owner:, name:)``, or ``repository(name:)`` below ``organization(login:)``,
+  ``user(login:)`` or ``repositoryOwner(login:)``, reads that repository (``repo.read`` on
+  ``repo:owner/name``), with everything nested in it; a scalar of a named account
+  (``organization(login:) { name }``) reads the account (``org.read``/``user.read``);
+- the agent's own profile (``viewer { login }``) and public data (``rateLimit``, ``meta``,
+  ``licenses``, ``__schema``, ...) are agent requests;
+- anything else names no single resource, so the request hook refuses it as unresolved:
+  ``node(id:)``/``nodes`` (node ids name no repository without a look-up), ``search``, an
+  unknown root field, an object field below an account (``viewer { repositories }``,
+  ``organization { teams }``), a field in ``ESCAPES`` (fields that lead from a repository
+  to others, or across repositories: ``forks``, ``parent``, ``owner { repositories }``,
+  cross-references, ``timelineItems``, ...), issues or pull requests reached through
+  anything but the repository itself, its labels and milestones (``author { issues }``), a
+  variable that is missing, and a query naming two resources.
+
+A mutation is classified by its root fields alone (what it selects from the result changes
+nothing), and placed only when every root field is a known mutation whose arguments name
+its repository: GitHub's mutations take node ids (``createPullRequest(input:
+{repositoryId})``, ``mergePullRequest``, ``deleteRef``, ``addComment``), which name no
+repository without a look-up, so they answer None and the write is refused as unmapped.
+``createCommitOnBranch`` with ``branch: {repositoryNameWithOwner, branchName}`` is
+``contents.write`` on that branch.
 
 The parser follows the GraphQL specification's lexical grammar (October 2021) closely
-enough to find operations, root fields and their arguments; a document it cannot read
+enough to read operations, fields, arguments and fragments; a document it cannot read
 answers None (a refused write), never a guess.
 """
 
@@ -28,13 +42,11 @@ from toolpass.intercept.routes import Match, Request, Route
 
 __all__ = ["match_graphql"]
 
-# Root query fields about the agent itself or public data.
+# Root query fields about public data (and the schema): agent requests.
 AGENT_FIELDS = frozenset(
     {
-        "viewer",
         "rateLimit",
         "meta",
-        "search",
         "license",
         "licenses",
         "codeOfConduct",
@@ -47,11 +59,81 @@ AGENT_FIELDS = frozenset(
         "securityAdvisories",
         "securityAdvisory",
         "securityVulnerabilities",
-        "sponsorables",
         "__schema",
         "__type",
     }
 )
+# Root fields naming an account by login: below them, ``repository(name:)`` is that
+# account's repository.
+ACCOUNTS = {"organization": "org", "user": "user", "repositoryOwner": "user"}
+# Fields that lead from the data of one repository to other repositories, or that list data
+# across repositories: below a named resource they name no single one.
+ESCAPES = frozenset(
+    {
+        "repository",
+        "repositories",
+        "repositoryOwner",
+        "repositoriesContributedTo",
+        "topRepositories",
+        "starredRepositories",
+        "pinnedRepositories",
+        "pinnedItems",
+        "pinnableItems",
+        "itemShowcase",
+        "watching",
+        "forks",
+        "parent",
+        "templateRepository",
+        "headRepository",
+        "headRepositoryOwner",
+        "headRef",
+        "source",
+        "fromRepository",
+        "commitRepository",
+        "canonical",
+        "duplicate",
+        "timeline",
+        "timelineItems",
+        "closingIssuesReferences",
+        "closedByPullRequestsReferences",
+        "trackedIssues",
+        "trackedInIssues",
+        "subIssues",
+        "associatedPullRequests",
+        "projectItems",
+        "projectCards",
+        "projects",
+        "projectsV2",
+        "projectV2",
+        "project",
+        "recentProjects",
+        "organizations",
+        "organization",
+        "enterprise",
+        "enterprises",
+        "gists",
+        "gist",
+        "contributionsCollection",
+        "issueComments",
+        "commitComments",
+        "repositoryDiscussions",
+        "repositoryDiscussionComments",
+        "sponsoring",
+        "sponsors",
+        "sponsorshipsAsSponsor",
+        "sponsorshipsAsMaintainer",
+        "lists",
+        "packages",
+        "search",
+        "resource",
+    }
+)
+# A repository's own issues and pull requests: reached from the repository, its labels or
+# milestones; from an account (``author { issues }``) they are everyone's.
+_OWN_ITEMS = frozenset(
+    {"issues", "pullRequests", "issue", "pullRequest", "issueOrPullRequest", "discussions"}
+)
+_CONTAINERS = frozenset({"labels", "label", "milestones", "milestone", "nodes", "edges", "node"})
 # Known mutations and the action each performs. Only those whose arguments can name a
 # repository (see ``_mutation_resource``) are ever placed; the others document the action
 # the write would need and answer None.
@@ -112,9 +194,13 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     return out
 
 
+Field = tuple[str, dict[str, Any], list[Any] | None]  # name, arguments, selections
+
+
 class _Parser:
-    """Operations, their root fields and the fields' arguments; nested selections are
-    parsed and dropped."""
+    """Operations and fragments: fields with their arguments and nested selections. A
+    selection is a field ``(name, arguments, selections or None)``, a fragment spread
+    ``("...", name)`` or an inline fragment ``("...", selections)``."""
 
     def __init__(self, text: str) -> None:
         self.toks = _tokens(text)
@@ -132,9 +218,10 @@ class _Parser:
         self.i += 1
         return tok
 
-    def document(self) -> list[tuple[str, str | None, list[Any]]]:
-        """[(operation type, name, root selections)]; fragments are read and dropped."""
+    def document(self) -> tuple[list[tuple[str, str | None, list[Any]]], dict[str, list[Any]]]:
+        """([(operation type, name, selections)], {fragment name: selections})."""
         ops: list[tuple[str, str | None, list[Any]]] = []
+        fragments: dict[str, list[Any]] = {}
         while self.peek()[0] != "eof":
             kind, tok = self.peek()
             if tok == "{":
@@ -148,14 +235,16 @@ class _Parser:
                 ops.append((tok, name, self.selections()))
             elif kind == "name" and tok == "fragment":
                 self.take()
-                self.take(kind="name")
+                name = self.take(kind="name")
                 self.take("on")
                 self.take(kind="name")
                 self.directives()
-                self.selections()
+                if name in fragments:
+                    raise _Unreadable(f"fragment {name} defined twice")
+                fragments[name] = self.selections()
             else:
                 raise _Unreadable(f"unexpected {tok!r}")
-        return ops
+        return ops, fragments
 
     def variable_definitions(self) -> None:
         self.take("(")
@@ -188,7 +277,6 @@ class _Parser:
                 self.arguments()
 
     def selections(self) -> list[Any]:
-        """Fields as ``(name, arguments)``; a fragment spread or inline fragment as None."""
         self.take("{")
         out: list[Any] = []
         while self.peek()[1] != "}":
@@ -198,14 +286,13 @@ class _Parser:
                     self.take()
                     self.take(kind="name")
                     self.directives()
-                    self.selections()
+                    out.append(("...", self.selections()))
                 elif self.peek()[1] in ("@", "{"):
                     self.directives()
-                    self.selections()
+                    out.append(("...", self.selections()))
                 else:
-                    self.take(kind="name")
+                    out.append(("...", self.take(kind="name")))
                     self.directives()
-                out.append(None)
                 continue
             name = self.take(kind="name")
             if self.peek()[1] == ":":  # an alias
@@ -213,9 +300,7 @@ class _Parser:
                 name = self.take(kind="name")
             args = self.arguments() if self.peek()[1] == "(" else {}
             self.directives()
-            if self.peek()[1] == "{":
-                self.selections()
-            out.append((name, args))
+            out.append((name, args, self.selections() if self.peek()[1] == "{" else None))
         self.take("}")
         if not out:
             raise _Unreadable("empty selection set")
@@ -280,20 +365,6 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _query_place(name: str, args: Mapping[str, Any]) -> tuple[str, str | None]:
-    """(action, resource) a root query field reads; resource None when it names none."""
-    if name == "repository":
-        owner, repo = _text(args.get("owner")), _text(args.get("name"))
-        return "repo.read", f"repo:{owner}/{repo}" if owner and repo else None
-    if name == "organization":
-        login = _text(args.get("login"))
-        return "org.read", f"org:{login}" if login else None
-    if name == "user":
-        login = _text(args.get("login"))
-        return "user.read", f"user:{login}" if login else None
-    return "repo.read", None
-
-
 def _mutation_resource(name: str, args: Mapping[str, Any]) -> str | None:
     """The resource a known mutation's arguments name, or None (node ids name none)."""
     if name == "createCommitOnBranch":
@@ -342,20 +413,21 @@ def match_graphql(request: Request) -> Match | None:
         return None
     query, op_name, variables = found
     try:
-        ops = _Parser(query).document()
+        ops, fragments = _Parser(query).document()
+        chosen = [op for op in ops if op_name is None or op[1] == op_name]
+        if len(chosen) != 1:
+            return None
+        kind, _, roots = chosen[0]
+        walk = _Walk(fragments, variables)
+        if kind == "query":
+            return walk.query(roots)
+        if kind != "mutation":
+            return None
+        fields = [f for f in walk.fields(roots) if f[0] != "__typename"]
     except (_Unreadable, ValueError, RecursionError):
         return None
-    chosen = [op for op in ops if op_name is None or op[1] == op_name]
-    if len(chosen) != 1:
-        return None
-    kind, _, roots = chosen[0]
-    fields = [r for r in roots if r is None or r[0] != "__typename"]
-    if kind == "query":
-        return _query(fields, variables)
-    if kind != "mutation" or not fields or None in fields:
-        return None
     placed = set()
-    for name, args in fields:
+    for name, args, _ in fields:
         action = MUTATIONS.get(name)
         resource = _valid(_mutation_resource(name, _resolve(args, variables)))
         if action is None or resource is None:
@@ -367,18 +439,90 @@ def match_graphql(request: Request) -> Match | None:
     return Match(_route(action, resource, "write", ""), {}, resource)
 
 
-def _query(fields: list[Any], variables: Mapping[str, Any]) -> Match:
-    if None not in fields and all(f[0] in AGENT_FIELDS for f in fields):
-        return Match(_route("site.read", "user:@me", "read", "ua"), {}, "user:@me")
-    places: set[tuple[str, str | None]] = set()
-    for field in fields:
-        if field is None:
-            places.add(("repo.read", None))
-        elif field[0] not in AGENT_FIELDS:
-            action, resource = _query_place(field[0], _resolve(field[1], variables))
-            places.add((action, _valid(resource)))
-    if len(places) == 1:
-        action, resource = next(iter(places))
+_AGENT = ("site.read", "user:@me")
+_UNPLACED: tuple[str, str | None] = ("repo.read", None)
+_MAX_FIELDS = 5000  # fragments spread into each other may multiply a small document
+
+
+class _Walk:
+    """Every field path of a query, each placed on the resource it reads."""
+
+    def __init__(self, fragments: Mapping[str, list[Any]], variables: Mapping[str, Any]):
+        self.fragments, self.variables = fragments, variables
+        self.places: set[tuple[str, str | None]] = set()
+        self.budget = _MAX_FIELDS
+
+    def fields(self, selections: list[Any], seen: tuple[str, ...] = ()) -> list[Field]:
+        """The fields of a selection set, its fragments expanded."""
+        out: list[Field] = []
+        for selection in selections:
+            if selection[0] != "...":
+                out.append(selection)
+                self.budget -= 1
+            elif isinstance(selection[1], list):
+                out.extend(self.fields(selection[1], seen))
+            elif selection[1] in seen or selection[1] not in self.fragments:
+                raise _Unreadable(f"fragment {selection[1]} is unknown or spreads itself")
+            else:
+                out.extend(self.fields(self.fragments[selection[1]], (*seen, selection[1])))
+        if self.budget < 0:
+            raise _Unreadable("too many fields")
+        return out
+
+    def query(self, roots: list[Any]) -> Match:
+        for name, args, children in self.fields(roots):
+            args = _resolve(args, self.variables)
+            if name == "repository":
+                self.repository(_text(args.get("owner")), args, children)
+            elif name in ACCOUNTS:
+                self.account(ACCOUNTS[name], _text(args.get("login")), children)
+            elif name == "viewer":
+                self.account("viewer", None, children)
+            elif name in AGENT_FIELDS:
+                self.public(children)
+            elif name != "__typename":
+                self.places.add(_UNPLACED)
+        read = self.places - {_AGENT}
+        if not read:
+            return Match(_route(*_AGENT, "read", "ua"), {}, _AGENT[1])
+        action, resource = read.pop() if len(read) == 1 else _UNPLACED
+        return Match(_route(action, resource, "read", "u"), {}, resource)
+
+    def repository(self, owner: str | None, args: Mapping[str, Any], children: Any) -> None:
+        name = _text(args.get("name"))
+        resource = _valid(f"repo:{owner}/{name}") if owner and name else None
+        self.places.add(("repo.read", resource))
         if resource is not None:
-            return Match(_route(action, resource, "read", "u"), {}, resource)
-    return Match(_route("repo.read", None, "read", "u"), {}, None)
+            self.inside(children or [], direct=True)
+
+    def inside(self, selections: list[Any], direct: bool) -> None:
+        """Below a named repository: its data, unless a field leads out of it."""
+        for name, _, children in self.fields(selections):
+            if name in ESCAPES or (name in _OWN_ITEMS and not direct):
+                self.places.add(_UNPLACED)
+            elif children is not None:
+                self.inside(children, direct and name in _CONTAINERS)
+
+    def account(self, kind: str, login: str | None, selections: Any) -> None:
+        """Below a named account: its repositories by name, its own scalar fields."""
+        for name, args, children in self.fields(selections or []):
+            if name == "repository" and login is not None:
+                self.repository(login, _resolve(args, self.variables), children)
+            elif name == "__typename":
+                continue
+            elif kind == "viewer" and children is None:
+                self.places.add(_AGENT)
+            elif children is None and login is not None:
+                self.places.add((f"{kind}.read", _valid(f"{kind}:{login}")))
+            else:  # the account's connections: other repositories, other accounts
+                self.places.add(_UNPLACED)
+
+    def public(self, selections: Any) -> None:
+        """Public data, unless a field leads to repositories."""
+        for name, _, children in self.fields(selections or []):
+            if name in ESCAPES:
+                self.places.add(_UNPLACED)
+                return
+            if children is not None:
+                self.public(children)
+        self.places.add(_AGENT)
