@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolpass.rules.secrets import find_secret, secret_name
 from toolpass.toolkit.errors import ApprovalPending, ToolRefused
 
 DEFAULT_TTL = 15 * 60.0
+#: How much of one argument a preview shows before it says what it left out.
+PREVIEW_LIMIT = 2000
+
+
+def preview_of(arguments: Mapping[str, Any]) -> str:
+    """What a person approving a call reads of its arguments: every value whole (as Python
+    writes it), except that a long value shows its first ``PREVIEW_LIMIT`` characters and
+    then says how much it left out, with the whole value's digest; a value that is a secret
+    (by its name, or a credential's shape) shows only its digest. Nothing is cut silently;
+    ``request.arguments[name]`` holds each value."""
+    return "\n".join(f"  {name} = {_shown(name, value)}" for name, value in arguments.items())
+
+
+def _shown(name: str, value: Any) -> str:
+    text = repr(value)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    whole = f"{len(text)} characters, sha256 {digest}; see request.arguments[{name!r}]"
+    kind = "a secret" if secret_name(name) else find_secret(text)
+    if kind is not None:
+        return f"[{kind}, not shown: {whole}]"
+    if len(text) <= PREVIEW_LIMIT:
+        return text
+    return f"{text[:PREVIEW_LIMIT]}\n    [... not shown: the rest of {whole}]"
 
 
 class ApprovalRequest:

@@ -10,41 +10,17 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from toolpass.toolkit.redact import REDACTED, redact
+from toolpass.rules.secrets import scrub, secret_name
+from toolpass.toolkit.redact import redact
+from toolpass.toolkit.walk import plain
 
 log = logging.getLogger("toolpass")
-_SECRET_NAMES = (
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "api_key",
-    "apikey",
-    "credential",
-    "private_key",
-    "authorization",
-)
 
 
-def _secret_name(name: str) -> bool:
-    lowered = name.lower()
-    return any(s in lowered for s in _SECRET_NAMES)
-
-
-def _plain(value: Any, depth: int = 0) -> Any:
-    """A JSON-friendly copy of ``value``, values under secret-looking keys redacted."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if depth > 20:
-        return repr(value)
-    if isinstance(value, Mapping):
-        return {
-            str(k): REDACTED if _secret_name(str(k)) else _plain(v, depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_plain(v, depth + 1) for v in value]
-    return repr(value)
+def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
+    """What an audit record may show of a value: JSON-friendly, values under secret-looking
+    names redacted, credentials found by their shape and the call's own credential replaced."""
+    return redact(scrub(plain(value, secret_name)), secrets)
 
 
 class AuditEvent:
@@ -66,6 +42,7 @@ class AuditEvent:
         "effect",
         "message",
         "outcome",
+        "preview",
         "secrets",
         "session_id",
         "time",
@@ -88,6 +65,7 @@ class AuditEvent:
         self.authorization: tuple[str, str] | None = None  # (decision, reason)
         self.approval_reasons: tuple[str, ...] = ()
         self.approval_id: str | None = None
+        self.preview: str | None = None  # what a person was asked to approve
         self.duration = 0.0
         self.secrets: tuple[str, ...] = ()
         self.actions: list[dict[str, Any]] = []
@@ -116,15 +94,14 @@ class AuditEvent:
         self.message = redact(self.message, secrets)
         self.detail = redact(self.detail, secrets)
         self.actions = redact(self.actions, secrets)
+        self.preview = redact(self.preview, secrets)
         self.secrets = ()
 
     def to_dict(self) -> dict[str, Any]:
+        secrets = self.secrets
         args: dict[str, Any] | None = None
         if self.arguments is not None:
-            args = {
-                k: REDACTED if _secret_name(k) else redact(_plain(v), self.secrets)
-                for k, v in self.arguments.items()
-            }
+            args = _clean(dict(self.arguments), secrets)
         return {
             "time": self.time,
             "user": self.user,
@@ -134,11 +111,14 @@ class AuditEvent:
             "arguments": args,
             "outcome": self.outcome,
             "code": self.code,
-            "message": self.message,
-            "detail": redact(self.detail, self.secrets) if self.detail else self.detail,
+            "message": _clean(self.message, secrets),
+            "detail": _clean(self.detail, secrets),
             "reasons": self.reasons,
             "approval_id": self.approval_id,
-            "actions": [{k: v for k, v in a.items() if k[:1] != "_"} for a in self.actions],
+            "preview": _clean(self.preview, secrets),
+            "actions": [
+                _clean({k: v for k, v in a.items() if k[:1] != "_"}, secrets) for a in self.actions
+            ],
             "duration_ms": round(self.duration * 1000, 3),
         }
 

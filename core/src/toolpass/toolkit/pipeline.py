@@ -20,7 +20,7 @@ from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
 from toolpass.intercept.entitlements import EntitledCheck, entitled_user_actions, entitlement
 from toolpass.rules.secrets import find_secret
-from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending
+from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending, preview_of
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import refusal, verdict
@@ -48,10 +48,6 @@ def check_error(what: str, exc: BaseException) -> ToolRefused:
         "Try again later, or tell the user.",
         detail=f"{what} raised {type(exc).__name__}: {exc}",
     )
-
-
-def preview_of(arguments: Mapping[str, Any]) -> str:
-    return "\n".join(f"  {k} = {show(v, 200)}" for k, v in arguments.items())
 
 
 def canonical(value: Any, depth: int = 0) -> str:
@@ -250,7 +246,9 @@ def steps(
         if body is not None:
             fn, call_args, call_kwargs = body, (), {}
         if spec.credential is not None:
-            call_kwargs = {**call_kwargs, "credential": (yield from _credential(kit, spec.credential))}
+            given = {"credential": (yield from _credential(kit, spec.credential))}
+            call_kwargs = {**call_kwargs, **given}
+            given = NO_KWARGS
             event.secrets = usable((call_kwargs["credential"],))
 
         # 9. The body. From here the slot and the approval are spent.
@@ -402,6 +400,7 @@ def _approval(
             now=now,
         )
 
+    event.preview = preview
     key = (call.session.id, spec.key, canonical(call.arguments), reasons, preview)
     if isinstance(approver, ApprovalQueue):
         grant, request = approver._claim(key, make)

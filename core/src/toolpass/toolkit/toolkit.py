@@ -71,27 +71,27 @@ def _sink(sink: Any) -> AuditSink:
 class Toolkit:
     """Settings shared by a set of tools; tools read them at call time.
 
-        ``approver``: an ``ApprovalQueue`` or a callable ``(request) -> True | False | None``.
-        ``credentials``: a mapping of name to secret (or to a callable or secret reference giving
-        it), or a callable ``(name) -> secret``. ``limits``: calls per session by effect
-        (``{"destructive": 3}``, or ``"tool:name"``/``"effect:name"`` keys); ``tool_limits``: by
-        tool name. ``audit``: sinks (callables taking an ``AuditEvent``, file paths written as JSON
-        lines, or ``logging.Logger``s; ``LogSink()`` by default). ``on_refuse``: turns a refusal
-        into the tool's result (``str`` gives the model the message). ``exfiltration``: ``"approve"`` or
-        ``"refuse"``. ``untrusted_inputs``: what happens when the arguments of a call that changes
-    or sends something repeat untrusted text seen in the session: ``"check"`` (refused),
-    ``"approve"`` (a person must approve) or ``"ignore"`` (``on_untrusted_input`` is its older
-    name: ``"refuse"`` or ``"approve"``).
+    ``approver``: an ``ApprovalQueue`` or a callable ``(request) -> True | False | None``.
+    ``credentials``: a mapping of name to secret (or to a callable or secret reference giving
+    it), or a callable ``(name) -> secret``. ``limits``: calls per session by effect
+    (``{"destructive": 3}``, or ``"tool:name"``/``"effect:name"`` keys); ``tool_limits``: by
+    tool name. ``audit``: sinks (callables taking an ``AuditEvent``, file paths written as JSON
+    lines, or ``logging.Logger``s; ``LogSink()`` by default). ``on_refuse``: turns a refusal
+    into the tool's result (``str`` gives the model the message). ``exfiltration``:
+    ``"approve"`` or ``"refuse"``. ``untrusted_inputs``: what happens when the arguments of a
+    call that changes or sends something repeat untrusted text seen in the session:
+    ``"check"`` (refused), ``"approve"`` (a person must approve) or ``"ignore"``
+    (``on_untrusted_input`` is its older name: ``"refuse"`` or ``"approve"``).
 
-        The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
-        sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
-        outside ``as_user()``/``as_agent()``; ``unknown_host`` says what happens to a request to a
-        host no connection owns: ``"allow"`` (the default: it goes, and a write is audited with a
-        warning), ``"refuse_writes"`` or ``"refuse"``; ``strict`` means ``unknown_host="refuse"``
-        (and, with ``entitlements``, refuses tools missing from the file); ``strict_threads``
-        refuses requests sent while a call runs from a thread that belongs to no call (a pool
-        started before it); ``record`` writes what tools do to a file, and ``entitlements`` holds
-        tools to such a file.
+    The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
+    sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
+    outside ``as_user()``/``as_agent()``; ``unknown_host`` says what happens to a request to a
+    host no connection owns: ``"allow"`` (the default: it goes, and a write is audited with a
+    warning), ``"refuse_writes"`` or ``"refuse"``; ``strict`` means ``unknown_host="refuse"``
+    (and, with ``entitlements``, refuses tools missing from the file); ``strict_threads``
+    refuses requests sent while a call runs from a thread that belongs to no call (a pool
+    started before it); ``record`` writes what tools do to a file, and ``entitlements`` holds
+    tools to such a file.
     """
 
     def __init__(

@@ -184,6 +184,7 @@ def plain(value: Any, hide: Any = None, depth: int = 0) -> Any:
     if isinstance(value, (str, int, float)):
         return value
     attributes = getattr(value, "__dict__", None)
-    if isinstance(attributes, dict) and not callable(value):
+    if isinstance(attributes, dict) and type(value).__repr__ is object.__repr__:
+        # An object that does not say how to show itself: its public attributes.
         return plain({k: v for k, v in attributes.items() if not k.startswith("_")}, hide, d)
     return _repr(value)
