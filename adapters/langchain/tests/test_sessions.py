@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel
 from pytest_toolpass import Call, ScriptedEngine
-from scripted_langchain import DANA, DANA_MAY_DELETE_PAY_1, DELETE, ERIN, Tools, scripted
+from scripted_langchain import DANA, DELETE, ERIN, Tools, scripted
 from toolpass import Decision, Toolkit, current_session
 from toolpass.langchain import ToolpassMiddleware
 
@@ -152,9 +152,8 @@ def test_every_call_of_a_run_shares_one_session_and_each_run_has_its_own(
 
 
 def test_parallel_calls_of_one_step_share_the_runs_limit(kind: Kind, mode: str) -> None:
-    tp = ScriptedEngine(DANA_MAY_DELETE_PAY_1)
     kit = Toolkit(limits={"tool:close_issue": 1}, audit=[])
-    guard = ToolpassMiddleware(tp, toolkit=kit, user=kind.user)
+    guard = ToolpassMiddleware(ScriptedEngine(), toolkit=kit, user=kind.user)
     tools = Tools()
     step = [Call("close_issue", {"key": f"PAY-{n}"}) for n in range(4)]
     out = run(agent(guard, tools, kind, [step]), kind.context(DANA), DANA, mode)
