@@ -365,3 +365,36 @@ def test_an_unknown_untrusted_inputs_mode_fails_at_declaration(kit: Toolkit) -> 
         kit.secured_tool(lambda: None, untrusted_inputs="warn")
     with pytest.raises(ValueError, match="untrusted_inputs"):
         Toolkit(untrusted_inputs="off")
+
+
+# Text split across arguments, or encoded.
+
+
+def test_a_credential_split_across_two_arguments_is_caught(
+    drive: Any, make_kit: Any, session: Session
+) -> None:
+    kit = make_kit(exfiltration="refuse")
+    post = drive.tool(kit, lambda channel, head, tail: "posted", sends_out=True)
+    refused = drive.refused(post, "#general", TOKEN[:20], TOKEN[20:])
+    assert refused.code == "exfiltration"
+    assert "GitHub token" in refused.message
+    assert TOKEN not in refused.message
+    glued = drive.refused(post, "#general", f"x{TOKEN}", "")
+    assert glued.code == "exfiltration"
+
+
+def test_untrusted_text_split_across_arguments_or_encoded_is_caught(
+    drive: Any, kit: Toolkit, session: Session
+) -> None:
+    import base64
+
+    _tainted(drive, kit)
+    write = drive.tool(kit, lambda title, body: "written")
+    words = INJECTION.split()
+    head, tail = " ".join(words[:4]), " ".join(words[4:])
+    assert drive.refused(write, head, tail).code == "untrusted_input"
+    assert drive.refused(write, tail, head).code == "untrusted_input"  # swapped halves
+    encoded = base64.b64encode(INJECTION.encode()).decode()
+    assert drive.refused(write, "note", encoded).code == "untrusted_input"
+    hidden = "\u200b".join(INJECTION)  # an invisible character between every letter
+    assert drive.refused(write, "note", hidden).code == "untrusted_input"

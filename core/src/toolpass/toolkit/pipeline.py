@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
 from toolpass.intercept.entitlements import EntitledCheck, entitled_user_actions, entitlement
-from toolpass.rules.secrets import find_secret
+from toolpass.rules.secrets import find_secret_in
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending, preview_of
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.audit import AuditEvent, emit
@@ -347,23 +347,17 @@ def _changes_or_sends(spec: ToolSpec, effect: str | None, kit: Toolkit) -> bool:
     return effect != "read"
 
 
+def _texts(arguments: Mapping[str, Any]) -> list[str]:
+    """Every string in a call's arguments, in order (a text split across two is seen)."""
+    return [text for value in arguments.values() for text in strings_in(value)]
+
+
 def _secret_in(arguments: Mapping[str, Any]) -> str | None:
-    for value in arguments.values():
-        for text in strings_in(value):
-            kind = find_secret(text)
-            if kind is not None:
-                return kind
-    return None
+    return find_secret_in(_texts(arguments))
 
 
 def _repeated_untrusted(session: Session, arguments: Mapping[str, Any]) -> str | None:
-    find = session.untrusted.find
-    for value in arguments.values():
-        for text in strings_in(value):
-            phrase = find(text)
-            if phrase is not None:
-                return phrase
-    return None
+    return session.untrusted.find_in(_texts(arguments))
 
 
 def _approval(
