@@ -31,7 +31,8 @@ from toolpass.engine.errors import ToolpassError
 from toolpass.engine.secrets import Secret
 from toolpass.engine.toolpass import Toolpass
 
-ERROR = 3
+ERROR = 3  # bad usage, or the command could not run
+NOT_CONFIGURED = 4
 _EXIT = {"allow": 0, "deny": 1, "unknown": 2}
 
 
@@ -65,7 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     with_config("validate", "Check the configuration without using the network.")
     probe = with_config("probe", "Ask each connection's system whether its credential works.")
     probe.add_argument("connections", nargs="*", metavar="ID")
-    check = with_config("check", "One decision; exit 0 allow, 1 deny, 2 unknown.")
+    check = with_config(
+        "check",
+        "One decision; exit 0 allow, 1 deny, 2 could not be answered, 3 bad usage, "
+        "4 not configured (no such connection or action).",
+    )
     for name in ("user", "connection", "action", "resource"):
         check.add_argument(name)
     check.add_argument("-fresh", "--fresh", action="store_true", help="skip the cache")
@@ -160,12 +165,13 @@ def _probe(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     with Toolpass.from_config(args.config) as tp:
         d = tp.check(args.user, args.connection, args.action, args.resource, fresh=args.fresh)
+        configured = tp.configured(args.connection, args.action)
     if args.json:
         fields = ("decision", "reason", "user", "connection", "action", "resource", "cached")
         _out(json.dumps({f: getattr(d, f) for f in fields}))
     else:
         _out(f"{d.decision}: {d.reason}")
-    return _EXIT[d.decision]
+    return _EXIT[d.decision] if configured else NOT_CONFIGURED
 
 
 def _catalog(args: argparse.Namespace) -> int:

@@ -88,6 +88,21 @@ def test_check_exit_status(config: str, capsys: pytest.CaptureFixture[str]) -> N
         "-fresh",
     )
     assert (status, out.split(":")[0]) == (2, "unknown")
+    for connection, action in (("nope", "repo.read"), ("gh", "repo.teleport")):
+        status, out, _ = run(
+            capsys,
+            "check",
+            "dana@example.com",
+            connection,
+            action,
+            "repo:acme/widgets",
+            "-config",
+            config,
+        )
+        assert (status, out.split(":")[0]) == (4, "unknown")  # not configured: an operator's
+    status, _, err = run(capsys, "check", "dana@example.com", "-config", config)
+    assert status == 3  # bad usage
+    assert "toolpass:" in err
     status, out, _ = run(
         capsys,
         "check",
