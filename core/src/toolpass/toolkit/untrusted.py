@@ -268,6 +268,8 @@ class UntrustedIndex:
         seen = self._runs
         if self._full:
             return FULL if _WORD.search(text) else None
+        if not seen:
+            return None
         try:
             for variant in _variants(text):
                 if (phrase := _seen_run(seen, _runs, _words(variant))) is not None:
@@ -283,6 +285,8 @@ class UntrustedIndex:
         seen = self._runs
         if self._full:
             return FULL if any(map(_WORD.search, texts)) else None
+        if not seen:
+            return None
         plain: list[list[str]] = []  # each text's words
         decoded: list[list[str]] = []  # the words of each text's last decoded copy
         try:
