@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from toolpass.engine.config import COMMON_KEYS, ConfigKey, load_config
+from toolpass.engine.config import COMMON_KEYS, Config, ConfigKey, load_config
 from toolpass.engine.errors import ToolpassError
 from toolpass.engine.secrets import Secret
 from toolpass.engine.toolpass import Toolpass
@@ -140,13 +140,35 @@ def _validate(args: argparse.Namespace) -> int:
                     problems.append(f"{args.config}, connection {conn_id!r}: {e}")
     except ToolpassError as e:
         problems.append(str(e))
+    server = _server_problem(config)
+    if server:
+        problems.append(server)
     for problem in problems:
         _err(f"toolpass: {problem}")
     if problems:
         return 1
     ids = ", ".join(c.id for c in config.connections) or "none"
-    _out(f"{args.config}: valid ({len(config.connections)} connections: {ids})")
+    checked = "" if server is not None else "; server: not checked (needs toolpass-server)"
+    _out(f"{args.config}: valid ({len(config.connections)} connections: {ids}){checked}")
     return 0
+
+
+def _server_problem(config: Config) -> str | None:
+    """What is wrong with the ``server:`` section (its keys, API key references and their
+    strength), "" when nothing is; None when toolpass-server, which owns it, is not
+    installed and the file has one."""
+    if not config.server:
+        return ""
+    try:
+        from toolpass.server.config import parse_server_config
+    except ImportError:
+        return None
+    try:
+        base = os.path.dirname(os.path.abspath(config.path)) if config.path else None
+        parse_server_config(config.server, source=config.path, base_dir=base).resolve_keys()
+    except ToolpassError as e:
+        return str(e)
+    return ""
 
 
 def _probe(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -306,3 +307,14 @@ def test_demo_prints_the_transcript_and_the_audit_log(capsys: pytest.CaptureFixt
     assert "refused: untrusted_input" in out
     assert "open_gitops_pr     ok" in out
     assert "refused: not_authorized" in out
+
+
+def test_validate_says_when_the_server_section_is_not_checked(
+    config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if importlib.util.find_spec("toolpass.server") is not None:
+        pytest.skip("toolpass-server is installed: its own tests check the section")
+    Path(config).write_text(Path(config).read_text() + "server:\n  api_keys: [env:NOPE]\n")
+    status, out, _ = run(capsys, "validate", "-config", config)
+    assert status == 0
+    assert "server: not checked (needs toolpass-server)" in out

@@ -140,3 +140,26 @@ def test_keys_resolve_late_and_by_reference(
         f"{tmp_path / 'toolpass.yaml'}, line 3, server key 'api_keys[0]': "
         "secret env:TP_A: environment variable is not set"
     )
+
+
+def test_toolpass_validate_checks_the_server_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolpass.cli import main
+
+    path = tmp_path / "toolpass.yaml"
+    path.write_text("connections: []\nserver:\n  api_keys: [env:TP_VALIDATE_KEY]\n")
+    monkeypatch.setenv("TP_VALIDATE_KEY", "short")
+    assert main(["validate", "-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "TP_VALIDATE_KEY" in err
+    assert "at least" in err
+    monkeypatch.delenv("TP_VALIDATE_KEY")
+    assert main(["validate", "-config", str(path)]) == 1
+    assert "TP_VALIDATE_KEY" in capsys.readouterr().err
+    monkeypatch.setenv("TP_VALIDATE_KEY", "k" * 40)
+    assert main(["validate", "-config", str(path)]) == 0
+    assert "valid" in capsys.readouterr().out
+    path.write_text("connections: []\nserver:\n  api_keys: [env:TP_VALIDATE_KEY]\n  prot: 1\n")
+    assert main(["validate", "-config", str(path)]) == 1
+    assert "prot" in capsys.readouterr().err
