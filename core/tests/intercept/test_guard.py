@@ -338,7 +338,7 @@ def test_install_is_idempotent_and_removable(engine: Toolpass) -> None:
 # Hostile spellings of a request.
 
 
-def test_a_method_override_header_is_the_method(kit: Toolkit, github: FakeGitHub) -> None:
+def test_a_method_override_header_is_checked_too(kit: Toolkit, github: FakeGitHub) -> None:
     @kit.tool()
     def delete_by_post() -> int:
         url = f"{github.api_url}/repos/acme/widgets"
@@ -346,7 +346,9 @@ def test_a_method_override_header_is_the_method(kit: Toolkit, github: FakeGitHub
         return requests.post(url, headers=headers, timeout=5).status_code
 
     with Session("dana@example.com").active():
-        assert refused(delete_by_post) == "not_authorized"  # repo.delete needs admin
+        # The server may act on the POST or on the DELETE: both are checked, and the POST
+        # is no known action. (test_hardening_hook.py has the rest.)
+        assert refused(delete_by_post) == "unmapped_action"
     assert not any(r.method == "POST" and r.path == "/repos/acme/widgets" for r in github.requests)
 
 

@@ -148,6 +148,8 @@ def raw(
     service: str | None = None,
 ) -> Request:
     all_headers = dict(headers or {})
+    if body and not any(k.lower() == "content-type" for k in all_headers):
+        all_headers["Content-Type"] = "application/x-www-form-urlencoded"  # as botocore sends
     if service:
         all_headers["Authorization"] = (
             f"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/{REGION}/{service}/aws4_request, "

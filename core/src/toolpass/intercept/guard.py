@@ -1,33 +1,73 @@
 """The checks on one outgoing request, in the toolkit's order.
 
 Scope (the tool's ``resources=``), the declared effect, limits, untrusted input in the URL
-and body, exfiltration for routes that send data out, then the user's permission (unless the
-request is made as the agent). ``check`` and ``acheck`` share everything but the engine call.
+and body, credentials and exfiltration for routes that send data out, then the user's
+permission (unless the request is made as the agent). ``check`` and ``acheck`` share
+everything but the engine call.
+
+A request is read as a server could read it, and where servers could read it two ways both
+are checked, or it is refused: a method override (the ``X-HTTP-Method-Override`` headers, a
+``_method`` field) is checked with the method it overrides and the stronger effect wins;
+hosts and paths are compared normalised (``router.origin``, ``routes.normal_path``); a body
+is read by its Content-Type (``routes.Request.form``).
+
+A body the client hook could not read arrives as ``None`` (``b""`` is an empty body). A
+request that changes or sends something (not GET, HEAD or OPTIONS) is then refused when a
+check needs the body: a ``{body.*}`` resource, the credential scan of a route that sends
+data out, or untrusted text the session recorded; otherwise it goes.
+
+Limit: a request belongs to the tool call whose context it carries (threads and executor
+tasks the call starts carry it). One sent while a call runs from a thread that existed
+before the call and was never handed its context (a pool's long-running worker, an SDK's
+background sender) belongs to no call and cannot be checked as one: it is audited
+(``no_call_context``) and goes, or, with ``Toolkit(strict_threads=True)``, is refused.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
 from toolpass.engine.http import ENGINE_REQUEST
 from toolpass.intercept import context
-from toolpass.intercept.router import Router, origin
-from toolpass.intercept.routes import Match, Request
+from toolpass.intercept.router import Place, Router, origin
+from toolpass.intercept.routes import (
+    AMBIGUOUS,
+    UNREAD,
+    UNREADABLE,
+    Match,
+    Request,
+    Route,
+    normal_path,
+)
+from toolpass.rules.secrets import find_secret
 from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.errors import ActionRefused
 
 if TYPE_CHECKING:
     from toolpass.engine.decision import Decision
+    from toolpass.integrations.base import Integration
     from toolpass.intercept.context import CallScope
     from toolpass.toolkit.toolkit import Toolkit
 
 log = logging.getLogger("toolpass")
 _RANK = {"read": 0, "write": 1, "destructive": 2}
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
-_METHOD_OVERRIDES = frozenset({"x-http-method-override", "x-http-method", "x-method-override"})
+_METHOD_OVERRIDES = ("x-http-method-override", "x-http-method", "x-method-override")
+# "_method" in a body, each character maybe percent- or JSON-escaped.
+_NAMES_METHOD = re.compile(
+    b"".join(
+        b"(?:%s|%%%02x|\\\\u00%02x)" % (re.escape(c.encode()), ord(c), ord(c)) for c in "_method"
+    ),
+    re.IGNORECASE,
+)
+_NO_CALL = (
+    "The request came from a thread that belongs to no tool call, so it could not be "
+    "checked and was not sent. Tell the user."
+)
 
 
 class Question(NamedTuple):
@@ -69,7 +109,8 @@ def prepare(
     body: bytes | None,
 ) -> Question | None:
     """Run the local checks. Returns None when the request may go as it is, a ``Question``
-    when the engine must be asked; raises ``ActionRefused`` otherwise."""
+    when the engine must be asked; raises ``ActionRefused`` otherwise. ``body`` is None when
+    the client could not hand it over."""
     if ENGINE_REQUEST.get():
         return None
     scope = context.current()
@@ -78,9 +119,6 @@ def prepare(
             _unattributed(kit, method, url)
         return None
     method = method.upper()
-    for name, value in (headers or {}).items():  # a server may act on a method a header names
-        if str(name).lower() in _METHOD_OVERRIDES and value:
-            method = (value.decode() if isinstance(value, bytes) else str(value)).strip().upper()
     scheme, host, port, path = origin(url)
     query = url.partition("?")[2].partition("#")[0]
     again = scope.refused_requests.get((method, url))
@@ -104,47 +142,47 @@ def prepare(
             f"The tool tried to reach {host}, which its recorded entitlements do not "
             "list, so the request was not sent. Tell the user.",
         )
-    place = router.place(scheme, host, port, path)
+    normal = normal_path(path)
+    place = router.place(scheme, host, port, path if normal is None else normal)
+    where = place.path if place else path
+    request = Request(method, where, query, headers, UNREAD if body is None else body, host)
+    methods = _methods(request)
+    if len(methods) > 1:
+        record["override"] = ", ".join(methods[1:])
+    changes = not _SAFE.issuperset(methods)
     if place is None:
-        record["verdict"] = "unknown_host"
-        if kit.strict:
+        _unknown_host(kit, router, scope, record, changes)
+        return None
+    record["connection"] = place.connection
+    if normal is None:
+        raise _refuse(
+            scope,
+            record,
+            "unresolved_resource",
+            f"The tool's {method} request to {place.connection} has a path that servers "
+            "may read in more than one way, so it cannot be checked and was not sent. "
+            "Tell the user.",
+            "ambiguous path",
+        )
+    match = _match(scope, record, place, request, methods)
+    if match is None:
+        record["verdict"] = "unmapped"
+        # What it returns is the connection's data, from no resource we can name.
+        scope.session.note_private(f"{place.connection}|*")
+        return None
+    route = match.route
+    record.update(action=route.action, resource=match.resource, effect=route.effect)
+    if request.body is UNREAD and changes:
+        needs = _needs_body(scope, match)
+        if needs:
             raise _refuse(
                 scope,
                 record,
-                "unknown_host",
-                f"The tool tried to reach {host}, which toolpass does not know, so the "
-                "request was not sent. Tell the user.",
+                "check_error",
+                f"The tool's {route.action} request has a body toolpass could not read, so "
+                "it could not be checked and was not sent. Tell the user.",
+                f"unreadable body, needed {needs}",
             )
-        return None
-    record["connection"] = place.connection
-    try:
-        request = Request(method, place.path, query, headers, body, host)
-        match = place.integration.match_request(request)
-    except Exception as exc:
-        log.exception("toolpass could not place a request to %s", host)
-        raise _refuse(
-            scope,
-            record,
-            "check_error",
-            "A safety check could not be completed, so the request was not sent. "
-            "Try again later, or tell the user.",
-            f"{type(exc).__name__}: {exc}",
-        )
-    if match is None:
-        if method in _SAFE:
-            record["verdict"] = "unmapped"
-            # What it returns is the connection's data, from no resource we can name.
-            scope.session.note_private(f"{place.connection}|*")
-            return None
-        raise _refuse(
-            scope,
-            record,
-            "unmapped_action",
-            f"The tool tried a {method} request to {place.connection} that toolpass "
-            "cannot place on a known action, so it was not sent. Tell the user.",
-        )
-    route = match.route
-    record.update(action=route.action, resource=match.resource, effect=route.effect)
     if match.resource is None and not route.agent:
         raise _refuse(
             scope,
@@ -165,15 +203,144 @@ def prepare(
             f"The tool tried {route.action} on {match.resource}, which is not among "
             "its recorded actions, so the request was not sent. Tell the user.",
         )
-    _local_checks(scope, record, match, url, body)
+    _local_checks(scope, record, match, request, url)
     if route.agent or record["as"] == "agent":
         _performed(scope, record, match)
         return None
     return Question(scope, record, match, scope.session.user, place.connection)
 
 
+def _methods(request: Request) -> tuple[str, ...]:
+    """The request's method, then every other method a server could act on instead, named by
+    a method-override header or a ``_method`` field (in the query or the body). A name that
+    is no method is kept as it is: no route has it, so the request is refused."""
+    headers, qs, body = request.headers, request.query_string, request.body
+    named = [headers[name] for name in _METHOD_OVERRIDES if name in headers]
+    if "method" in qs or "%" in qs:
+        named.extend(request.query.get("_method", ()))
+    if body and _NAMES_METHOD.search(body):
+        form = request.form
+        value = form.get("_method")
+        if form is UNREADABLE or value is AMBIGUOUS:
+            named.append("?")  # a body that may name a method, in a way we cannot read
+        elif value is not None:
+            named.extend(value if isinstance(value, list) else [value])
+    if not named:
+        return (request.method,)
+    others = (str(name).strip().upper() for name in named)
+    return (request.method, *dict.fromkeys(m for m in others if m and m != request.method))
+
+
+def _match(
+    scope: CallScope,
+    record: dict[str, Any],
+    place: Place,
+    request: Request,
+    methods: tuple[str, ...],
+) -> Match | None:
+    """The route the request takes: for each method it may be read as, the same action on
+    the same resource (the strongest effect of them), or refused. None for a read that
+    takes no route."""
+    found: list[Match] = []
+    for method in methods:
+        match = _route(scope, record, place.integration, request, method)
+        if match is not None:
+            found.append(match)
+        elif method not in _SAFE:
+            raise _refuse(
+                scope,
+                record,
+                "unmapped_action",
+                f"The tool tried a {method} request to {place.connection} that toolpass "
+                "cannot place on a known action, so it was not sent. Tell the user.",
+            )
+    if not found:
+        return None
+    match = max(found, key=lambda m: _RANK.get(m.route.effect, 2))
+    if any((m.route.action, m.resource) != (match.route.action, match.resource) for m in found):
+        raise _refuse(
+            scope,
+            record,
+            "unmapped_action",
+            f"The tool's {request.method} request asks the server to act as another method, "
+            "so toolpass cannot tell which action it performs; it was not sent. Tell the user.",
+            "; ".join(f"{m.route.method}: {m.route.action} on {m.resource}" for m in found),
+        )
+    return match
+
+
+def _route(
+    scope: CallScope,
+    record: dict[str, Any],
+    integration: Integration,
+    request: Request,
+    method: str,
+) -> Match | None:
+    if method != request.method:
+        request = Request(
+            method, request.path, request.query_string, request.headers, request.body, request.host
+        )
+    try:
+        return integration.match_request(request)
+    except Exception as exc:
+        log.exception("toolpass could not place a request to %s", request.host)
+        raise _refuse(
+            scope,
+            record,
+            "check_error",
+            "A safety check could not be completed, so the request was not sent. "
+            "Try again later, or tell the user.",
+            f"{type(exc).__name__}: {exc}",
+        ) from None
+
+
+def _unknown_host(
+    kit: Toolkit, router: Router, scope: CallScope, record: dict[str, Any], changes: bool
+) -> None:
+    """A request to a host no connection owns: refused, or let go (audited; a write is
+    warned about when there are connections it could have been meant for)."""
+    record["verdict"] = "unknown_host"
+    mode = "refuse" if kit.strict else kit.unknown_host
+    host = record["host"]
+    if mode == "refuse" or (mode == "refuse_writes" and changes):
+        raise _refuse(
+            scope,
+            record,
+            "unknown_host",
+            f"The tool tried to reach {host}, which toolpass does not know, so the "
+            "request was not sent. Tell the user.",
+        )
+    if changes and len(router):
+        log.warning(
+            "toolpass: tool %r sent a %s request to %s, which no connection checks",
+            scope.spec.name,
+            record["method"],
+            host,
+        )
+
+
+def _needs_body(scope: CallScope, match: Match) -> str:
+    """What needs a request's body, if anything: why it must be readable."""
+    route = match.route
+    if "{body." in route.resource or (match.resource is None and not route.agent):
+        return "to name the resource"
+    if route.sends_out:
+        return "to look for credentials"
+    if scope.session.untrusted and _checks_untrusted(scope, route):
+        return "to look for untrusted text"
+    return ""
+
+
+def _checks_untrusted(scope: CallScope, route: Route) -> bool:
+    """Whether a request on ``route`` is held to the untrusted-input check: one that changes
+    or sends something, from a tool whose mode is not "ignore"."""
+    if route.effect == "read" and not route.sends_out:
+        return False
+    return (scope.spec.untrusted_inputs or scope.kit.untrusted_inputs) != "ignore"
+
+
 def _local_checks(
-    scope: CallScope, record: dict[str, Any], match: Match, url: str, body: bytes | None
+    scope: CallScope, record: dict[str, Any], match: Match, request: Request, url: str
 ) -> None:
     spec, session, route = scope.spec, scope.session, match.route
     what = f"{route.action} on {match.resource}"
@@ -207,8 +374,8 @@ def _local_checks(
                 f"This session has used all the {route.effect} actions it may take, "
                 "so the request was not sent. Tell the user the limit was reached.",
             )
-    if session.untrusted:
-        for text in (unquote(url), body.decode("utf-8", "replace") if body else ""):
+    if session.untrusted and _checks_untrusted(scope, route):
+        for text in (unquote(url), request.text):
             phrase = session.untrusted.find(text)
             if phrase is not None:
                 raise _refuse(
@@ -218,8 +385,20 @@ def _local_checks(
                     "The request repeats text from untrusted content read earlier in "
                     "this session, which may be an injected instruction, so it was "
                     "not sent. Ask the user what they want.",
-                    f'repeats "{phrase}"',
+                    f'repeats "{phrase}"; a person cannot be asked to approve a request '
+                    "from inside a tool's body",
                 )
+    if route.sends_out and not scope.approved:
+        kind = find_secret(unquote(url)) or find_secret(request.text)
+        if kind is not None:
+            raise _refuse(
+                scope,
+                record,
+                "exfiltration",
+                f"The tool tried {what}, which would send {kind} out, so the request "
+                "was not sent. Tell the user.",
+                f"{kind} in the request",
+            )
     if (
         route.sends_out
         and session.private
@@ -281,12 +460,17 @@ def _source(record: dict[str, Any]) -> str:
 
 
 def _unattributed(kit: Toolkit, method: str, url: str) -> None:
-    """A request while tool calls run, from a context that belongs to none of them."""
+    """A request while tool calls run, from a context that belongs to none of them: audited,
+    and refused with ``strict_threads``."""
+    refused = kit.strict_threads
     event = AuditEvent("(no call context)", None)
     _, host, _, path = origin(url)
-    event.outcome, event.detail = "unchecked", "no_call_context"
-    event.actions.append(
-        {"method": method.upper(), "host": host, "path": path, "verdict": "no_call_context"}
-    )
+    event.outcome, event.detail = ("refused" if refused else "unchecked"), "no_call_context"
+    if refused:
+        event.code, event.message = "check_error", _NO_CALL
+    verdict = "check_error" if refused else "no_call_context"
+    event.actions.append({"method": method.upper(), "host": host, "path": path, "verdict": verdict})
     event.finish()
     emit(event, kit.sinks)
+    if refused:
+        raise ActionRefused("check_error", _NO_CALL, detail="no_call_context")

@@ -7,10 +7,13 @@ path segments per method, so its cost follows the path's depth, not the table's 
 Path templates: literal segments, ``{name}`` (one whole segment), ``{name+}`` (the rest of
 the path, last only), or a segment mixing both (``{ref}.zip``). Parameters are
 percent-decoded after the path is split, so an encoded ``%2F`` stays inside its segment.
+``normal_path`` spells a request's path the one way the trie reads it (as the server
+resolves it), or says it cannot.
 
 Resource templates fill ``{name}`` from path parameters, ``{query.name}`` from the query
-string and ``{body.name}`` from a JSON object or form body. A field the request does not
-carry leaves the resource unresolved (``None``).
+string and ``{body.name}`` from the body, read as its Content-Type says (a JSON object, a
+urlencoded form), never guessed. A field the request does not carry, or carries ambiguously
+(twice, or in a body that cannot be read), leaves the resource unresolved (``None``).
 
 Flags: ``u`` the response carries untrusted content, ``s`` the request sends data out, ``a``
 the request is about the agent itself (identity, rate limits, search) and needs no user
@@ -19,15 +22,16 @@ permission.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
-from typing import Any
-from urllib.parse import parse_qs, unquote
+from typing import Any, Final
+from urllib.parse import parse_qs, quote, unquote, unquote_plus
 
 from toolpass.rules.scope import escapes
 
@@ -67,8 +71,70 @@ class Route:
         return "u" * self.untrusted + "s" * self.sends_out + "a" * self.agent
 
 
+class _Ambiguous:
+    def __repr__(self) -> str:
+        return "AMBIGUOUS"
+
+
+#: A body field whose value cannot be known: a JSON key given twice, or any field of a body
+#: that cannot be read. It is never a usable value (``fill`` leaves the resource unresolved).
+AMBIGUOUS: Final = _Ambiguous()
+
+
+class _Unreadable(Mapping[str, Any]):
+    """The fields of a body that cannot be read: every one of them may be there, and each is
+    ``AMBIGUOUS``; none can be listed."""
+
+    def __getitem__(self, key: str) -> Any:
+        return AMBIGUOUS
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+#: ``Request.form`` of a body that cannot be read (``UNREAD``, an unknown or missing
+#: Content-Type, invalid UTF-8, a compressed body, JSON sent as a form or a form as JSON).
+UNREADABLE: Final = _Unreadable()
+
+
+class _Unread(bytes):
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+#: The body of a request whose body could not be read (the client could not hand it over,
+#: or it is compressed). Empty as bytes, so it carries no text; its fields are UNREADABLE.
+#: Integrations that build a Request from another pass it on with ``request.body``.
+UNREAD: Final[bytes] = _Unread()
+_IDENTITY = frozenset({"", "identity", "aws-chunked"})
+
+
+def _json_kind(kind: str) -> bool:
+    return (
+        kind == "application/json"
+        or kind.endswith("+json")
+        or kind.startswith("application/x-amz-json-")
+    )
+
+
+def _fields_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose repeated keys are ``AMBIGUOUS`` (servers keep the first or the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        out[key] = AMBIGUOUS if key in out else value
+    return out
+
+
 class Request:
-    """What the router sees of an outgoing request. The body is parsed only when asked."""
+    """What the router sees of an outgoing request. The body is parsed only when asked;
+    ``body`` is None or ``b""`` when there is none, ``UNREAD`` when it could not be read
+    (a compressed body, with a Content-Encoding other than ``identity``, is ``UNREAD``)."""
 
     __slots__ = ("__dict__", "body", "headers", "host", "method", "path", "query_string")
 
@@ -84,10 +150,16 @@ class Request:
         self.method = method.upper()
         self.path = path or "/"
         self.query_string = query_string
-        self.headers = {
-            k.lower(): v.decode("latin-1") if isinstance(v, bytes) else v
-            for k, v in (headers or {}).items()
-        }
+        self.headers: dict[str, str] = {}
+        for name, value in (headers or {}).items():
+            key = str(name).lower()
+            text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+            known = self.headers.get(key)
+            # Spelled twice ("Content-Type" and "content-type"): both, as HTTP joins them.
+            self.headers[key] = text if known is None or known == text else f"{known}, {text}"
+        encoding = self.headers.get("content-encoding")
+        if body and encoding is not None and not _encodings(encoding) <= _IDENTITY:
+            body = UNREAD
         self.body = body
         self.host = host  # the host the request goes to, lower-cased
 
@@ -96,20 +168,98 @@ class Request:
         return parse_qs(self.query_string, keep_blank_values=True)
 
     @cached_property
-    def form(self) -> dict[str, Any]:
-        """The body as a JSON object or a form, whichever it is; empty when neither."""
+    def form(self) -> Mapping[str, Any]:
+        """The body's fields, read as its Content-Type says: a JSON object (``application/
+        json``, ``+json``, AWS's ``x-amz-json``) or a urlencoded form (a field given twice is a
+        list). Empty for an empty body or one that is not an object; ``UNREADABLE`` when the
+        body cannot be read as its type says, or its type says nothing we can read."""
         data = self.body
         if not data:
-            return {}
-        kind = self.headers.get("content-type", "")
+            return UNREADABLE if data is UNREAD else {}
+        kind = self.headers.get("content-type", "").partition(";")[0].strip().lower()
         try:
-            if "json" in kind or data.lstrip()[:1] == b"{":
-                parsed = json.loads(data)
+            text = data.decode("utf-8")
+            if _json_kind(kind):
+                parsed = json.loads(text, object_pairs_hook=_fields_once)
                 return parsed if isinstance(parsed, dict) else {}
-            pairs = parse_qs(data.decode("utf-8"), keep_blank_values=True)
-        except (ValueError, UnicodeDecodeError):
-            return {}
+            if kind != "application/x-www-form-urlencoded" or text.lstrip()[:1] in ("{", "["):
+                return UNREADABLE
+            pairs = parse_qs(text, keep_blank_values=True)
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            return UNREADABLE
         return {k: v[0] if len(v) == 1 else v for k, v in pairs.items()}
+
+    @cached_property
+    def text(self) -> str:
+        """The body's text, to look into: as sent, then again with form fields unquoted and
+        JSON strings unescaped, whatever the Content-Type says, so that nothing a server might
+        decode is missed."""
+        data = self.body
+        if not data:
+            return ""
+        raw = data.decode("utf-8", "replace")
+        parts = [raw]
+        if "%" in raw or "+" in raw:
+            parts.append(unquote_plus(raw))
+        if "\\" in raw:  # escapes (\u0073): the strings as JSON reads them
+            with contextlib.suppress(ValueError, RecursionError):  # not JSON
+                parts.extend(_strings(json.loads(raw, object_pairs_hook=_flat)))
+        return "\n".join(parts)
+
+
+def _encodings(header: str) -> set[str]:
+    return {part.strip().lower() for part in header.split(",")}
+
+
+def _flat(pairs: list[tuple[str, Any]]) -> list[Any]:
+    """A JSON object as the list of its keys and values, repeated keys kept."""
+    return [item for pair in pairs for item in pair]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+_PCHAR = "!$&'()*+,;=:@~"  # kept as they are in a path segment (with letters, digits, "_.-")
+_UNUSUAL = ("%", "//", "/.", ";", "\\")  # a path without these is already normal
+_DOTS = frozenset({".", ".."})
+
+
+def normal_path(path: str) -> str | None:
+    """``path`` as the server resolves it, spelled the one way routes are matched: each
+    segment percent-decoded and re-encoded only where it must be (``%70ulls`` is ``pulls``;
+    an encoded ``/`` stays encoded, inside its segment), empty segments dropped, ``.`` and
+    ``..`` resolved. None when servers could read it differently: ``..`` above the root, a
+    dot segment spelled encoded (also beside an encoded ``/``: ``a%2F..``), a Java path
+    parameter (``;``), a backslash, or percent-encoding that is not UTF-8."""
+    if not any(mark in path for mark in _UNUSUAL):
+        return path
+    out: list[str] = []
+    for raw in path.split("/"):
+        if ";" in raw or "\\" in raw:
+            return None
+        if "%" in raw:
+            try:
+                segment = unquote(raw, errors="strict")
+            except UnicodeDecodeError:
+                return None
+            if "\\" in segment or not _DOTS.isdisjoint(segment.split("/")):
+                return None  # servers that decode before they resolve see a dot segment
+            out.append(quote(segment, safe=_PCHAR))
+        elif raw == "..":
+            if not out:
+                return None
+            out.pop()
+        elif raw and raw != ".":
+            out.append(raw)
+    trailing = bool(out) and path.endswith(("/", "/.", "/.."))
+    return "/" + "/".join(out) + ("/" if trailing else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +427,7 @@ def fill(template: str, params: Mapping[str, str], request: Request) -> str | No
             continue
         if part.startswith("query."):
             got = request.query.get(part[6:])
-            value: Any = got[0] if got else None
+            value: Any = got[0] if got and len(set(got)) == 1 else None  # twice: which?
         elif part.startswith("body."):
             value = request.form.get(part[5:])
         else:
