@@ -1,26 +1,44 @@
-"""The contract every integration fulfils, declared as data plus two methods.
+"""The integration kit: the contract every integration fulfils, and what each one shares.
 
 A subclass declares ``name``, ``description``, ``keys`` (its own configuration keys),
-``actions``, ``routes`` and ``default_url``, and implements :meth:`Integration.check` and
-:meth:`Integration.probe` against the system's documented API. Systems with their own
-identity look-up list their modes in ``identity_modes`` and implement
-:meth:`Integration.lookup_user`. Failures are raised as :class:`LookupFailed` (or the HTTP
-client's errors, which are ones); the engine turns them into ``unknown`` decisions.
+``actions`` (a table of data: :func:`load_actions` reads ``actions/<name>.json``), ``routes``
+and ``default_url``, and implements :meth:`Integration.check` and :meth:`Integration.probe`
+against the system's documented API. The kit gives it the rest:
+
+- :meth:`Integration.fetch_json` / :meth:`Integration.get_json`: one request with the
+  connection's URL, credential (:meth:`Integration.auth_headers`), TLS, proxy and time
+  budget, whose answer is parsed JSON of the expected shape, or :class:`LookupFailed` with a
+  precise reason for each failure (401, 403, 404, 429, 3xx, 5xx, slow, non-JSON, TLS, proxy,
+  unreachable); an integration adds its own error bodies with
+  :meth:`Integration.error_detail` and its own in-band failures (Slack's ``"ok": false``)
+  with :meth:`Integration.accept`. No reason ever carries one of the connection's secrets.
+- :meth:`Integration.pages`: a list read page by page, bounded.
+- identity: the shared modes come from ``engine.identity``; a system's own look-ups are
+  methods ``lookup_<mode>`` for each mode listed in ``identity_modes``.
+- :class:`Remembered`: a small, bounded, thread-safe cache with lifetimes.
+
+Failures are raised as :class:`LookupFailed`; the engine turns them into ``unknown``.
 """
 
 from __future__ import annotations
 
+import json as jsonlib
+import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from types import MappingProxyType
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 from urllib.parse import urlencode
 
 from toolpass.engine import budget
 from toolpass.engine.config import ConfigKey, ConnectionConfig
 from toolpass.engine.decision import Decision
 from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, Response
+from toolpass.engine.http import HTTPClient, HTTPError, MalformedResponse, NetOptions, Response
 from toolpass.engine.identity import IdentityResolver
 from toolpass.engine.secrets import Secret
 from toolpass.intercept.routes import Match, Request, Route, RouteTable, load
@@ -33,21 +51,54 @@ __all__ = [
     "Effect",
     "Integration",
     "LookupFailed",
+    "MalformedResponse",
     "ProbeResult",
+    "Remembered",
     "Route",
+    "load_actions",
 ]
 
 Effect = Literal["read", "write", "destructive"]
+EFFECTS: tuple[Effect, ...] = ("read", "write", "destructive")
+REDACTED = "[redacted]"
+K = TypeVar("K")
+V = TypeVar("V")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """An action a user may be allowed: ``requires`` says what the system requires for it."""
+    """An action a user may be allowed: ``requires`` says what the system requires for it;
+    ``terms`` holds what the integration's own check reads for it (from the table's other
+    columns)."""
 
     name: str
     description: str
     effect: Effect
     requires: str = ""
+    terms: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+_ACTION_COLUMNS = ("name", "effect", "description", "requires")
+
+
+def load_actions(system: str) -> tuple[Action, ...]:
+    """The action table ``actions/<system>.json``: a list of rows with ``name``, ``effect``,
+    ``description``, ``requires`` and the integration's own columns (its ``terms``)."""
+    text = resources.files(__package__).joinpath(f"actions/{system}.json").read_text("utf-8")
+    rows = jsonlib.loads(text)
+    actions: list[Action] = []
+    for row in rows:
+        name, effect, description, requires = (row.get(c) for c in _ACTION_COLUMNS)
+        if not (isinstance(name, str) and name and isinstance(description, str)):
+            raise ValueError(f"actions/{system}.json: a row without a name or description")
+        if effect not in EFFECTS or not isinstance(requires, str):
+            raise ValueError(f"actions/{system}.json: {name}: bad effect or requires")
+        terms = {k: v for k, v in row.items() if k not in _ACTION_COLUMNS}
+        actions.append(Action(name, description, effect, requires, MappingProxyType(terms)))
+    if len({a.name for a in actions}) != len(actions):
+        raise ValueError(f"actions/{system}.json names an action twice")
+    return tuple(actions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +107,37 @@ class ProbeResult:
 
     ok: bool
     detail: str
+
+
+class Remembered(Generic[K, V]):
+    """A thread-safe map whose entries expire; the oldest goes first past ``size``."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()
+
+    def get(self, key: K, default: V | None = None) -> V | None:
+        """The value kept for ``key`` if it has not expired, else ``default``."""
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is None or hit[0] <= time.monotonic():
+            return default
+        return hit[1]
+
+    def put(self, key: K, value: V, ttl: float) -> None:
+        """Keep ``value`` for ``ttl`` seconds (not at all when ``ttl`` is 0)."""
+        if ttl <= 0:
+            return
+        with self._lock:
+            self._items[key] = (time.monotonic() + ttl, value)
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
 
 
 class Integration(ABC):
@@ -132,8 +214,12 @@ class Integration(ABC):
         """Ask the system, live, whether the engine's own credential works."""
 
     def lookup_user(self, email: str, mode: str) -> Sequence[str]:
-        """The system users ``email`` may be, by the system's own look-up ``mode``."""
-        raise LookupFailed(f"{self.name} has no identity look-up {mode!r}")
+        """The system users ``email`` may be, by the system's own look-up ``mode``: the
+        method ``lookup_<mode>`` (one for each of ``identity_modes``)."""
+        found: Callable[[str], Sequence[str]] | None = getattr(self, f"lookup_{mode}", None)
+        if mode not in self.identity_modes or found is None:
+            raise LookupFailed(f"{self.name} has no identity look-up {mode!r}")
+        return found(email)
 
     def user_id(self, email: str) -> str:
         """The one system user ``email`` maps to (raises :class:`LookupFailed` otherwise)."""
@@ -146,50 +232,176 @@ class Integration(ABC):
             raise ConfigError(f"connection {self.config.id!r}: {key} is not set", key)
         return value.get()
 
-    def failure(self, answer: Response, what: str) -> LookupFailed:
-        """A :class:`LookupFailed` describing an answer ``what`` cannot use."""
-        status = answer.status
-        meaning = {401: "rejected the engine's credential", 403: "refused the engine's credential"}
-        if status in meaning:
-            text = meaning[status]
-        elif status == 429:
-            after = answer.header("retry-after")
-            text = "rate-limited the engine" + (f" (retry after {after}s)" if after else "")
-        elif status >= 500:
-            text = "failed"
-        else:
-            text = "gave an unexpected answer"
-        message = ""
-        try:
-            data = answer.json()
-            found = data.get("message") or data.get("error") if isinstance(data, dict) else None
-            if isinstance(found, str) and found:
-                message = f": {found[:200]}"
-        except LookupFailed:
-            pass
-        return LookupFailed(f"{self.name} {text} (HTTP {status}) to {what}{message}")
+    # --- the wire ------------------------------------------------------------------------
+    def auth_headers(self) -> Mapping[str, str]:
+        """The headers carrying the engine's credential, sent with every request. Default:
+        none."""
+        return {}
+
+    @property
+    def net(self) -> NetOptions:
+        """How requests reach the system (the connection's TLS and proxy settings)."""
+        return self.config.net
 
     def request(
         self,
         method: str,
         path: str,
         *,
-        params: Mapping[str, str] | None = None,
+        params: Mapping[str, str | None] | None = None,
         headers: Mapping[str, str] | None = None,
         json: Any = None,
         body: bytes | None = None,
     ) -> Response:
         """A request to ``url + path`` (or to ``path`` when it is a full URL) within the
-        check's time budget, with the connection's TLS, proxy and the engine's marker."""
+        check's time budget, with the connection's TLS, proxy and the engine's marker.
+        ``headers`` replace :meth:`auth_headers`; a parameter that is None is left out."""
         url = path if path.startswith(("https://", "http://")) else self.config.url + path
-        if params:
-            url += ("&" if "?" in url else "?") + urlencode(params)
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        if query:
+            url += ("&" if "?" in url else "?") + urlencode(query)
         return self.http.request(
             method,
             url,
-            headers=headers,
+            headers=self.auth_headers() if headers is None else headers,
             json=json,
             body=body,
             timeout=budget.remaining(self.config.timeout),
-            options=self.config.net,
+            options=self.net,
         )
+
+    def fetch_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        params: Mapping[str, str | None] | None = None,
+        json: Any = None,
+        ok: Iterable[int] = (200,),
+        absent: Iterable[int] = (),
+        kind: type | None = dict,
+    ) -> Any:
+        """The JSON answer to one request, as a ``kind`` (any JSON when None), checked by
+        :meth:`accept`; None when the status is one of ``absent`` (e.g. 404). Any other
+        failure raises :class:`LookupFailed` saying what happened while trying to ``what``
+        (e.g. "read the project")."""
+        answer = self.answer(method, path, what=what, params=params, json=json)
+        if answer.status in absent:
+            return None
+        if answer.status not in ok:
+            raise self.failure(answer, what)
+        return self.parse(answer, what, kind)
+
+    def get_json(
+        self,
+        path: str,
+        *,
+        what: str,
+        params: Mapping[str, str | None] | None = None,
+        absent: Iterable[int] = (),
+        kind: type | None = dict,
+    ) -> Any:
+        """:meth:`fetch_json` for a GET."""
+        return self.fetch_json("GET", path, what=what, params=params, absent=absent, kind=kind)
+
+    def answer(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        params: Mapping[str, str | None] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
+        """:meth:`request`, whose transport failures (unreachable, slow, TLS, proxy) say
+        what they were trying to do."""
+        try:
+            return self.request(method, path, params=params, json=json, headers=headers)
+        except HTTPError as e:
+            raise HTTPError(self.redact(f"{self.name} could not be asked to {what}: {e}"))
+
+    def parse(self, answer: Response, what: str, kind: type | None = dict) -> Any:
+        """The answer's JSON body as a ``kind``, checked by :meth:`accept`."""
+        try:
+            data = answer.json()
+        except MalformedResponse:
+            raise MalformedResponse(
+                f"{self.name} answered {what} with a body that is not JSON (HTTP {answer.status})"
+            ) from None
+        if kind is not None and not isinstance(data, kind):
+            noun = "an object" if kind is dict else "a list" if kind is list else kind.__name__
+            raise MalformedResponse(f"{self.name}'s answer to {what} is not {noun}")
+        self.accept(data, what)
+        return data
+
+    def accept(self, data: Any, what: str) -> None:  # noqa: B027 - an optional hook
+        """Raise :class:`LookupFailed` for a successful answer that reports a failure in its
+        body (Slack's ``"ok": false``). Default: none."""
+
+    def error_detail(self, data: Any) -> str | None:
+        """The system's own words in an error body: ``message`` or ``error``. Override for
+        other shapes (Jira's ``errorMessages``)."""
+        if not isinstance(data, dict):
+            return None
+        found = data.get("message") or data.get("error")
+        return found if isinstance(found, str) and found else None
+
+    def failure(self, answer: Response, what: str) -> LookupFailed:
+        """A :class:`LookupFailed` describing an answer ``what`` cannot use."""
+        status = answer.status
+        if status == 401:
+            text = "rejected the engine's credential"
+        elif status == 403:
+            text = "refused the engine's credential"
+        elif status == 429:
+            after = answer.header("retry-after")
+            text = "rate-limited the engine" + (f" (retry after {after}s)" if after else "")
+        elif 300 <= status < 400:
+            text = "answered with a redirect, which the engine does not follow,"
+        elif status >= 500:
+            text = "failed"
+        else:
+            text = "gave an unexpected answer"
+        try:
+            detail = self.error_detail(answer.json())
+        except LookupFailed:
+            detail = None
+        said = f": {detail[:200]}" if detail else ""
+        return LookupFailed(self.redact(f"{self.name} {text} (HTTP {status}) to {what}{said}"))
+
+    def pages(
+        self,
+        read_page: Callable[[str | None], tuple[Iterable[T], str | None]],
+        *,
+        limit: int,
+        too_many: str,
+    ) -> Iterator[T]:
+        """The items of a paged list: ``read_page(token)`` answers a page's items and the
+        next page's token (None or "" on the last page; the first page is asked with None).
+        Past ``limit`` pages, :class:`LookupFailed` with ``too_many`` (never a guess)."""
+        token: str | None = None
+        for _ in range(limit):
+            items, token = read_page(token)
+            yield from items
+            if not token:
+                return
+        raise LookupFailed(too_many)
+
+    def secret_values(self) -> Iterator[str]:
+        """The connection's secrets, as far as they resolve now (to keep them out of
+        reasons)."""
+        for value in self.options.values():
+            if isinstance(value, Secret):
+                try:
+                    yield value.get()
+                except Exception:  # noqa: S112 - a secret that does not resolve leaks nothing
+                    continue
+
+    def redact(self, text: str) -> str:
+        """``text`` without any of the connection's secrets."""
+        for secret in sorted(self.secret_values(), key=len, reverse=True):
+            if len(secret) >= 4:
+                text = text.replace(secret, REDACTED)
+        return text

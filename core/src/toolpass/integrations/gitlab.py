@@ -35,24 +35,23 @@ user ids or usernames (usernames are resolved with ``GET /users?username=``).
 from __future__ import annotations
 
 import re
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
 from toolpass.engine.decision import Decision
 from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, MalformedResponse, Response
+from toolpass.engine.http import HTTPClient, MalformedResponse
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     ConnectionConfig,
-    Effect,
     Integration,
     ProbeResult,
+    Remembered,
+    load_actions,
 )
 from toolpass.intercept.routes import Match, Request, Route
 from toolpass.rules.scope import escapes
@@ -98,247 +97,8 @@ class Rule:
     issue: Literal["confidential", "own"] | None = None
 
 
-def _a(name: str, effect: Effect, description: str, rule: Rule, requires: str) -> Action:
-    RULES[name] = rule
-    role = ROLE[rule.level]
-    requires = requires.replace(role, f"{role} ({rule.level})", 1)
-    if rule.feature:
-        requires = requires.replace(
-            "(internal: not external)", f"(internal: not external) while {rule.feature} is enabled"
-        )
-    return Action(name, description, effect, requires)
-
-
-RULES: dict[str, Rule] = {}
-_ISSUES, _MRS = "issues_access_level", "merge_requests_access_level"
-_OPEN = "; on public and internal projects any signed-in user (internal: not external)"
-_PB = "; on a protected branch, a matching rule's allowed-to-{} entry"
-
-ACTIONS: tuple[Action, ...] = (
-    _a("project.read", "read", "See a project.", Rule(GUEST, open=True), "Guest" + _OPEN),
-    _a(
-        "repository.read",
-        "read",
-        "Read or clone the repository's code.",
-        Rule(REPORTER, open=True, feature="repository_access_level"),
-        "Reporter" + _OPEN,
-    ),
-    _a(
-        "issue.read",
-        "read",
-        "Read issues (confidential ones need Reporter, or being the author or an assignee).",
-        Rule(GUEST, open=True, feature=_ISSUES, issue="confidential"),
-        "Guest" + _OPEN + "; confidential issues: Reporter, the author or an assignee",
-    ),
-    _a(
-        "issue.create",
-        "write",
-        "Open an issue.",
-        Rule(GUEST, open=True, feature=_ISSUES),
-        "Guest" + _OPEN,
-    ),
-    _a(
-        "issue.comment",
-        "write",
-        "Comment on an issue.",
-        Rule(GUEST, open=True, feature=_ISSUES, issue="confidential"),
-        "Guest" + _OPEN + "; confidential issues: Reporter, the author or an assignee",
-    ),
-    _a(
-        "issue.update",
-        "write",
-        "Edit an issue and its metadata.",
-        Rule(REPORTER, issue="own"),
-        "Reporter; the issue's author or an assignee with at least Guest",
-    ),
-    _a(
-        "issue.close",
-        "write",
-        "Close or reopen an issue.",
-        Rule(REPORTER, issue="own"),
-        "Reporter; the issue's author or an assignee with at least Guest",
-    ),
-    _a("issue.delete", "destructive", "Delete an issue.", Rule(OWNER), "Owner"),
-    _a(
-        "mr.read",
-        "read",
-        "Read merge requests.",
-        Rule(REPORTER, open=True, feature=_MRS),
-        "Reporter" + _OPEN,
-    ),
-    _a(
-        "mr.comment",
-        "write",
-        "Comment on a merge request.",
-        Rule(REPORTER, open=True, feature=_MRS),
-        "Reporter" + _OPEN,
-    ),
-    _a("mr.create", "write", "Open a merge request.", Rule(DEVELOPER), "Developer"),
-    _a("mr.update", "write", "Edit a merge request.", Rule(DEVELOPER), "Developer"),
-    _a("mr.approve", "write", "Approve a merge request.", Rule(DEVELOPER), "Developer"),
-    _a(
-        "mr.merge",
-        "write",
-        "Merge a merge request into its target branch (resource branch: or mr:).",
-        Rule(DEVELOPER, branch="merge"),
-        "Developer" + _PB.format("merge"),
-    ),
-    _a("mr.delete", "destructive", "Delete a merge request.", Rule(OWNER), "Owner"),
-    _a(
-        "branch.create",
-        "write",
-        "Create a branch (resource branch:).",
-        Rule(DEVELOPER, branch="create"),
-        "Developer; a protected name: a matching rule's allowed-to-push or -merge entry",
-    ),
-    _a(
-        "branch.push",
-        "write",
-        "Push commits to a branch (resource branch: or mr:, its source branch).",
-        Rule(DEVELOPER, branch="push"),
-        "Developer" + _PB.format("push"),
-    ),
-    _a(
-        "branch.force_push",
-        "destructive",
-        "Force-push to a branch (resource branch:).",
-        Rule(DEVELOPER, branch="force_push"),
-        "Developer; on a protected branch, allowed to push and a matching rule allowing force push",
-    ),
-    _a(
-        "branch.delete",
-        "destructive",
-        "Delete a branch (resource branch:).",
-        Rule(DEVELOPER, branch="delete"),
-        "Developer; a protected branch: Maintainer",
-    ),
-    _a("pipeline.read", "read", "See pipelines and job logs.", Rule(REPORTER), "Reporter"),
-    _a(
-        "pipeline.delete",
-        "destructive",
-        "Delete pipelines, erase jobs and their artifacts.",
-        Rule(OWNER),
-        "Owner (erasing a job needs Maintainer; the strictest applies to all)",
-    ),
-    _a(
-        "pipeline.run",
-        "write",
-        "Run a pipeline for a branch (resource branch:).",
-        Rule(DEVELOPER, branch="pipeline"),
-        "Developer; a protected branch: a matching rule's allowed-to-push or -merge entry",
-    ),
-    _a(
-        "pipeline.cancel",
-        "write",
-        "Cancel or retry pipelines and jobs.",
-        Rule(DEVELOPER),
-        "Developer",
-    ),
-    _a(
-        "wiki.read",
-        "read",
-        "Read wiki pages.",
-        Rule(GUEST, open=True, feature="wiki_access_level"),
-        "Guest" + _OPEN,
-    ),
-    _a("wiki.write", "write", "Create and edit wiki pages.", Rule(DEVELOPER), "Developer"),
-    _a("release.create", "write", "Create or edit releases.", Rule(DEVELOPER), "Developer"),
-    _a(
-        "tag.create",
-        "write",
-        "Create a tag.",
-        Rule(MAINTAINER),
-        "Maintainer (Developers may where no protected tag matches; protected tags are not "
-        "evaluated, so the strictest default applies)",
-    ),
-    _a(
-        "tag.delete",
-        "destructive",
-        "Delete a tag.",
-        Rule(MAINTAINER),
-        "Maintainer (Developers may where no protected tag matches; protected tags are not "
-        "evaluated, so the strictest default applies)",
-    ),
-    _a(
-        "snippet.write",
-        "write",
-        "Create, edit or delete project snippets.",
-        Rule(REPORTER),
-        "Reporter",
-    ),
-    _a(
-        "note.manage",
-        "write",
-        "Edit or delete a comment on an issue, merge request, commit or snippet.",
-        Rule(MAINTAINER),
-        "Maintainer (authors may edit and delete their own comments, which toolpass does not "
-        "tell apart)",
-    ),
-    _a(
-        "package.read",
-        "read",
-        "Pull packages from the package registry.",
-        Rule(REPORTER, open=True, feature="package_registry_access_level"),
-        "Reporter" + _OPEN,
-    ),
-    _a("package.publish", "write", "Publish a package.", Rule(DEVELOPER), "Developer"),
-    _a("package.delete", "destructive", "Delete a package.", Rule(MAINTAINER), "Maintainer"),
-    _a("member.manage", "write", "Add and manage project members.", Rule(MAINTAINER), "Maintainer"),
-    _a("project.settings", "write", "Edit project settings.", Rule(MAINTAINER), "Maintainer"),
-    _a("webhook.manage", "write", "Configure webhooks.", Rule(MAINTAINER), "Maintainer"),
-    _a("variable.manage", "write", "Manage CI/CD variables.", Rule(MAINTAINER), "Maintainer"),
-    _a("project.archive", "write", "Archive a project.", Rule(OWNER), "Owner"),
-    _a("project.visibility", "write", "Change a project's visibility.", Rule(OWNER), "Owner"),
-    _a("project.transfer", "destructive", "Transfer a project.", Rule(OWNER), "Owner"),
-    _a("project.delete", "destructive", "Delete a project.", Rule(OWNER), "Owner"),
-    _a(
-        "group.read",
-        "read",
-        "See a group (resource group:).",
-        Rule(GUEST, scope="group"),
-        "Guest in the group",
-    ),
-    _a(
-        "group.member.manage",
-        "write",
-        "Manage a group's members (resource group:).",
-        Rule(OWNER, scope="group"),
-        "Owner of the group",
-    ),
-    _a(
-        "group.settings",
-        "write",
-        "Change a group and what it holds: settings, labels, milestones, epics, boards, "
-        "variables, hooks, badges, wikis (resource group:).",
-        Rule(OWNER, scope="group"),
-        "Owner of the group (some need only Maintainer or Planner; the strictest applies)",
-    ),
-    _a(
-        "group.delete",
-        "destructive",
-        "Delete a group (resource group:).",
-        Rule(OWNER, scope="group"),
-        "Owner of the group",
-    ),
-    _a(
-        "instance.read",
-        "read",
-        "Read across the instance (resource instance): global lists and search over every "
-        "project and group the agent's token can see (issues, merge requests, projects, "
-        "snippets, events), other users' data, audit events, settings.",
-        Rule(ADMIN, scope="instance"),
-        "an administrator of the instance (who may see everything the token sees)",
-    ),
-    _a(
-        "instance.admin",
-        "destructive",
-        "Act outside any project or group (resource instance): instance settings, users, "
-        "runners, system hooks, applications, imports, new projects and groups, personal "
-        "snippets, the account's keys, emails and tokens; any request with sudo.",
-        Rule(ADMIN, scope="instance"),
-        "an administrator of the instance",
-    ),
-)
+ACTIONS: tuple[Action, ...] = load_actions("gitlab")
+RULES: dict[str, Rule] = {a.name: Rule(**a.terms) for a in ACTIONS}
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _CONSECUTIVE_SPECIAL = re.compile(r"[._+-]{2}")
@@ -494,8 +254,7 @@ class GitLab(Integration):
                 "identity mode extern_uid needs identity_provider", "identity_provider"
             )
         self._api = "" if config.url.endswith("/api/v4") else "/api/v4"
-        self._usernames: dict[str, tuple[float, str]] = {}
-        self._lock = threading.Lock()
+        self._usernames: Remembered[str, int] = Remembered()
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -545,53 +304,36 @@ class GitLab(Integration):
         return Match(route, params, _fields.fill(route.resource, _value_of(request, params)))
 
     # --- requests ----------------------------------------------------------------------
-    def _headers(self) -> dict[str, str]:
+    def auth_headers(self) -> dict[str, str]:
         token = self.secret("token")
         if self.options.get("auth") == "oauth":
             return {"Authorization": f"Bearer {token}"}
         return {"PRIVATE-TOKEN": token}
 
-    def _get(self, path: str, params: Mapping[str, str] | None = None) -> Response:
-        return self.request("GET", self._api + path, params=params, headers=self._headers())
-
-    def _json(self, answer: Response, what: str, kind: type = dict) -> Any:
-        if answer.status != 200:
-            raise self.failure(answer, what)
-        data = answer.json()
-        if not isinstance(data, kind):
-            raise MalformedResponse(f"gitlab's answer to {what} is not a JSON {kind.__name__}")
-        return data
+    def _get(self, path: str, what: str, **kw: Any) -> Any:
+        return self.get_json(self._api + path, what=what, **kw)
 
     def _pages(self, path: str, params: Mapping[str, str], what: str) -> Iterator[dict[str, Any]]:
-        limit = int(self.options.get("max_pages") or 10)
-        page = "1"
-        for _ in range(limit):
-            answer = self._get(path, {**params, "per_page": "100", "page": page})
-            for item in self._json(answer, what, list):
-                if not isinstance(item, dict):
-                    raise MalformedResponse(f"gitlab's answer to {what} holds a non-object")
-                yield item
+        def read_page(page: str | None) -> tuple[list[dict[str, Any]], str | None]:
+            query = {**params, "per_page": "100", "page": page or "1"}
+            answer = self.answer("GET", self._api + path, what=what, params=query)
+            if answer.status != 200:
+                raise self.failure(answer, what)
+            items = self.parse(answer, what, list)
+            if not all(isinstance(item, dict) for item in items):
+                raise MalformedResponse(f"gitlab's answer to {what} holds a non-object")
             following = (answer.header("x-next-page") or "").strip()
-            if not following:
-                return
-            if not following.isdigit():
+            if following and not following.isdigit():
                 raise MalformedResponse(f"gitlab's X-Next-Page for {what} is not a number")
-            page = following
-        raise LookupFailed(f"{what} has more than {limit} pages (max_pages); refusing to guess")
+            return items, following
+
+        limit = int(self.options.get("max_pages") or 10)
+        too_many = f"{what} has more than {limit} pages (max_pages); refusing to guess"
+        return self.pages(read_page, limit=limit, too_many=too_many)
 
     # --- identity ----------------------------------------------------------------------
-    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
-        if mode == "lookup":
-            return self._search_users(email)
-        if mode == "saml":
-            return self._saml_users(email)
-        if mode == "saml_identity":
-            return self._saml_identity(email)
-        if mode == "extern_uid":
-            return self._extern_uid(email)
-        raise LookupFailed(f"gitlab has no identity look-up {mode!r}")
-
-    def _search_users(self, email: str) -> list[str]:
+    def lookup_lookup(self, email: str) -> list[str]:
+        """The user search, kept only on an exact email match."""
         what = "the user search"
         found = list(self._pages("/users", {"search": email}, what))
         if not found:
@@ -612,12 +354,13 @@ class GitLab(Integration):
             uid = _int(user.get("id"))
             if uid is None:
                 raise MalformedResponse("gitlab's user search answered a user without an id")
-            full = self._json(self._get(f"/users/{uid}"), f"reading user {uid}")
+            full = self._get(f"/users/{uid}", f"read user {uid}")
             if _same(full.get("public_email"), email):
                 matched.append(str(uid))
         return matched
 
-    def _saml_users(self, email: str) -> list[str]:
+    def lookup_saml(self, email: str) -> list[str]:
+        """The group's SAML users, kept on an exact email or extern_uid match."""
         group = quote(str(self.options["saml_group"]), safe="")
         what = f"the SAML users of group {self.options['saml_group']}"
         matched = []
@@ -634,12 +377,13 @@ class GitLab(Integration):
                 matched.append(str(user["id"]))
         return matched
 
-    def _saml_identity(self, email: str) -> list[str]:
+    def lookup_saml_identity(self, email: str) -> list[str]:
+        """The group SAML identity whose NameID is the email."""
         group = quote(str(self.options["saml_group"]), safe="")
-        answer = self._get(f"/groups/{group}/saml/{quote(email, safe='')}")
-        if answer.status == 404:
+        path = f"/groups/{group}/saml/{quote(email, safe='')}"
+        data = self._get(path, f"read the SAML identity {email}", absent=(404,))
+        if data is None:
             return []
-        data = self._json(answer, f"the SAML identity {email}")
         uid = data.get("user_id")
         if isinstance(uid, str) and uid.isdigit():
             uid = int(uid)
@@ -647,7 +391,8 @@ class GitLab(Integration):
             raise MalformedResponse("gitlab's SAML identity has no user_id")
         return [str(uid)]
 
-    def _extern_uid(self, email: str) -> list[str]:
+    def lookup_extern_uid(self, email: str) -> list[str]:
+        """Users whose identity at ``identity_provider`` is the email (administrators)."""
         provider = str(self.options["identity_provider"])
         what = f"the {provider} identity look-up"
         params = {"extern_uid": email, "provider": provider}
@@ -675,14 +420,11 @@ class GitLab(Integration):
         if mapped.isascii() and mapped.isdigit():
             return int(mapped)
         username = mapped.removeprefix("@")
-        now = time.monotonic()
-        with self._lock:
-            hit = self._usernames.get(username.lower())
-        if hit is not None and hit[0] > now:
-            return int(hit[1])
-        users = self._json(
-            self._get("/users", {"username": username}), "the username look-up", list
-        )
+        hit = self._usernames.get(username.lower())
+        if hit is not None:
+            return hit
+        what = "look the username up"
+        users = self._get("/users", what, params={"username": username}, kind=list)
         ids = {
             u.get("id") for u in users if isinstance(u, dict) and _same(u.get("username"), username)
         }
@@ -692,8 +434,7 @@ class GitLab(Integration):
         uid = _int(ids.pop())
         if uid is None:
             raise MalformedResponse("gitlab's username look-up answered a user without an id")
-        with self._lock:
-            self._usernames[username.lower()] = (now + self.config.identity.cache_ttl, str(uid))
+        self._usernames.put(username.lower(), uid, self.config.identity.cache_ttl)
         return uid
 
     # --- the check ---------------------------------------------------------------------
@@ -792,7 +533,7 @@ class GitLab(Integration):
     def _administrator(self, user: str, action: str) -> Decision:
         uid = self._uid(user)
         who = f"{user} (gitlab user {uid})"
-        data = self._json(self._get(f"/users/{uid}"), f"read user {uid}")
+        data = self._get(f"/users/{uid}", f"read user {uid}")
         state = data.get("state")
         if state != _ACTIVE:
             return Decision.deny(f"{who} is {state or 'not active'} in gitlab")
@@ -811,22 +552,17 @@ class GitLab(Integration):
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """(the member, None) or (None, the project or group) when not a member, or
         (None, None) when the project or group itself answers 404."""
-        what = f"the membership of user {uid} in {target.path}"
-        answer = self._get(f"/{source}/{target.encoded}/members/all/{uid}")
-        if answer.status == 200:
-            return self._json(answer, what), None
-        if answer.status != 404:
-            raise self.failure(answer, f"read {what}")
-        place = self._get(f"/{source}/{target.encoded}")
-        if place.status == 404:
-            return None, None
-        return None, self._json(place, f"read {source[:-1]} {target.path}")
+        what = f"read the membership of user {uid} in {target.path}"
+        path = f"/{source}/{target.encoded}"
+        member = self._get(f"{path}/members/all/{uid}", what, absent=(404,))
+        if member is not None:
+            return member, None
+        return None, self._get(path, f"read {source[:-1]} {target.path}", absent=(404,))
 
     def _project(self, target: Target, place: dict[str, Any] | None) -> dict[str, Any]:
         if place is not None:
             return place
-        answer = self._get(f"/projects/{target.encoded}")
-        return self._json(answer, f"read project {target.path}")  # type: ignore[no-any-return]
+        return self._get(f"/projects/{target.encoded}", f"read project {target.path}")  # type: ignore[no-any-return]
 
     def _open_access(
         self,
@@ -853,7 +589,7 @@ class GitLab(Integration):
                     f"gitlab does not say who may use {feature.removesuffix('_access_level')} "
                     f"in {target.path} ({feature} is {access!r})"
                 )
-        user = self._json(self._get(f"/users/{uid}"), f"read user {uid}")
+        user = self._get(f"/users/{uid}", f"read user {uid}")
         state = user.get("state")
         if state != _ACTIVE:
             return Decision.deny(f"{who} is {state or 'not active'} in gitlab")
@@ -870,11 +606,11 @@ class GitLab(Integration):
         return Decision.allow(f"{target.path} is internal and {who} is an active internal user")
 
     def _issue(self, target: Target) -> dict[str, Any]:
-        answer = self._get(f"/projects/{target.encoded}/issues/{target.iid}")
-        if answer.status == 404:
-            raise LookupFailed(f"issue {target.path}#{target.iid} was not found or is hidden")
         what = f"read issue {target.path}#{target.iid}"
-        return self._json(answer, what)  # type: ignore[no-any-return]
+        issue = self._get(f"/projects/{target.encoded}/issues/{target.iid}", what, absent=(404,))
+        if issue is None:
+            raise LookupFailed(f"issue {target.path}#{target.iid} was not found or is hidden")
+        return issue  # type: ignore[no-any-return]
 
     def _own_issue(self, target: Target, uid: int, level: int) -> Decision | None:
         """Authors and assignees (at least Guest) may update and close their issues."""
@@ -911,8 +647,8 @@ class GitLab(Integration):
     ) -> Decision:
         branch = target.branch
         if target.kind == "mr":
-            mr = self._json(
-                self._get(f"/projects/{target.encoded}/merge_requests/{target.iid}"),
+            mr = self._get(
+                f"/projects/{target.encoded}/merge_requests/{target.iid}",
                 f"read merge request {target.path}!{target.iid}",
             )
             field = "target_branch" if op == "merge" else "source_branch"
@@ -975,14 +711,16 @@ class GitLab(Integration):
 
     # --- the probe ---------------------------------------------------------------------
     def probe(self) -> ProbeResult:
-        me = self._json(self._get("/user"), "read the engine's own user")
+        me = self._get("/user", "read the engine's own user")
         name = me.get("username", "?")
         admin = me.get("is_admin") is True
         detail = f"authenticated to {self.config.url} as {name}" + (
             " (administrator)" if admin else ""
         )
         if self.options.get("auth") == "token":
-            answer = self._get("/personal_access_tokens/self")
+            answer = self.answer(
+                "GET", self._api + "/personal_access_tokens/self", what="read the token's scopes"
+            )
             if answer.status == 200:
                 data = answer.json()
                 scopes = data.get("scopes") if isinstance(data, dict) else None
