@@ -31,22 +31,22 @@ import base64
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from toolpass.engine.config import check_url
 from toolpass.engine.errors import ConfigError
-from toolpass.engine.http import Response
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
-    Effect,
     Integration,
     LookupFailed,
     ProbeResult,
+    Remembered,
+    load_actions,
 )
 from toolpass.intercept.routes import Match, Request, Route, fields
 
@@ -61,92 +61,9 @@ _PROJECT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}|[0-9]{1,19}")
 _ISSUE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}-[0-9]{1,19}|[0-9]{1,19}")
 SITE = "site"
 
-_SCHEME = "in the project's permission scheme"
-
-
-def _project(name: str, title: str, effect: Effect, note: str = "") -> Action:
-    requires = f"the {title} project permission ({name}) {_SCHEME}"
-    return Action(name, f"{title}{note}. Resource: issue:KEY-1 or project:KEY.", effect, requires)
-
-
-def _global(name: str, title: str, effect: Effect) -> Action:
-    return Action(
-        name,
-        f"{title} (global permission). Resource: site.",
-        effect,
-        f"the {title} global permission ({name}), granted to a group",
-    )
-
-
-_PROJECT_ACTIONS: tuple[Action, ...] = (
-    _project("BROWSE_PROJECTS", "Browse projects", "read", ": see the project and its issues"),
-    _project("VIEW_READONLY_WORKFLOW", "View read-only workflow", "read"),
-    _project("VIEW_DEV_TOOLS", "View development tools", "read", " (Jira Software)"),
-    _project("VIEW_VOTERS_AND_WATCHERS", "View voters and watchers", "read"),
-    _project(
-        "ASSIGNABLE_USER",
-        "Assignable user",
-        "read",
-        ": be assigned issues (a property, not a deed)",
-    ),
-    _project("CREATE_ISSUES", "Create issues", "write"),
-    _project("EDIT_ISSUES", "Edit issues", "write"),
-    _project("ASSIGN_ISSUES", "Assign issues", "write"),
-    _project(
-        "TRANSITION_ISSUES",
-        "Transition issues",
-        "write",
-        " (a workflow condition or validator may still block a transition)",
-    ),
-    _project("RESOLVE_ISSUES", "Resolve issues", "write"),
-    _project("CLOSE_ISSUES", "Close issues", "write"),
-    _project("LINK_ISSUES", "Link issues", "write"),
-    _project("SCHEDULE_ISSUES", "Schedule issues", "write", ": set due dates"),
-    _project("MODIFY_REPORTER", "Modify reporter", "write"),
-    _project("SET_ISSUE_SECURITY", "Set issue security", "write"),
-    _project("MOVE_ISSUES", "Move issues", "write", ": between projects or issue types"),
-    _project("MANAGE_WATCHERS", "Manage watchers", "write"),
-    _project("ADD_COMMENTS", "Add comments", "write"),
-    _project("EDIT_OWN_COMMENTS", "Edit own comments", "write"),
-    _project("EDIT_ALL_COMMENTS", "Edit all comments", "write"),
-    _project("CREATE_ATTACHMENTS", "Create attachments", "write"),
-    _project("WORK_ON_ISSUES", "Work on issues", "write", ": log work"),
-    _project("EDIT_OWN_WORKLOGS", "Edit own worklogs", "write"),
-    _project("EDIT_ALL_WORKLOGS", "Edit all worklogs", "write"),
-    _project("MANAGE_SPRINTS_PERMISSION", "Manage sprints", "write", " (Jira Software)"),
-    _project(
-        "SERVICEDESK_AGENT", "Service management agent", "write", " (Jira Service Management)"
-    ),
-    _project("EDIT_ISSUE_LAYOUT", "Edit issue layout", "write"),
-    _project("DELETE_ISSUES", "Delete issues", "destructive"),
-    _project("DELETE_OWN_COMMENTS", "Delete own comments", "destructive"),
-    _project("DELETE_ALL_COMMENTS", "Delete all comments", "destructive"),
-    _project("DELETE_OWN_ATTACHMENTS", "Delete own attachments", "destructive"),
-    _project("DELETE_ALL_ATTACHMENTS", "Delete all attachments", "destructive"),
-    _project("DELETE_OWN_WORKLOGS", "Delete own worklogs", "destructive"),
-    _project("DELETE_ALL_WORKLOGS", "Delete all worklogs", "destructive"),
-    _project("EDIT_WORKFLOW", "Edit workflows", "destructive"),
-    _project("ADMINISTER_PROJECTS", "Administer projects", "destructive"),
-)
-_GLOBAL_ACTIONS: tuple[Action, ...] = (
-    _global("USER_PICKER", "Browse users and groups", "read"),
-    _global("CREATE_SHARED_OBJECTS", "Share dashboards and filters", "write"),
-    _global("MANAGE_GROUP_FILTER_SUBSCRIPTIONS", "Manage group filter subscriptions", "write"),
-    _global("BULK_CHANGE", "Make bulk changes", "write"),
-    _global("ADMINISTER", "Administer Jira", "destructive"),
-    _global("SYSTEM_ADMIN", "Jira system administrator", "destructive"),
-)
+ACTIONS: tuple[Action, ...] = load_actions("jira")
 ACCESS = "JIRA_ACCESS"
-_ACCESS_ACTION = Action(
-    ACCESS,
-    "Use Jira at all: read site metadata (fields, issue types, statuses, versions), one's "
-    "own filters, dashboards and preferences. Resource: site.",
-    "read",
-    "an active Atlassian account (Jira's 'Permission to access Jira'; product access itself "
-    "is not checked)",
-)
-_GLOBAL = frozenset(a.name for a in _GLOBAL_ACTIONS) | {ACCESS}
-
+_GLOBAL = frozenset(a.name for a in ACTIONS if a.terms["scope"] != "project")
 
 _GATEWAY = re.compile(r"/ex/jira/([^/]+)(/.*)?")
 _SEARCH = re.compile(r"/rest/api/[23]/search(/jql|/id|/approximate-count)?")
@@ -299,7 +216,7 @@ class Jira(Integration):
             default=300.0,
         ),
     )
-    actions = _PROJECT_ACTIONS + _GLOBAL_ACTIONS + (_ACCESS_ACTION,)
+    actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -307,8 +224,8 @@ class Jira(Integration):
         self._cloud_id: str | None = self.options.get("cloud_id")
         self._token: tuple[str, float] | None = None  # (access token, refresh after)
         self._token_lock = threading.Lock()
-        self._ids: dict[tuple[str, str], tuple[float, str, str]] = {}
-        self._accounts: dict[str, tuple[float, bool]] = {}
+        self._ids: Remembered[tuple[str, str], tuple[str, str]] = Remembered()
+        self._accounts: Remembered[str, bool] = Remembered()
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -421,10 +338,8 @@ class Jira(Integration):
         with self._lock:
             if self._cloud_id is not None:
                 return self._cloud_id
-        answer = self.request("GET", "/_edge/tenant_info")
-        if answer.status != 200:
-            raise self._failure(answer, "tell the site's cloud id (/_edge/tenant_info)")
-        data = answer.json()
+        what = "tell the site's cloud id (/_edge/tenant_info)"
+        data = self.fetch_json("GET", "/_edge/tenant_info", what=what, kind=None)
         found = data.get("cloudId") if isinstance(data, dict) else None
         if not isinstance(found, str) or not _CLOUD_ID.fullmatch(found):
             raise LookupFailed("jira's /_edge/tenant_info answer has no valid cloudId")
@@ -447,10 +362,8 @@ class Jira(Integration):
                 "client_id": self.options["client_id"],
                 "client_secret": self.secret("client_secret"),
             }
-            answer = self.request("POST", str(self.options["token_url"]), json=body)
-            if answer.status != 200:
-                raise self._failure(answer, "issue an OAuth access token")
-            data = answer.json()
+            url, what = str(self.options["token_url"]), "issue an OAuth access token"
+            data = self.fetch_json("POST", url, what=what, json=body, kind=None)
             token = data.get("access_token") if isinstance(data, dict) else None
             lifetime = data.get("expires_in") if isinstance(data, dict) else None
             if not isinstance(token, str) or not token:
@@ -474,14 +387,19 @@ class Jira(Integration):
         method: str,
         path: str,
         *,
+        what: str,
         params: Mapping[str, str] | None = None,
         json: Any = None,
-    ) -> Response:
+        absent: tuple[int, ...] = (),
+    ) -> Any:
+        """The JSON answer of the site (or the gateway), an OAuth token refreshed once when
+        Jira rejects it; None for an ``absent`` status."""
         for attempt in (1, 2):
             authorization = self._authorization()
-            answer = self.request(
+            answer = self.answer(
                 method,
                 self._base() + path,
+                what=what,
                 params=params,
                 json=json,
                 headers={"Authorization": authorization},
@@ -489,31 +407,31 @@ class Jira(Integration):
             if answer.status == 401 and self._auth == "oauth" and attempt == 1:
                 self._forget_token(authorization)  # revoked or expired early: once more
                 continue
-            return answer
+            if answer.status in absent:
+                return None
+            if answer.status != 200:
+                raise self.failure(answer, what)
+            return self.parse(answer, what, None)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _failure(self, answer: Response, what: str) -> LookupFailed:
-        failed = self.failure(answer, what)
-        try:
-            data = answer.json()
-        except LookupFailed:
-            return failed
+    def error_detail(self, data: Any) -> str | None:
+        """Jira's ``errorMessages`` first, else the common ``message``."""
         messages = data.get("errorMessages") if isinstance(data, dict) else None
         if isinstance(messages, list) and messages and isinstance(messages[0], str):
-            return LookupFailed(f"{failed}: {messages[0][:200]}")
-        return failed
+            return messages[0]
+        return super().error_detail(data)
+
+    def secret_values(self) -> Iterator[str]:
+        yield from super().secret_values()
+        if self._token is not None:
+            yield self._token[0]
 
     def _get(self, path: str, what: str, **params: str) -> Any:
-        answer = self._api("GET", path, params=params)
-        if answer.status != 200:
-            raise self._failure(answer, what)
-        return answer.json()
+        return self._api("GET", path, what=what, params=params)
 
     # --- identity ----------------------------------------------------------------------
-    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
+    def lookup_lookup(self, email: str) -> Sequence[str]:
         """Atlassian user search, accepting only an exact ``emailAddress`` match."""
-        if mode != "lookup":
-            raise LookupFailed(f"jira has no identity look-up {mode!r}")
         found: dict[str, bool] = {}
         hidden = 0
         start = 0
@@ -558,52 +476,40 @@ class Jira(Integration):
                 f"jira's user search found no account with the email {email} (it lists "
                 "active accounts only, and none without Browse users and groups)"
             )
-        expires = time.monotonic() + self.config.identity.cache_ttl
-        with self._lock:
-            for account, active in found.items():
-                self._accounts[account] = (expires, active)
+        for account, active in found.items():
+            self._accounts.put(account, active, self.config.identity.cache_ttl)
         return list(found)
 
     def _active(self, account: str) -> bool | None:
         """Whether ``account`` is active; None when not known and not to be verified."""
-        now = time.monotonic()
-        with self._lock:
-            known = self._accounts.get(account)
-        if known is not None and known[0] > now:
-            return known[1]
+        known = self._accounts.get(account)
+        if known is not None:
+            return known
         if not self.options.get("verify_account", True):
             return None
-        answer = self._api("GET", f"{_API}/user", params={"accountId": account})
-        if answer.status == 404:
+        params = {"accountId": account}
+        what = "fetch the mapped account"
+        data = self._api("GET", f"{_API}/user", what=what, params=params, absent=(404,))
+        if data is None:
             raise LookupFailed(f"jira has no account {account}")
-        if answer.status != 200:
-            raise self._failure(answer, "fetch the mapped account")
-        data = answer.json()
         active = data.get("active") if isinstance(data, dict) else None
         if not isinstance(active, bool) or data.get("accountId") != account:
             raise LookupFailed("jira's account answer has no accountId or active flag")
-        with self._lock:
-            self._accounts[account] = (now + self.config.identity.cache_ttl, active)
+        self._accounts.put(account, active, self.config.identity.cache_ttl)
         return active
 
     # --- resources ---------------------------------------------------------------------
     def _resolve(self, kind: str, ref: str) -> tuple[str, str] | None:
         """(id, label) of an issue or project; None when Jira answers 404."""
-        ttl = float(self.options.get("resource_cache_ttl", 300.0))
-        now = time.monotonic()
-        with self._lock:
-            hit = self._ids.get((kind, ref))
-        if hit is not None and hit[0] > now:
-            return hit[1], hit[2]
-        if kind == "issue":
-            answer = self._api("GET", f"{_API}/issue/{quote(ref)}", params={"fields": "project"})
-        else:
-            answer = self._api("GET", f"{_API}/project/{quote(ref)}")
-        if answer.status == 404:
+        hit = self._ids.get((kind, ref))
+        if hit is not None:
+            return hit
+        what = f"resolve {kind} {ref}"
+        params = {"fields": "project"} if kind == "issue" else None
+        path = f"{_API}/{kind}/{quote(ref)}"
+        data = self._api("GET", path, what=what, params=params, absent=(404,))
+        if data is None:
             return None
-        if answer.status != 200:
-            raise self._failure(answer, f"resolve {kind} {ref}")
-        data = answer.json()
         found = data.get("id") if isinstance(data, dict) else None
         key = data.get("key") if isinstance(data, dict) else None
         if not isinstance(found, (str, int)) or isinstance(found, bool):
@@ -612,11 +518,7 @@ class Jira(Integration):
         if not found.isdigit():
             raise LookupFailed(f"jira's {kind} answer has a non-numeric id")
         label = f"{kind} {key}" if isinstance(key, str) and key else f"{kind} {ref}"
-        if ttl > 0:
-            with self._lock:
-                self._ids[(kind, ref)] = (now + ttl, found, label)
-                if len(self._ids) > 10_000:
-                    self._ids.clear()
+        self._ids.put((kind, ref), (found, label), float(self.options["resource_cache_ttl"]))
         return found, label
 
     # --- the check -----------------------------------------------------------------------
@@ -682,10 +584,8 @@ class Jira(Integration):
         return Decision.deny(f"Jira does not grant {account} {action} on {label}")
 
     def _bulk_check(self, body: dict[str, Any]) -> dict[str, Any]:
-        answer = self._api("POST", f"{_API}/permissions/check", json=body)
-        if answer.status != 200:
-            raise self._failure(answer, "check the user's permissions")
-        data = answer.json()
+        what = "check the user's permissions"
+        data = self._api("POST", f"{_API}/permissions/check", what=what, json=body)
         if not isinstance(data, dict):
             raise LookupFailed("jira's permission check answer is not an object")
         return data
