@@ -41,22 +41,21 @@ The rule each action uses is in its ``requires`` text (``toolpass catalog slack`
 from __future__ import annotations
 
 import re
-import threading
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import MalformedResponse, Response
+from toolpass.engine.http import Response
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
-    Effect,
     Integration,
     ProbeResult,
+    Remembered,
+    load_actions,
 )
 from toolpass.intercept.routes import Match, Request
 
@@ -99,283 +98,9 @@ _DELETE = "delete"
 _CREATE = "create"
 _ADMIN = "admin"
 
-_R_READ = (
-    "a member of the conversation; for a public channel, any full member of the workspace "
-    "(guests only in channels they belong to)"
-)
-_R_POST = (
-    "a member of the conversation, which is not archived; in #general the connection's "
-    "general_posting policy; in a read-only channel, or with posting_prefs, Slack's "
-    "who_can_post list"
-)
-_R_MEMBER = "a member of the conversation, which is not archived"
-_R_MANAGE = (
-    "a workspace admin or owner (a member, for a private channel), or a channel member when "
-    "channel_management is 'members'; never a guest, never in a direct message"
-)
-_R_ADMIN = (
-    "an Enterprise Grid org admin or owner (enterprise_user.is_admin / is_owner); outside Grid "
-    "a workspace admin or owner"
-)
-
-
-def _action(name: str, description: str, effect: Effect, requires: str) -> Action:
-    return Action(name, description, effect, requires)
-
-
-_ACTIONS: tuple[tuple[Action, str], ...] = (
-    (_action("conversations.history", "Read a conversation's messages.", "read", _R_READ), _READ),
-    (_action("conversations.replies", "Read a thread in a conversation.", "read", _R_READ), _READ),
-    (_action("conversations.info", "Read a conversation's details.", "read", _R_READ), _READ),
-    (
-        _action("conversations.members", "List a conversation's members.", "read", _R_READ),
-        _READ,
-    ),
-    (_action("pins.list", "List a conversation's pinned items.", "read", _R_READ), _READ),
-    (_action("bookmarks.list", "List a channel's bookmarks.", "read", _R_READ), _READ),
-    (_action("chat.postMessage", "Post a message in a conversation.", "write", _R_POST), _POST),
-    (
-        _action(
-            "chat.postEphemeral", "Post an ephemeral message in a conversation.", "write", _R_POST
-        ),
-        _POST,
-    ),
-    (
-        _action("chat.scheduleMessage", "Schedule a message in a conversation.", "write", _R_POST),
-        _POST,
-    ),
-    (_action("chat.meMessage", "Post a /me message in a conversation.", "write", _R_POST), _POST),
-    (
-        _action(
-            "files.upload", "Share a file in a conversation (legacy upload).", "write", _R_POST
-        ),
-        _POST,
-    ),
-    (
-        _action(
-            "files.completeUploadExternal",
-            "Share an uploaded file in a conversation.",
-            "write",
-            _R_POST,
-        ),
-        _POST,
-    ),
-    (_action("reactions.add", "React to a message.", "write", _R_MEMBER), _MEMBER),
-    (_action("reactions.remove", "Remove a reaction from a message.", "write", _R_MEMBER), _MEMBER),
-    (_action("pins.add", "Pin a message in a conversation.", "write", _R_MEMBER), _MEMBER),
-    (_action("pins.remove", "Unpin a message in a conversation.", "write", _R_MEMBER), _MEMBER),
-    (_action("bookmarks.add", "Add a bookmark to a channel.", "write", _R_MEMBER), _MEMBER),
-    (
-        _action("conversations.setTopic", "Set a conversation's topic.", "write", _R_MEMBER),
-        _MEMBER,
-    ),
-    (
-        _action("conversations.setPurpose", "Set a conversation's purpose.", "write", _R_MEMBER),
-        _MEMBER,
-    ),
-    (
-        _action(
-            "conversations.invite",
-            "Invite users to a channel.",
-            "write",
-            "a full member (not a guest) who is a member of the channel, which is not archived "
-            "and not a direct message",
-        ),
-        _INVITE,
-    ),
-    (
-        _action(
-            "conversations.join",
-            "Join a channel.",
-            "write",
-            "a full member (not a guest); only public channels that are not archived can be "
-            "joined without an invitation (already a member: allowed)",
-        ),
-        _JOIN,
-    ),
-    (
-        _action(
-            "conversations.leave",
-            "Leave a channel.",
-            "write",
-            "a member of the channel; nobody leaves #general or a direct message",
-        ),
-        _LEAVE,
-    ),
-    (
-        _action("conversations.rename", "Rename a channel.", "write", _R_MANAGE),
-        _MANAGE,
-    ),
-    (
-        _action(
-            "conversations.kick",
-            "Remove a user from a channel.",
-            "destructive",
-            _R_MANAGE + "; nobody is removed from #general",
-        ),
-        _MANAGE,
-    ),
-    (
-        _action(
-            "conversations.archive",
-            "Archive a channel.",
-            "destructive",
-            _R_MANAGE + "; #general and archived channels cannot be archived",
-        ),
-        _ARCHIVE,
-    ),
-    (
-        _action(
-            "conversations.unarchive",
-            "Unarchive a channel.",
-            "write",
-            _R_MANAGE + "; only an archived channel",
-        ),
-        _UNARCHIVE,
-    ),
-    (
-        _action(
-            "chat.update",
-            "Edit a message (resource message:C…/ts).",
-            "write",
-            "the message's author, who can still read the conversation, which is not archived",
-        ),
-        _EDIT,
-    ),
-    (
-        _action(
-            "chat.delete",
-            "Delete a message (resource message:C…/ts).",
-            "destructive",
-            "the message's author, or a workspace admin or owner, who can read the "
-            "conversation, which is not archived",
-        ),
-        _DELETE,
-    ),
-    (
-        _action(
-            "conversations.create",
-            "Create a channel (resource workspace or team:T…).",
-            "write",
-            "a member of the workspace; who besides admins and owners may is the connection's "
-            "channel_creation policy; single-channel guests never",
-        ),
-        _CREATE,
-    ),
-    (
-        _action(
-            "admin.conversations.archive", "Archive a channel as an admin.", "destructive", _R_ADMIN
-        ),
-        _ADMIN,
-    ),
-    (
-        _action("admin.conversations.rename", "Rename a channel as an admin.", "write", _R_ADMIN),
-        _ADMIN,
-    ),
-    (
-        _action(
-            "admin.conversations.invite",
-            "Invite users to a channel as an admin.",
-            "write",
-            _R_ADMIN,
-        ),
-        _ADMIN,
-    ),
-    (
-        _action(
-            "admin.conversations.setConversationPrefs",
-            "Change who may post in a channel.",
-            "write",
-            _R_ADMIN,
-        ),
-        _ADMIN,
-    ),
-    (_action("admin.users.invite", "Invite a person to a workspace.", "write", _R_ADMIN), _ADMIN),
-    (
-        _action("admin.users.remove", "Remove a person from a workspace.", "destructive", _R_ADMIN),
-        _ADMIN,
-    ),
-)
+ACTIONS: tuple[Action, ...] = load_actions("slack")
+_KIND = {a.name: a.terms["rule"] for a in ACTIONS}
 _WORKSPACE = "workspace"
-_R_WORKSPACE = (
-    "a full member of the workspace (not a guest, not an external user); with team_id, a "
-    "member of that workspace"
-)
-_R_ANY_CONTENT = (
-    "; it is not bound to one conversation (search, files, saved items, canvases, lists), so "
-    "only an admin or owner passes"
-)
-_ACTIONS += (
-    (
-        _action("conversations.mark", "Move a conversation's read cursor.", "write", _R_MEMBER),
-        _MEMBER,
-    ),
-    (
-        _action("conversations.close", "Close a direct message or group DM.", "write", _R_MEMBER),
-        _MEMBER,
-    ),
-    (
-        _action(
-            "conversations.open",
-            "Open or resume a direct message or group DM (resource workspace or team:T…).",
-            "write",
-            _R_WORKSPACE,
-        ),
-        _WORKSPACE,
-    ),
-    (
-        _action(
-            "workspace.read",
-            "Read the workspace's directory: users, channels list, user groups, emoji, team "
-            "info, one's reminders (resource workspace or team:T…).",
-            "read",
-            _R_WORKSPACE,
-        ),
-        _WORKSPACE,
-    ),
-    (
-        _action(
-            "workspace.write",
-            "Change one's own state outside any conversation: presence, do-not-disturb, "
-            "reminders, saved items, photo, pending uploads (resource workspace or team:T…).",
-            "write",
-            _R_WORKSPACE,
-        ),
-        _WORKSPACE,
-    ),
-    (
-        _action(
-            "workspace.manage",
-            "Change workspace-wide objects beyond one's own: user groups, anyone's files, "
-            "canvases and lists and their sharing, calls, apps, views, workflows, functions, "
-            "profiles (resource workspace or team:T…).",
-            "write",
-            _R_ADMIN,
-        ),
-        _ADMIN,
-    ),
-    (
-        _action(
-            "admin.read",
-            "Read administrative data (admin.* reads, access and integration logs, billing) "
-            "and content no single conversation bounds (search, files.info, saved items).",
-            "read",
-            _R_ADMIN + _R_ANY_CONTENT,
-        ),
-        _ADMIN,
-    ),
-    (
-        _action(
-            "admin.manage",
-            "Administer the workspace or Enterprise Grid org (admin.* writes, Slack Connect "
-            "approvals and disconnections).",
-            "destructive",
-            _R_ADMIN,
-        ),
-        _ADMIN,
-    ),
-)
-_KIND = {a.name: kind for a, kind in _ACTIONS}
 _CHANNEL_KINDS = {
     _READ, _POST, _MEMBER, _INVITE, _JOIN, _LEAVE, _MANAGE, _ARCHIVE, _UNARCHIVE, _EDIT, _DELETE
 }  # fmt: skip
@@ -440,7 +165,7 @@ class Slack(Integration):
     )
     default_url: ClassVar[str | None] = "https://slack.com/api"
     identity_modes: ClassVar[tuple[str, ...]] = ("lookup",)
-    actions: ClassVar[tuple[Action, ...]] = tuple(a for a, _ in _ACTIONS)
+    actions: ClassVar[tuple[Action, ...]] = ACTIONS
     keys: ClassVar[tuple[ConfigKey, ...]] = (
         ConfigKey(
             "token",
@@ -553,9 +278,8 @@ class Slack(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.Lock()
-        self._users: dict[str, tuple[float, dict[str, Any]]] = {}
-        self._names: dict[str, tuple[float, str]] = {}
+        self._users: Remembered[str, dict[str, Any]] = Remembered()
+        self._names: Remembered[str, str] = Remembered()
 
     # --- the request hook ----------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -583,6 +307,9 @@ class Slack(Integration):
         return Match(found.route, found.params, _fields.fill(found.route.resource, value_of))
 
     # --- the wire ----------------------------------------------------------------------
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token('token', self.options['auth'])}"}
+
     def _token(self, key: str, kind: str) -> str:
         token = self.secret(key)
         prefix = "xoxb-" if kind == "bot" else "xoxp-"
@@ -607,26 +334,20 @@ class Slack(Integration):
     def _call(
         self, method: str, params: Mapping[str, str | None] | None = None, *, admin: bool = False
     ) -> tuple[dict[str, Any], Response]:
-        token = (
-            self._token("admin_token", "user")
-            if admin
-            else self._token("token", self.options["auth"])
-        )
-        query = {k: v for k, v in (params or {}).items() if v is not None}
-        answer = self.request(
-            "GET", f"/{method}", params=query, headers={"Authorization": f"Bearer {token}"}
-        )
+        headers = None
+        if admin:
+            headers = {"Authorization": f"Bearer {self._token('admin_token', 'user')}"}
+        answer = self.answer("GET", f"/{method}", what=method, params=params, headers=headers)
         if answer.status != 200:
-            raise self.failure(answer, f"{method}")
-        try:
-            data = answer.json()
-        except MalformedResponse:
-            raise LookupFailed(f"slack answered {method} with a body that is not JSON") from None
-        if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
-            raise LookupFailed(f"slack answered {method} without the documented 'ok' field")
+            raise self.failure(answer, method)
+        return self.parse(answer, method), answer
+
+    def accept(self, data: Any, what: str) -> None:
+        """Slack answers failures as ``{"ok": false, "error": code}`` with HTTP 200."""
+        if not isinstance(data.get("ok"), bool):
+            raise LookupFailed(f"slack answered {what} without the documented 'ok' field")
         if not data["ok"]:
-            raise self._error(method, data)
-        return data, answer
+            raise self._error(what, data)
 
     def _error(self, method: str, data: Mapping[str, Any]) -> SlackError:
         code = data.get("error")
@@ -654,13 +375,11 @@ class Slack(Integration):
             )
         else:
             text = f"slack answered {method} with the error {code}"
-        return SlackError(text, code)
+        return SlackError(self.redact(text), code)
 
     # --- identity ----------------------------------------------------------------------
-    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
+    def lookup_lookup(self, email: str) -> Sequence[str]:
         """``users.lookupByEmail``: exact, one user or none (``users_not_found``)."""
-        if mode != "lookup":
-            return super().lookup_user(email, mode)
         try:
             data = self.call("users.lookupByEmail", {"email": email})
         except SlackError as e:
@@ -686,19 +405,13 @@ class Slack(Integration):
         return user
 
     def _remember(self, user: dict[str, Any]) -> None:
-        ttl = float(self.options["user_cache_ttl"])
-        if ttl > 0:
-            with self._lock:
-                self._users[user["id"]] = (time.monotonic() + ttl, user)
-                if len(self._users) > 10_000:
-                    self._users.pop(next(iter(self._users)))
+        self._users.put(user["id"], user, float(self.options["user_cache_ttl"]))
 
     def _user(self, uid: str) -> dict[str, Any]:
         """The user's object: remembered from a recent look-up, or ``users.info``."""
-        with self._lock:
-            hit = self._users.get(uid)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
+        hit = self._users.get(uid)
+        if hit is not None:
+            return hit
         try:
             data = self.call("users.info", {"user": uid})
         except SlackError as e:
@@ -998,25 +711,28 @@ class Slack(Integration):
             raise LookupFailed("slack's conversations.info answer has no matching channel")
         return info
 
+    def _listing(
+        self, method: str, params: Mapping[str, str | None], field: str, too_many: str
+    ) -> Iterator[Any]:
+        """The items of a cursor-paged list, up to ``max_pages`` pages."""
+
+        def read_page(cursor: str | None) -> tuple[list[Any], str | None]:
+            limit = str(self.options["page_size"])
+            data = self.call(method, {**params, "limit": limit, "cursor": cursor})
+            items = data.get(field)
+            if not isinstance(items, list):
+                raise LookupFailed(f"slack's {method} answer has no {field} list")
+            return items, _next_cursor(data)
+
+        return self.pages(read_page, limit=int(self.options["max_pages"]), too_many=too_many)
+
     def _is_member(self, channel_id: str, uid: str) -> bool:
-        cursor: str | None = None
-        for _ in range(int(self.options["max_pages"])):
-            data = self.call(
-                "conversations.members",
-                {"channel": channel_id, "limit": str(self.options["page_size"]), "cursor": cursor},
-            )
-            members = data.get("members")
-            if not isinstance(members, list):
-                raise LookupFailed("slack's conversations.members answer has no members list")
-            if uid in members:
-                return True
-            cursor = _next_cursor(data)
-            if not cursor:
-                return False
-        raise LookupFailed(
-            f"{channel_id} has more members than {self.options['max_pages']} pages "
-            "(raise max_pages)"
+        pages = self.options["max_pages"]
+        too_many = f"{channel_id} has more members than {pages} pages (raise max_pages)"
+        members = self._listing(
+            "conversations.members", {"channel": channel_id}, "members", too_many
         )
+        return any(member == uid for member in members)
 
     def _channel_id(self, channel: str) -> str:
         if not channel.startswith("#"):
@@ -1024,41 +740,25 @@ class Slack(Integration):
         if not self.options["channel_names"]:
             raise LookupFailed("this connection accepts channel ids only (channel_names is off)")
         name = channel[1:]
-        now = time.monotonic()
-        with self._lock:
-            hit = self._names.get(name)
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        found: list[str] = []
-        cursor: str | None = None
-        for _ in range(int(self.options["max_pages"])):
-            data = self.call(
-                "conversations.list",
-                {
-                    "types": "public_channel,private_channel",
-                    "exclude_archived": "false",
-                    "limit": str(self.options["page_size"]),
-                    "team_id": self.options.get("team_id"),
-                    "cursor": cursor,
-                },
-            )
-            channels = data.get("channels")
-            if not isinstance(channels, list):
-                raise LookupFailed("slack's conversations.list answer has no channels list")
-            found += [
-                c["id"]
-                for c in channels
-                if isinstance(c, dict) and c.get("name") == name and isinstance(c.get("id"), str)
-            ]
-            cursor = _next_cursor(data)
-            if not cursor:
-                break
-        else:
-            raise LookupFailed(
-                f"the workspace has more channels than {self.options['max_pages']} pages; "
-                "use channel ids"
-            )
-        unique = list(dict.fromkeys(found))
+        hit = self._names.get(name)
+        if hit is not None:
+            return hit
+        params = {
+            "types": "public_channel,private_channel",
+            "exclude_archived": "false",
+            "team_id": self.options.get("team_id"),
+        }
+        too_many = (
+            f"the workspace has more channels than {self.options['max_pages']} pages; "
+            "use channel ids"
+        )
+        channels = self._listing("conversations.list", params, "channels", too_many)
+        found = [
+            c["id"]
+            for c in channels
+            if isinstance(c, dict) and c.get("name") == name and isinstance(c.get("id"), str)
+        ]
+        unique: list[str] = list(dict.fromkeys(found))
         if not unique:
             raise LookupFailed(
                 f"no channel named #{name} is visible to the engine (a private channel the "
@@ -1068,10 +768,7 @@ class Slack(Integration):
             raise LookupFailed(f"{len(unique)} channels are named #{name}; use the channel id")
         if not _CHANNEL_ID.fullmatch(unique[0]):
             raise LookupFailed("slack's conversations.list answered a channel id that is not one")
-        ttl = float(self.options["name_cache_ttl"])
-        if ttl > 0:
-            with self._lock:
-                self._names[name] = (now + ttl, unique[0])
+        self._names.put(name, unique[0], float(self.options["name_cache_ttl"]))
         return unique[0]
 
     def _author(self, channel_id: str, ts: str) -> str:
