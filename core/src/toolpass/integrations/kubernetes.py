@@ -97,10 +97,7 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-import time
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,7 +106,7 @@ from urllib.parse import quote, unquote, urlencode
 from toolpass.engine import budget
 from toolpass.engine.config import check_url
 from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, NetOptions, Response
+from toolpass.engine.http import HTTPClient, NetOptions
 from toolpass.engine.identity import normalize_email
 from toolpass.engine.watched import WatchedFile, json_or_yaml
 from toolpass.integrations.base import (
@@ -120,12 +117,15 @@ from toolpass.integrations.base import (
     Effect,
     Integration,
     ProbeResult,
+    Remembered,
+    load_actions,
 )
 from toolpass.intercept.routes import Match, Request, Route, fill
 from toolpass.rules.scope import escapes
 
 __all__ = ["INTEGRATION", "Kubernetes", "Target", "classify", "parse_resource", "structural_match"]
 
+_UNSEEN: Any = object()
 SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 AUTHENTICATED = "system:authenticated"
 _API = "/apis/authorization.k8s.io/v1"
@@ -141,55 +141,15 @@ _NON_RESOURCE_VERBS = {
 
 
 # --- the actions -------------------------------------------------------------------------
-def _verb(name: str, effect: Effect, description: str) -> Action:
-    return Action(name, description, effect, f"the Kubernetes verb `{name}` on the resource")
-
-
 @dataclass(frozen=True, slots=True)
 class _Shortcut:
     verb: str
     subresource: str
-    resource: str | None  # the one resource type it applies to (core group), or any
+    resource: str | None = None  # the one resource type it applies to (core group), or any
 
 
-_SHORTCUTS: dict[str, _Shortcut] = {
-    "scale": _Shortcut("patch", "scale", None),
-    "exec": _Shortcut("create", "exec", "pods"),
-    "attach": _Shortcut("create", "attach", "pods"),
-    "portforward": _Shortcut("create", "portforward", "pods"),
-    "logs": _Shortcut("get", "log", "pods"),
-    "evict": _Shortcut("create", "eviction", "pods"),
-}
-
-
-def _shortcut(name: str, effect: Effect, description: str) -> Action:
-    s = _SHORTCUTS[name]
-    on = f"{s.resource}/{s.subresource}" if s.resource else f"<type>/{s.subresource}"
-    return Action(name, description, effect, f"the Kubernetes verb `{s.verb}` on `{on}`")
-
-
-ACTIONS: tuple[Action, ...] = (
-    _verb("get", "read", "Read one object (a name), or any object of the type (no name)."),
-    _verb("list", "read", "List objects of a type in a namespace or in all namespaces."),
-    _verb("watch", "read", "Watch objects of a type for changes."),
-    _verb("create", "write", "Create an object (or invoke a subresource such as pods/exec)."),
-    _verb("update", "write", "Replace an object or a subresource (PUT)."),
-    _verb("patch", "write", "Change part of an object or a subresource (PATCH)."),
-    _verb("delete", "destructive", "Delete one object."),
-    _verb("deletecollection", "destructive", "Delete every object of a type at once."),
-    _verb("impersonate", "write", "Act as a user, group or service account (users/NAME, ...)."),
-    _verb("bind", "write", "Bind a role without holding its permissions (roles, clusterroles)."),
-    _verb("escalate", "write", "Create or update a role beyond one's own permissions."),
-    _verb("use", "write", "Use a policy object that requires the `use` verb."),
-    _verb("approve", "write", "Approve certificate signing requests for a signer (signers)."),
-    _verb("sign", "write", "Sign certificate signing requests for a signer (signers)."),
-    _shortcut("scale", "write", "Change the replica count of a workload (its scale)."),
-    _shortcut("exec", "write", "Run a command in a pod's container."),
-    _shortcut("attach", "write", "Attach to a running container's console."),
-    _shortcut("portforward", "write", "Forward a local port to a pod."),
-    _shortcut("logs", "read", "Read a pod's container logs."),
-    _shortcut("evict", "destructive", "Evict a pod (respecting disruption budgets)."),
-)
+ACTIONS: tuple[Action, ...] = load_actions("kubernetes")
+_SHORTCUTS = {a.name: _Shortcut(**a.terms) for a in ACTIONS if a.terms}
 
 
 # --- the resource syntax ----------------------------------------------------------------
@@ -753,8 +713,7 @@ class Kubernetes(Integration):
             if groups_file
             else None
         )
-        self._groups_cache: OrderedDict[str, tuple[float, list[str] | None]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._groups_cache: Remembered[str, list[str] | None] = Remembered()
 
     # --- requests ------------------------------------------------------------------------
     def _token(self) -> str:
@@ -769,22 +728,21 @@ class Kubernetes(Integration):
             raise LookupFailed(f"no credential: {e}{hint}") from None
         return token
 
-    def _call(self, method: str, path: str, body: Any = None) -> Response:
-        """A request to the API server with the engine's token, within the check's budget."""
-        return self.http.request(
-            method,
-            self.config.url + path,
-            headers={"Authorization": f"Bearer {self._token()}"},
-            json=body,
-            timeout=budget.remaining(self.config.timeout),
-            options=self._net,
-        )
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token()}"}
+
+    @property
+    def net(self) -> NetOptions:
+        return self._net
+
+    def _create(self, path: str, body: Any, what: str) -> dict[str, Any]:
+        """A review created on the API server: its ``status``, checked."""
+        return _status(self.fetch_json("POST", path, what=what, json=body, ok=_OK))
 
     # --- identity ------------------------------------------------------------------------
-    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
-        if mode == "email":
-            return [email]
-        raise LookupFailed(f"kubernetes has no identity mode {mode!r}")
+    def lookup_email(self, email: str) -> Sequence[str]:
+        """The user name is the email (``--oidc-username-claim=email``)."""
+        return [email]
 
     def username(self, email: str) -> str:
         """The Kubernetes user name ``email`` is, prefixed as the API server does."""
@@ -821,21 +779,14 @@ class Kubernetes(Integration):
             return table.get(email)
         if not (self.options["groups_url"] or self.options["groups_resolve"]):
             return None
-        now = time.monotonic()
-        with self._lock:
-            hit = self._groups_cache.get(email)
-            if hit is not None and hit[0] > now:
-                return hit[1]
+        hit = self._groups_cache.get(email, _UNSEEN)
+        if hit is not _UNSEEN:
+            return hit
         if self.options["groups_url"]:
             found = self._ask_groups_service(email)
         else:
             found = self._ask_groups_callable(email)
-        ttl = float(self.options["groups_cache_ttl"])
-        if ttl > 0:
-            with self._lock:
-                self._groups_cache[email] = (now + ttl, found)
-                while len(self._groups_cache) > 10_000:
-                    self._groups_cache.popitem(last=False)
+        self._groups_cache.put(email, found, float(self.options["groups_cache_ttl"]))
         return found
 
     def _ask_groups_service(self, email: str) -> list[str] | None:
@@ -912,10 +863,7 @@ class Kubernetes(Integration):
             path = f"{_API}/namespaces/{namespace}/localsubjectaccessreviews"
         else:
             path = f"{_API}/subjectaccessreviews"
-        answer = self._call("POST", path, review)
-        if answer.status not in _OK:
-            raise self.failure(answer, f"create a {review['kind']}")
-        status = _status(answer)
+        status = self._create(path, review, f"create a {review['kind']}")
         who = review["spec"]["user"]
         what = f"{verb} {target.describe()}"
         said = status.get("reason") or ""
@@ -954,11 +902,8 @@ class Kubernetes(Integration):
         self.identity.check()
         if self._groups_file is not None:
             self._groups_file.get()
-        answer = self._call("GET", "/version")
-        if answer.status != 200:
-            raise self.failure(answer, "read /version")
-        version = answer.json()
-        git = version.get("gitVersion", "?") if isinstance(version, dict) else "?"
+        version = self.get_json("/version", what="read /version")
+        git = version.get("gitVersion", "?")
         kind = (
             "localsubjectaccessreviews"
             if self.options["review"] == "local"
@@ -975,10 +920,9 @@ class Kubernetes(Integration):
                 }
             },
         }
-        answer = self._call("POST", f"{_API}/selfsubjectaccessreviews", ask)
-        if answer.status not in _OK:
-            raise self.failure(answer, "create a SelfSubjectAccessReview")
-        status = _status(answer)
+        status = self._create(
+            f"{_API}/selfsubjectaccessreviews", ask, "create a SelfSubjectAccessReview"
+        )
         where = " in every namespace" if kind == "localsubjectaccessreviews" else ""
         if status["allowed"]:
             return ProbeResult(True, f"Kubernetes {git}: the engine may create {kind}{where}")
@@ -987,10 +931,9 @@ class Kubernetes(Integration):
         )
 
 
-def _status(answer: Response) -> dict[str, Any]:
+def _status(data: dict[str, Any]) -> dict[str, Any]:
     """The review's ``status``, checked against the documented shape."""
-    data = answer.json()
-    status = data.get("status") if isinstance(data, dict) else None
+    status = data.get("status")
     if not isinstance(status, dict) or not isinstance(status.get("allowed"), bool):
         raise LookupFailed("kubernetes answered a review without status.allowed")
     for key, kind in (("denied", bool), ("reason", str), ("evaluationError", str)):
