@@ -126,7 +126,11 @@ def as_agent() -> Iterator[None]:
 
 
 # Threads a tool starts carry the call's context, the way OpenTelemetry's threading
-# instrumentation carries its own: captured at Thread.start and executor submit.
+# instrumentation carries its own: captured at Thread.start (so threading.Timer too) and at
+# ThreadPoolExecutor.submit (so loop.run_in_executor, on an executor made before the call
+# too; asyncio.to_thread copies the context itself). What cannot carry it: a process
+# (ProcessPoolExecutor, multiprocessing: the child has no hook and no call), and a thread
+# that existed before the call and is handed work some other way (a queue it reads).
 
 _original_start = threading.Thread.start
 _original_submit = ThreadPoolExecutor.submit

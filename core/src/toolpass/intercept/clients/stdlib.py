@@ -15,8 +15,8 @@ DISTRIBUTION = None
 TESTED = ""
 Conn = http.client.HTTPConnection
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
-#: Set inside ``request()``: the body given to ``endheaders`` is the whole body.
-_whole_body: ContextVar[bool] = ContextVar("toolpass_whole_body", default=False)
+#: The connection whose ``request()`` runs: the body it gives ``endheaders`` is the whole body.
+_whole_body: ContextVar[Conn | None] = ContextVar("toolpass_whole_body", default=None)
 
 
 class _Pending:
@@ -55,7 +55,7 @@ def _text(value: Any) -> str:
 
 def _request(original: Any) -> Any:
     def request(self: Conn, *args: Any, **kw: Any) -> None:
-        token = _whole_body.set(True)
+        token = _whole_body.set(self)
         try:
             original(self, *args, **kw)
         finally:
@@ -92,7 +92,7 @@ def _endheaders(original: Any) -> Any:
             self._toolpass = None  # type: ignore[attr-defined]
             if message_body is not None:
                 seen, message_body = peek(message_body)
-            elif _whole_body.get() or pending.method.upper() in _SAFE:
+            elif _whole_body.get() is self or pending.method.upper() in _SAFE:
                 seen = b""
             else:
                 seen = None  # a body may follow through send(): unknown
