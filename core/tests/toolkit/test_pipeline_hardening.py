@@ -398,3 +398,10 @@ def test_untrusted_text_split_across_arguments_or_encoded_is_caught(
     assert drive.refused(write, "note", encoded).code == "untrusted_input"
     hidden = "\u200b".join(INJECTION)  # an invisible character between every letter
     assert drive.refused(write, "note", hidden).code == "untrusted_input"
+
+
+def test_untrusted_output_without_text_is_returned_as_it_is(
+    drive: Any, kit: Toolkit, session: Session
+) -> None:
+    reader = drive.tool(kit, lambda: [201, 3.5, None], effect="read", untrusted_output=True)
+    assert drive.call(reader) == [201, 3.5, None]

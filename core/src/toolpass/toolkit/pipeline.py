@@ -483,7 +483,11 @@ def _output(
     if secrets:
         result = redact(result, secrets)
     if untrusted:
-        for text in strings_in(result):
+        texts = strings_in(result)
+        found = [text for text in texts if text]
+        if not found and texts.complete:
+            return result  # no text in it (a status code, a count): nothing to fence
+        for text in found:
             session.record_untrusted(text)
         result = fence(result if isinstance(result, str) else readable(result), spec.name)
     return result
