@@ -34,7 +34,9 @@ def test_group(project: Path) -> list[str]:
 @nox.session(python=PYTHON)
 def core(session: nox.Session) -> None:
     """toolpass-core's tests."""
-    session.install("-e", "core[yaml,crypto]", *test_group(ROOT / "core"))
+    session.install(
+        "-e", "core[yaml,crypto]", "-e", "packages/pytest-toolpass", *test_group(ROOT / "core")
+    )
     session.run("pytest", "core/tests", "-q", *session.posargs)
 
 
