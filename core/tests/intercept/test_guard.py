@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import requests
+import urllib3
 from fakes.github import FakeGitHub
 from fakes.server import FakeServer
 from toolpass import Session, Toolkit, Toolpass, ToolRefused, intercept
 from toolpass.intercept import ActionRefused, as_agent, as_user
-from toolpass.intercept.clients import stdlib, urllib3
 
 from .conftest import TOKEN, posted
 
@@ -324,15 +324,15 @@ def test_requests_outside_tools_are_left_alone(
 
 
 def test_install_is_idempotent_and_removable(engine: Toolpass) -> None:
-    original = urllib3.HTTPConnectionPool.urlopen
-    assert original is urllib3._original  # nothing hooked before
+    original = urllib3.connection.HTTPConnection.request
     Toolkit(permissions=engine)
+    hooked = urllib3.connection.HTTPConnection.request
     Toolkit(permissions=engine)
     assert set(intercept.installed()) >= {"stdlib", "urllib3", "httpx", "aiohttp"}
-    assert stdlib.http.client.HTTPConnection.request is stdlib._request
+    assert urllib3.connection.HTTPConnection.request is hooked is not original
     intercept.uninstall()
     assert intercept.installed() == []
-    assert urllib3.HTTPConnectionPool.urlopen is original
+    assert urllib3.connection.HTTPConnection.request is original
 
 
 # Hostile spellings of a request.
