@@ -11,6 +11,7 @@ import pytest
 from fakes.server import FakeServer, Request
 from fakes.slack import FakeSlack
 from fakes.tls import make_certs
+from pytest_toolpass import IntegrationConformance
 from toolpass import integrations
 from toolpass.engine import Toolpass
 from toolpass.engine.errors import ConfigError
@@ -527,28 +528,6 @@ def test_ratelimited_error_body_is_unknown(tp: Toolpass, slack: FakeSlack) -> No
     assert (d.decision, "rate-limited" in d.reason) == ("unknown", True)
 
 
-@pytest.mark.parametrize("status", [500, 502, 503])
-def test_server_errors_are_unknown(tp: Toolpass, slack: FakeSlack, status: int) -> None:
-    slack.server.fail(status, path=r"/conversations\.members")
-    d = tp.check("dana@example.com", "slack", "chat.postMessage", "channel:C0ENG")
-    assert d.decision == "unknown"
-    assert f"HTTP {status}" in d.reason
-
-
-def test_slow_answer_exceeds_the_budget(slack: FakeSlack) -> None:
-    slack.server.slow(1.5, path=r"/conversations\.info")
-    with engine(slack, timeout=0.5) as tp:
-        d = tp.check("dana@example.com", "slack", "conversations.history", "channel:C0ENG")
-    assert d.decision == "unknown"
-    assert "no answer within" in d.reason or "budget" in d.reason
-
-
-def test_not_json_is_unknown(tp: Toolpass, slack: FakeSlack) -> None:
-    slack.server.not_json(path=r"/conversations\.info")
-    d = tp.check("dana@example.com", "slack", "conversations.history", "channel:C0ENG")
-    assert (d.decision, "not JSON" in d.reason) == ("unknown", True)
-
-
 @pytest.mark.parametrize(
     ("path", "body", "words"),
     [
@@ -904,3 +883,21 @@ def test_mark_and_close_need_a_member(tp: Toolpass) -> None:
     assert tp.check("dana@example.com", "slack", "conversations.mark", "channel:C0ENG").allowed
     d = tp.check("dana@example.com", "slack", "conversations.close", "channel:C0RANDOM")
     assert d.decision == "deny"
+
+
+# --- the shared conformance suite ----------------------------------------------------------
+class TestSlackConformance(IntegrationConformance):
+    integration = "slack"
+    user, action, resource = "dana@example.com", "chat.postMessage", "channel:C0ENG"
+    system_user = "U0DANA"
+    credential = BOT
+
+    @pytest.fixture
+    def api(self, slack: FakeSlack) -> FakeSlack:
+        return slack
+
+    def server(self, api: FakeSlack) -> FakeServer:
+        return api.server
+
+    def connection(self, api: FakeSlack, **extra: Any) -> dict[str, Any]:
+        return connection(api, **extra)
