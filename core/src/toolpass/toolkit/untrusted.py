@@ -50,12 +50,19 @@ _HIDDEN_RANGES = (
 
 # Letters of other scripts that look like Latin ones, read as those (after NFKC, before
 # casefolding, so each case maps to the matching Latin case).
-_LOOKALIKES = str.maketrans(
-    "АВЕЅІЈКМНОРСТХУаеіјорсѕухһԁԛԝӏ"  # Cyrillic
-    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοινρυχα"  # Greek
-    "ɑɡıɩօս",  # Latin extensions, Armenian
-    "ABESIJKMHOPCTXYaeijopcsyxhdqwlABEZHIKMNOPTYXoivpuxaagiiou",
+_LOOKALIKE = dict(
+    zip(
+        "АВЕЅІЈКМНОРСТХУаеіјорсѕухһԁԛԝӏ"  # Cyrillic
+        "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοινρυχα"  # Greek
+        "ɑɡıɩօս",  # Latin extensions, Armenian
+        "ABESIJKMHOPCTXYaeijopcsyxhdqwlABEZHIKMNOPTYXoivpuxaagiiou",
+        strict=True,
+    )
 )
+_LOOKALIKES = re.compile(f"[{''.join(_LOOKALIKE)}]")
+# Where an invisible character can be: not a letter, digit, space or ASCII punctuation, or
+# one of the Hangul fillers (letters that show nothing).
+_MAYBE_HIDDEN = re.compile(r"[^\w\s!-/:-@\[-`{-~]|[\u115f\u1160\u3164\uffa0]")
 
 
 def _hidden(char: str) -> bool:
@@ -82,10 +89,13 @@ def _fold(text: str) -> str:
     look-alike letters as plain letters, case folded."""
     if text.isascii():
         return text.lower().translate(_ASCII_HIDDEN)
-    hidden = [c for c in set(text) if _hidden(c)]
+    hidden = "".join(c for c in set(_MAYBE_HIDDEN.findall(text)) if _hidden(c))
     if hidden:
-        text = text.translate(dict.fromkeys(map(ord, hidden)))
-    return unicodedata.normalize("NFKC", text).translate(_LOOKALIKES).casefold()
+        text = re.sub(f"[{re.escape(hidden)}]", "", text)
+    text = unicodedata.normalize("NFKC", text)
+    if _LOOKALIKES.search(text):
+        text = _LOOKALIKES.sub(lambda match: _LOOKALIKE[match[0]], text)
+    return text.casefold()
 
 
 def _words(text: str) -> list[str]:
@@ -94,14 +104,15 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(_fold(text))
 
 
-# Decoding copies: each pass decodes HTML entities, JSON and JS escapes, percent-escapes and
-# base64 tokens once.
+# Decoding copies: each pass decodes JSON and JS escapes, HTML entities, percent-escapes and
+# base64 tokens once. Pieces that stand for other characters (the fence decodes these too):
 _ENCODED = re.compile(
     r"&#?[0-9A-Za-z]{1,32};?"  # an HTML entity
-    r"|\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[nrtbf\"'\\/])"  # an escape
+    r"|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}"  # a code point's escape
     r"|(?:%[0-9a-fA-F]{2})+"  # percent-escapes
 )
-_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+# Escapes that stand for spacing or punctuation; an escaped backslash is split on first.
+_SIMPLE_ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", '\\"': '"', "\\'": "'", "\\/": "/"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A token of at least 16 characters (six words) of the base64 alphabet, standard or urlsafe.
 _BASE64 = re.compile(r"(?<![\w+/-])[A-Za-z0-9+/_-]{16,}={0,2}(?![\w+/=-])")
@@ -122,19 +133,31 @@ def _decoded(piece: str) -> str:
         return html.unescape(piece)
     if piece[0] == "%":
         return bytes.fromhex(piece.replace("%", "")).decode("utf-8", "replace")
-    if piece[1] in "ux":
-        return chr(int(piece[2:], 16))
-    return _ESCAPED.get(piece[1], piece[1])
+    return chr(int(piece[2:], 16))
 
 
-def _unescape(text: str) -> str:
-    """``text`` with its entities, escapes and percent-escapes decoded (one pass)."""
+def _decode_pieces(text: str) -> str:
+    """``text`` with its entities, code point escapes and percent-escapes decoded."""
     if "&" not in text and "\\" not in text and "%" not in text:  # the usual case
         return text
     text = _ENCODED.sub(lambda match: _decoded(match[0]), text)
     if _SURROGATE.search(text):  # escaped UTF-16 pairs
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def _unescape_simple(text: str) -> str:
+    for escape, char in _SIMPLE_ESCAPES.items():
+        if escape in text:
+            text = text.replace(escape, char)
+    return text
+
+
+def _unescape(text: str) -> str:
+    """``text`` with its escapes, entities and percent-escapes decoded (one pass)."""
+    if "\\" in text:  # str.replace at C speed: JSON text can hold an escape in every line
+        text = "\\".join(map(_unescape_simple, text.split("\\\\")))
+    return _decode_pieces(text)
 
 
 def _unbase64(token: str) -> str | None:
@@ -154,9 +177,18 @@ class _TooEncoded(Exception):
     """More base64 tokens than may be decoded."""
 
 
+def _has_base64_run(text: str) -> bool:
+    if text.isascii():
+        return _BASE64_RUN in text.translate(_BASE64_ALPHABET)
+    return _BASE64.search(text) is not None
+
+
 def _variants(text: str, budget: int = MAX_DECODES) -> Iterator[str]:
     """``text``, then its copy decoded once, then twice, while decoding changes it; at most
     ``budget`` base64 tokens are decoded (then ``_TooEncoded``)."""
+    yield text
+    if "&" not in text and "\\" not in text and "%" not in text and not _has_base64_run(text):
+        return  # the usual case: nothing encoded
     left = budget
 
     def unbase64(match: re.Match[str]) -> str:
@@ -166,10 +198,9 @@ def _variants(text: str, budget: int = MAX_DECODES) -> Iterator[str]:
             raise _TooEncoded
         return _unbase64(match[0]) or match[0]
 
-    yield text
     for _ in range(2):
         decoded = _unescape(text)
-        if _BASE64_RUN in decoded.translate(_BASE64_ALPHABET):
+        if _has_base64_run(decoded):
             decoded = _BASE64.sub(unbase64, decoded)
         if decoded == text:
             return
@@ -249,8 +280,9 @@ class UntrustedIndex:
         if self._full:
             return
         # A base64 token is 16 characters or more, so the budget is never used up here.
-        variants = _variants(text, budget=len(text))
-        runs = {h for variant in variants for h in map(hash, _runs(_words(variant)))}
+        runs: set[int] = set()
+        for variant in _variants(text, budget=len(text)):
+            runs.update(map(hash, _runs(_words(variant))))
         with self._lock:
             if self._full:
                 return
@@ -324,13 +356,22 @@ _MARKER = re.compile(
     + r"\s{0,3}".join("content")
 )
 # Pieces of text that fold on their own: an entity, an escape or percent-escapes; a run of
-# plain ASCII (folded character for character); any other character.
-_PIECE = re.compile(rf"{_ENCODED.pattern}|[^&\\%\x00-\x08\x0e-\x1f\x7f-\U0010ffff]+|.", re.DOTALL)
+# plain ASCII or of other letters (folded character for character, when the length stays);
+# any other character.
+_PIECE = re.compile(
+    rf"{_ENCODED.pattern}|[^&\\%\x00-\x08\x0e-\x1f\x7f-\U0010ffff]+|[^\W\x00-\x7f]+|.",
+    re.DOTALL,
+)
 _DEFUSED = "[marker removed]"
 
 
+_BRACKETISH = re.compile(f"[{_BRACKETS}\ufe3d\ufe3f&\\\\%]")  # brackets, NFKC's and encoded
+
+
 def _reads_as_marker(text: str) -> bool:
-    return _MARKER.search(_fold(_unescape(text))) is not None
+    if not _BRACKETISH.search(text):
+        return False
+    return _MARKER.search(_fold(_decode_pieces(text))) is not None
 
 
 def _defuse(text: str) -> str:
