@@ -165,12 +165,14 @@ class IntegrationConformance:
     def test_the_catalog_is_complete(self) -> None:
         cls = get(self.integration)
         assert self.integration in available()
-        assert cls.name == self.integration and cls.description
+        assert cls.name == self.integration
+        assert cls.description
         names = [a.name for a in cls.actions]
         assert len(set(names)) == len(names), "an action is declared twice"
         for action in cls.actions:
             assert action.effect in _EFFECTS, action.name
-            assert action.description and action.requires, action.name
+            assert action.description, action.name
+            assert action.requires, action.name
         assert self.action in names
         for key in cls.keys:
             assert key.description, key.name
@@ -183,9 +185,9 @@ class IntegrationConformance:
     def test_each_shared_identity_mode_maps_the_user(
         self, api: Any, mode: str, tmp_path: Path
     ) -> None:
-        with _identity(mode, self.user, self.system_user, self.template, tmp_path) as identity:
-            with self.engine(api, identity=identity) as tp:
-                d = self.ask(tp, api)
+        people = _identity(mode, self.user, self.system_user, self.template, tmp_path)
+        with people as identity, self.engine(api, identity=identity) as tp:
+            d = self.ask(tp, api)
         assert d.decision == "allow", d.reason
 
     def test_an_unmapped_user_is_unknown_and_the_system_is_not_asked(self, api: Any) -> None:
