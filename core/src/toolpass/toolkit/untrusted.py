@@ -138,7 +138,7 @@ def _decoded(piece: str) -> str:
 
 def _decode_pieces(text: str) -> str:
     """``text`` with its entities, code point escapes and percent-escapes decoded."""
-    if "&" not in text and "\\" not in text and "%" not in text:  # the usual case
+    if not ("&" in text or "%" in text or "\\u" in text or "\\x" in text):  # the usual case
         return text
     text = _ENCODED.sub(lambda match: _decoded(match[0]), text)
     if _SURROGATE.search(text):  # escaped UTF-16 pairs
@@ -287,12 +287,16 @@ class UntrustedIndex:
             if self._full:
                 return
             self._seen += len(text)
-            new = runs - self._runs
-            if self._seen > self.max_text or len(self._runs) + len(new) > self.max_runs:
+            if self._seen > self.max_text or self._too_many(runs):
                 self._full = True
                 self._runs = set()  # nothing recorded is needed to answer FULL
             else:
-                self._runs |= new
+                self._runs |= runs
+
+    def _too_many(self, runs: set[int]) -> bool:
+        if len(self._runs) + len(runs) <= self.max_runs:  # the usual case, without a copy
+            return False
+        return len(self._runs) + len(runs - self._runs) > self.max_runs
 
     def find(self, text: str) -> str | None:
         """The first six-word run of ``text``, or of a copy encoded in it, seen in untrusted
@@ -356,10 +360,13 @@ _MARKER = re.compile(
     + r"\s{0,3}".join("content")
 )
 # Pieces of text that fold on their own: an entity, an escape or percent-escapes; a run of
-# plain ASCII or of other letters (folded character for character, when the length stays);
-# any other character.
+# plain ASCII, or of other letters and spaces (folded character for character when the length
+# stays); any other character.
 _PIECE = re.compile(
-    rf"{_ENCODED.pattern}|[^&\\%\x00-\x08\x0e-\x1f\x7f-\U0010ffff]+|[^\W\x00-\x7f]+|.",
+    rf"{_ENCODED.pattern}"
+    r"|[^&\\%\x00-\x08\x0e-\x1f\x7f-\U0010ffff]+"
+    r"|[^\W\x00-\x7f](?:[^\W\x00-\x7f]+| )*"
+    r"|.",
     re.DOTALL,
 )
 _DEFUSED = "[marker removed]"
