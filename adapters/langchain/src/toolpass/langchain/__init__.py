@@ -86,7 +86,7 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         except ToolRefused as refused:
             return self._refusal(request, refused)
-        return _message(result, reply)
+        return _message(result, reply, request)
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Result]]
@@ -105,7 +105,7 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         except ToolRefused as refused:
             return self._refusal(request, refused)
-        return _message(result, reply)
+        return _message(result, reply, request)
 
     def tool_node(self, tools: Sequence[BaseTool | Callable[..., Any]], **options: Any) -> ToolNode:
         """A LangGraph ``ToolNode`` for ``tools`` whose every call this guard checks, for
@@ -152,17 +152,25 @@ def _key(request: ToolCallRequest) -> Any:
 
 
 def _content(result: Any, reply: list[ToolMessage]) -> Any:
-    """The text of the tool's reply, so toolpass sees (and, when the request hook read
-    untrusted content, fences) what the model will read; the message is kept in ``reply``."""
-    if isinstance(result, ToolMessage) and isinstance(result.content, str):
+    """The content of the tool's reply (text or content blocks), so toolpass sees (and,
+    when the tool read untrusted content, fences) what the model will read; the message is
+    kept in ``reply``."""
+    if isinstance(result, ToolMessage):
         reply.append(result)
         return result.content
     return result
 
 
-def _message(result: Any, reply: list[ToolMessage]) -> Result:
+def _message(result: Any, reply: list[ToolMessage], request: ToolCallRequest) -> Result:
     if not reply:
-        return result  # type: ignore[no-any-return]
+        if isinstance(result, (ToolMessage, Command)):
+            return result
+        # What the framework returned became text (fenced untrusted content): the model
+        # reads it as the tool's reply.
+        call = request.tool_call
+        return ToolMessage(
+            content=str(result), tool_call_id=call.get("id") or "", name=call["name"]
+        )
     message = reply[0]
     if result is message.content:
         return message
