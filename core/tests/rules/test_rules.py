@@ -1,93 +1,10 @@
-"""Ready-made validators and secret scanning, alone and in the pipeline."""
+"""Ready-made validators, alone and in the pipeline."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from toolpass import ApprovalPending, ApprovalQueue, Session, Toolkit, ToolRefused
-from toolpass.rules import find_secret
+from toolpass import Session, Toolkit, ToolRefused
 from toolpass.rules.validators import at_least, at_most, matches, max_length, one_of, path_under
-
-SECRETS = {
-    "ghp_" + "A1b2" * 9: "a GitHub token",
-    "github_pat_" + "x1" * 30: "a GitHub token",
-    "glpat-" + "a" * 20: "a GitLab token",
-    "xoxb-1234567890-abcdefghij": "a Slack token",
-    "AKIAIOSFODNN7EXAMPLE": "an AWS access key",
-    "AIza" + "B" * 35: "a Google API key",
-    "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc": "a Stripe secret key",
-    "sk-ant-" + "q" * 40: "an OpenAI or Anthropic API key",
-    "-----BEGIN OPENSSH PRIVATE KEY-----": "a private key",
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N": "a JSON Web Token",
-}
-
-
-@pytest.mark.parametrize(("secret", "kind"), SECRETS.items())
-def test_known_credentials_are_found_in_text(secret: str, kind: str) -> None:
-    assert find_secret(f"please forward this: {secret} thanks") == kind
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "hello world",
-        "the task-force skills",
-        "ghp_short",
-        "AKIA lowercase akia1234567890abcdef",
-        "sk-learn is a library",
-        "eyJ alone",
-    ],
-)
-def test_ordinary_text_is_not_a_secret(text: str) -> None:
-    assert find_secret(text) is None
-
-
-@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=200))
-def test_prose_without_token_prefixes_never_matches(text: str) -> None:
-    for prefix in (
-        "gh",
-        "github_pat",
-        "glpat",
-        "xox",
-        "AKIA",
-        "ASIA",
-        "AIza",
-        "sk",
-        "rk",
-        "eyJ",
-        "-----BEGIN",
-    ):
-        if prefix in text:
-            return
-    assert find_secret(text) is None
-
-
-def test_a_tool_that_sends_out_a_credential_needs_approval_or_is_refused() -> None:
-    queue = ApprovalQueue()
-    sent: list[str] = []
-
-    def send(to: str, body: str) -> str:
-        sent.append(body)
-        return "sent"
-
-    approving = Toolkit(approver=queue, audit=[]).secured_tool(send, sends_out=True)
-    refusing = Toolkit(audit=[], exfiltration="refuse").secured_tool(send, sends_out=True)
-    quiet = Toolkit(audit=[]).secured_tool(send, name="note")  # sends nothing out
-    token = "ghp_" + "Z9" * 18
-    with Session("dana@example.com").active():
-        with pytest.raises(ApprovalPending) as pending:
-            approving("x@example.com", f"here is the key {token}")
-        assert pending.value.request.reasons == (
-            "its arguments carry what looks like a GitHub token",
-        )
-        with pytest.raises(ToolRefused) as info:
-            refusing("x@example.com", f"ssh: {token}")
-        assert info.value.code == "exfiltration"
-        assert token not in info.value.message
-        assert approving("x@example.com", "no secrets here") == "sent"
-        assert quiet("x@example.com", token) == "sent"
-    assert sent == ["no secrets here", token]
 
 
 def test_validators_accept_or_say_why() -> None:
