@@ -27,7 +27,14 @@ class _Pending:
     def __init__(self, method: str, target: str) -> None:
         self.method = method
         self.target = target
-        self.headers: dict[str, str] = {}
+        self.headers: list[tuple[Any, tuple[Any, ...]]] = []  # as putheader got them
+
+    def header_map(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for header, values in self.headers:
+            name, value = _text(header), ", ".join(map(_text, values))
+            found[name] = f"{found[name]}, {value}" if name in found else value
+        return found
 
 
 def url(conn: Any, target: str, tls: bool) -> str:
@@ -76,10 +83,7 @@ def _putheader(original: Any) -> Any:
     def putheader(self: Conn, header: Any, *values: Any) -> None:
         pending = getattr(self, "_toolpass", None)
         if pending is not None:
-            name = _text(header)
-            value = ", ".join(map(_text, values))
-            had = pending.headers.get(name)
-            pending.headers[name] = value if had is None else f"{had}, {value}"
+            pending.headers.append((header, values))
         original(self, header, *values)
 
     return putheader
@@ -96,7 +100,8 @@ def _endheaders(original: Any) -> Any:
                 seen = b""
             else:
                 seen = None  # a body may follow through send(): unknown
-            check(pending.method, url(self, pending.target, _tls(self)), pending.headers, seen)
+            target = url(self, pending.target, _tls(self))
+            check(pending.method, target, pending.header_map(), seen)
         original(self, message_body, **kw)
 
     return endheaders
