@@ -97,6 +97,30 @@ def test_invisible_characters_hide_nothing_on_either_side(data, text):
     assert _outcome(_spaced(data, _hide(data, text)), " ".join(window)) == "untrusted_input"
 
 
+CONTROLS = ["\x00", "\x07", "\x08", "\x1b", "\x7f", "\x9f"]
+
+
+@PROPERTY
+@given(data=st.data(), text=TEXTS)
+def test_invisible_characters_between_words_read_as_breaks(data, text):
+    window = _window(data, text)
+    gap = st.sampled_from(INVISIBLE + CONTROLS)
+    joined = "".join(word + data.draw(gap) for word in text)
+    assert _outcome(joined, " ".join(window)) == "untrusted_input"
+    assert (
+        _outcome(" ".join(text), "".join(w + data.draw(gap) for w in window)) == "untrusted_input"
+    )
+
+
+@PROPERTY
+@given(data=st.data(), text=TEXTS)
+def test_control_characters_inside_words_hide_nothing(data, text):
+    window = _window(data, text)
+    hidden = [w[:1] + data.draw(st.sampled_from(CONTROLS)) + w[1:] for w in window]
+    assert _outcome(" ".join(text), " ".join(hidden)) == "untrusted_input"
+    assert _outcome(" ".join(hidden), " ".join(window)) == "untrusted_input"
+
+
 def _fullwidth(word: str) -> str:
     return "".join(chr(ord(c) + 0xFEE0) for c in word)
 

@@ -81,7 +81,25 @@ _WORD = re.compile(r"[^\W_]+")
 _ASCII_GAPS = str.maketrans(
     {chr(c): None if _hidden(chr(c)) else " " for c in range(128) if not chr(c).isalnum()}
 )
+_ASCII_BREAKS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 _ASCII_HIDDEN = str.maketrans(dict.fromkeys(filter(_hidden, map(chr, range(128)))))
+
+
+def _hidden_in(text: str) -> str:
+    """The invisible characters in non-ASCII ``text``."""
+    return "".join(c for c in set(_MAYBE_HIDDEN.findall(text)) if _hidden(c))
+
+
+def _without(text: str, hidden: str, instead: str = "") -> str:
+    return re.sub(f"[{re.escape(hidden)}]", instead, text) if hidden else text
+
+
+def _plain(text: str) -> str:
+    """Compatibility forms and look-alike letters as plain letters, case folded."""
+    text = unicodedata.normalize("NFKC", text)
+    if _LOOKALIKES.search(text):
+        text = _LOOKALIKES.sub(lambda match: _LOOKALIKE[match[0]], text)
+    return text.casefold()
 
 
 def _fold(text: str) -> str:
@@ -89,19 +107,23 @@ def _fold(text: str) -> str:
     look-alike letters as plain letters, case folded."""
     if text.isascii():
         return text.lower().translate(_ASCII_HIDDEN)
-    hidden = "".join(c for c in set(_MAYBE_HIDDEN.findall(text)) if _hidden(c))
-    if hidden:
-        text = re.sub(f"[{re.escape(hidden)}]", "", text)
-    text = unicodedata.normalize("NFKC", text)
-    if _LOOKALIKES.search(text):
-        text = _LOOKALIKES.sub(lambda match: _LOOKALIKE[match[0]], text)
-    return text.casefold()
+    return _plain(_without(text, _hidden_in(text)))
 
 
-def _words(text: str) -> list[str]:
+def _readings(text: str) -> list[list[str]]:
+    """The words of ``text``. Text with invisible characters is read twice: ignoring them (a
+    page hides them inside words) and taking them as breaks (or between words)."""
     if text.isascii():
-        return text.lower().translate(_ASCII_GAPS).split()
-    return _WORD.findall(_fold(text))
+        lowered = text.lower()
+        spaced = lowered.translate(_ASCII_GAPS)
+        if len(spaced) == len(text):  # the usual case: no controls
+            return [spaced.split()]
+        return [spaced.split(), lowered.translate(_ASCII_BREAKS).split()]
+    hidden = _hidden_in(text)
+    words = _WORD.findall(_plain(_without(text, hidden)))
+    if not hidden:
+        return [words]
+    return [words, _WORD.findall(_plain(_without(text, hidden, " ")))]
 
 
 # Decoding copies: each pass decodes JSON and JS escapes, HTML entities, percent-escapes and
@@ -282,7 +304,8 @@ class UntrustedIndex:
         # A base64 token is 16 characters or more, so the budget is never used up here.
         runs: set[int] = set()
         for variant in _variants(text, budget=len(text)):
-            runs.update(map(hash, _runs(_words(variant))))
+            for words in _readings(variant):
+                runs.update(map(hash, _runs(words)))
         with self._lock:
             if self._full:
                 return
@@ -308,8 +331,9 @@ class UntrustedIndex:
             return None
         try:
             for variant in _variants(text):
-                if (phrase := _seen_run(seen, _runs, _words(variant))) is not None:
-                    return phrase
+                for words in _readings(variant):
+                    if (phrase := _seen_run(seen, _runs, words)) is not None:
+                        return phrase
         except _TooEncoded:
             return TOO_ENCODED
         return None
@@ -328,12 +352,13 @@ class UntrustedIndex:
         try:
             for text in texts:
                 for variant in _variants(text):
-                    words = _words(variant)
-                    if (phrase := _seen_run(seen, _runs, words)) is not None:
-                        return phrase
+                    readings = _readings(variant)
+                    for words in readings:
+                        if (phrase := _seen_run(seen, _runs, words)) is not None:
+                            return phrase
                     if variant is text:
-                        plain.append(words)
-                decoded.append(words)
+                        plain.append(readings[0])
+                decoded.append(readings[0])
         except _TooEncoded:
             return TOO_ENCODED
         if len(texts) < 2:
