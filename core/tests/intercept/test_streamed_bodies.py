@@ -28,7 +28,8 @@ from .conftest import TOKEN
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 PR = json.dumps({"title": "fix", "head": "fix", "base": "main"}).encode()
-LEAK = json.dumps({"title": "notes", "body": f"the token is {TOKEN}"}).encode()
+SECRET = "ghp_8fK2mQ9xZ4vB7nT1wR6yL3pD5sH0jC2aE9uG"  # a token as GitHub mints them
+LEAK = json.dumps({"title": "notes", "body": f"the token is {SECRET}"}).encode()
 BIG = json.dumps({"title": "fix", "head": "fix", "base": "main", "pad": "x" * 500}).encode()
 
 # A body is given as a file or a generator, to each client as it takes one.
