@@ -1,22 +1,37 @@
 """What every framework adapter shares, written once: rules, the check around a tool call,
-the session it runs in, and the text the model reads when it is refused.
+the user and session it runs for, the text the model reads when it is refused, and the
+checks made when an adapter is built.
 
-An adapter puts ``Guard.run`` (or ``Guard.check``, for frameworks whose hook only decides)
-into its framework's own hook and translates; it holds no policy of its own. Each call goes
-through the same pipeline as ``secured_tool``: session, authorization against the permission
-engine (the rule's resource filled from the call's arguments, with the same safety as
-``permission_check``), the request hook around the body, and one audit event.
+An adapter imports only this module (and its framework). It builds one ``Guard`` from its
+options (which validates them all), puts ``Guard.run`` (or ``Guard.check``, for frameworks
+whose hook only decides) into its framework's own hook, and translates; it holds no policy of
+its own. Each call goes through the same pipeline as ``secured_tool``: session,
+authorization against the permission engine (the rule's resource filled from the call's
+arguments, with the same safety as ``permission_check``), the request hook around the body,
+and one audit event.
+
+The same options mean the same thing in every adapter:
+
+- ``user``: where the user is, the name of an attribute (or key) of the framework's run
+  context, or a callable given the framework's per-call context object. Never the model.
+- ``session``: what one session (limits, untrusted-content record, data flow) lasts for:
+  ``"run"`` (one agent run), ``"conversation"`` (the framework's thread or conversation id
+  when the run has one, else the run; the default), or a callable given the same object as
+  ``user`` that returns an id (None: the run).
+- ``on_refuse``: what the model reads for a refusal (``refusal_text``, or the framework's
+  own failed-tool result); None lets the refusal end the run.
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
 
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.audit import AuditEvent, emit
@@ -27,6 +42,23 @@ from toolpass.toolkit.pipeline import steps
 from toolpass.toolkit.session import Session, current_session, session_for
 from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
+
+__all__ = [
+    "Explanation",
+    "Guard",
+    "OnRefuse",
+    "PermissionEngine",
+    "Rule",
+    "RuleLike",
+    "Rules",
+    "SessionSource",
+    "ToolArguments",
+    "ToolRefused",
+    "Toolkit",
+    "UserSource",
+    "refusal_text",
+    "user_from",
+]
 
 T = TypeVar("T")
 
@@ -41,10 +73,32 @@ class Rule:
     resource: str
     fresh: bool = False
 
+    def __post_init__(self) -> None:
+        for name in ("connection", "action", "resource"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise TypeError(f"a rule's {name} is a non-empty string, not {value!r}")
+        if not isinstance(self.fresh, bool):
+            raise TypeError(f"a rule's fresh is True or False, not {self.fresh!r}")
+
+    def __str__(self) -> str:
+        fresh = " (fresh)" if self.fresh else ""
+        return f"{self.connection} {self.action} {self.resource}{fresh}"
+
 
 RuleLike = Rule | tuple[str, str, str]
 #: Tool name (or a tuple of names sharing a rule) -> rule.
 Rules = Mapping[str | tuple[str, ...], RuleLike]
+#: Where an adapter finds the user: the name of an attribute (or key) of the run's context
+#: object, or a callable given the framework's per-call context object.
+UserSource = str | Callable[[Any], Any]
+#: What one session lasts for: the run, the framework's conversation (or thread) when it
+#: names one, or a callable given the same object as a ``user`` callable, returning an id.
+SessionSource = Literal["run", "conversation"] | Callable[[Any], Any]
+#: What a refusal becomes: what the model reads (or an exception the framework turns into it).
+OnRefuse = Callable[[ToolRefused], Any]
+#: The tools an adapter knows: name -> the names of its arguments (None: not known).
+ToolArguments = Mapping[str, Collection[str] | None]
 
 
 def _rule(value: RuleLike) -> Rule:
@@ -53,11 +107,6 @@ def _rule(value: RuleLike) -> Rule:
     if isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, str) for v in value):
         return Rule(*value)
     raise TypeError(f"a rule is a Rule or a (connection, action, resource) tuple, not {value!r}")
-
-
-#: Where an adapter finds the user: the name of an attribute (or key) of the run's context
-#: object, or a callable the adapter gives the framework's own run context.
-UserSource = str | Callable[[Any], Any]
 
 
 def user_from(source: UserSource, context: Any, arg: Any = None) -> str | None:
@@ -73,20 +122,28 @@ def user_from(source: UserSource, context: Any, arg: Any = None) -> str | None:
         else:
             user = getattr(context, source, None)
     except Exception as exc:
-        raise _unknown_user(f"the user source raised {type(exc).__name__}: {exc}") from None
+        raise _unknown("Who this call acts for", f"the user source raised {_named(exc)}") from None
     if user is None:
         return None
     if not isinstance(user, str):
-        raise _unknown_user(f"the user must be a string, not {type(user).__name__}")
+        raise _unknown("Who this call acts for", f"the user must be a string, not {_kind(user)}")
     return user if user.strip() else None
 
 
-def _unknown_user(detail: str) -> ToolRefused:
+def _unknown(what: str, detail: str) -> ToolRefused:
     return ToolRefused(
         "check_error",
-        "Who this call acts for could not be found, so it was not made. Tell the user.",
+        f"{what} could not be found, so the call was not made. Tell the user.",
         detail=detail,
     )
+
+
+def _named(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
 
 
 def refusal_text(refused: ToolRefused) -> str:
@@ -95,50 +152,150 @@ def refusal_text(refused: ToolRefused) -> str:
 
 
 class Guard:
-    """The framework-free half of an adapter.
+    """The framework-free half of an adapter, and every check of its options.
 
-    ``rules`` maps tool names to ``Rule``s; with ``strict=True`` a tool without a rule is
-    refused, otherwise it runs unchecked (and audited). ``toolkit`` supplies audit sinks,
-    limits and the request hook (``permissions``) for the calls.
+    ``engine`` answers the rules' questions (``toolpass.Toolpass``, ``Toolpass.remote(...)``
+    or any object with its ``check``). ``rules`` maps tool names (or tuples of names sharing
+    a rule) to ``Rule``s or ``(connection, action, resource)`` tuples; with ``strict=True`` a
+    tool without a rule is refused, otherwise it runs unchecked (and audited). ``toolkit``
+    supplies audit sinks, limits and the request hook (``permissions``) for the calls.
+    ``user``, ``session`` and ``on_refuse``: see the module's docstring.
+
+    Everything is checked here, once, for every adapter: a rule that is not one, a resource
+    template that cannot be filled, a connection or action the engine says it does not have,
+    an engine that is not one, a user, session or ``on_refuse`` of the wrong kind all raise
+    (``TypeError`` or ``ValueError``). ``add_tools`` checks the rules against the agent's
+    tools once the adapter knows them; ``explain`` says what each tool gets.
     """
 
-    #: How many sessions of runs whose key cannot be weakly referenced a guard keeps (the
-    #: most recently used; see ``session``). Read when the guard is made.
+    #: How many sessions of runs whose key cannot be weakly referenced, and of conversations,
+    #: a guard keeps (the most recently used; see ``session``). Read when the guard is made.
     held_sessions = 1024
 
     def __init__(
         self,
-        engine: PermissionEngine,
+        engine: PermissionEngine | None,
         rules: Rules | None = None,
         *,
         strict: bool = False,
         toolkit: Toolkit | None = None,
+        user: UserSource = "user_id",
+        session: SessionSource = "conversation",
+        on_refuse: OnRefuse | None = refusal_text,
     ) -> None:
+        if not isinstance(strict, bool):
+            raise TypeError(f"strict is True or False, not {strict!r}")
+        if toolkit is not None and not isinstance(toolkit, Toolkit):
+            raise TypeError(f"toolkit is a toolpass.Toolkit, not {_kind(toolkit)}")
+        if not (callable(user) or (isinstance(user, str) and user.strip())):
+            raise TypeError(f"user is a context attribute's name or a callable, not {user!r}")
+        if not (callable(session) or session in ("run", "conversation")):
+            raise TypeError(f"session is 'run', 'conversation' or a callable, not {session!r}")
+        if on_refuse is not None and not callable(on_refuse):
+            raise TypeError(f"on_refuse is a callable (or None), not {on_refuse!r}")
         self.engine = engine
         self.strict = strict
         self.toolkit = toolkit or default_toolkit
-        self.rules: dict[str, Rule] = {}
-        for names, value in (rules or {}).items():
-            for name in (names,) if isinstance(names, str) else names:
-                if not isinstance(name, str) or not name:
-                    raise TypeError(f"a rule's key is a tool name or a tuple of names: {names!r}")
-                self.rules[name] = _rule(value)
+        self.user = user
+        self.session_source = session
+        self.on_refuse = on_refuse
+        self.rules = _rules(rules)
+        _check_engine(engine, bool(self.rules))
+        self._checks = {
+            name: _permission_check(engine, name, rule) for name, rule in self.rules.items()
+        }
+        if problems := _engine_problems(engine, self.rules):
+            raise ValueError("; ".join(problems))
+        self.tools: dict[str, frozenset[str] | None] = {}
+        self.tools_complete = False
+        self._warned: set[str] = set()
         self._specs: dict[str, ToolSpec] = {}
         self._sessions = _RunSessions(self.held_sessions)
 
     def rule(self, tool: str) -> Rule | None:
         return self.rules.get(tool)
 
+    # What the adapter learns of the agent.
+
+    def add_tools(self, tools: ToolArguments, *, complete: bool = True, late: bool = False) -> None:
+        """Check the rules against tools the agent has: ``tools`` maps each name to its
+        arguments' names (None when the adapter cannot know them). A rule's template naming
+        an argument its tool does not take is an error; so is, when ``complete`` (these are
+        all the tools the agent can call), a rule for a tool the agent does not have. With
+        ``late`` (the tools became known as the agent runs) each problem is a warning,
+        given once, instead of an error, so that a run is not broken."""
+        for name, arguments in tools.items():
+            known = None if arguments is None else frozenset(arguments)
+            if self.tools.get(name) is None:
+                self.tools[name] = known
+        self.tools_complete = self.tools_complete or complete
+        problems = _template_problems(self._checks, self.tools)
+        if complete:
+            problems += _missing_problems(self.rules, self.tools)
+        problems = [p for p in problems if p not in self._warned]
+        if not problems:
+            return
+        if not late:
+            raise ValueError("; ".join(problems))
+        self._warned.update(problems)
+        for problem in problems:
+            warnings.warn(f"toolpass: {problem}", stacklevel=3)
+
+    def explain(self, engine: PermissionEngine | None = None) -> Explanation:
+        """Every tool the guard knows, its rule, the tools that run unchecked, and what is
+        wrong (``problems``; checked against ``engine`` too when one is given, as
+        ``toolpass lint`` does). ``str()`` of it is a readable table."""
+        problems = _template_problems(self._checks, self.tools)
+        if self.tools_complete:
+            problems += _missing_problems(self.rules, self.tools)
+        if engine is not None:
+            problems += _engine_problems(engine, self.rules)
+        return Explanation(
+            rules=dict(self.rules),
+            tools=dict(self.tools),
+            strict=self.strict,
+            complete=self.tools_complete,
+            problems=tuple(problems),
+        )
+
+    # What the adapter reads of each call.
+
+    def user_of(self, context: Any, arg: Any = None) -> str | None:
+        """The user of a call, from ``context`` (for an attribute name) or ``arg`` (given to
+        a callable); see ``user_from``."""
+        return user_from(self.user, context, arg)
+
+    def key(self, run: Any, conversation: Any = None, arg: Any = None) -> Any:
+        """What a call's session is kept under, by ``session=``: ``run`` (an object the
+        framework makes once per run, never anything the model chooses), or the id of the
+        framework's ``conversation`` (a string or number; None when the run has none), or what
+        the ``session`` callable returns for ``arg``."""
+        source = self.session_source
+        if source == "run":
+            return run
+        if source == "conversation":
+            value = conversation
+        else:
+            try:
+                value = source(arg)
+            except Exception as exc:
+                raise _unknown(
+                    "The session of this call", f"session raised {_named(exc)}"
+                ) from None
+        if value is None:
+            return run
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+            detail = f"a session id is a non-empty string or a number, not {value!r}"
+            raise _unknown("The session of this call", detail)
+        return _Conversation(str(value))
+
+    # The call.
+
     def _spec(self, tool: str) -> ToolSpec:
         spec = self._specs.get(tool)
         if spec is None:
-            rule = self.rules.get(tool)
-            authorize: Callable[[Any], Any] | None = None
-            if rule is not None:
-                authorize = PermissionCheck(
-                    self.engine, rule.connection, rule.action, rule.resource, fresh=rule.fresh
-                )
-            elif self.strict:
+            authorize: Callable[[Any], Any] | None = self._checks.get(tool)
+            if authorize is None and self.strict:
                 authorize = _no_rule
             spec = ToolSpec(
                 _framework_tool,
@@ -165,13 +322,14 @@ class Guard:
     @contextmanager
     def session(self, user: str | None, key: Any = None) -> Iterator[Session]:
         """The session a call runs in: the active one if the application opened one, else the
-        session of ``user`` in the run that ``key`` stands for (an object the framework makes
-        once per run, never anything the model chooses).
+        session of ``user`` under ``key`` (from ``key()``).
 
         A run keeps one session per user while its key lives, if the key can be weakly
         referenced; otherwise (a dict, a TypedDict) the guard holds the key itself, so that no
         later object can take its ``id()``, while its session is among the ``held_sessions``
-        most recently used. A new key starts a new session; without a key, every call does."""
+        most recently used; a conversation's session is kept by its id, also among the
+        ``held_sessions`` most recently used. A new key starts a new session; without a key,
+        every call does."""
         active = current_session()
         if active is not None:
             if user and active.user != user:
@@ -189,14 +347,9 @@ class Guard:
                 "No user is known for this call, so it cannot act for anyone. The application "
                 "must pass the user to the agent run.",
             )
-        session = self._session_for(user, key)
+        session = session_for(user) if key is None else self._sessions.get(key, user)
         with session.active():
             yield session
-
-    def _session_for(self, user: str, key: Any) -> Session:
-        if key is None:
-            return session_for(user)
-        return self._sessions.get(key, user)
 
     def run(
         self,
@@ -275,19 +428,152 @@ class Guard:
         return None
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """What a guard does with each tool (``Guard.explain``)."""
+
+    rules: Mapping[str, Rule]
+    #: The tools the guard knows of (name -> argument names, None when not known).
+    tools: Mapping[str, frozenset[str] | None]
+    strict: bool
+    #: Whether ``tools`` are all the agent's tools (else more may come as it runs).
+    complete: bool
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def unchecked(self) -> list[str]:
+        """The known tools with no rule: refused under ``strict``, else run unchecked."""
+        return sorted(t for t in self.tools if t not in self.rules)
+
+    def __str__(self) -> str:
+        names = sorted(set(self.tools) | set(self.rules))
+        width = max((len(n) for n in names), default=0)
+        no_rule = "refused (strict, no rule)" if self.strict else "UNCHECKED (no rule)"
+        lines = []
+        for name in names:
+            rule = self.rules.get(name)
+            said = str(rule) if rule else no_rule
+            if self.complete and name not in self.tools:
+                said += "  (the agent has no such tool)"
+            lines.append(f"{name.ljust(width)}  {said}")
+        if not self.complete:
+            lines.append(
+                f"(tools known only as the agent runs: each one without a rule is {no_rule})"
+            )
+        lines += [f"problem: {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _rules(rules: Rules | None) -> dict[str, Rule]:
+    if rules is None:
+        return {}
+    if not isinstance(rules, Mapping):
+        raise TypeError(f"rules map tool names to rules, not {_kind(rules)}")
+    found: dict[str, Rule] = {}
+    for names, value in rules.items():
+        for name in (names,) if isinstance(names, str) else names:
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"a rule's key is a tool name or a tuple of names: {names!r}")
+            if name in found:
+                raise ValueError(f"{name!r} has two rules")
+            found[name] = _rule(value)
+    return found
+
+
+def _check_engine(engine: Any, needed: bool) -> None:
+    if engine is None and not needed:
+        return
+    if isinstance(engine, type) or not callable(getattr(engine, "check", None)):
+        raise TypeError(
+            "engine is a permission engine (toolpass.Toolpass, Toolpass.remote(...) or an "
+            f"object with check(user, connection, action, resource)), not {engine!r}"
+        )
+
+
+def _permission_check(engine: Any, tool: str, rule: Rule) -> PermissionCheck:
+    try:
+        return PermissionCheck(
+            engine, rule.connection, rule.action, rule.resource, fresh=rule.fresh
+        )
+    except ValueError as exc:
+        raise ValueError(f"the rule for {tool!r}: {exc}") from None
+
+
+def _by_rule(rules: Mapping[str, Rule]) -> dict[tuple[str, str], list[str]]:
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for name, rule in rules.items():
+        grouped.setdefault((rule.connection, rule.action), []).append(name)
+    return grouped
+
+
+def _engine_problems(engine: Any, rules: Mapping[str, Rule]) -> list[str]:
+    """The rules naming a connection or action the engine says it does not have (an engine
+    that cannot tell, a remote one before it has asked, has none)."""
+    configured = getattr(engine, "configured", None)
+    if not callable(configured):
+        return []
+    known = getattr(engine, "connections", None)
+    problems = []
+    for (connection, action), tools in _by_rule(rules).items():
+        if configured(connection, action):
+            continue
+        if isinstance(known, tuple) and connection not in known:
+            there = ", ".join(map(str, known)) or "none"
+            why = f"the engine has no connection {connection!r} (it has: {there})"
+        else:
+            why = f"connection {connection!r} has no action {action!r}"
+        problems.append(f"the rule for {', '.join(map(repr, tools))}: {why}")
+    return problems
+
+
+def _template_problems(
+    checks: Mapping[str, PermissionCheck], tools: Mapping[str, frozenset[str] | None]
+) -> list[str]:
+    problems = []
+    for name, check in checks.items():
+        arguments = tools.get(name)
+        missing = [] if arguments is None else [f for f in check.fields if f not in arguments]
+        if missing:
+            takes = ", ".join(sorted(arguments or ())) or "no arguments"
+            problems.append(
+                f"the rule for {name!r}: resource template {check.template!r} names "
+                f"{', '.join(missing)}, which the tool does not take (it takes: {takes})"
+            )
+    return problems
+
+
+def _missing_problems(rules: Mapping[str, Rule], tools: Mapping[str, Any]) -> list[str]:
+    missing = [name for name in rules if name not in tools]
+    if not missing:
+        return []
+    has = ", ".join(sorted(tools)) or "none"
+    return [f"rules for tools the agent does not have: {', '.join(missing)} (it has: {has})"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """A session key that is a conversation's id: equal ids share the session."""
+
+    id: str
+
+
 class _RunSessions:
     """Sessions by (run key, user), the key compared by identity (run contexts are often
-    unhashable). A key that can be weakly referenced keeps its sessions while it lives; any
-    other is held strongly, in a table of the ``limit`` most recently used sessions, so its
-    ``id()`` cannot pass to a later object while its sessions are kept."""
+    unhashable), or by (conversation id, user). A key that can be weakly referenced keeps its
+    sessions while it lives; any other is held strongly, in a table of the ``limit`` most
+    recently used sessions, so its ``id()`` cannot pass to a later object while its sessions
+    are kept. Conversations are kept in a table of their own of the same size."""
 
     def __init__(self, limit: int) -> None:
         self._weak: dict[tuple[int, str], tuple[weakref.ref[Any], Session]] = {}
         self._held: OrderedDict[tuple[int, str], tuple[Any, Session]] = OrderedDict()
+        self._named: OrderedDict[tuple[str, str], Session] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
 
     def get(self, key: Any, user: str) -> Session:
+        if isinstance(key, _Conversation):
+            return self._conversation(key.id, user)
         slot = (id(key), user)
         with self._lock:
             weak = self._weak.get(slot)
@@ -304,6 +590,18 @@ class _RunSessions:
                 self._held[slot] = (key, session)
                 if len(self._held) > self._limit:
                     _oldest = self._held.popitem(last=False)  # freed once the lock is let go
+            return session
+
+    def _conversation(self, conversation: str, user: str) -> Session:
+        slot = (conversation, user)
+        with self._lock:
+            session = self._named.get(slot)
+            if session is None:
+                session = self._named[slot] = session_for(user)
+                if len(self._named) > self._limit:
+                    self._named.popitem(last=False)
+            else:
+                self._named.move_to_end(slot)
             return session
 
     def _forget(self, slot: tuple[int, str]) -> Callable[[weakref.ref[Any]], None]:
