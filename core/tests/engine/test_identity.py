@@ -2,15 +2,24 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.server import FakeServer, Reply, Request
-from toolpass.engine import LookupFailed
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from toolpass.engine import ConfigError, LookupFailed, Toolpass
 from toolpass.engine.http import HTTPClient
-from toolpass.engine.identity import IdentityResolver, IdentitySettings, parse_identity
+from toolpass.engine.identity import (
+    IdentityResolver,
+    IdentitySettings,
+    normalize_email,
+    parse_identity,
+)
+
+from .conftest import demo_connection
 
 
 def resolver(settings: IdentitySettings, **kw: Any) -> IdentityResolver:
@@ -169,3 +178,166 @@ def test_http_identity_service(monkeypatch: pytest.MonkeyPatch) -> None:
         r.resolve("dana@x.io")
         assert len(idp.seen(path="/who", method="GET")) == 6  # dana's mapping was cached
         http.close()
+
+
+# One person, one normalised email: case spellings are one person, look-alikes no one.
+
+# ASCII letters and what poses as them once lower-cased, upper-cased, case-folded or
+# compatibility-normalised (NFKC).
+LOOKALIKES = {
+    "k": ["\u212a"],  # KELVIN SIGN: lower() is "k"
+    "s": ["\u017f", "\uff53", "\U0001d42c"],  # long s: upper() is "S"; fullwidth; bold
+    "i": ["\u0131", "\u0130", "\u2170", "\uff49"],  # dotless i, dotted I, roman numeral one
+    "a": ["\uff41", "\u00aa", "\U0001d41a"],  # fullwidth, feminine ordinal, bold
+    "e": ["\u212f", "\uff45", "\u2091"],  # script e, fullwidth, subscript
+    "m": ["\u217f", "\uff4d"],  # roman numeral one thousand, fullwidth
+    "ff": ["\ufb00"],  # ligatures
+    "fi": ["\ufb01"],
+    "st": ["\ufb06", "\ufb05"],
+    "ss": ["\u00df", "\u1e9e"],  # sharp s: upper() and casefold() are "SS"/"ss"
+    "@": ["\uff20", "\ufe6b"],
+    ".": ["\uff0e", "\u2024"],
+}
+PEOPLE = {
+    "dana@example.com": "d1",
+    "kim.skiff@example.com": "d1",
+    "missy.fist@example.com": "e1",
+}
+
+
+def people_connection(url: str, **identity: Any) -> dict[str, Any]:
+    users = {email.title(): user for email, user in PEOPLE.items()}  # written in any case
+    return demo_connection(url, identity={"mode": "users", "users": users, **identity})
+
+
+@st.composite
+def lookalike_emails(draw: st.DrawFn) -> str:
+    """One of PEOPLE's emails, in any case, with at least one look-alike in it."""
+    email = draw(st.sampled_from(sorted(PEOPLE)))
+    spots = [(i, plain) for plain in LOOKALIKES for i in _find_all(email, plain)]
+    chosen = draw(st.lists(st.sampled_from(spots), min_size=1, max_size=3, unique=True))
+    out = list(email)
+    for i, plain in sorted(chosen, reverse=True):
+        if all(c is not None for c in out[i : i + len(plain)]):
+            out[i : i + len(plain)] = [draw(st.sampled_from(LOOKALIKES[plain]))] + [None] * (
+                len(plain) - 1
+            )
+    cased = [draw(st.sampled_from([c, c.upper()])) if c and c.isascii() else c for c in out]
+    return "".join(c for c in cased if c is not None)
+
+
+def _find_all(text: str, part: str) -> list[int]:
+    return [i for i in range(len(text)) if text.startswith(part, i)]
+
+
+def test_case_spellings_of_one_email_are_one_person(fake: FakeServer, token: str) -> None:
+    with Toolpass([people_connection(fake.url)]) as tp:
+        for email in ("dana@example.com", "Dana@Example.com", "DANA@EXAMPLE.COM"):
+            decision = tp.check(email, "demo", "item.read", "item:1")
+            assert (decision.decision, decision.reason) == ("allow", "d1 has the read grant")
+
+
+@pytest.fixture
+def people(fake: FakeServer, token: str) -> Iterator[Toolpass]:
+    with Toolpass([people_connection(fake.url, domains=["Example.COM"])]) as engine:
+        yield engine
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(email=lookalike_emails())
+def test_look_alike_emails_are_refused_never_matched(
+    people: Toolpass, fake: FakeServer, email: str
+) -> None:
+    asked = len(fake.seen(path="/grants/.*"))
+    decision = people.check(email, "demo", "item.read", "item:1")
+    assert decision.decision == "unknown", email
+    assert "email address" in decision.reason  # not a plain one, or not one at all
+    assert len(fake.seen(path="/grants/.*")) == asked
+
+
+def test_the_systems_own_look_up_is_asked_with_the_normalised_email(
+    fake: FakeServer, token: str
+) -> None:
+    with Toolpass([demo_connection(fake.url)]) as tp:
+        assert tp.check("Dana@EXAMPLE.com", "demo", "item.read", "item:1").allowed
+        refused = tp.check("dana@exampl\u212a.com", "demo", "item.read", "item:1")
+    assert refused.decision == "unknown"
+    assert "U+212A KELVIN SIGN" in refused.reason
+    assert [r.query["email"] for r in fake.seen(path="/users")] == [["dana@example.com"]]
+
+
+def test_mapping_file_keys_are_normalised_and_look_alike_keys_name_no_one(
+    fake: FakeServer, token: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "users.json"
+    path.write_text(json.dumps({"Dana@Example.com": "d1", "\u212aim@example.com": "e1"}))
+    identity = {"mode": "file", "file": str(path)}
+    with Toolpass([demo_connection(fake.url, identity=identity)]) as tp:
+        assert tp.check("dana@example.COM", "demo", "item.read", "item:1").allowed
+        kim = tp.check("kim@example.com", "demo", "item.write", "item:1")  # not the Kelvin one
+    assert (kim.decision, kim.reason) == (
+        "unknown",
+        "demo: kim@example.com maps to no demo user (file)",
+    )
+
+
+def test_a_callable_is_given_the_normalised_email_and_never_a_look_alike(
+    fake: FakeServer, token: str
+) -> None:
+    asked: list[str] = []
+
+    def resolve(email: str) -> str:
+        asked.append(email)
+        return "d1"
+
+    with Toolpass(
+        [demo_connection(fake.url, identity={"resolve": resolve, "mode": "callable"})]
+    ) as tp:
+        assert tp.check("Dana@Example.com", "demo", "item.read", "item:1").allowed
+        assert (
+            tp.check("\uff44ana@example.com", "demo", "item.read", "item:1").decision == "unknown"
+        )
+    assert asked == ["dana@example.com"]
+
+
+@pytest.mark.parametrize(
+    ("identity", "message"),
+    [
+        ({"users": {"\u212aim@example.com": "d1"}}, r"identity.users.*KELVIN SIGN"),
+        ({"users": {"Dana@x.io": "d1", "dana@X.IO": "d2"}}, r"identity.users.*mapped twice"),
+        ({"domains": ["exampl\u212a.com"]}, r"identity.domains.*not a plain email domain"),
+    ],
+)
+def test_look_alikes_and_clashes_in_the_configuration_are_refused(
+    fake: FakeServer, token: str, identity: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Toolpass([demo_connection(fake.url, identity={"mode": "users", **identity})])
+
+
+emails = st.builds(
+    lambda local, domain: f"{local}@{domain}.com",
+    st.text(st.characters(blacklist_categories=["Cs", "Cc", "Cf", "Zs", "Zl", "Zp"]), min_size=1),
+    st.text(st.characters(blacklist_categories=["Cs", "Cc", "Cf", "Zs", "Zl", "Zp"]), min_size=1),
+)
+
+
+@settings(max_examples=500)
+@given(email=emails)
+def test_normalising_is_stable_and_never_turns_other_characters_into_ascii(email: str) -> None:
+    try:
+        key = normalize_email(email)
+    except LookupFailed:
+        return
+    assert normalize_email(key) == key
+    assert normalize_email(email.upper()) == key or _refused(email.upper())
+    ascii_in_key = [c for c in key if c.isascii()]
+    assert ascii_in_key == [c.lower() for c in email if c.isascii()]
+
+
+def _refused(email: str) -> bool:
+    try:
+        normalize_email(email)
+    except LookupFailed:
+        return True
+    return False

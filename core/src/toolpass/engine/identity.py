@@ -11,7 +11,9 @@ Modes, shared by every integration:
 - ``callable``: ``resolve(email) -> str | list[str] | None``, in code.
 
 ``users`` entries are consulted first in every mode, and ``domains`` (when given) limits
-which email domains may be mapped at all. Matching is exact; no one or several people is
+which email domains may be mapped at all. Emails, ``users`` keys, ``domains`` and mapping
+files are compared in one normalised form (:func:`normalize_email`: NFKC, then case-folded;
+characters that fold into others are refused). Matching is exact; no one or several people is
 never a guess but a :class:`LookupFailed`, i.e. an ``unknown`` decision. Mappings found by a
 look-up, a service or a callable are cached for ``cache_ttl`` seconds.
 """
@@ -58,7 +60,11 @@ class IdentitySettings:
 
 
 def normalize_email(email: str) -> str:
-    """The email, lower-cased; :class:`LookupFailed` when it is not one plain address."""
+    """The one form emails are compared in: NFKC, then case-folded (``Dana@Example.com`` is
+    ``dana@example.com``). :class:`LookupFailed` when ``email`` is not one plain address, or
+    holds a character that could pose as another once folded: one that NFKC changes (a
+    fullwidth letter, a ligature, the Kelvin sign) or a non-ASCII one whose case mapping
+    yields ASCII (the long s, the dotless i, the dotted capital I, the sharp s)."""
     local, at, domain = email.partition("@")
     if (
         not at
@@ -68,7 +74,48 @@ def normalize_email(email: str) -> str:
         or any(c.isspace() or unicodedata.category(c)[0] == "C" for c in email)
     ):
         raise LookupFailed(f"{email!r} is not an email address")
-    return email.lower()
+    if email.isascii():
+        return email.lower()
+    posing = _posing(email)
+    if posing is not None:
+        raise LookupFailed(f"{email!r} is not a plain email address: {posing}")
+    return unicodedata.normalize("NFKC", email.casefold())
+
+
+def _posing(email: str) -> str | None:
+    """Why ``email`` could pose as another address once normalised, or None: a character
+    that NFKC changes, or a non-ASCII one whose case mapping yields ASCII."""
+    for c in email:
+        if c.isascii():
+            continue
+        mapped = c.lower() + c.upper() + c.casefold()
+        if unicodedata.normalize("NFKC", c) != c or any(m.isascii() for m in mapped):
+            name = unicodedata.name(c, "an unnamed character")
+            return f"U+{ord(c):04X} {name} turns into another character when normalised"
+    if unicodedata.normalize("NFKC", email) != email:
+        return "it has combining marks that normalisation composes into other characters"
+    return None
+
+
+def _config_domain(domain: str) -> str:
+    try:
+        return normalize_email(f"x@{domain.lstrip('@')}").partition("@")[2]
+    except LookupFailed:
+        raise ConfigError(f"{domain!r} is not a plain email domain", "identity.domains") from None
+
+
+def _users_mapping(users: Mapping[str, str]) -> dict[str, str]:
+    """The ``users`` mapping keyed by normalised email; two spellings of one email that map
+    to different users are a :class:`ConfigError`."""
+    table: dict[str, str] = {}
+    for email, user in users.items():
+        try:
+            key = normalize_email(email)
+        except LookupFailed as e:
+            raise ConfigError(str(e), "identity.users") from None
+        if table.setdefault(key, user) != user:
+            raise ConfigError(f"{email!r} is mapped twice, to different users", "identity.users")
+    return table
 
 
 def parse_identity(
@@ -98,8 +145,8 @@ def parse_identity(
         raise ConfigError("must be a list of email domains", "identity.domains")
     settings = IdentitySettings(
         mode=mode,
-        users={k.lower(): v for k, v in users.items()},
-        domains=tuple(d.lower().lstrip("@") for d in domains),
+        users=_users_mapping(users),
+        domains=tuple(_config_domain(d) for d in domains),
         cache_ttl=_number(raw.get("cache_ttl", 3600.0), "identity.cache_ttl"),
     )
     needs = {"template": "template", "file": "file", "http": "url", "callable": "resolve"}
@@ -160,7 +207,11 @@ def _mapping_file(path: str) -> WatchedFile:
         users: dict[str, list[str]] = {}
         for email, user in data.items():
             if isinstance(email, str) and isinstance(user, str) and user:
-                users.setdefault(email.lower(), []).append(user)
+                try:
+                    key = normalize_email(email)
+                except LookupFailed:
+                    continue  # no look-up can name it: every look-up is normalised first
+                users.setdefault(key, []).append(user)
         return users
 
     return WatchedFile(path, parse, "identity file")
