@@ -17,6 +17,7 @@ from toolpass.engine.identity import (
     IdentitySettings,
     normalize_email,
     parse_identity,
+    same_email,
 )
 
 from .conftest import demo_connection
@@ -341,3 +342,21 @@ def _refused(email: str) -> bool:
     except LookupFailed:
         return True
     return False
+
+
+@pytest.mark.parametrize(
+    ("found", "same"),
+    [
+        ("Dana@Example.com", True),
+        ("dana@example.com", True),
+        ("\uff44ana@example.com", False),  # a fullwidth d
+        ("dan\u0430@example.com", False),  # a Cyrillic a: another address
+        (None, False),
+        ("not an email", False),
+    ],
+)
+def test_an_address_a_system_answers_is_the_same_only_once_normalised(
+    found: object, same: bool
+) -> None:
+    assert same_email(found, "dana@example.com") is same
+    assert same_email("\u212aim@example.com", "kim@example.com") is False

@@ -97,6 +97,17 @@ def _posing(email: str) -> str | None:
     return None
 
 
+def same_email(found: object, email: str) -> bool:
+    """Whether ``found`` (an address a system answered) is ``email``, both normalised; an
+    address that could pose as another (``\u212aim@example.com``) is no one's."""
+    if not isinstance(found, str):
+        return False
+    try:
+        return normalize_email(found) == normalize_email(email)
+    except LookupFailed:
+        return False
+
+
 def _config_domain(domain: str) -> str:
     try:
         return normalize_email(f"x@{domain.lstrip('@')}").partition("@")[2]
