@@ -326,4 +326,4 @@ def test_bad_configuration_is_a_clear_error() -> None:
         ToolpassMiddleware(ScriptedEngine(), {"delete_issue": ("jira", "DELETE_ISSUES")})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match="on_refuse"):
         ToolpassMiddleware(ScriptedEngine(), on_refuse="no")  # type: ignore[arg-type]
-    assert ToolpassMiddleware(ScriptedEngine()).on_refuse is refusal_text
+    assert ToolpassMiddleware(ScriptedEngine()).guard.on_refuse is refusal_text

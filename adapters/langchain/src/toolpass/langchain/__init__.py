@@ -5,6 +5,10 @@ whose ``wrap_tool_call``/``awrap_tool_call`` put each call through toolpass befo
 runs, for the user the application named in the run's context (never one the model names);
 ``guard.tool_node(tools)`` gives a checked ``ToolNode`` for graphs built by hand. A refused
 call does not run: the model reads why in an error ``ToolMessage`` and the run goes on.
+
+A session lasts for the conversation by default: the run's ``configurable.thread_id`` when
+it has one (a thread continued over several invokes keeps its limits and taint), else the run
+(LangGraph's ``RunControl``, one per ``invoke``/``ainvoke``/``stream``/``astream``).
 """
 
 from __future__ import annotations
@@ -12,24 +16,33 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
-from toolpass import ToolRefused
-from toolpass.adapting import Guard, Rule, RuleLike, Rules, refusal_text, user_from
-from toolpass.toolkit.toolkit import Toolkit
+from toolpass.adapting import (
+    Guard,
+    OnRefuse,
+    PermissionEngine,
+    Rule,
+    RuleLike,
+    Rules,
+    SessionSource,
+    Toolkit,
+    ToolRefused,
+    UserSource,
+    refusal_text,
+)
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+from langchain.agents.middleware.types import ModelResponse
 
 __all__ = ["Rule", "ToolpassMiddleware", "refusal_text"]
 
 Result = ToolMessage | Command[Any]
-#: Where the user comes from: the name of an attribute (or key) of the run's context, or a
-#: callable given the tool call's runtime (``ToolRuntime``) returning the user.
-UserSource = str | Callable[[Any], str | None]
+ModelResult = ModelResponse | AIMessage
 
 
 class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -41,8 +54,13 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     without a rule (otherwise it runs unchecked, still in a session and audited).
     ``toolkit`` supplies audit sinks, limits and the request hook. ``user`` says where the
     user is: an attribute (or key) of the run's context, ``"user_id"`` by default, or a
-    callable of the call's ``ToolRuntime``. ``on_refuse`` turns a refusal into the text the
-    model reads (its code and reason by default).
+    callable of the call's ``ToolRuntime``. ``session`` says what one session lasts for:
+    ``"conversation"`` (the run's ``configurable.thread_id``, else the run; the default),
+    ``"run"``, or a callable of the ``ToolRuntime`` returning an id. ``on_refuse`` turns a
+    refusal into the text the model reads (its code and reason by default); None ends the
+    run with the refusal instead. Every option is checked here (``toolpass.adapting.Guard``);
+    the rules are checked against the tools when ``tool_node`` is made, or (with a warning)
+    when the agent first offers its tools to the model. ``guard.explain()`` lists them.
 
     List it last among an agent's middleware, so that it checks the very call that runs: a
     middleware listed after it could change the call's arguments after the check.
@@ -50,22 +68,26 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        engine: Any,
+        engine: PermissionEngine,
         rules: Mapping[Any, RuleLike] | None = None,
         *,
         strict: bool = False,
         toolkit: Toolkit | None = None,
         user: UserSource = "user_id",
-        on_refuse: Callable[[ToolRefused], str] = refusal_text,
+        session: SessionSource = "conversation",
+        on_refuse: OnRefuse | None = refusal_text,
     ) -> None:
         super().__init__()
-        if not (callable(user) or (isinstance(user, str) and user)):
-            raise TypeError(f"user is a context attribute's name or a callable, not {user!r}")
-        if not callable(on_refuse):
-            raise TypeError(f"on_refuse must be callable, not {on_refuse!r}")
-        self.guard = Guard(engine, cast(Rules | None, rules), strict=strict, toolkit=toolkit)
-        self.user = user
-        self.on_refuse = on_refuse
+        self.guard = Guard(
+            engine,
+            cast(Rules | None, rules),
+            strict=strict,
+            toolkit=toolkit,
+            user=user,
+            session=session,
+            on_refuse=on_refuse,
+        )
+        self._offered: frozenset[str] = frozenset()
 
     # The hook.
 
@@ -80,10 +102,8 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return _content(handler(request), reply)
 
         try:
-            user = self._user(request)
-            result = self.guard.run(
-                user, call["name"], call.get("args") or {}, body, key=_key(request)
-            )
+            user, key = self._who(request)
+            result = self.guard.run(user, call["name"], call.get("args") or {}, body, key=key)
         except ToolRefused as refused:
             return self._refusal(request, refused)
         return _message(result, reply, request)
@@ -99,34 +119,66 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return _content(await handler(request), reply)
 
         try:
-            user = self._user(request)
+            user, key = self._who(request)
             result = await self.guard.arun(
-                user, call["name"], call.get("args") or {}, body, key=_key(request)
+                user, call["name"], call.get("args") or {}, body, key=key
             )
         except ToolRefused as refused:
             return self._refusal(request, refused)
         return _message(result, reply, request)
 
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResult]
+    ) -> ModelResult:
+        """Passes the model call on; the first time it offers a tool, checks the rules
+        against the agent's tools (a warning for each problem, as the run must go on)."""
+        self._saw(request.tools)
+        return handler(request)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResult]]
+    ) -> ModelResult:
+        self._saw(request.tools)
+        return await handler(request)
+
     def tool_node(self, tools: Sequence[BaseTool | Callable[..., Any]], **options: Any) -> ToolNode:
         """A LangGraph ``ToolNode`` for ``tools`` whose every call this guard checks, for
-        graphs built by hand (``StateGraph(State, context_schema=Context)``)."""
-        return ToolNode(
+        graphs built by hand (``StateGraph(State, context_schema=Context)``). A rule for a
+        tool not among ``tools``, or whose resource names an argument its tool does not
+        take, is a ``ValueError`` here."""
+        node = ToolNode(
             tools,
             wrap_tool_call=self.wrap_tool_call,
             awrap_tool_call=self.awrap_tool_call,
             **options,
         )
+        self.guard.add_tools({n: _arguments(t) for n, t in node.tools_by_name.items()})
+        return node
 
     # Translation.
 
-    def _user(self, request: ToolCallRequest) -> str | None:
+    def _who(self, request: ToolCallRequest) -> tuple[str | None, Any]:
+        """The call's user, and what its session is kept under."""
         runtime = getattr(request, "runtime", None)
-        return user_from(self.user, getattr(runtime, "context", None), runtime)
+        user = self.guard.user_of(getattr(runtime, "context", None), runtime)
+        return user, self.guard.key(_run(request), _thread(runtime), runtime)
+
+    def _saw(self, tools: Sequence[BaseTool | dict[str, Any]]) -> None:
+        named = {_name(t): t for t in tools}
+        if named.keys() <= self._offered:
+            return
+        self._offered = self._offered | named.keys()
+        arguments = {
+            n: _arguments(t) if isinstance(t, BaseTool) else None for n, t in named.items()
+        }
+        self.guard.add_tools(arguments, late=True)
 
     def _refusal(self, request: ToolCallRequest, refused: ToolRefused) -> ToolMessage:
         call = request.tool_call
+        if self.guard.on_refuse is None:
+            raise refused
         try:
-            text = self.on_refuse(refused)
+            text = self.guard.on_refuse(refused)
         except Exception:  # the reason must still reach the model
             text = refusal_text(refused)
         return ToolMessage(
@@ -137,8 +189,8 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
 
 
-def _key(request: ToolCallRequest) -> Any:
-    """What a session lasts for: the run. LangGraph makes one ``RunControl`` per ``invoke``,
+def _run(request: ToolCallRequest) -> Any:
+    """What stands for the run. LangGraph makes one ``RunControl`` per ``invoke``,
     ``ainvoke``, ``stream`` or ``astream`` (a subgraph shares its parent's) and gives it to
     every call of the run, parallel ones too, whatever the context is (a dict, or none).
     Outside a graph run, the run's context object stands for it."""
@@ -149,6 +201,30 @@ def _key(request: ToolCallRequest) -> Any:
     if control is not None:
         return control
     return getattr(getattr(request, "runtime", None), "context", None)
+
+
+def _thread(runtime: Any) -> Any:
+    """The run's conversation: ``configurable.thread_id``, which the application (or the
+    checkpointer's caller) sets, never the model. None when the run has none."""
+    config = getattr(runtime, "config", None)
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    return None if thread is None else str(thread)
+
+
+def _name(tool: BaseTool | dict[str, Any]) -> str:
+    if isinstance(tool, BaseTool):
+        return tool.name
+    function = tool.get("function")
+    return str((function if isinstance(function, dict) else tool).get("name", "?"))
+
+
+def _arguments(tool: BaseTool) -> list[str] | None:
+    """The names of the arguments the model gives ``tool`` (None when they cannot be had)."""
+    try:
+        return list(tool.args)
+    except Exception:
+        return None
 
 
 def _content(result: Any, reply: list[ToolMessage]) -> Any:
