@@ -205,12 +205,14 @@ def _has_base64_run(text: str) -> bool:
     return _BASE64.search(text) is not None
 
 
-def _variants(text: str, budget: int = MAX_DECODES) -> Iterator[str]:
-    """``text``, then its copy decoded once, then twice, while decoding changes it; at most
-    ``budget`` base64 tokens are decoded (then ``_TooEncoded``)."""
-    yield text
-    if "&" not in text and "\\" not in text and "%" not in text and not _has_base64_run(text):
-        return  # the usual case: nothing encoded
+def _may_hold_copies(text: str) -> bool:
+    """Whether ``text`` can hold an encoded copy (checked at C speed)."""
+    return "&" in text or "\\" in text or "%" in text or _has_base64_run(text)
+
+
+def _decodings(text: str, budget: int = MAX_DECODES) -> Iterator[str]:
+    """``text`` decoded once, then twice, while decoding changes it; at most ``budget`` base64
+    tokens are decoded (then ``_TooEncoded``)."""
     left = budget
 
     def unbase64(match: re.Match[str]) -> str:
@@ -303,7 +305,7 @@ class UntrustedIndex:
             return
         # A base64 token is 16 characters or more, so the budget is never used up here.
         runs: set[int] = set()
-        for variant in _variants(text, budget=len(text)):
+        for variant in (text, *_decodings(text, budget=len(text))):
             for words in _readings(variant):
                 runs.update(map(hash, _runs(words)))
         with self._lock:
@@ -330,13 +332,9 @@ class UntrustedIndex:
         if not seen:
             return None
         try:
-            for variant in _variants(text):
-                for words in _readings(variant):
-                    if (phrase := _seen_run(seen, _runs, words)) is not None:
-                        return phrase
+            return _repeated(seen, text, [])
         except _TooEncoded:
             return TOO_ENCODED
-        return None
 
     def find_in(self, texts: Sequence[str]) -> str | None:
         """The first six-word run seen in untrusted content that a call's ``texts`` repeat:
@@ -347,27 +345,38 @@ class UntrustedIndex:
             return FULL if any(map(_WORD.search, texts)) else None
         if not seen:
             return None
-        plain: list[list[str]] = []  # each text's words
-        decoded: list[list[str]] = []  # the words of each text's last decoded copy
+        words: list[list[str]] = []  # of each text, then of each one's last decoded copy
         try:
             for text in texts:
-                for variant in _variants(text):
-                    readings = _readings(variant)
-                    for words in readings:
-                        if (phrase := _seen_run(seen, _runs, words)) is not None:
-                            return phrase
-                    if variant is text:
-                        plain.append(readings[0])
-                decoded.append(readings[0])
+                if (phrase := _repeated(seen, text, words)) is not None:
+                    return phrase
         except _TooEncoded:
             return TOO_ENCODED
-        if len(texts) < 2:
-            return None
+        plain, decoded = words[::2], words[1::2]
         for lists in (plain, decoded) if decoded != plain else (plain,):
             for order in (lists, lists[::-1]):
-                if (phrase := _seen_run(seen, _across, order)) is not None:
+                if len(order) > 1 and (phrase := _seen_run(seen, _across, order)) is not None:
                     return phrase
         return None
+
+
+def _repeated(seen: set[int], text: str, words: list[list[str]]) -> str | None:
+    """The first run of ``text``, or of a copy encoded in it, in ``seen``. Appends to
+    ``words`` the words of ``text`` and of its last decoded copy."""
+    readings = _readings(text)
+    for reading in readings:
+        if not seen.isdisjoint(map(hash, _runs(reading))):  # at C speed
+            return _seen_run(seen, _runs, reading)
+    last = readings[0]
+    if _may_hold_copies(text):
+        for copy in _decodings(text):
+            copy_readings = _readings(copy)
+            for reading in copy_readings:
+                if (phrase := _seen_run(seen, _runs, reading)) is not None:
+                    return phrase
+            last = copy_readings[0]
+    words += (readings[0], last)
+    return None
 
 
 # Fencing. The id is new for every fence, so text inside cannot know it and close the fence
