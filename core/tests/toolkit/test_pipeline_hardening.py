@@ -20,6 +20,7 @@ from typing import Any
 import pydantic
 import pytest
 from toolpass import ApprovalPending, Session, ToolError, Toolkit, ToolRefused
+from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.walk import strings_in
 
@@ -37,7 +38,7 @@ def bot_kit(make_kit: Any) -> Toolkit:
     return make_kit(credentials={"bot": TOKEN})
 
 
-CONFIGURATION = (Toolkit, ToolSpec, ToolCall, types.ModuleType)
+CONFIGURATION = (Toolkit, Settings, ToolSpec, ToolCall, types.ModuleType)
 
 
 def reachable(exc: BaseException) -> str:

@@ -450,7 +450,11 @@ def test_hooks_take_the_call_or_the_arguments_by_name(make_kit, session):
 
 
 def test_limits_name_effects_or_tools(make_kit, session):
-    kit = make_kit(limits={"effect:write": 5, "tool:ping": 1, "pong": 1})
+    with pytest.raises(ValueError, match="say 'tool:pong' for a tool"):
+        make_kit(limits={"pong": 1})  # neither an effect nor said to be a tool: a typo?
+    kit = make_kit(
+        limits={"effect:write": 5, "tool:ping": 1, "destructive": 1}, tool_limits={"pong": 1}
+    )
     ping = kit.secured_tool(lambda: "ping", name="ping")
     pong = kit.secured_tool(lambda: "pong", name="pong")
     assert (ping(), pong()) == ("ping", "pong")
@@ -458,5 +462,5 @@ def test_limits_name_effects_or_tools(make_kit, session):
         with pytest.raises(ToolRefused) as info:
             tool()
         assert info.value.code == "limit_exceeded"
-    assert kit.limits == {"write": 5, "pong": 1}
-    assert kit.tool_limits == {"ping": 1}
+    assert kit.limits == {"write": 5, "destructive": 1}
+    assert kit.tool_limits == {"pong": 1, "ping": 1}

@@ -167,9 +167,10 @@ def template(resource: str, arguments: Mapping[str, Any]) -> str:
 def entitlement(kit: Toolkit, spec: ToolSpec) -> ToolEntitlement | None:
     """What the file says ``spec``'s tool does; refuses a tool missing from it (``strict``)
     or declared weaker than what it was recorded doing."""
-    assert kit.entitlements is not None
-    entitled = kit.entitlements.get(spec.name)
-    if entitled is None and kit.strict:
+    settings = kit.settings
+    assert settings.entitlements is not None
+    entitled = settings.entitlements.get(spec.name)
+    if entitled is None and settings.strict:
         raise ToolRefused(
             "unentitled_action",
             "toolpass has no record of what this tool does, so it was not run. Tell the user; "

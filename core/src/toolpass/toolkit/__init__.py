@@ -5,6 +5,14 @@ from toolpass.toolkit.audit import AuditEvent, JsonlSink, LogSink
 from toolpass.toolkit.authorize import PermissionCheck, permission_check
 from toolpass.toolkit.errors import CODES, ApprovalPending, ToolError, ToolRefused
 from toolpass.toolkit.session import Session, current_session
+from toolpass.toolkit.settings import (
+    CustomEffect,
+    Effect,
+    PermissionEngine,
+    Settings,
+    ToolkitOptions,
+    ToolOptions,
+)
 from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, configure, default_toolkit, secured_tool, tool
 from toolpass.toolkit.untrusted import fence
@@ -15,15 +23,21 @@ __all__ = [
     "ApprovalQueue",
     "ApprovalRequest",
     "AuditEvent",
+    "CustomEffect",
+    "Effect",
     "JsonlSink",
     "LogSink",
     "PermissionCheck",
+    "PermissionEngine",
     "Session",
+    "Settings",
     "ToolCall",
     "ToolError",
+    "ToolOptions",
     "ToolRefused",
     "ToolSpec",
     "Toolkit",
+    "ToolkitOptions",
     "configure",
     "current_session",
     "default_toolkit",

@@ -60,7 +60,7 @@ def run_sync(gen: Generator[Step, Any, Any]) -> Any:
         except BaseException:
             # The traceback keeps this frame: keep nothing of the last step in it (the
             # body's keyword arguments hold the credential).
-            hook = value = error = fn = args = kwargs = None
+            hook = value = error = fn = args = kwargs = None  # type: ignore[assignment]
             raise
         error = None
         fn, args, kwargs = hook[0], hook[1], hook[2]
@@ -88,7 +88,7 @@ async def run_async(gen: Generator[Step, Any, Any]) -> Any:
         except StopIteration as stop:
             return stop.value
         except BaseException:
-            hook = value = error = fn = args = kwargs = afn = None  # as in ``run_sync``
+            hook = value = error = fn = args = kwargs = afn = None  # type: ignore[assignment]
             raise
         error = None
         fn, args, kwargs, afn, inline = hook

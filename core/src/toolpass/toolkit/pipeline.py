@@ -33,7 +33,7 @@ from toolpass.toolkit.untrusted import fence
 from toolpass.toolkit.walk import non_finite, plain, strings_in
 
 if TYPE_CHECKING:
-    from toolpass.toolkit.toolkit import Toolkit
+    from toolpass.toolkit.settings import Settings
 
 log = logging.getLogger("toolpass")
 
@@ -76,7 +76,8 @@ def steps(
     ``body`` replaces the tool's function for this call (an adapter passes the framework's own
     handler, which already holds the arguments).
     """
-    kit = spec.toolkit
+    toolkit = spec.toolkit
+    kit = toolkit.settings  # read once: the settings this call runs with
     event = AuditEvent(spec.name, spec.effect)
     held: tuple[tuple[str, int], ...] | None = None
     grant: Grant | None = None
@@ -135,7 +136,7 @@ def steps(
         entitled = None
         effect = spec.effect
         if kit.entitlements is not None:
-            entitled = entitlement(kit, spec)
+            entitled = entitlement(toolkit, spec)
             effect = effect or (entitled.effect if entitled is not None else None)
 
         # 3. Limits: a slot now, given back below if the body never runs.
@@ -242,11 +243,14 @@ def steps(
         exfiltration_approved = EXFILTRATION_REASON in reasons
 
         # 8. Credential, fetched only now (held in no local of its own, see ``_forget``).
+        call_kwargs: Mapping[str, Any]
         fn, call_args, call_kwargs = spec.fn, *spec.binder.call_args(arguments)
         if body is not None:
-            fn, call_args, call_kwargs = body, (), {}
+            fn, call_args, call_kwargs = body, (), NO_KWARGS
         if spec.credential is not None:
-            given = {"credential": (yield from _credential(kit, spec.credential))}
+            given: Mapping[str, str] = {
+                "credential": (yield from _credential(kit, spec.credential))
+            }
             call_kwargs = {**call_kwargs, **given}
             given = NO_KWARGS
             event.secrets = usable((call_kwargs["credential"],))
@@ -262,10 +266,10 @@ def steps(
             session.tainted = True
         scope = None
         if kit.permissions is not None:  # the request hook watches the body
-            scope = CallScope(spec, session, kit, event, arguments, exfiltration_approved)
+            scope = CallScope(spec, session, toolkit, event, arguments, exfiltration_approved)
             scope.entitled, scope.effect = entitled, effect
             entered = intercept_context.enter(scope)
-        failure: BaseException | None = None
+        failure: Exception | None = None
         try:
             result = yield (fn, call_args, call_kwargs, None, True)
         except Exception as exc:
@@ -274,7 +278,7 @@ def steps(
             call_kwargs = NO_KWARGS  # the credential leaves this frame with the body
             if scope is not None:
                 intercept_context.leave(entered)
-                if kit.recorder is not None:
+                if kit.record is not None:
                     _record(kit, spec, arguments, event)
         # Raised out here, not in an ``except`` block, so no exception holding the
         # credential or untrusted text rides along as ``__context__``.
@@ -325,18 +329,18 @@ def steps(
             grant.release()
         event.finish()
         event.seal()  # redacted now: the credential is forgotten before sinks keep the event
-        emit(event, kit.sinks)
+        emit(event, kit.audit)
 
 
-def _record(kit: Toolkit, spec: ToolSpec, arguments: Mapping[str, Any], event: AuditEvent) -> None:
+def _record(kit: Settings, spec: ToolSpec, arguments: Mapping[str, Any], event: AuditEvent) -> None:
     try:
-        assert kit.recorder is not None
-        kit.recorder.record(spec.name, arguments, event.actions)
+        assert kit.record is not None
+        kit.record.record(spec.name, arguments, event.actions)
     except Exception:
         log.exception("toolpass could not record what %s did", spec.name)
 
 
-def _changes_or_sends(spec: ToolSpec, effect: str | None, kit: Toolkit) -> bool:
+def _changes_or_sends(spec: ToolSpec, effect: str | None, kit: Settings) -> bool:
     """Whether the untrusted-input check applies: a call that changes or sends something.
     A tool that declares no effect is judged by its requests when the request hook is on
     (each write it sends is checked there), and checked here otherwise."""
@@ -363,7 +367,7 @@ def _repeated_untrusted(session: Session, arguments: Mapping[str, Any]) -> str |
 def _approval(
     spec: ToolSpec, call: ToolCall, reasons: tuple[str, ...], event: AuditEvent
 ) -> Generator[Step, Any, Grant | None]:
-    approver = spec.toolkit.approver
+    approver = spec.toolkit.settings.approver
     if approver is None:
         raise ToolRefused(
             "not_configured",
@@ -424,7 +428,7 @@ def _approval(
     raise pending(request)
 
 
-def _credential(kit: Toolkit, name: str) -> Generator[Step, Any, str]:
+def _credential(kit: Settings, name: str) -> Generator[Step, Any, str]:
     source = kit.credentials
     if source is None or (isinstance(source, Mapping) and name not in source):
         raise ToolRefused(

@@ -122,8 +122,8 @@ def _rebuild(value: Any, secrets: tuple[str, ...], depth: int) -> Any:
     if isinstance(value, deque):
         return deque((again(v) for v in value), maxlen=value.maxlen)
     if isinstance(value, Set):
-        items = {again(v) for v in value}
-        return frozenset(items) if isinstance(value, frozenset) else items
+        members = {again(v) for v in value}
+        return frozenset(members) if isinstance(value, frozenset) else members
     if isinstance(value, BaseException):
         return _as_text(value, secrets)
     return _object(value, secrets, again)

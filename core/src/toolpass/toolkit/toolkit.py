@@ -4,68 +4,36 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
-import os
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from toolpass.intercept.entitlements import Entitlements, Recorder
+from toolpass.intercept.entitlements import Recorder
 from toolpass.intercept.router import Router
 from toolpass.rules.scope import ScopeRule, compile_scope
-from toolpass.toolkit.approval import ApprovalQueue
 from toolpass.toolkit.arguments import Binder
-from toolpass.toolkit.audit import AuditSink, JsonlSink, LogSink
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.pipeline import steps
+from toolpass.toolkit.settings import (
+    AuditSink,
+    Settings,
+    ToolkitOptions,
+    ToolOptions,
+    caps,
+    check_mode,
+    untrusted_mode,
+)
 from toolpass.toolkit.spec import ToolSpec
 
-F = TypeVar("F", bound=Callable[..., Any])
-Approver = ApprovalQueue | Callable[..., Any]
-Credentials = Mapping[str, Any] | Callable[[str], Any]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 _UNSET: Any = object()
-_MODES = {
-    "on_untrusted_input": ("refuse", "approve"),
-    "untrusted_inputs": ("check", "approve", "ignore"),
-    "exfiltration": ("approve", "refuse"),
-    "unknown_host": ("allow", "refuse_writes", "refuse"),
-}
+_ALIASES = {"sinks": "audit", "recorder": "record"}
 
-
-def _untrusted_mode(untrusted_inputs: str | None, on_untrusted_input: str | None) -> str | None:
-    """``untrusted_inputs``, or the older ``on_untrusted_input`` read as it ("refuse" is
-    "check")."""
-    _check_mode("untrusted_inputs", untrusted_inputs)
-    _check_mode("on_untrusted_input", on_untrusted_input)
-    if untrusted_inputs is not None:
-        return untrusted_inputs
-    if on_untrusted_input is not None:
-        return "check" if on_untrusted_input == "refuse" else on_untrusted_input
-    return None
-
-
-def _check_mode(name: str, value: str | None) -> None:
-    if value is not None and value not in _MODES[name]:
-        raise ValueError(f"{name} must be one of {', '.join(_MODES[name])}, not {value!r}")
-
-
-def _caps(name: str, caps: Mapping[str, int] | None) -> dict[str, int]:
-    caps = dict(caps or {})
-    for key, cap in caps.items():
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
-            raise ValueError(f"{name}[{key!r}] must be a whole number >= 0, not {cap!r}")
-    return caps
-
-
-def _sink(sink: Any) -> AuditSink:
-    """An audit sink: a callable, a path (JSON lines) or a ``logging.Logger``."""
-    if isinstance(sink, (str, os.PathLike)):
-        return JsonlSink(sink)
-    if isinstance(sink, logging.Logger):
-        return LogSink(sink)
-    if not callable(sink):
-        raise TypeError(f"an audit sink is a callable, a file path or a Logger, not {sink!r}")
-    return sink  # type: ignore[no-any-return]
+P = ParamSpec("P")
+R = TypeVar("R")
+Decorator = Callable[[Callable[P, R]], Callable[P, R]]
 
 
 class Toolkit:
@@ -81,7 +49,8 @@ class Toolkit:
     ``"approve"`` or ``"refuse"``. ``untrusted_inputs``: what happens when the arguments of a
     call that changes or sends something repeat untrusted text seen in the session:
     ``"check"`` (refused), ``"approve"`` (a person must approve) or ``"ignore"``
-    (``on_untrusted_input`` is its older name: ``"refuse"`` or ``"approve"``).
+    (``on_untrusted_input`` is its older name: ``"refuse"`` or ``"approve"``). ``effects``:
+    effects of its own beside read, write and destructive (``["payment"]``).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -92,171 +61,80 @@ class Toolkit:
     refuses requests sent while a call runs from a thread that belongs to no call (a pool
     started before it); ``record`` writes what tools do to a file, and ``entitlements`` holds
     tools to such a file.
+
+    The settings are one frozen ``Settings`` (``kit.settings``); each is readable as an
+    attribute too (``kit.limits``).
     """
 
-    def __init__(
-        self,
-        *,
-        approver: Approver | None = None,
-        credentials: Credentials | None = None,
-        limits: Mapping[str, int] | None = None,
-        tool_limits: Mapping[str, int] | None = None,
-        audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = None,
-        on_refuse: Callable[[ToolRefused], Any] | None = None,
-        exfiltration: str = "approve",
-        on_untrusted_input: str | None = None,
-        untrusted_inputs: str | None = None,
-        permissions: Any = None,
-        act_as: str = "user",
-        strict: bool = False,
-        unknown_host: str = "allow",
-        strict_threads: bool = False,
-        record: str | os.PathLike[str] | None = None,
-        entitlements: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self.approver: Approver | None = None
-        self.credentials: Credentials | None = None
-        self.limits: dict[str, int] = {}
-        self.tool_limits: dict[str, int] = {}
-        self.sinks: tuple[AuditSink, ...] = (LogSink(),)
-        self.on_refuse: Callable[[ToolRefused], Any] | None = None
-        self.exfiltration = "approve"
-        self.untrusted_inputs = "check"
-        self.permissions: Any = None
-        self.act_as = "user"
-        self.strict = False
-        self.unknown_host = "allow"
-        self.strict_threads = False
-        self.recorder: Recorder | None = None
-        self.entitlements: Entitlements | None = None
-        self._router: Router | None = None
-        self.configure(
-            approver=approver,
-            credentials=credentials,
-            limits=limits,
-            tool_limits=tool_limits,
-            audit=audit,
-            on_refuse=on_refuse,
-            exfiltration=exfiltration,
-            on_untrusted_input=on_untrusted_input,
-            untrusted_inputs=untrusted_inputs,
-            permissions=permissions,
-            act_as=act_as,
-            strict=strict,
-            unknown_host=unknown_host,
-            strict_threads=strict_threads,
-            record=record,
-            entitlements=entitlements,
-        )
+    settings: Settings
 
-    def configure(
-        self,
-        *,
-        approver: Approver | None = _UNSET,
-        credentials: Credentials | None = _UNSET,
-        limits: Mapping[str, int] | None = _UNSET,
-        tool_limits: Mapping[str, int] | None = _UNSET,
-        audit: AuditSink | list[AuditSink] | tuple[AuditSink, ...] | None = _UNSET,
-        on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
-        exfiltration: str = _UNSET,
-        on_untrusted_input: str | None = _UNSET,
-        untrusted_inputs: str | None = _UNSET,
-        permissions: Any = _UNSET,
-        act_as: str = _UNSET,
-        strict: bool = _UNSET,
-        unknown_host: str = _UNSET,
-        strict_threads: bool = _UNSET,
-        record: str | os.PathLike[str] | None = _UNSET,
-        entitlements: str | os.PathLike[str] | None = _UNSET,
-    ) -> Toolkit:
+    def __init__(self, **options: Unpack[ToolkitOptions]) -> None:
+        self._router: Router | None = None
+        self._apply(Settings().change(**options))
+
+    def configure(self, **options: Unpack[ToolkitOptions]) -> Toolkit:
         """Change settings; what is not named stays as it is. Takes effect on the next call."""
-        if approver is not _UNSET:
-            if approver is not None and not (
-                isinstance(approver, ApprovalQueue) or callable(approver)
-            ):
-                raise TypeError("approver must be an ApprovalQueue or a callable")
-            self.approver = approver
-        if credentials is not _UNSET:
-            if credentials is not None and not (
-                isinstance(credentials, Mapping) or callable(credentials)
-            ):
-                raise TypeError("credentials must be a mapping of name to secret, or a callable")
-            self.credentials = credentials
-        if tool_limits is not _UNSET:
-            self.tool_limits = _caps("tool_limits", tool_limits)
-        if limits is not _UNSET:
-            # "effect:write" and "tool:open_pr" say which they mean; a plain key is an effect
-            # (or, when no call has that effect, the name of a tool).
-            caps = _caps("limits", limits)
-            self.limits = {
-                k.removeprefix("effect:"): v for k, v in caps.items() if not k.startswith("tool:")
-            }
-            self.tool_limits.update({k[5:]: v for k, v in caps.items() if k.startswith("tool:")})
-        if audit is not _UNSET:
-            given = () if audit is None else audit if isinstance(audit, (list, tuple)) else (audit,)
-            self.sinks = tuple(_sink(s) for s in given) or (LogSink(),)
-        if on_refuse is not _UNSET:
-            self.on_refuse = on_refuse
-        if exfiltration is not _UNSET:
-            _check_mode("exfiltration", exfiltration)
-            self.exfiltration = exfiltration
-        if untrusted_inputs is not _UNSET or on_untrusted_input is not _UNSET:
-            mode = _untrusted_mode(
-                None if untrusted_inputs is _UNSET else untrusted_inputs,
-                None if on_untrusted_input is _UNSET else on_untrusted_input,
-            )
-            self.untrusted_inputs = mode or "check"
-        if act_as is not _UNSET:
-            if act_as not in ("user", "agent"):
-                raise ValueError(f"act_as must be 'user' or 'agent', not {act_as!r}")
-            self.act_as = act_as
-        if strict is not _UNSET:
-            self.strict = bool(strict)
-            if self.strict:
-                self.unknown_host = "refuse"
-        if unknown_host is not _UNSET:
-            _check_mode("unknown_host", unknown_host)
-            self.unknown_host = unknown_host
-            if unknown_host != "refuse" and strict is _UNSET:
-                self.strict = False
-        if strict_threads is not _UNSET:
-            self.strict_threads = bool(strict_threads)
-        if record is not _UNSET:
-            self.recorder = None if record is None else Recorder(record)
-        if entitlements is not _UNSET:
-            self.entitlements = None if entitlements is None else Entitlements.load(entitlements)
-        if permissions is not _UNSET:
-            if permissions is not None and not callable(getattr(permissions, "check", None)):
-                raise TypeError("permissions must be a permission engine (toolpass.Toolpass)")
-            self.permissions = permissions
+        self._apply(self.settings.change(**options))
+        return self
+
+    def _apply(self, settings: Settings) -> None:
+        before = getattr(self, "settings", None)
+        self.settings = settings
+        engine = settings.permissions
+        if before is None or engine is not before.permissions:
             self._router = None
-            if permissions is not None:
+            if engine is not None:
                 from toolpass import intercept
                 from toolpass.intercept.check import installed_by
 
                 intercept.install()
                 installed_by.append(self)
-        return self
+
+    def __getattr__(self, name: str) -> Any:
+        """Each setting as an attribute (``kit.limits``); ``sinks`` and ``recorder`` are the
+        audit sinks and the record file."""
+        settings = self.__dict__.get("settings")
+        if settings is None:
+            raise AttributeError(name)
+        return getattr(settings, _ALIASES.get(name, name))
+
+    # Read on every call: plain properties, faster than the look-up above.
+    @property
+    def sinks(self) -> tuple[AuditSink, ...]:
+        return self.settings.audit
+
+    @property
+    def recorder(self) -> Recorder | None:
+        return self.settings.record
 
     @property
     def router(self) -> Router:
         """Which connection of ``permissions`` a request's URL belongs to (built once)."""
         if self._router is None:
-            engine = self.permissions
+            engine: Any = self.settings.permissions
             ids = getattr(engine, "connections", ())
             self._router = Router((cid, engine.integration(cid)) for cid in ids)
         return self._router
 
     @overload
-    def secured_tool(self, fn: F, /) -> F: ...
+    def secured_tool(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
     @overload
-    def secured_tool(self, fn: None = None, /, **options: Any) -> Callable[[F], Any]: ...
+    def secured_tool(
+        self, fn: None = None, /, **options: Unpack[ToolOptions]
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
     def secured_tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Decorate a function so every call passes the pipeline (see ``secured_tool``)."""
         if fn is not None:
             return _secure(fn, self, **options)
         return lambda f: _secure(f, self, **options)
+
+    @overload
+    def tool(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
+    @overload
+    def tool(
+        self, fn: None = None, /, **options: Unpack[ToolOptions]
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
     def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """A tool that declares what it does by what it does; its effect is not declared."""
@@ -320,15 +198,17 @@ def _secure(
         raise TypeError(f"secured_tool decorates a function, not {fn!r}")
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         raise TypeError(f"{fn.__name__}: a tool cannot be a generator; return a list instead")
-    if effect is not None and (not isinstance(effect, str) or not effect.isidentifier()):
+    tool_name = str(name or getattr(fn, "__name__", repr(fn)))
+    known = kit.settings.effects
+    if effect is not None and effect not in known:
         raise ValueError(
-            f"effect must be a name like 'read', 'write' or 'destructive', not {effect!r}"
+            f"{tool_name}: effect {effect!r} is not one of {', '.join(sorted(known))}; "
+            "declare an effect of your own with Toolkit(effects=[...]) first"
         )
-    untrusted_mode = _untrusted_mode(untrusted_inputs, on_untrusted_input)
-    _check_mode("exfiltration", exfiltration)
+    inputs = untrusted_mode(untrusted_inputs, on_untrusted_input)
+    check_mode("exfiltration", exfiltration)
     if limit is not None:
-        _caps("limit", {"": limit})
-    tool_name = name or fn.__name__
+        caps("limit", {"limit": limit})
     signature = inspect.signature(fn)
     params = signature.parameters
     if credential is not None:
@@ -373,7 +253,7 @@ def _secure(
         reads_private=reads_private,
         untrusted_output=untrusted_output,
         sends_out=sends_out,
-        untrusted_inputs=untrusted_mode,
+        untrusted_inputs=inputs,
         exfiltration=exfiltration,
         resources=None if resources is None else compile_scope(resources),
     )
@@ -421,9 +301,17 @@ def _secure(
 default_toolkit = Toolkit()
 
 
-def configure(**settings: Any) -> Toolkit:
+def configure(**options: Unpack[ToolkitOptions]) -> Toolkit:
     """Configure the default toolkit (see ``Toolkit``); tools declared earlier follow."""
-    return default_toolkit.configure(**settings)
+    return default_toolkit.configure(**options)
+
+
+@overload
+def secured_tool(fn: Callable[P, R], /, *, toolkit: Toolkit | None = None) -> Callable[P, R]: ...
+@overload
+def secured_tool(
+    fn: None = None, /, *, toolkit: Toolkit | None = None, **options: Unpack[ToolOptions]
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
 def secured_tool(
@@ -431,18 +319,28 @@ def secured_tool(
 ) -> Any:
     """Put every check in front of a function.
 
-    ``effect`` (``"read"``, ``"write"``, ``"destructive"``, ...; ``"write"`` by default),
-    ``scope={"arg": glob | [globs] | predicate}``, ``validators={"arg": fn}``, ``limit=``
-    calls per session, ``authorize=`` (any callable returning a decision; see
-    ``permission_check``), ``approve=True`` or a rule ``(call) -> reason | None``,
-    ``preview=(call) -> str``, ``credential="name"`` (injected as the keyword-only
-    ``credential`` parameter), ``reads_private``, ``untrusted_output``, ``sends_out``,
-    ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``), ``exfiltration``,
-    ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on top; a refusal then
-    becomes the tool's result unless ``on_refuse`` says otherwise), ``resources=`` (globs on
-    what the body's requests act on), ``name``.
+    ``effect`` (``"read"``, ``"write"``, ``"destructive"``, or one declared with
+    ``Toolkit(effects=[...])``; ``"write"`` by default), ``scope={"arg": glob | [globs] |
+    predicate}``, ``validators={"arg": fn}``, ``limit=`` calls per session, ``authorize=``
+    (any callable returning a decision; see ``permission_check``), ``approve=True`` or a rule
+    ``(call) -> reason | None``, ``preview=(call) -> str``, ``credential="name"`` (injected
+    as the keyword-only ``credential`` parameter), ``reads_private``, ``untrusted_output``,
+    ``sends_out``, ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``),
+    ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on
+    top; a refusal then becomes the tool's result unless ``on_refuse`` says otherwise),
+    ``resources=`` (globs on what the body's requests act on), ``name``.
+
+    The decorated function keeps its type (parameters and result) for type checkers.
     """
     return (toolkit or default_toolkit).secured_tool(fn, **options)
+
+
+@overload
+def tool(fn: Callable[P, R], /, *, toolkit: Toolkit | None = None) -> Callable[P, R]: ...
+@overload
+def tool(
+    fn: None = None, /, *, toolkit: Toolkit | None = None, **options: Unpack[ToolOptions]
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
 def tool(

@@ -20,6 +20,7 @@ from typing import Any
 #: Values that hold no text and need no look.
 _ATOMS = frozenset({type(None), bool, int, float, complex, Decimal})
 _SEQUENCES = (list, tuple, deque, Set)
+_OBJECT_REPR: Any = object.__repr__
 MAX_DEPTH = 24
 MAX_VALUES = 20_000
 
@@ -184,7 +185,7 @@ def plain(value: Any, hide: Any = None, depth: int = 0) -> Any:
     if isinstance(value, (str, int, float)):
         return value
     attributes = getattr(value, "__dict__", None)
-    if isinstance(attributes, dict) and type(value).__repr__ is object.__repr__:
+    if isinstance(attributes, dict) and type(value).__repr__ is _OBJECT_REPR:
         # An object that does not say how to show itself: its public attributes.
         return plain({k: v for k, v in attributes.items() if not k.startswith("_")}, hide, d)
     return _repr(value)
