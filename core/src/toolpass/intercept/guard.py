@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolpass")
 _RANK = {"read": 0, "write": 1, "destructive": 2}
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
-_METHOD_OVERRIDES = ("x-http-method-override", "x-http-method", "x-method-override")
+_METHOD_OVERRIDES = frozenset({"x-http-method-override", "x-http-method", "x-method-override"})
 # "_method" in a body, each character maybe percent- or JSON-escaped.
 _NAMES_METHOD = re.compile(
     b"".join(
@@ -215,7 +215,9 @@ def _methods(request: Request) -> tuple[str, ...]:
     a method-override header or a ``_method`` field (in the query or the body). A name that
     is no method is kept as it is: no route has it, so the request is refused."""
     headers, qs, body = request.headers, request.query_string, request.body
-    named = [headers[name] for name in _METHOD_OVERRIDES if name in headers]
+    named = []
+    if not _METHOD_OVERRIDES.isdisjoint(headers):
+        named = [headers[name] for name in _METHOD_OVERRIDES if name in headers]
     if "method" in qs or "%" in qs:
         named.extend(request.query.get("_method", ()))
     if body and _NAMES_METHOD.search(body):
@@ -241,19 +243,18 @@ def _match(
     """The route the request takes: for each method it may be read as, the same action on
     the same resource (the strongest effect of them), or refused. None for a read that
     takes no route."""
+    if len(methods) == 1:  # the usual case
+        match = _route(scope, record, place.integration, request, request.method)
+        if match is None and request.method not in _SAFE:
+            raise _unmapped(scope, record, request.method, place.connection)
+        return match
     found: list[Match] = []
     for method in methods:
         match = _route(scope, record, place.integration, request, method)
         if match is not None:
             found.append(match)
         elif method not in _SAFE:
-            raise _refuse(
-                scope,
-                record,
-                "unmapped_action",
-                f"The tool tried a {method} request to {place.connection} that toolpass "
-                "cannot place on a known action, so it was not sent. Tell the user.",
-            )
+            raise _unmapped(scope, record, method, place.connection)
     if not found:
         return None
     match = max(found, key=lambda m: _RANK.get(m.route.effect, 2))
@@ -267,6 +268,18 @@ def _match(
             "; ".join(f"{m.route.method}: {m.route.action} on {m.resource}" for m in found),
         )
     return match
+
+
+def _unmapped(
+    scope: CallScope, record: dict[str, Any], method: str, connection: str
+) -> ActionRefused:
+    return _refuse(
+        scope,
+        record,
+        "unmapped_action",
+        f"The tool tried a {method} request to {connection} that toolpass cannot place on "
+        "a known action, so it was not sent. Tell the user.",
+    )
 
 
 def _route(

@@ -40,11 +40,15 @@ class Place(NamedTuple):
 def origin(url: str) -> tuple[str, str, int, str]:
     """``(scheme, host, port, path)`` of an absolute URL, the host as ``normal_host`` spells
     it, default ports filled in (port 0 when it is not a number). Written out, since it runs
-    per request."""
+    per request; what comes before the path is read once per address."""
     scheme, _, rest = url.partition("://")
-    scheme = scheme.lower()
     authority, path = _AUTHORITY_PATH.match(rest).groups()  # type: ignore[union-attr]
-    path = path or "/"
+    return (*_address(scheme, authority), path or "/")
+
+
+@functools.lru_cache(maxsize=4096)
+def _address(scheme: str, authority: str) -> tuple[str, str, int]:
+    scheme = scheme.lower()
     authority = authority.rpartition("@")[2]
     if authority.startswith("["):  # [v6 address]:port
         host, _, after = authority[1:].partition("]")
@@ -57,7 +61,7 @@ def origin(url: str) -> tuple[str, str, int, str]:
         port = _DEFAULT_PORT.get(scheme, 0)
     else:
         port = int(port_text) if port_text.isdigit() else 0
-    return scheme, normal_host(host), port, path
+    return scheme, normal_host(host), port
 
 
 @functools.lru_cache(maxsize=4096)

@@ -150,13 +150,13 @@ class Request:
         self.method = method.upper()
         self.path = path or "/"
         self.query_string = query_string
-        self.headers: dict[str, str] = {}
-        for name, value in (headers or {}).items():
-            key = str(name).lower()
-            text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
-            known = self.headers.get(key)
-            # Spelled twice ("Content-Type" and "content-type"): both, as HTTP joins them.
-            self.headers[key] = text if known is None or known == text else f"{known}, {text}"
+        given = headers or {}
+        self.headers = {
+            str(k).lower(): v.decode("latin-1") if isinstance(v, bytes) else str(v)
+            for k, v in given.items()
+        }
+        if len(self.headers) < len(given):  # a name spelled twice ("Content-Type", "content-type")
+            self.headers = _joined(given)
         encoding = self.headers.get("content-encoding")
         if body and encoding is not None and not _encodings(encoding) <= _IDENTITY:
             body = UNREAD
@@ -207,6 +207,17 @@ class Request:
         return "\n".join(parts)
 
 
+def _joined(headers: Mapping[str, str | bytes]) -> dict[str, str]:
+    """Headers by lower-case name, the values of a name given twice joined, as HTTP does."""
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        key = str(name).lower()
+        text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        known = out.get(key)
+        out[key] = text if known is None or known == text else f"{known}, {text}"
+    return out
+
+
 def _encodings(header: str) -> set[str]:
     return {part.strip().lower() for part in header.split(",")}
 
@@ -227,7 +238,6 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 _PCHAR = "!$&'()*+,;=:@~"  # kept as they are in a path segment (with letters, digits, "_.-")
-_UNUSUAL = ("%", "//", "/.", ";", "\\")  # a path without these is already normal
 _DOTS = frozenset({".", ".."})
 
 
@@ -238,7 +248,7 @@ def normal_path(path: str) -> str | None:
     ``..`` resolved. None when servers could read it differently: ``..`` above the root, a
     dot segment spelled encoded (also beside an encoded ``/``: ``a%2F..``), a Java path
     parameter (``;``), a backslash, or percent-encoding that is not UTF-8."""
-    if not any(mark in path for mark in _UNUSUAL):
+    if not ("%" in path or "//" in path or "/." in path or ";" in path or "\\" in path):
         return path
     out: list[str] = []
     for raw in path.split("/"):
