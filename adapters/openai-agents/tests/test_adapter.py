@@ -479,8 +479,12 @@ def test_a_tool_added_after_apply_is_checked_at_the_run() -> None:
     ran = Ran()
     delete_issue, *others = ran.tools()
     a = agent([Call("delete_issue", {"key": "PAY-1"})], others)
-    ToolpassGuardrails(engine, {"delete_issue": DELETE}).apply(a)
+    # A rule for a tool the agent does not have (yet) is an error at apply: apply again
+    # after adding tools. A tool added after apply is still checked at the run.
+    with pytest.raises(ValueError, match="tools the agent does not have: delete_issue"):
+        ToolpassGuardrails(engine, {"delete_issue": DELETE}).apply(a)
+    ToolpassGuardrails(engine, {"close_issue": DELETE}, strict=True).apply(a)
     a.tools.append(delete_issue)  # after apply
     arun(a, Ctx(user_id=ERIN))
     assert ran.calls == []
-    assert read(a)[0].startswith("Refused by toolpass (not_authorized)")
+    assert read(a)[0].startswith("Refused by toolpass (not_configured)")

@@ -46,16 +46,21 @@ from agents.tool_guardrails import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
-from toolpass.adapting import Guard, Rule, Rules, refusal_text, user_from
-from toolpass.toolkit.authorize import PermissionEngine
-from toolpass.toolkit.errors import ToolRefused
-from toolpass.toolkit.toolkit import Toolkit
+from toolpass.adapting import (
+    Guard,
+    OnRefuse,
+    PermissionEngine,
+    Rule,
+    Rules,
+    SessionSource,
+    Toolkit,
+    ToolRefused,
+    UserSource,
+    refusal_text,
+)
 
 __all__ = ["Rule", "ToolpassGuardrails", "refusal_text"]
 
-#: Where the user comes from: an attribute (or key) of the run's context object, or a
-#: callable given that object.
-UserSource = str | Callable[[Any], Any]
 _SYNC_MARKER = "__agents_sync_function_tool__"  # set by function_tool on sync tools' invokers
 
 
@@ -66,9 +71,15 @@ class ToolpassGuardrails:
     ``(connection, action, resource)`` tuple; with ``strict=True`` a tool without a rule is
     refused, otherwise it runs unchecked (and audited). ``user`` names the attribute (or key)
     of the run's context object holding the user, ``"user_id"`` by default, or is a callable
-    given that object. ``on_refuse`` turns a refusal into what the model reads
+    given that object. ``session`` says what one session lasts for: ``"conversation"`` (the
+    run's ``RunConfig.group_id``, the SDK's id for a conversation or chat thread, when the
+    application sets one; else the run; the default), ``"run"`` (the run's context object
+    when it can be weakly referenced, else the run's usage record), or a callable given the
+    context object returning an id. ``on_refuse`` turns a refusal into what the model reads
     (``refusal_text`` by default: the reason and what to do next); ``None`` ends the run
-    instead. ``toolkit`` supplies audit sinks, limits and the request hook.
+    instead. ``toolkit`` supplies audit sinks, limits and the request hook. Every option is
+    checked here (``toolpass.adapting.Guard``), and the rules against the agents' tools in
+    ``apply``; ``guard.explain()`` lists them.
     """
 
     def __init__(
@@ -79,15 +90,21 @@ class ToolpassGuardrails:
         strict: bool = False,
         toolkit: Toolkit | None = None,
         user: UserSource = "user_id",
-        on_refuse: Callable[[ToolRefused], str] | None = refusal_text,
+        session: SessionSource = "conversation",
+        on_refuse: OnRefuse | None = refusal_text,
     ) -> None:
-        if not (callable(user) or (isinstance(user, str) and user)):
-            raise TypeError("user must be an attribute name or a callable")
-        self.guard = Guard(engine, rules, strict=strict, toolkit=toolkit)
+        self.guard = Guard(
+            engine,
+            rules,
+            strict=strict,
+            toolkit=toolkit,
+            user=user,
+            session=session,
+            on_refuse=on_refuse,
+        )
         # Runs the body of a call the guardrail already allowed: session and request hook,
         # no second question to the engine.
         self._body = Guard(engine, None, toolkit=self.guard.toolkit)
-        self.user = user
         self.on_refuse = on_refuse
         #: The tool input guardrail; also usable alone in ``function_tool(tool_input_guardrails=
         #: [...])`` (then the body gets no session: prefer ``apply`` or ``guard_tool``).
@@ -102,17 +119,26 @@ class ToolpassGuardrails:
     def apply(self, agent: Agent[Any]) -> Agent[Any]:
         """Guard every tool of ``agent``, of its MCP servers, of the agents it hands off to
         and of the agents it uses as tools; returns ``agent``. A tool the SDK gives no hook
-        for (hosted tools, shell, computer) is an error with ``strict``, else a warning."""
+        for (hosted tools, shell, computer) is an error with ``strict``, else a warning.
+        A rule for a tool none of these agents has, or whose resource names an argument its
+        tool does not take, is a ``ValueError`` (a rule that may name a tool of an MCP
+        server is checked as the agent runs, with a warning)."""
         unguarded: list[str] = []
+        tools: dict[str, list[str] | None] = {}
+        servers = False
         for each in _agents(agent):
             self._guard_at_run_time(each)
             for tool in each.tools:
+                name = getattr(tool, "name", type(tool).__name__)
+                tools[name] = _arguments_of(tool)
                 if isinstance(tool, FunctionTool):
                     self.guard_tool(tool)
                 else:
-                    unguarded.append(f"{each.name}.{getattr(tool, 'name', type(tool).__name__)}")
+                    unguarded.append(f"{each.name}.{name}")
             for server in each.mcp_servers:
+                servers = True
                 self.guard_mcp_server(server)
+        self.guard.add_tools(tools, complete=not servers)
         if unguarded:
             message = (
                 f"toolpass cannot check these tools, which have no tool input guardrail: "
@@ -135,6 +161,9 @@ class ToolpassGuardrails:
             for tool in tools:
                 if isinstance(tool, FunctionTool):
                     self.guard_tool(tool)
+            self.guard.add_tools(
+                {t.name: _arguments_of(t) for t in tools}, complete=False, late=True
+            )
             return tools
 
         get_all_tools._toolpass_guards = self  # type: ignore[attr-defined]
@@ -213,7 +242,7 @@ class ToolpassGuardrails:
     def _failure_function(self, policy: FunctionTool) -> Callable[..., Any]:
         async def failure(ctx: RunContextWrapper[Any], error: Exception) -> str | None:
             if isinstance(error, ToolRefused) and self.on_refuse is not None:
-                return self.on_refuse(error)  # a refusal from inside the body: the model reads it
+                return str(self.on_refuse(error))  # a refusal in the body: the model reads it
             return await maybe_invoke_function_tool_failure_error_function(
                 function_tool=policy, context=ctx, error=error
             )
@@ -231,21 +260,41 @@ class ToolpassGuardrails:
         context = ctx.context
         user: Any = None
         try:
-            user = user_from(self.user, context, context)
+            user = self.guard.user_of(context, context)
             arguments = {} if raw is None else _arguments(raw)
+            key = self.guard.key(_run(ctx), _conversation(ctx), context)
         except Exception as exc:
             refused = exc if isinstance(exc, ToolRefused) else _check_error(exc, "reading the user")
             self._audit(ctx, user, refused)
             raise refused from None
-        try:
-            weakref.ref(context)
-            key = context
-        except TypeError:  # a dict or None: keep the session with the run's usage record
-            key = ctx.usage
         return user, key, arguments
 
     def _audit(self, ctx: ToolContext[Any], user: Any, refused: ToolRefused) -> None:
         self.guard.audit_refused(user, ctx.tool_name, {}, refused)
+
+
+def _run(ctx: ToolContext[Any]) -> Any:
+    """What stands for the run: its context object, which applications make per run, when it
+    can be weakly referenced; else (a dict, None) the run's usage record."""
+    try:
+        weakref.ref(ctx.context)
+    except TypeError:
+        return ctx.usage
+    return ctx.context
+
+
+def _conversation(ctx: ToolContext[Any]) -> str | None:
+    """The run's conversation: ``RunConfig.group_id``, which the application sets (the SDK's
+    id linking the runs of one conversation or chat thread), never the model."""
+    group = getattr(ctx.run_config, "group_id", None)
+    return group if isinstance(group, str) and group else None
+
+
+def _arguments_of(tool: Any) -> list[str] | None:
+    """The names of a tool's arguments, from its JSON schema (None when it has none)."""
+    schema = getattr(tool, "params_json_schema", None)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return list(properties) if isinstance(properties, dict) else None
 
 
 class _Invoker:
