@@ -137,7 +137,7 @@ def test_the_model_reads_a_failed_tool_result_and_no_retry_is_spent() -> None:
 def test_a_bad_rule_or_user_source_is_a_clear_error_at_once() -> None:
     with pytest.raises(TypeError, match="a rule is a Rule"):
         ToolpassAuthorization(ScriptedEngine(), {"delete_issue": ("jira", "DELETE")})  # type: ignore[dict-item]
-    with pytest.raises(TypeError, match="user must be"):
+    with pytest.raises(TypeError, match="user is"):
         ToolpassAuthorization(ScriptedEngine(), user=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="cannot be deferred"):
         ToolpassAuthorization(ScriptedEngine(), id="authz", defer_loading=True)

@@ -11,6 +11,10 @@ toolpass ``Session`` for that user, and turn a refusal into a failed tool result
                   capabilities=[ToolpassAuthorization(tp, {"delete_issue": Rule(
                       "jira-main", "DELETE_ISSUES", "issue:{key}")})])
     agent.run_sync("...", deps=Deps(user=user.email))
+
+A session lasts for the conversation by default: the run's ``conversation_id``, which Pydantic
+AI takes from the run's ``conversation_id=`` or the ``message_history`` it continues (a chat
+continued over several runs keeps its limits and taint), and makes anew for a new one.
 """
 
 from __future__ import annotations
@@ -20,10 +24,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, NoReturn
 
-from toolpass.adapting import Guard, Rule, Rules, refusal_text, user_from
-from toolpass.toolkit.authorize import PermissionEngine
-from toolpass.toolkit.errors import ToolRefused
-from toolpass.toolkit.toolkit import Toolkit
+from toolpass.adapting import (
+    Guard,
+    OnRefuse,
+    PermissionEngine,
+    Rule,
+    Rules,
+    SessionSource,
+    Toolkit,
+    ToolRefused,
+    UserSource,
+    refusal_text,
+)
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -35,12 +47,6 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 __all__ = ["Rule", "ToolpassAuthorization", "ToolpassToolset", "UserSource", "tool_failed"]
 
 log = logging.getLogger("toolpass")
-
-#: Where the user comes from: the name of an attribute (or key) of ``ctx.deps``, or a
-#: callable ``(ctx) -> user``. Never the model's arguments.
-UserSource = str | Callable[[RunContext[Any]], str | None]
-#: What a refusal becomes: a tool result, or an exception Pydantic AI turns into one.
-OnRefuse = Callable[[ToolRefused], Any]
 
 
 def tool_failed(refused: ToolRefused) -> NoReturn:
@@ -59,8 +65,6 @@ class _Run:
 
 async def _guarded(
     guard: Guard,
-    source: UserSource,
-    on_refuse: OnRefuse,
     ctx: RunContext[Any],
     tool: str,
     arguments: Mapping[str, Any],
@@ -69,14 +73,34 @@ async def _guarded(
 ) -> Any:
     try:
         try:
-            user = user_from(source, ctx.deps, ctx)
-        except ToolRefused as refused:  # the application's user source failed: never run
-            log.warning("toolpass: the user source of %s failed: %s", tool, refused.detail)
+            user = guard.user_of(ctx.deps, ctx)
+            key = guard.key(run, getattr(ctx, "conversation_id", None), ctx)
+        except ToolRefused as refused:  # the application's source failed: never run
+            log.warning("toolpass: the user or session of %s failed: %s", tool, refused.detail)
             guard.audit_refused(None, tool, arguments, refused)
             raise refused from None
-        return await guard.arun(user, tool, arguments, body, key=run)
+        return await guard.arun(user, tool, arguments, body, key=key)
     except ToolRefused as refused:
-        return on_refuse(refused)
+        if guard.on_refuse is None:
+            raise
+        return guard.on_refuse(refused)
+
+
+def _guard(owner: Any) -> Guard:
+    return Guard(
+        owner.engine,
+        owner.rules,
+        strict=owner.strict,
+        toolkit=owner.toolkit,
+        user=owner.user,
+        session=owner.session,
+        on_refuse=owner.on_refuse,
+    )
+
+
+def _arguments(tool_def: ToolDefinition) -> list[str] | None:
+    properties = tool_def.parameters_json_schema.get("properties")
+    return list(properties) if isinstance(properties, dict) else None
 
 
 @dataclass(eq=False)
@@ -87,10 +111,15 @@ class ToolpassAuthorization(AbstractCapability[Any]):
     resource_template)`` or a ``(connection, action, resource)`` tuple; the resource is filled
     from the call's validated arguments. With ``strict=True`` a tool without a rule is refused;
     otherwise it runs unchecked (still in a session, and audited). ``user`` names the attribute
-    (or key) of ``ctx.deps`` holding the user, or is a callable ``(ctx) -> user``.
+    (or key) of ``ctx.deps`` holding the user (``"user"`` by default), or is a callable
+    ``(ctx) -> user``. ``session`` says what one session lasts for: ``"conversation"`` (the
+    run's ``conversation_id``; the default), ``"run"``, or a callable ``(ctx) -> id``.
     ``on_refuse`` turns a refusal into the tool's result; by default a failed tool result
-    (``ToolFailed``) carrying the reason. ``toolkit`` supplies audit sinks, limits and the
-    request hook.
+    (``ToolFailed``) carrying the reason; None ends the run with the refusal. ``toolkit``
+    supplies audit sinks, limits and the request hook. Every option is checked when it is
+    made (``toolpass.adapting.Guard``); the rules are checked against the tools the agent
+    offers the model at its first step (a warning for each problem), and ``guard.explain()``
+    lists them.
 
     The call runs inside a toolpass ``Session`` for the user (kept for the whole run, so limits
     and taint last the run), so ``secured_tool`` and ``toolpass.tool()`` tools see who they act
@@ -104,7 +133,8 @@ class ToolpassAuthorization(AbstractCapability[Any]):
     strict: bool = False
     toolkit: Toolkit | None = None
     user: UserSource = "user"
-    on_refuse: OnRefuse = tool_failed
+    session: SessionSource = "conversation"
+    on_refuse: OnRefuse | None = tool_failed
     guard: Guard | None = field(default=None, repr=False)
     run: _Run | None = field(default=None, repr=False)
 
@@ -112,10 +142,8 @@ class ToolpassAuthorization(AbstractCapability[Any]):
         if self.defer_loading:
             # Hooks of a deferred capability fire only once the model loads it.
             raise ValueError("ToolpassAuthorization cannot be deferred: it must check every call")
-        if not (isinstance(self.user, str) or callable(self.user)):
-            raise TypeError("user must be the name of an attribute of deps, or a callable (ctx)")
         if self.guard is None:
-            self.guard = Guard(self.engine, self.rules, strict=self.strict, toolkit=self.toolkit)
+            self.guard = _guard(self)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -123,6 +151,15 @@ class ToolpassAuthorization(AbstractCapability[Any]):
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         return replace(self, run=_Run())
+
+    async def prepare_tools(
+        self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        """Offers every tool unchanged; checks the rules against them (warnings, once)."""
+        assert self.guard is not None
+        if any(t.name not in self.guard.tools for t in tool_defs):
+            self.guard.add_tools({t.name: _arguments(t) for t in tool_defs}, late=True)
+        return tool_defs
 
     async def wrap_tool_execute(
         self,
@@ -136,8 +173,6 @@ class ToolpassAuthorization(AbstractCapability[Any]):
         assert self.guard is not None
         return await _guarded(
             self.guard,
-            self.user,
-            self.on_refuse,
             ctx,
             call.tool_name,
             args,
@@ -157,15 +192,17 @@ class ToolpassToolset(WrapperToolset[Any]):
     strict: bool = False
     toolkit: Toolkit | None = None
     user: UserSource = "user"
-    on_refuse: OnRefuse = tool_failed
+    session: SessionSource = "conversation"
+    on_refuse: OnRefuse | None = tool_failed
     guard: Guard | None = field(default=None, repr=False)
     run: _Run | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.user, str) or callable(self.user)):
-            raise TypeError("user must be the name of an attribute of deps, or a callable (ctx)")
         if self.guard is None:
-            self.guard = Guard(self.engine, self.rules, strict=self.strict, toolkit=self.toolkit)
+            self.guard = _guard(self)
+            tools = getattr(self.wrapped, "tools", None)  # a FunctionToolset's, known now
+            if isinstance(tools, dict):
+                self.guard.add_tools({n: _arguments(t.tool_def) for n, t in tools.items()})
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
         # Always a new instance: its ``run`` keeps the session for this run's calls (later
@@ -178,8 +215,6 @@ class ToolpassToolset(WrapperToolset[Any]):
         assert self.guard is not None
         return await _guarded(
             self.guard,
-            self.user,
-            self.on_refuse,
             ctx,
             name,
             tool_args,
