@@ -404,8 +404,6 @@ _PIECE = re.compile(
     re.DOTALL,
 )
 _DEFUSED = "[marker removed]"
-
-
 _BRACKETISH = re.compile(f"[{_BRACKETS}\ufe3d\ufe3f&\\\\%]")  # brackets, NFKC's and encoded
 
 
@@ -422,7 +420,7 @@ def _defuse(text: str) -> str:
             return text
         text = _defuse_pieces(text)
     # Never reached by any text found so far; if one gets here, no bracket survives.
-    return text.translate(dict.fromkeys(map(ord, _BRACKETS + "&\\%"), "["))
+    return _BRACKETISH.sub("[", text)
 
 
 def _defuse_pieces(text: str) -> str:
