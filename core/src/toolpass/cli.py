@@ -9,6 +9,7 @@
     toolpass routes NAME [-action A] [-json]  an integration's route table
     toolpass serve [-config FILE] ...         the toolpass server (needs toolpass-server)
     toolpass demo                             a scripted ops-agent session, no network
+    toolpass lint MODULE [-config FILE]       each tool of a module's guards and its rule
 
 Flags may be written ``-config`` or ``--config``; FILE defaults to ``$TOOLPASS_CONFIG`` or
 ``toolpass.yaml``. Exit status: ``check`` gives 0 for allow, 1 for deny, 2 for unknown;
@@ -82,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
     routes.add_argument("-action", "--action", help="only the routes of this action")
     routes.add_argument("-json", "--json", action="store_true", help="one JSON row per route")
     commands.add_parser("demo", help="A scripted ops-agent session, with no network.")
+    lint = with_config(
+        "lint",
+        "Import MODULE (a dotted name or a .py file) and, for each toolpass guard it builds, "
+        "list every tool, its rule and the tools that run unchecked; check the rules against "
+        "the configuration. Exit 0 when nothing is wrong, 1 otherwise.",
+    )
+    lint.add_argument("module")
     serve = commands.add_parser("serve", help="Run the toolpass server (toolpass-server).")
     serve.add_argument("args", nargs="*", help="handed to the server as they are")
     return parser
@@ -101,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "catalog": _catalog,
             "routes": _routes,
             "demo": _demo,
+            "lint": _lint,
         }[args.command]
         return command(args)
     except (_Fail, ToolpassError) as e:
@@ -249,6 +258,49 @@ def _demo(args: argparse.Namespace) -> int:
 
     demo()
     return 0
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from toolpass.adapting import Guard
+
+    try:
+        module = _import(args.module)
+    except (TypeError, ValueError) as e:  # what a guard refuses as it is built
+        _err(f"toolpass: {args.module}: {type(e).__name__}: {e}")
+        return 1
+    guards: dict[int, tuple[str, Guard]] = {}
+    for name, value in vars(module).items():
+        guard = value if isinstance(value, Guard) else getattr(value, "guard", None)
+        if isinstance(guard, Guard):
+            guards.setdefault(id(guard), (name, guard))
+    if not guards:
+        raise _Fail(f"{args.module} builds no toolpass guard at module level")
+    problems = 0
+    with Toolpass.from_config(args.config) as tp:
+        for name, guard in guards.values():
+            explained = guard.explain(tp)
+            problems += len(explained.problems)
+            _out(f"{name}:")
+            for line in str(explained).splitlines():
+                _out(f"  {line}")
+    return 1 if problems else 0
+
+
+def _import(name: str) -> Any:
+    import importlib.util
+
+    if not name.endswith(".py"):
+        sys.path.insert(0, os.getcwd())
+        try:
+            return importlib.import_module(name)
+        except ImportError as e:
+            raise _Fail(f"cannot import {name}: {e}") from None
+    spec = importlib.util.spec_from_file_location(os.path.basename(name)[:-3], name)
+    if spec is None or spec.loader is None or not os.path.isfile(name):
+        raise _Fail(f"cannot import {name}: no such file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _describe(key: ConfigKey) -> str:
