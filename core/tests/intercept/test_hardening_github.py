@@ -140,8 +140,9 @@ def test_the_push_advertisement_is_a_write_and_a_fetch_a_read(
         url = f"{ghes.url}/acme/widgets/info/refs?service={service}"
         return requests.get(url, headers=AUTH, timeout=5).status_code
 
-    with Session(RORY).active():
-        assert "\n200\n" in str(advertise("git-upload-pack"))  # fenced: untrusted content
+    with Session(RORY).active() as session:
+        assert advertise("git-upload-pack") == 200  # a read: it went
+        assert session.tainted  # what it read is untrusted content
         with pytest.raises(ActionRefused) as info:
             advertise("git-receive-pack")
     assert info.value.code == "not_authorized"
