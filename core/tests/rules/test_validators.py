@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from toolpass import Session, Toolkit, ToolRefused
-from toolpass.rules.validators import at_least, at_most
+from toolpass.rules.validators import at_least, at_most, max_length
 
 
 class FloatScalar(float):
@@ -115,3 +115,9 @@ def test_nan_is_refused_in_the_pipeline_with_a_sentence_the_model_can_act_on() -
             assert "must be a finite number" in info.value.message
         assert pay(999.5) == "paid"
     assert paid == [999.5]
+
+
+@pytest.mark.parametrize("limit", [float("inf"), float("nan"), 2.5, -1, True, "3"])
+def test_a_length_limit_that_is_not_a_whole_number_fails_at_decoration(limit: Any) -> None:
+    with pytest.raises(ValueError, match="a length limit must be a whole number"):
+        max_length(limit)

@@ -96,6 +96,8 @@ def one_of(*allowed: Any) -> Validator:
 
 def max_length(limit: int) -> Validator:
     """A string (or list) of at most ``limit`` items."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"a length limit must be a whole number, 0 or more, not {limit!r}")
 
     def check(value: Any) -> bool:
         if not hasattr(value, "__len__") or len(value) > limit:
