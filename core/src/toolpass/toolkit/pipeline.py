@@ -195,7 +195,11 @@ def steps(
             phrase = _repeated_untrusted(session, arguments)
             if phrase is not None:
                 if mode == "approve":
-                    reasons.append(f'its arguments repeat untrusted content ("{phrase}")')
+                    reasons.append(
+                        f"its arguments could not be checked against untrusted content {phrase}"
+                        if phrase.startswith("(")  # the record is full, or too much is encoded
+                        else f'its arguments repeat untrusted content ("{phrase}")'
+                    )
                 else:
                     raise ToolRefused(
                         "untrusted_input",
