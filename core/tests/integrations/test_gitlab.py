@@ -411,6 +411,16 @@ def test_admin_lookup_keeps_only_an_exact_email(world: World, tp: Toolpass) -> N
     assert search.arg("search") == "dana@example.com"
 
 
+def test_a_look_alike_email_on_gitlab_is_no_ones(world: World, tp: Toolpass) -> None:
+    # "\u212aim" casefolds to "kim": a GitLab user who spells their address with the
+    # Kelvin sign must never be taken for kim (issue #8).
+    world.fake.add_user("impostor", "\u212aim@example.com")
+    world.fake.users[max(world.fake.users)]["name"] = "kim@example.com"
+    d = tp.check("kim@example.com", "gl", "project.read", PROJECT)
+    assert d.decision == "unknown"
+    assert "maps to no gitlab user" in d.reason
+
+
 def test_admin_lookup_with_no_exact_match_is_unknown(world: World, tp: Toolpass) -> None:
     world.fake.add_user("danny", "danny@example.com")
     world.fake.users[max(world.fake.users)]["name"] = "ghost@example.com"

@@ -60,6 +60,7 @@ from urllib.parse import quote, unquote, urlsplit
 from toolpass.engine.config import ConnectionConfig
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import HTTPClient, Response
+from toolpass.engine.identity import same_email
 from toolpass.engine.jwt import rs256
 from toolpass.engine.secrets import Secret
 from toolpass.integrations._github_graphql import match_graphql
@@ -480,7 +481,7 @@ class GitHub(Integration):
                 node = edge["node"]
                 name_id = (node.get("samlIdentity") or {}).get("nameId")
                 user = node.get("user")
-                if isinstance(name_id, str) and name_id.lower() == email and user:
+                if same_email(name_id, email) and user:
                     found.append(str(user["login"]))
             return found
         except (KeyError, TypeError):

@@ -43,6 +43,7 @@ from urllib.parse import quote
 from toolpass.engine.decision import Decision
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import HTTPClient, MalformedResponse
+from toolpass.engine.identity import same_email
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
@@ -339,7 +340,7 @@ class GitLab(Integration):
         if not found:
             return []
         if all("email" in u for u in found):  # an administrator's view: primary emails
-            exact = [u.get("id") for u in found if _same(u.get("email"), email)]
+            exact = [u.get("id") for u in found if same_email(u.get("email"), email)]
             if any(_int(uid) is None for uid in exact):
                 raise MalformedResponse("gitlab's user search answered a user without an id")
             return [str(uid) for uid in exact]
@@ -355,7 +356,7 @@ class GitLab(Integration):
             if uid is None:
                 raise MalformedResponse("gitlab's user search answered a user without an id")
             full = self._get(f"/users/{uid}", f"read user {uid}")
-            if _same(full.get("public_email"), email):
+            if same_email(full.get("public_email"), email):
                 matched.append(str(uid))
         return matched
 
@@ -371,7 +372,7 @@ class GitLab(Integration):
                 for i in identities
                 if isinstance(i, dict) and i.get("provider") == "group_saml"
             ]
-            if _same(user.get("email"), email) or any(_same(uid, email) for uid in saml):
+            if same_email(user.get("email"), email) or any(same_email(u, email) for u in saml):
                 if _int(user.get("id")) is None:
                     raise MalformedResponse("gitlab's SAML users hold a user without an id")
                 matched.append(str(user["id"]))
@@ -406,7 +407,7 @@ class GitLab(Integration):
             if any(
                 isinstance(i, dict)
                 and i.get("provider") == provider
-                and i.get("extern_uid") == email
+                and same_email(i.get("extern_uid"), email)
                 for i in identities
             ):
                 if _int(user.get("id")) is None:
@@ -738,6 +739,7 @@ class GitLab(Integration):
 
 
 def _same(a: object, b: str) -> bool:
+    """Usernames, which GitLab compares without case (emails: ``same_email``)."""
     return isinstance(a, str) and a.casefold() == b.casefold()
 
 

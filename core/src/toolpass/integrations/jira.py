@@ -37,6 +37,7 @@ from urllib.parse import quote
 
 from toolpass.engine.config import check_url
 from toolpass.engine.errors import ConfigError
+from toolpass.engine.identity import same_email
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
@@ -452,7 +453,7 @@ class Jira(Integration):
                 if not isinstance(address, str) or not address:
                     hidden += 1  # profile visibility hides it: never guess
                     continue
-                if address.lower() != email.lower():
+                if not same_email(address, email):
                     continue
                 active = user.get("active")
                 if not isinstance(active, bool):

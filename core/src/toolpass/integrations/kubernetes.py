@@ -76,7 +76,8 @@ produces. The default identity mode ``email`` reproduces the OIDC authenticator 
 claim value, and ``username_prefix`` is put in front as ``--oidc-username-prefix`` (or
 ``claimMappings.username.prefix``) does; when the cluster's claim is not ``email`` and it
 sets no prefix, the API server's default prefix is ``<issuer-url>#`` (its default claim is
-``sub``, not ``email``). Emails are compared lower-cased; the API server takes the claim as
+``sub``, not ``email``). Emails are compared normalised (NFKC, then casefold; an address with
+characters that change under case mapping is no one's); the API server takes the claim as
 the token carries it, so RBAC subjects should be written in lower case too.
 
 A review names the user's groups or is answered for a user in none, so the engine supplies
@@ -323,7 +324,11 @@ def _groups_mapping(data: object) -> dict[str, list[str]]:
     for email, groups in data.items():
         if not isinstance(email, str) or not _group_list(groups):
             raise ValueError(f"the groups of {email!r} must be a list of group names")
-        table[email.lower()] = list(groups)
+        try:
+            key = normalize_email(email)
+        except LookupFailed:
+            continue  # an address that could pose as another is no one's
+        table[key] = list(groups)
     return table
 
 

@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 
 from toolpass.engine.errors import ConfigError, LookupFailed
 from toolpass.engine.http import Response
+from toolpass.engine.identity import same_email
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
@@ -389,7 +390,7 @@ class Slack(Integration):
         user = self._user_object(data, "users.lookupByEmail")
         profile = user.get("profile")
         found = profile.get("email") if isinstance(profile, dict) else None
-        if isinstance(found, str) and found.lower() != email.lower():
+        if isinstance(found, str) and not same_email(found, email):
             raise LookupFailed(
                 f"slack's users.lookupByEmail answered a user with another email for {email}"
             )
