@@ -20,9 +20,9 @@ from typing import Any
 import pydantic
 import pytest
 from toolpass import ApprovalPending, Session, ToolError, Toolkit, ToolRefused
+from toolpass.rules.walk import strings_in
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
-from toolpass.toolkit.walk import strings_in
 
 TOKEN = "ghp_" + "S3cr3tT0k3n" * 4
 FENCE = re.compile(

@@ -25,7 +25,7 @@ from types import ModuleType
 
 from toolpass.intercept.clients import Applied, Patch, apply, in_range, problem, undo
 from toolpass.intercept.context import as_agent, as_user, carry_context
-from toolpass.toolkit.errors import ActionRefused
+from toolpass.outcome.errors import ActionRefused
 
 __all__ = ["ActionRefused", "as_agent", "as_user", "install", "installed", "uninstall"]
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from toolpass.intercept.entitlements import ToolEntitlement
-    from toolpass.toolkit.audit import AuditEvent
-    from toolpass.toolkit.errors import ToolRefused
+    from toolpass.outcome.audit import AuditEvent
+    from toolpass.outcome.errors import ToolRefused
     from toolpass.toolkit.session import Session
     from toolpass.toolkit.spec import ToolSpec
     from toolpass.toolkit.toolkit import Toolkit

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import compile_scope
-from toolpass.toolkit.errors import ToolRefused
 
 if TYPE_CHECKING:
     from toolpass.toolkit.spec import ToolCall, ToolSpec

@@ -43,9 +43,9 @@ from toolpass.intercept.routes import (
     Route,
     normal_path,
 )
+from toolpass.outcome.audit import AuditEvent, emit
+from toolpass.outcome.errors import ActionRefused
 from toolpass.rules.secrets import find_secret
-from toolpass.toolkit.audit import AuditEvent, emit
-from toolpass.toolkit.errors import ActionRefused
 
 if TYPE_CHECKING:
     from toolpass.engine.decision import Decision

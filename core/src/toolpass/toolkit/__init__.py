@@ -1,9 +1,9 @@
 """The secure-tools API: every tool call passes one ordered pipeline of checks."""
 
+from toolpass.outcome.audit import AuditEvent, JsonlSink, LogSink
+from toolpass.outcome.errors import CODES, ApprovalPending, ToolError, ToolRefused
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest
-from toolpass.toolkit.audit import AuditEvent, JsonlSink, LogSink
 from toolpass.toolkit.authorize import PermissionCheck, permission_check
-from toolpass.toolkit.errors import CODES, ApprovalPending, ToolError, ToolRefused
 from toolpass.toolkit.session import Session, current_session
 from toolpass.toolkit.settings import (
     CustomEffect,

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.secrets import find_secret, secret_name
-from toolpass.toolkit.errors import ApprovalPending, ToolRefused
 
 DEFAULT_TTL = 15 * 60.0
 #: How much of one argument a preview shows before it says what it left out.

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from toolpass.toolkit.errors import ToolRefused
+from toolpass.outcome.errors import ToolRefused
 
 _P = inspect.Parameter
 TypeCheck = Callable[[Any], bool]

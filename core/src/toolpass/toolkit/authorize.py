@@ -6,8 +6,8 @@ import string
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import escapes
-from toolpass.toolkit.errors import ToolRefused
 
 if TYPE_CHECKING:
     from toolpass.engine.decision import Decision

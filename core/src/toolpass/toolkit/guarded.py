@@ -12,8 +12,8 @@ from typing import Any
 
 from toolpass.engine.decision import Decision, Verdict
 from toolpass.engine.errors import PermissionDenied
+from toolpass.outcome.errors import ToolRefused
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
-from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.session import current_session, session_for
 from toolpass.toolkit.toolkit import Toolkit, _secure, default_toolkit
 

@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
 from toolpass.intercept.entitlements import EntitledCheck, entitled_user_actions, entitlement
+from toolpass.outcome.audit import AuditEvent, emit
+from toolpass.outcome.errors import ToolError, ToolRefused
+from toolpass.rules.redact import contains, leaks, redact, usable
 from toolpass.rules.secrets import find_secret_in
+from toolpass.rules.walk import non_finite, plain, strings_in
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending, preview_of
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
-from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import refusal, verdict
 from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, AsyncHookError, Hook, Step
-from toolpass.toolkit.errors import ToolError, ToolRefused
-from toolpass.toolkit.redact import contains, leaks, redact, usable
 from toolpass.toolkit.session import Session, _current
 from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.untrusted import fence
-from toolpass.toolkit.walk import non_finite, plain, strings_in
 
 if TYPE_CHECKING:
     from toolpass.toolkit.settings import Settings

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from typing import Any
 
+from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import has_control
-from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.untrusted import MAX_TEXT, UntrustedIndex
 
 _current: ContextVar[Session | None] = ContextVar("toolpass_session", default=None)

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NewType, Protocol, TypedDict
 
 from toolpass.intercept.entitlements import Entitlements, Recorder
+from toolpass.outcome.audit import AuditEvent, JsonlSink, LogSink
+from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import ScopeRule
 from toolpass.toolkit.approval import ApprovalQueue
-from toolpass.toolkit.audit import AuditEvent, JsonlSink, LogSink
-from toolpass.toolkit.errors import ToolRefused
 
 if TYPE_CHECKING:
     from toolpass.engine.decision import Decision

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from toolpass.intercept.entitlements import Recorder
 from toolpass.intercept.router import Router
+from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import ScopeRule, compile_scope
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.drivers import run_async, run_sync
-from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.pipeline import steps
 from toolpass.toolkit.settings import (
     AuditSink,

@@ -1,7 +1,7 @@
 """Redaction of secrets from tool output, errors and audit records.
 
 A value that holds no secret is returned as it is (same object). One that does is rebuilt
-with every occurrence replaced, wherever the walk of ``toolkit.walk`` finds text: strings,
+with every occurrence replaced, wherever the walk of ``rules.walk`` finds text: strings,
 bytes, mappings, sequences, dataclasses, pydantic models, plain objects, exceptions. A secret
 split across the chunks of a sequence of strings (a streamed reply) is found in their joined
 text. What cannot be rebuilt becomes its redacted text.
@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
-from toolpass.toolkit.walk import MAX_DEPTH, strings_in
+from toolpass.rules.walk import MAX_DEPTH, strings_in
 
 REDACTED = "[REDACTED]"
 #: Shorter secrets are not redacted: replacing them would mangle ordinary text.

@@ -1,0 +1,169 @@
+"""One audit event per tool call, built lazily, and the sinks that receive it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolpass.rules.redact import redact
+from toolpass.rules.secrets import scrub, secret_name
+from toolpass.rules.walk import plain
+
+log = logging.getLogger("toolpass")
+
+
+def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
+    """What an audit record may show of a value: JSON-friendly, values under secret-looking
+    names redacted, credentials found by their shape and the call's own credential replaced."""
+    return redact(scrub(plain(value, secret_name)), secrets)
+
+
+class AuditEvent:
+    """What happened in one call. Fields are filled as the call goes; ``to_dict`` formats.
+
+    Building the dictionary (and redacting arguments) happens only when a sink asks for it.
+    """
+
+    __slots__ = (
+        "_start",
+        "actions",
+        "approval_id",
+        "approval_reasons",
+        "arguments",
+        "authorization",
+        "code",
+        "detail",
+        "duration",
+        "effect",
+        "message",
+        "outcome",
+        "preview",
+        "secrets",
+        "session_id",
+        "time",
+        "tool",
+        "user",
+    )
+
+    def __init__(self, tool: str, effect: str | None) -> None:
+        self.time = time.time()
+        self._start = time.perf_counter()
+        self.tool = tool
+        self.effect = effect
+        self.user: str | None = None
+        self.session_id: str | None = None
+        self.arguments: Mapping[str, Any] | None = None
+        self.outcome = "refused"  # "ok", "refused", "error" or "cancelled"
+        self.code: str | None = None
+        self.message: str | None = None
+        self.detail: str | None = None
+        self.authorization: tuple[str, str] | None = None  # (decision, reason)
+        self.approval_reasons: tuple[str, ...] = ()
+        self.approval_id: str | None = None
+        self.preview: str | None = None  # what a person was asked to approve
+        self.duration = 0.0
+        self.secrets: tuple[str, ...] = ()
+        self.actions: list[dict[str, Any]] = []
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the call went as it did: the authorization, then why approval was needed."""
+        out = []
+        if self.authorization is not None:
+            decision, reason = self.authorization
+            out.append(f"authorization: {decision}" + (f" ({reason})" if reason else ""))
+        out.extend(self.approval_reasons)
+        return out
+
+    def finish(self) -> None:
+        self.duration = time.perf_counter() - self._start
+
+    def seal(self) -> None:
+        """Redact the call's credential from what the event holds now, and forget it: a sink
+        may keep the event, and nothing it keeps may hold the credential."""
+        secrets = self.secrets
+        if not secrets:
+            return
+        if self.arguments is not None:
+            self.arguments = redact(self.arguments, secrets)
+        self.message = redact(self.message, secrets)
+        self.detail = redact(self.detail, secrets)
+        self.actions = redact(self.actions, secrets)
+        self.preview = redact(self.preview, secrets)
+        self.secrets = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        secrets = self.secrets
+        args: dict[str, Any] | None = None
+        if self.arguments is not None:
+            args = _clean(dict(self.arguments), secrets)
+        return {
+            "time": self.time,
+            "user": self.user,
+            "session": self.session_id,
+            "tool": self.tool,
+            "effect": self.effect,
+            "arguments": args,
+            "outcome": self.outcome,
+            "code": self.code,
+            "message": _clean(self.message, secrets),
+            "detail": _clean(self.detail, secrets),
+            "reasons": self.reasons,
+            "approval_id": self.approval_id,
+            "preview": _clean(self.preview, secrets),
+            "actions": [
+                _clean({k: v for k, v in a.items() if k[:1] != "_"}, secrets) for a in self.actions
+            ],
+            "duration_ms": round(self.duration * 1000, 3),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"AuditEvent({self.tool!r}, user={self.user!r}, outcome={self.outcome!r}, "
+            f"code={self.code!r})"
+        )
+
+
+AuditSink = Callable[[AuditEvent], object]
+
+
+class LogSink:
+    """Sends events to Python logging (logger ``toolpass.audit``, level INFO) as JSON."""
+
+    def __init__(self, logger: str | logging.Logger = "toolpass.audit", level: int = logging.INFO):
+        self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
+        self.level = level
+
+    def __call__(self, event: AuditEvent) -> None:
+        if self.logger.isEnabledFor(self.level):
+            record = event.to_dict()
+            self.logger.log(
+                self.level, json.dumps(record, default=repr), extra={"toolpass_audit": record}
+            )
+
+
+class JsonlSink:
+    """Appends one JSON line per event to a file; safe for concurrent calls."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+
+    def __call__(self, event: AuditEvent) -> None:
+        line = json.dumps(event.to_dict(), default=repr) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
+
+
+def emit(event: AuditEvent, sinks: tuple[AuditSink, ...]) -> None:
+    """Give the event to every sink; a failing sink is logged and never changes the call."""
+    for sink in sinks:
+        try:
+            sink(event)
+        except Exception:
+            log.exception("toolpass audit sink %r failed", sink)

@@ -1,0 +1,166 @@
+"""Core's layers, and a check that every import points down.
+
+Bottom to top (a layer may import only from the layers below it and from itself)::
+
+    cli, demo       the command line and the demo: users of the public API
+    __init__        the public API, re-exported
+    adapting        what every adapter shares
+    toolkit         Toolkit, secured_tool, the pipeline, Session, approval, limits, untrusted
+    intercept       the request hook; it sees the call in progress through its own protocol
+                    (``intercept.context.CallInProgress``), never through the toolkit
+    engine          Toolpass, the decision cache, the remote client, config loading, Checker
+    integrations    Integration base, one module per system, route types, tables, matching
+    wire            the engine's HTTP client, secrets, Decision, identity, watched files,
+                    config key types, engine errors, the check budget, JWT
+    outcome         refusal codes and errors (ToolRefused, ActionRefused, ...), AuditEvent, sinks
+    rules           argument rules, secret scanning and redaction, the value walk
+    _version
+
+Every ``import`` and ``from ... import`` counts, wherever it is written (module level, inside
+a function, under ``TYPE_CHECKING``): an upward import is a cycle waiting to happen even when
+it is lazy. Modules of other distributions sharing the ``toolpass`` namespace (the adapters,
+``toolpass.server``) are not part of core and are not checked here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import toolpass
+
+LAYERS: tuple[str, ...] = (
+    "_version",
+    "rules",
+    "outcome",
+    "wire",
+    "integrations",
+    "engine",
+    "intercept",
+    "toolkit",
+    "adapting",
+    "__init__",
+    "demo",
+    "cli",
+)
+
+CORE = Path(next(p for p in toolpass.__path__ if (Path(p) / "_version.py").exists()))
+
+
+def module_name(path: Path, root: Path) -> str:
+    """The dotted name of the module in ``path`` (``root`` is the ``toolpass`` folder)."""
+    parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """Every module ``module`` imports, with its line; ``from a import b`` gives ``a.b``."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".")
+                package = package[: len(package) - node.level + (1 if is_package else 0)]
+                base = ".".join([*package, base] if base else package)
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def layer_of(target: str, root: Path) -> str | None:
+    """The layer of the core module ``target`` names, or None when it is not core's."""
+    parts = target.split(".")
+    if parts[0] != root.name:
+        return None
+    if len(parts) == 1 or not ((root / parts[1]).is_dir() or (root / f"{parts[1]}.py").is_file()):
+        return "__init__"  # `from toolpass import X` where X is a public name
+    return parts[1]
+
+
+def upward_imports(root: Path, layers: tuple[str, ...] = LAYERS) -> list[str]:
+    """``file:line: a -> b`` for every import of ``b`` from a lower layer ``a``."""
+    rank = {name: i for i, name in enumerate(layers)}
+    problems: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        source = layer_of(module, root) if "." in module else "__init__"
+        assert source in rank, f"{path}: its layer {source!r} is not in LAYERS"
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for line, target in imported(tree, module, path.name == "__init__.py"):
+            layer = layer_of(target, root)
+            if layer is None or layer == source:
+                continue
+            if rank.get(layer, len(layers)) > rank[source]:
+                where = path.relative_to(root.parent)
+                problems.append(f"{where}:{line}: {source} -> {layer} ({target})")
+    return problems
+
+
+#: Upward edges not yet removed (issue #9). It only shrinks: an edge that is gone fails the
+#: test until it is taken off this list.
+STILL_UPWARD: frozenset[str] = frozenset(
+    {
+        "integrations -> engine",
+        "integrations -> intercept",
+        "intercept -> toolkit",
+        "engine -> toolkit",
+    }
+)
+
+
+def edge(problem: str) -> str:
+    return problem.split(": ", 1)[1].split(" (")[0]
+
+
+def test_every_import_in_core_points_down() -> None:
+    problems = upward_imports(CORE)
+    assert [p for p in problems if edge(p) not in STILL_UPWARD] == []
+    assert {edge(p) for p in problems} == STILL_UPWARD
+
+
+def test_every_core_package_has_a_layer() -> None:
+    names = {p.stem for p in CORE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert names <= set(LAYERS), names - set(LAYERS)
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "expected"),
+    [
+        ("rules/bad.py", "from toolpass.toolkit import Toolkit\n", "1: rules -> toolkit"),
+        (
+            "outcome/bad.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from toolpass.intercept.context import CallScope\n",
+            "3: outcome -> intercept",
+        ),
+        ("wire/bad.py", "def f():\n    import toolpass.engine.cache\n", "2: wire -> engine"),
+        ("integrations/bad.py", "from toolpass import Toolkit\n", "1: integrations -> __init__"),
+        ("intercept/sub/bad.py", "from ...toolkit import spec\n", "1: intercept -> toolkit"),
+        ("engine/bad.py", "from toolpass import intercept\n", "1: engine -> intercept"),
+    ],
+)
+def test_an_upward_import_is_reported_with_its_place(
+    tmp_path: Path, where: str, text: str, expected: str
+) -> None:
+    root = tmp_path / "toolpass"
+    for layer in ("rules", "outcome", "wire", "integrations", "engine", "intercept", "toolkit"):
+        (root / layer / "sub").mkdir(parents=True)
+        (root / layer / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("from toolpass.toolkit import Toolkit\n")
+    (root / where).write_text(text)
+    [problem] = upward_imports(root)
+    assert problem.startswith(f"toolpass/{where}:{expected} (")
+
+
+def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
+    root = tmp_path / "toolpass"
+    (root / "toolkit").mkdir(parents=True)
+    (root / "outcome").mkdir()
+    (root / "__init__.py").write_text("from toolpass.toolkit import Toolkit\n")
+    (root / "toolkit" / "__init__.py").write_text("from .a import Toolkit\nimport os\n")
+    (root / "toolkit" / "a.py").write_text("from toolpass.outcome.errors import ToolRefused\n")
+    (root / "outcome" / "__init__.py").write_text("from toolpass.outcome import errors\n")
+    assert upward_imports(root) == []
