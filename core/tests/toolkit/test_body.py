@@ -225,7 +225,9 @@ def test_a_generator_function_is_rejected_when_decorated(kit):
         kit.secured_tool(arows)
 
 
-def test_an_async_iterator_is_read_by_an_async_tool_and_refused_by_a_sync_one(drive, kit, session, events):
+def test_an_async_iterator_is_read_by_an_async_tool_refused_by_a_sync_one(
+    drive, kit, session, events
+):
     class Stream:
         def __aiter__(self):
             return self
