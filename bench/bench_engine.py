@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "tests"))
 
 from fakes.server import FakeServer
 from toolpass.engine import Decision, Toolpass, literal
-from toolpass.engine.http import HTTPClient
 from toolpass.integrations.base import Action, ConfigKey, Integration, ProbeResult
+from toolpass.wire.http import HTTPClient
 
 REPEATS = 9
 

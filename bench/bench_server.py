@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core" / "tests"))
 
 from fakes.github import FakeGitHub
 from toolpass.engine import Toolpass
-from toolpass.engine.http import HTTPClient
+from toolpass.wire.http import HTTPClient
 
 KEY = "bench-key-0123456789abcdef0123"
 ASK = ("dana@example.com", "gh", "pr.merge", "repo:acme/widgets")

@@ -27,10 +27,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from toolpass.engine.config import COMMON_KEYS, Config, ConfigKey, load_config
-from toolpass.engine.errors import ToolpassError
-from toolpass.engine.secrets import Secret
+from toolpass.engine.config import Config, load_config
 from toolpass.engine.toolpass import Toolpass
+from toolpass.wire.errors import ToolpassError
+from toolpass.wire.keys import COMMON_KEYS, ConfigKey
+from toolpass.wire.secrets import Secret
 
 ERROR = 3  # bad usage, or the command could not run
 NOT_CONFIGURED = 4

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fakes.server import FakeServer, Reply, Request
 from toolpass.engine import Toolpass
-from toolpass.engine.decision import Decision
+from toolpass.wire.decision import Decision
 from toolpass.integrations.base import Action, ConfigKey, Integration, ProbeResult
 
 

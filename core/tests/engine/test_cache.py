@@ -5,7 +5,7 @@ import time
 
 import pytest
 from toolpass.engine.cache import DecisionCache
-from toolpass.engine.decision import Decision
+from toolpass.wire.decision import Decision
 
 
 class Clock:

@@ -10,7 +10,7 @@ import pytest
 from fakes.proxy import FakeProxy
 from fakes.server import FakeServer, Reply, Request
 from fakes.tls import make_certs
-from toolpass.engine.http import (
+from toolpass.wire.http import (
     ENGINE_REQUEST,
     HTTPClient,
     HTTPError,

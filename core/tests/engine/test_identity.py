@@ -11,8 +11,8 @@ from fakes.server import FakeServer, Reply, Request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toolpass.engine import ConfigError, LookupFailed, Toolpass
-from toolpass.engine.http import HTTPClient
-from toolpass.engine.identity import (
+from toolpass.wire.http import HTTPClient
+from toolpass.wire.identity import (
     IdentityResolver,
     IdentitySettings,
     normalize_email,

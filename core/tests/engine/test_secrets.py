@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 from toolpass.engine import Secret, SecretError, env, file, literal
-from toolpass.engine.secrets import parse_secret
+from toolpass.wire.secrets import parse_secret
 
 
 def test_env_is_read_when_used(monkeypatch: pytest.MonkeyPatch) -> None:

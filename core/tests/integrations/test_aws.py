@@ -30,8 +30,8 @@ from fakes.tls import make_certs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from toolpass.engine import Toolpass
-from toolpass.engine.errors import ConfigError
-from toolpass.engine.secrets import literal
+from toolpass.wire.errors import ConfigError
+from toolpass.wire.secrets import literal
 from toolpass.integrations.aws import AWS, Credentials, sign_v4
 
 ACCOUNT = "123456789012"

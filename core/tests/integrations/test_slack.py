@@ -14,7 +14,7 @@ from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
 from toolpass import integrations
 from toolpass.engine import Toolpass
-from toolpass.engine.errors import ConfigError
+from toolpass.wire.errors import ConfigError
 from toolpass.integrations.slack import Slack
 
 BOT = "xoxb-1111-2222-fake"

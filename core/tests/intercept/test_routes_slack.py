@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
-from toolpass.engine.errors import LookupFailed
+from toolpass.wire.errors import LookupFailed
 from toolpass.integrations.slack import Slack, _parse
 from toolpass.intercept.routes import Request, fields, load
 

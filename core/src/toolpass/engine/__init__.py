@@ -3,17 +3,17 @@
 from typing import Any
 
 from toolpass.engine.checker import Checker
-from toolpass.engine.decision import Decision, Verdict
-from toolpass.engine.errors import (
+from toolpass.engine.remote import RemoteToolpass
+from toolpass.engine.toolpass import Toolpass
+from toolpass.wire.decision import Decision, Verdict
+from toolpass.wire.errors import (
     ConfigError,
     LookupFailed,
     PermissionDenied,
     SecretError,
     ToolpassError,
 )
-from toolpass.engine.remote import RemoteToolpass
-from toolpass.engine.secrets import Secret, env, file, literal
-from toolpass.engine.toolpass import Toolpass
+from toolpass.wire.secrets import Secret, env, file, literal
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
-from toolpass.engine.decision import Decision
+from toolpass.wire.decision import Decision
 
 
 class _Flight:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from toolpass.engine.decision import Decision
-from toolpass.engine.errors import PermissionDenied
+from toolpass.wire.decision import Decision
+from toolpass.wire.errors import PermissionDenied
 
 
 class Checker(ABC):

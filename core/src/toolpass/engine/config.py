@@ -12,90 +12,26 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from toolpass.engine.decision import Decision
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import NetOptions, tls_context
-from toolpass.engine.http import check_url as check_url  # re-exported
-from toolpass.engine.http import is_loopback as is_loopback  # re-exported
-from toolpass.engine.identity import IdentitySettings, parse_identity
-from toolpass.engine.secrets import Secret, parse_secret
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import NetOptions, tls_context
+from toolpass.wire.http import check_url as check_url  # re-exported
+from toolpass.wire.http import is_loopback as is_loopback  # re-exported
+from toolpass.wire.identity import parse_identity
+from toolpass.wire.keys import COMMON_KEYS as COMMON_KEYS  # re-exported
+from toolpass.wire.keys import ConfigKey as ConfigKey  # re-exported
+from toolpass.wire.keys import ConnectionConfig as ConnectionConfig  # re-exported
+from toolpass.wire.keys import KeyType
+from toolpass.wire.secrets import Secret, parse_secret
+from toolpass.wire.watched import yaml_module
 
 if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
 
-KeyType = Literal["str", "int", "float", "bool", "list", "map", "any"]
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    """One configuration key: documented, optionally secret, required, defaulted or limited.
-
-    ``type`` is inferred from ``default`` when not given (``str`` without a default).
-    """
-
-    name: str
-    description: str
-    secret: bool = False
-    required: bool = False
-    default: Any = None
-    choices: tuple[Any, ...] | None = None
-    type: KeyType | None = None
-
-    @property
-    def kind(self) -> KeyType:
-        """The value's type."""
-        if self.type is not None:
-            return self.type
-        return _infer(self.default)
-
-
-def _infer(default: Any) -> KeyType:
-    for t, kind in ((bool, "bool"), (int, "int"), (float, "float"), (list, "list"), (dict, "map")):
-        if isinstance(default, t):
-            return kind  # type: ignore[return-value]
-    return "str"
-
-
-COMMON_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("id", "A unique name for this connection.", required=True),
-    ConfigKey("integration", "The system (see `toolpass catalog`).", required=True),
-    ConfigKey("url", "The system's API base URL; https://, or http:// on localhost only."),
-    ConfigKey(
-        "timeout", "Seconds one whole check may take, all its requests together.", default=10.0
-    ),
-    ConfigKey("ca_file", "PEM file of CA certificates that replace the system's roots."),
-    ConfigKey("tls_server_name", "The name the server certificate must carry, if not the host."),
-    ConfigKey("proxy_url", "An http:// proxy; https is tunnelled through CONNECT."),
-    ConfigKey("cache_ttl_allow", "Seconds an allow is cached (0: never).", default=60.0),
-    ConfigKey("cache_ttl_deny", "Seconds a deny is cached (0: never).", default=15.0),
-    ConfigKey("identity", "How a user's email becomes the system's user.", type="map"),
-)
 _COMMON = {k.name for k in COMMON_KEYS}
-
-
-@dataclass(frozen=True)
-class ConnectionConfig:
-    """One validated connection. ``options`` holds the integration's own keys, defaulted."""
-
-    id: str
-    integration: type[Integration]
-    url: str
-    timeout: float = 10.0
-    net: NetOptions = field(default_factory=NetOptions)
-    cache_ttl_allow: float = 60.0
-    cache_ttl_deny: float = 15.0
-    identity: IdentitySettings = field(default_factory=IdentitySettings)
-    options: Mapping[str, Any] = field(default_factory=dict)
-    origin: str = ""
-
-    def ttl(self, decision: Decision) -> float:
-        """How long ``decision`` may be cached (the cache never keeps unknown)."""
-        return self.cache_ttl_allow if decision.decision == "allow" else self.cache_ttl_deny
 
 
 @dataclass(frozen=True)
@@ -112,15 +48,6 @@ class Located(dict[str, Any]):
 
     line: int = 0
     lines: dict[str, int]
-
-
-def yaml_module() -> ModuleType:
-    """PyYAML, or a :class:`ConfigError` saying how to install it."""
-    try:
-        import yaml
-    except ImportError:
-        raise ConfigError("reading YAML needs PyYAML: pip install 'toolpass-core[yaml]'") from None
-    return yaml
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:

@@ -14,10 +14,10 @@ import os
 from typing import Any
 
 from toolpass.engine.checker import Checker
-from toolpass.engine.decision import Decision, Where
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, NetOptions, Response, check_url
-from toolpass.engine.secrets import Secret, literal
+from toolpass.wire.decision import Decision, Where
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient, NetOptions, Response, check_url
+from toolpass.wire.secrets import Secret, literal
 
 
 class RemoteToolpass(Checker):

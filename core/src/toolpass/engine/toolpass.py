@@ -9,14 +9,14 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from toolpass.engine import budget
 from toolpass.engine.cache import DecisionCache
 from toolpass.engine.checker import Checker
 from toolpass.engine.config import Config, ConnectionConfig, load_config, parse_connections
-from toolpass.engine.decision import Decision, Where
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient
-from toolpass.engine.secrets import Secret
+from toolpass.wire import budget
+from toolpass.wire.decision import Decision, Where
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient
+from toolpass.wire.secrets import Secret
 
 if TYPE_CHECKING:
     from toolpass.engine.remote import RemoteToolpass

@@ -8,7 +8,7 @@ import pkgutil
 import re
 from typing import TYPE_CHECKING
 
-from toolpass.engine.errors import ConfigError
+from toolpass.wire.errors import ConfigError
 
 if TYPE_CHECKING:
     from toolpass.integrations.base import Integration

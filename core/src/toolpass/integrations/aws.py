@@ -57,10 +57,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from toolpass.engine import budget
-from toolpass.engine.config import check_url, is_loopback
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import NetOptions, Response
 from toolpass.integrations import _aws_routes
 from toolpass.integrations.base import (
     Action,
@@ -72,6 +68,9 @@ from toolpass.integrations.base import (
     ProbeResult,
 )
 from toolpass.intercept.routes import Match, Request
+from toolpass.wire import budget
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import NetOptions, Response, check_url, is_loopback
 
 __all__ = ["AWS", "INTEGRATION", "Credentials", "sign_v4"]
 

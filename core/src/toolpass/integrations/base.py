@@ -34,14 +34,14 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 from urllib.parse import urlencode
 
-from toolpass.engine import budget
-from toolpass.engine.config import ConfigKey, ConnectionConfig
-from toolpass.engine.decision import Decision
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, HTTPError, MalformedResponse, NetOptions, Response
-from toolpass.engine.identity import IdentityResolver
-from toolpass.engine.secrets import Secret
 from toolpass.intercept.routes import Match, Request, Route, RouteTable, load
+from toolpass.wire import budget
+from toolpass.wire.decision import Decision
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient, HTTPError, MalformedResponse, NetOptions, Response
+from toolpass.wire.identity import IdentityResolver
+from toolpass.wire.keys import ConfigKey, ConnectionConfig
+from toolpass.wire.secrets import Secret
 
 __all__ = [
     "Action",

@@ -57,12 +57,6 @@ from importlib import resources
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from toolpass.engine.config import ConnectionConfig
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, Response
-from toolpass.engine.identity import same_email
-from toolpass.engine.jwt import rs256
-from toolpass.engine.secrets import Secret
 from toolpass.integrations._github_graphql import match_graphql
 from toolpass.integrations.base import (
     Action,
@@ -74,6 +68,12 @@ from toolpass.integrations.base import (
 )
 from toolpass.intercept.routes import Match, Request, Route, RouteTable, fill
 from toolpass.rules.scope import escapes
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient, Response
+from toolpass.wire.identity import same_email
+from toolpass.wire.jwt import rs256
+from toolpass.wire.keys import ConnectionConfig
+from toolpass.wire.secrets import Secret
 
 ROLES = ("read", "triage", "write", "maintain", "admin")
 _RANK = {role: i + 1 for i, role in enumerate(ROLES)}

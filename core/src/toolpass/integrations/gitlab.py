@@ -40,10 +40,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from toolpass.engine.decision import Decision
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, MalformedResponse
-from toolpass.engine.identity import same_email
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
@@ -56,6 +52,10 @@ from toolpass.integrations.base import (
 )
 from toolpass.intercept.routes import Match, Request, Route
 from toolpass.rules.scope import escapes
+from toolpass.wire.decision import Decision
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient, MalformedResponse
+from toolpass.wire.identity import same_email
 
 __all__ = ["INTEGRATION", "GitLab"]
 

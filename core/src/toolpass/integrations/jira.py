@@ -35,9 +35,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.engine.config import check_url
-from toolpass.engine.errors import ConfigError
-from toolpass.engine.identity import same_email
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
@@ -50,6 +47,9 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.intercept.routes import Match, Request, Route, fields
+from toolpass.wire.errors import ConfigError
+from toolpass.wire.http import check_url
+from toolpass.wire.identity import same_email
 
 __all__ = ["Jira"]
 

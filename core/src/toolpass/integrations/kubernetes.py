@@ -104,12 +104,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
-from toolpass.engine import budget
-from toolpass.engine.config import check_url
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, NetOptions
-from toolpass.engine.identity import normalize_email
-from toolpass.engine.watched import WatchedFile, json_or_yaml
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -123,6 +117,11 @@ from toolpass.integrations.base import (
 )
 from toolpass.intercept.routes import Match, Request, Route, fill
 from toolpass.rules.scope import escapes
+from toolpass.wire import budget
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient, NetOptions, check_url
+from toolpass.wire.identity import normalize_email
+from toolpass.wire.watched import WatchedFile, json_or_yaml
 
 __all__ = ["INTEGRATION", "Kubernetes", "Target", "classify", "parse_resource", "structural_match"]
 

@@ -45,9 +45,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import Response
-from toolpass.engine.identity import same_email
 from toolpass.integrations import _fields
 from toolpass.integrations.base import (
     Action,
@@ -59,6 +56,9 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.intercept.routes import Match, Request
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import Response
+from toolpass.wire.identity import same_email
 
 __all__ = ["INTEGRATION", "Slack", "SlackError"]
 

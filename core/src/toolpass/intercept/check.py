@@ -73,7 +73,7 @@ async def acheck(
 
 
 def _failed(exc: Exception) -> Any:
-    from toolpass.engine.decision import Decision
+    from toolpass.wire.decision import Decision
 
     return Decision.unknown(f"the permission engine failed: {type(exc).__name__}: {exc}")
 

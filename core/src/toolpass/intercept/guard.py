@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
-from toolpass.engine.http import ENGINE_REQUEST
 from toolpass.intercept import context
 from toolpass.intercept.router import Place, Router, origin
 from toolpass.intercept.routes import (
@@ -46,12 +45,13 @@ from toolpass.intercept.routes import (
 from toolpass.outcome.audit import AuditEvent, emit
 from toolpass.outcome.errors import ActionRefused
 from toolpass.rules.secrets import find_secret
+from toolpass.wire.http import ENGINE_REQUEST
 
 if TYPE_CHECKING:
-    from toolpass.engine.decision import Decision
     from toolpass.integrations.base import Integration
     from toolpass.intercept.context import CallScope
     from toolpass.toolkit.toolkit import Toolkit
+    from toolpass.wire.decision import Decision
 
 log = logging.getLogger("toolpass")
 _RANK = {"read": 0, "write": 1, "destructive": 2}

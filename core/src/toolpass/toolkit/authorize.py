@@ -10,8 +10,8 @@ from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import escapes
 
 if TYPE_CHECKING:
-    from toolpass.engine.decision import Decision
     from toolpass.toolkit.spec import ToolCall, ToolSpec
+    from toolpass.wire.decision import Decision
 
 
 class PermissionEngine(Protocol):

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Generator, Mapping
 from typing import Any, NamedTuple
 
-from toolpass.engine.decision import Decision
+from toolpass.wire.decision import Decision
 
 #: What the pipeline yields to its driver: ``(fn, args, kwargs, afn, inline)``.
 Step = tuple[

@@ -10,12 +10,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from toolpass.engine.decision import Decision, Verdict
-from toolpass.engine.errors import PermissionDenied
 from toolpass.outcome.errors import ToolRefused
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.session import current_session, session_for
 from toolpass.toolkit.toolkit import Toolkit, _secure, default_toolkit
+from toolpass.wire.decision import Decision, Verdict
+from toolpass.wire.errors import PermissionDenied
 
 UserSource = str | Callable[[], str] | ContextVar[str] | ContextVar[str | None]
 

@@ -22,7 +22,7 @@ from toolpass.rules.scope import ScopeRule
 from toolpass.toolkit.approval import ApprovalQueue
 
 if TYPE_CHECKING:
-    from toolpass.engine.decision import Decision
+    from toolpass.wire.decision import Decision
 
 #: The effects every toolkit knows; others are declared with ``Toolkit(effects=[...])``.
 Effect = Literal["read", "write", "destructive"]

@@ -46,8 +46,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolpass.engine.checker import Checker
-from toolpass.engine.errors import ConfigError
 from toolpass.server.config import ServerConfig, parse_server_config
+from toolpass.wire.errors import ConfigError
 
 log = logging.getLogger("toolpass.server")
 access_log = logging.getLogger("toolpass.server.access")

@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpass.engine.errors import ConfigError
-from toolpass.engine.secrets import Secret, parse_secret
+from toolpass.wire.errors import ConfigError
+from toolpass.wire.secrets import Secret, parse_secret
 
 MIN_KEY_LENGTH = 16
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}")

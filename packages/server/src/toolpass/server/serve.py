@@ -25,10 +25,10 @@ from typing import Any, NoReturn
 
 import uvicorn
 from starlette.applications import Starlette
-from toolpass.engine.errors import ToolpassError
 from toolpass.engine.toolpass import Toolpass
 from toolpass.server.app import create_app
 from toolpass.server.config import ServerConfig, parse_server_config
+from toolpass.wire.errors import ToolpassError
 
 ERROR = 3
 _CONFIG_ENV = "TOOLPASS_SERVER_CONFIG"  # hands the file to worker processes

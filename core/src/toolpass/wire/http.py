@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from toolpass._version import __version__
-from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.wire.errors import ConfigError, LookupFailed
 
 ENGINE_REQUEST: ContextVar[bool] = ContextVar("toolpass_engine_request", default=False)
 """True while the engine's client sends a request; the request hook must skip it then."""

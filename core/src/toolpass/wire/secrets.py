@@ -11,7 +11,7 @@ import os
 import re
 from typing import Literal
 
-from toolpass.engine.errors import SecretError
+from toolpass.wire.errors import SecretError
 
 Kind = Literal["env", "file", "literal"]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

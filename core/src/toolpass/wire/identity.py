@@ -32,11 +32,11 @@ from string import Formatter
 from typing import Any
 from urllib.parse import urlencode
 
-from toolpass.engine import budget
-from toolpass.engine.errors import ConfigError, LookupFailed
-from toolpass.engine.http import HTTPClient, NetOptions, check_url
-from toolpass.engine.secrets import Secret, parse_secret
-from toolpass.engine.watched import WatchedFile, json_or_yaml
+from toolpass.wire import budget
+from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient, NetOptions, check_url
+from toolpass.wire.secrets import Secret, parse_secret
+from toolpass.wire.watched import WatchedFile, json_or_yaml
 
 Resolve = Callable[[str], "str | Sequence[str] | None"]
 Lookup = Callable[[str, str], Sequence[str]]

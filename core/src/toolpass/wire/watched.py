@@ -7,9 +7,10 @@ import json
 import os
 import threading
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
-from toolpass.engine.errors import ConfigError, LookupFailed
+from toolpass.wire.errors import ConfigError, LookupFailed
 
 
 class WatchedFile:
@@ -45,12 +46,19 @@ class WatchedFile:
             return self._value
 
 
+def yaml_module() -> ModuleType:
+    """PyYAML, or a :class:`ConfigError` saying how to install it."""
+    try:
+        import yaml
+    except ImportError:
+        raise ConfigError("reading YAML needs PyYAML: pip install 'toolpass-core[yaml]'") from None
+    return yaml
+
+
 def json_or_yaml(path: str, text: str, what: str) -> Any:
     """The data of a ``.yaml``/``.yml`` file (with PyYAML) or of a JSON file."""
     try:
         if path.endswith((".yaml", ".yml")):
-            from toolpass.engine.config import yaml_module
-
             return yaml_module().safe_load(text)
         return json.loads(text)
     except ConfigError:

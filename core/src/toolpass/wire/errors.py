@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolpass.engine.decision import Decision
+from toolpass.wire.decision import Decision
 
 
 class ToolpassError(Exception):

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.engine.errors import ConfigError
+from toolpass.wire.errors import ConfigError
 
 
 def _b64(data: bytes) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from toolpass.engine.errors import LookupFailed
+from toolpass.wire.errors import LookupFailed
 
 _DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("toolpass_deadline", default=None)
 
