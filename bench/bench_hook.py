@@ -23,8 +23,8 @@ import httpx
 import requests
 from toolpass import Decision, Session, Toolkit, Toolpass, integrations, intercept
 from toolpass.integrations.github import GitHub
+from toolpass.integrations.routes import Request
 from toolpass.intercept import check as hook
-from toolpass.intercept.routes import Request
 
 N = 500
 ROUNDS = 9

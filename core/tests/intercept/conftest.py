@@ -13,7 +13,7 @@ import pytest
 from fakes.github import FakeGitHub
 from toolpass import Toolkit, Toolpass, intercept
 from toolpass.integrations.github import GitHub
-from toolpass.intercept.routes import Route
+from toolpass.integrations.routes import Route
 
 TOKEN = "ghp_tool00000000000000000000000000000000"
 USERS = {"dana@example.com": "dana", "rory@example.com": "rory"}

@@ -21,9 +21,9 @@ from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations.github import GitHub
+from toolpass.integrations.routes import Request
 from toolpass.intercept import ActionRefused
 from toolpass.intercept.router import Router
-from toolpass.intercept.routes import Request
 
 TOKEN = "ghp_tool00000000000000000000000000000000"
 DANA, RORY = "dana@example.com", "rory@example.com"

@@ -24,10 +24,10 @@ from fakes.server import FakeServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toolpass import Session, Toolkit, Toolpass, ToolRefused, intercept
+from toolpass.integrations.routes import Request, Route, RouteTable
 from toolpass.intercept import as_agent
 from toolpass.intercept.check import check
 from toolpass.intercept.router import Router, origin
-from toolpass.intercept.routes import Request, Route, RouteTable
 
 from .conftest import TOKEN, USERS, Hub, posted
 

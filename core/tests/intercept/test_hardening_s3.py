@@ -25,9 +25,9 @@ from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations.aws import AWS
+from toolpass.integrations.routes import Match, Request
 from toolpass.intercept import ActionRefused
 from toolpass.intercept.router import Router
-from toolpass.intercept.routes import Match, Request
 
 ACCOUNT = "123456789012"
 ENGINE_KEY, ENGINE_SECRET = "AKIAENGINEEXAMPLE001", "engine/secret+key"

@@ -33,7 +33,7 @@ from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations import _aws_routes
 from toolpass.integrations.aws import _ACTION, AWS
-from toolpass.intercept.routes import Match, Request, fields, load
+from toolpass.integrations.routes import Match, Request, fields, load
 
 from .generators import generator as load_generator
 

@@ -12,8 +12,8 @@ import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations.github import ACTIONS, GitHub, parse_resource
+from toolpass.integrations.routes import Match, Request, fill, load
 from toolpass.intercept.router import Router
-from toolpass.intercept.routes import Match, Request, fill, load
 
 from .generators import generator as load_generator
 

@@ -11,7 +11,7 @@ import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations.gitlab import ACTIONS, GitLab, parse_resource
-from toolpass.intercept.routes import Request, fields, load
+from toolpass.integrations.routes import Request, fields, load
 
 from .generators import generator as load_generator
 

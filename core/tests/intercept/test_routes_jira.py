@@ -11,7 +11,7 @@ import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations.jira import _GLOBAL, _ISSUE, _PROJECT, SITE, Jira, jql_bound
-from toolpass.intercept.routes import Request, fields, load
+from toolpass.integrations.routes import Request, fields, load
 
 from .generators import generator as load_generator
 

@@ -19,7 +19,7 @@ from toolpass.integrations.kubernetes import (
     review_attributes,
     structural_match,
 )
-from toolpass.intercept.routes import Match, Request, fill, load
+from toolpass.integrations.routes import Match, Request, fill, load
 
 from .generators import generator as load_generator
 

@@ -10,9 +10,9 @@ from types import ModuleType
 import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
-from toolpass.wire.errors import LookupFailed
+from toolpass.integrations.routes import Request, fields, load
 from toolpass.integrations.slack import Slack, _parse
-from toolpass.intercept.routes import Request, fields, load
+from toolpass.wire.errors import LookupFailed
 
 from .generators import generator as load_generator
 

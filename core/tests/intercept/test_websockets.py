@@ -29,8 +29,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import literal
+from toolpass.integrations.routes import Route
 from toolpass.intercept import ActionRefused
-from toolpass.intercept.routes import Route
 
 from .conftest import TOKEN, USERS, Hub
 

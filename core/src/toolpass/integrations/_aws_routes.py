@@ -44,7 +44,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from toolpass.intercept.routes import Match, Request, Route, RouteTable
+from toolpass.integrations.routes import Match, Request, Route, RouteTable
 from toolpass.rules.scope import escapes
 
 __all__ = ["AwsRoutes", "routes"]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from toolpass.intercept.routes import Request, fields
+from toolpass.integrations.routes import Request, fields
 
 __all__ = ["CONFLICT", "either", "fill", "form", "nested", "scalar"]
 

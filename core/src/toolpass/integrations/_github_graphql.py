@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.intercept.routes import Match, Request, Route
+from toolpass.integrations.routes import Match, Request, Route
 
 __all__ = ["match_graphql"]
 

@@ -67,7 +67,7 @@ from toolpass.integrations.base import (
     Integration,
     ProbeResult,
 )
-from toolpass.intercept.routes import Match, Request
+from toolpass.integrations.routes import Match, Request
 from toolpass.wire import budget
 from toolpass.wire.errors import ConfigError, LookupFailed
 from toolpass.wire.http import NetOptions, Response, check_url, is_loopback

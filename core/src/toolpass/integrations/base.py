@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 from urllib.parse import urlencode
 
-from toolpass.intercept.routes import Match, Request, Route, RouteTable, load
+from toolpass.integrations.routes import Match, Request, Route, RouteTable, load
 from toolpass.wire import budget
 from toolpass.wire.decision import Decision
 from toolpass.wire.errors import ConfigError, LookupFailed

@@ -66,7 +66,7 @@ from toolpass.integrations.base import (
     Integration,
     ProbeResult,
 )
-from toolpass.intercept.routes import Match, Request, Route, RouteTable, fill
+from toolpass.integrations.routes import Match, Request, Route, RouteTable, fill
 from toolpass.rules.scope import escapes
 from toolpass.wire.errors import ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, Response

@@ -50,7 +50,7 @@ from toolpass.integrations.base import (
     Remembered,
     load_actions,
 )
-from toolpass.intercept.routes import Match, Request, Route
+from toolpass.integrations.routes import Match, Request, Route
 from toolpass.rules.scope import escapes
 from toolpass.wire.decision import Decision
 from toolpass.wire.errors import ConfigError, LookupFailed

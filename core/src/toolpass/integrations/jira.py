@@ -46,7 +46,7 @@ from toolpass.integrations.base import (
     Remembered,
     load_actions,
 )
-from toolpass.intercept.routes import Match, Request, Route, fields
+from toolpass.integrations.routes import Match, Request, Route, fields
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import check_url
 from toolpass.wire.identity import same_email

@@ -115,7 +115,7 @@ from toolpass.integrations.base import (
     Remembered,
     load_actions,
 )
-from toolpass.intercept.routes import Match, Request, Route, fill
+from toolpass.integrations.routes import Match, Request, Route, fill
 from toolpass.rules.scope import escapes
 from toolpass.wire import budget
 from toolpass.wire.errors import ConfigError, LookupFailed

@@ -55,7 +55,7 @@ from toolpass.integrations.base import (
     Remembered,
     load_actions,
 )
-from toolpass.intercept.routes import Match, Request
+from toolpass.integrations.routes import Match, Request
 from toolpass.wire.errors import ConfigError, LookupFailed
 from toolpass.wire.http import Response
 from toolpass.wire.identity import same_email

@@ -31,9 +31,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
-from toolpass.intercept import context
-from toolpass.intercept.router import Place, Router, origin
-from toolpass.intercept.routes import (
+from toolpass.integrations.routes import (
     AMBIGUOUS,
     UNREAD,
     UNREADABLE,
@@ -42,6 +40,8 @@ from toolpass.intercept.routes import (
     Route,
     normal_path,
 )
+from toolpass.intercept import context
+from toolpass.intercept.router import Place, Router, origin
 from toolpass.outcome.audit import AuditEvent, emit
 from toolpass.outcome.errors import ActionRefused
 from toolpass.rules.secrets import find_secret

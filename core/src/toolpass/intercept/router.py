@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote, urlsplit
 
-from toolpass.intercept.routes import normal_path
+from toolpass.integrations.routes import normal_path
 
 if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
