@@ -99,24 +99,8 @@ def upward_imports(root: Path, layers: tuple[str, ...] = LAYERS) -> list[str]:
     return problems
 
 
-#: Upward edges not yet removed (issue #9). It only shrinks: an edge that is gone fails the
-#: test until it is taken off this list.
-STILL_UPWARD: frozenset[str] = frozenset(
-    {
-        "intercept -> toolkit",
-        "engine -> toolkit",
-    }
-)
-
-
-def edge(problem: str) -> str:
-    return problem.split(": ", 1)[1].split(" (")[0]
-
-
 def test_every_import_in_core_points_down() -> None:
-    problems = upward_imports(CORE)
-    assert [p for p in problems if edge(p) not in STILL_UPWARD] == []
-    assert {edge(p) for p in problems} == STILL_UPWARD
+    assert upward_imports(CORE) == []
 
 
 def test_every_core_package_has_a_layer() -> None:
@@ -162,3 +146,4 @@ def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
     (root / "toolkit" / "a.py").write_text("from toolpass.outcome.errors import ToolRefused\n")
     (root / "outcome" / "__init__.py").write_text("from toolpass.outcome import errors\n")
     assert upward_imports(root) == []
+

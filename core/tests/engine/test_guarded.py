@@ -4,8 +4,8 @@ from contextvars import ContextVar
 
 import pytest
 from fakes.server import FakeServer
-from toolpass import Toolkit
-from toolpass.engine import PermissionDenied, Toolpass, guarded
+from toolpass import Toolkit, guarded
+from toolpass.engine import PermissionDenied, Toolpass
 
 current_user: ContextVar[str] = ContextVar("current_user")
 

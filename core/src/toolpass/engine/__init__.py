@@ -1,7 +1,5 @@
 """The permission engine: asks the system that owns a resource whether a user may act on it."""
 
-from typing import Any
-
 from toolpass.engine.checker import Checker
 from toolpass.engine.remote import RemoteToolpass
 from toolpass.engine.toolpass import Toolpass
@@ -14,15 +12,6 @@ from toolpass.wire.errors import (
     ToolpassError,
 )
 from toolpass.wire.secrets import Secret, env, file, literal
-
-
-def __getattr__(name: str) -> Any:
-    if name == "guarded":  # it runs on the toolkit's pipeline, which builds on the engine
-        from toolpass.toolkit.guarded import guarded
-
-        return guarded
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "Checker",
@@ -38,6 +27,5 @@ __all__ = [
     "Verdict",
     "env",
     "file",
-    "guarded",
     "literal",
 ]

@@ -13,7 +13,7 @@ against the system's documented API. The kit gives it the rest:
   :meth:`Integration.error_detail` and its own in-band failures (Slack's ``"ok": false``)
   with :meth:`Integration.accept`. No reason ever carries one of the connection's secrets.
 - :meth:`Integration.pages`: a list read page by page, bounded.
-- identity: the shared modes come from ``engine.identity``; a system's own look-ups are
+- identity: the shared modes come from ``wire.identity``; a system's own look-ups are
   methods ``lookup_<mode>`` for each mode listed in ``identity_modes``.
 - :class:`Remembered`: a small, bounded, thread-safe cache with lifetimes.
 

@@ -13,10 +13,10 @@ from toolpass.intercept import context
 from toolpass.intercept.guard import Question, conclude, prepare
 
 if TYPE_CHECKING:
-    from toolpass.toolkit.toolkit import Toolkit
+    from toolpass.intercept.call import CallKit
 
 #: The toolkit that installed the hooks last: its sinks hear requests no call owns.
-installed_by: list[Toolkit] = []
+installed_by: list[CallKit] = []
 #: While a hooked layer sends a request it checked: what identifies that request to the
 #: hooked layer below it (a connection, an extensions dict), so that layer does not check it
 #: again, while any other request (one a body's generator sends, say) is still checked.
@@ -25,7 +25,7 @@ checked_above: ContextVar[object | None] = ContextVar("toolpass_checked_above", 
 BODY_LIMIT = 16 * 1024 * 1024
 
 
-def _kit() -> Toolkit | None:
+def _kit() -> CallKit | None:
     scope = context.current()
     if scope is not None:
         return scope.kit
@@ -34,7 +34,7 @@ def _kit() -> Toolkit | None:
 
 def _question(
     method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None
-) -> tuple[Toolkit, Question] | None:
+) -> tuple[CallKit, Question] | None:
     kit = _kit()
     if kit is None or kit.permissions is None:
         return None

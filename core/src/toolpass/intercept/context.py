@@ -19,12 +19,10 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from toolpass.intercept.call import CallKit, CallSession, DeclaredTool
     from toolpass.intercept.entitlements import ToolEntitlement
     from toolpass.outcome.audit import AuditEvent
     from toolpass.outcome.errors import ToolRefused
-    from toolpass.toolkit.session import Session
-    from toolpass.toolkit.spec import ToolSpec
-    from toolpass.toolkit.toolkit import Toolkit
 
 
 class CallScope:
@@ -47,9 +45,9 @@ class CallScope:
 
     def __init__(
         self,
-        spec: ToolSpec,
-        session: Session,
-        kit: Toolkit,
+        spec: DeclaredTool,
+        session: CallSession,
+        kit: CallKit,
         event: AuditEvent,
         arguments: dict[str, Any],
         approved: bool,

@@ -24,14 +24,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import compile_scope
 
 if TYPE_CHECKING:
-    from toolpass.toolkit.spec import ToolCall, ToolSpec
-    from toolpass.toolkit.toolkit import Toolkit
+    from toolpass.intercept.call import CallUser, DeclaredTool
 
 EFFECT_RANK = {"read": 0, "write": 1, "destructive": 2}
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -164,7 +163,21 @@ def template(resource: str, arguments: Mapping[str, Any]) -> str:
     return out
 
 
-def entitlement(kit: Toolkit, spec: ToolSpec) -> ToolEntitlement | None:
+class _Settings(Protocol):
+    @property
+    def strict(self) -> bool: ...
+    @property
+    def entitlements(self) -> Entitlements | None: ...
+
+
+class EntitledKit(Protocol):
+    """What ``entitlement`` reads of the toolkit running the call."""
+
+    @property
+    def settings(self) -> _Settings: ...
+
+
+def entitlement(kit: EntitledKit, spec: DeclaredTool) -> ToolEntitlement | None:
     """What the file says ``spec``'s tool does; refuses a tool missing from it (``strict``)
     or declared weaker than what it was recorded doing."""
     settings = kit.settings
@@ -175,7 +188,7 @@ def entitlement(kit: Toolkit, spec: ToolSpec) -> ToolEntitlement | None:
             "unentitled_action",
             "toolpass has no record of what this tool does, so it was not run. Tell the user; "
             "an operator must record it.",
-            detail=f"{spec.name} is not in {kit.entitlements.path}",
+            detail=f"{spec.name} is not in {settings.entitlements.path}",
         )
     if (
         entitled is not None
@@ -209,12 +222,12 @@ class EntitledCheck:
     def __init__(self, engine: Any, action: Entitled, resource: str) -> None:
         self.engine, self.action, self.resource = engine, action, resource
 
-    def __call__(self, call: ToolCall) -> Any:
+    def __call__(self, call: CallUser) -> Any:
         return self.engine.check(
             call.user, self.action.connection, self.action.action, self.resource
         )
 
-    async def acall(self, call: ToolCall) -> Any:
+    async def acall(self, call: CallUser) -> Any:
         return await self.engine.acheck(
             call.user, self.action.connection, self.action.action, self.resource
         )

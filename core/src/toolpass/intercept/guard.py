@@ -49,8 +49,8 @@ from toolpass.wire.http import ENGINE_REQUEST
 
 if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
+    from toolpass.intercept.call import CallKit
     from toolpass.intercept.context import CallScope
-    from toolpass.toolkit.toolkit import Toolkit
     from toolpass.wire.decision import Decision
 
 log = logging.getLogger("toolpass")
@@ -101,7 +101,7 @@ def _refuse(
 
 
 def prepare(
-    kit: Toolkit,
+    kit: CallKit,
     router: Router,
     method: str,
     url: str,
@@ -308,7 +308,7 @@ def _route(
 
 
 def _unknown_host(
-    kit: Toolkit, router: Router, scope: CallScope, record: dict[str, Any], changes: bool
+    kit: CallKit, router: Router, scope: CallScope, record: dict[str, Any], changes: bool
 ) -> None:
     """A request to a host no connection owns: refused, or let go (audited; a write is
     warned about when there are connections it could have been meant for)."""
@@ -472,7 +472,7 @@ def _source(record: dict[str, Any]) -> str:
     return f"{record.get('connection')}|{record.get('resource')}"
 
 
-def _unattributed(kit: Toolkit, method: str, url: str) -> None:
+def _unattributed(kit: CallKit, method: str, url: str) -> None:
     """A request while tool calls run, from a context that belongs to none of them: audited,
     and refused with ``strict_threads``."""
     refused = kit.strict_threads
