@@ -38,6 +38,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from toolpass.integrations._github_resources import parse_resource
 from toolpass.integrations.routes import Match, Request, Route
 
 __all__ = ["match_graphql"]
@@ -401,8 +402,6 @@ def _route(action: str, resource: str | None, effect: str, flags: str) -> Route:
 
 
 def _valid(resource: str | None) -> str | None:
-    from toolpass.integrations.github import parse_resource
-
     return resource if resource is not None and parse_resource(resource) else None
 
 

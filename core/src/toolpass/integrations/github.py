@@ -58,6 +58,13 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from toolpass.integrations._github_graphql import match_graphql
+from toolpass.integrations._github_resources import (
+    ACCOUNT,
+    RESOURCE,
+    account_fits,
+    parse_resource,
+    shape_fits,
+)
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -77,15 +84,6 @@ from toolpass.wire.secrets import Secret
 
 ROLES = ("read", "triage", "write", "maintain", "admin")
 _RANK = {role: i + 1 for i, role in enumerate(ROLES)}
-_RESOURCE = re.compile(
-    r"(?P<kind>repo|issue|pr|ref):(?P<owner>[A-Za-z0-9][A-Za-z0-9-]{0,38})/"
-    r"(?P<repo>[A-Za-z0-9._-]{1,100})(?:#(?P<number>[1-9][0-9]{0,9})|@(?P<ref>[^\s?#@]{1,255}))?"
-)
-_ACCOUNT = re.compile(
-    r"(?P<kind>org|user|team|enterprise|site):"
-    r"(?:#(?P<id>[1-9][0-9]{0,19})|(?P<me>@me)|(?P<name>[A-Za-z0-9][A-Za-z0-9_-]{0,99}))"
-)
-_SITE = ("public", "admin")
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 _ORG_RANK = {"member": 1, "owner": 2}
 _REF_WRITES = ("contents.write", "contents.delete", "branch.delete")
@@ -489,10 +487,10 @@ class GitHub(Integration):
 
     # --- the check ---------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        match = _RESOURCE.fullmatch(resource)
-        if match is None or match["repo"] in (".", "..") or not _shape_fits(match):
-            account = _ACCOUNT.fullmatch(resource)
-            if account is None or not _account_fits(account):
+        match = RESOURCE.fullmatch(resource)
+        if match is None or match["repo"] in (".", "..") or not shape_fits(match):
+            account = ACCOUNT.fullmatch(resource)
+            if account is None or not account_fits(account):
                 raise LookupFailed(
                     f"{resource!r} is not a github resource (repo:owner/name, "
                     "issue:owner/name#1, pr:owner/name#1, ref:owner/name@branch, org:name, "
@@ -736,35 +734,6 @@ def _pushed(repo: str, old: str, new: str, ref: str) -> tuple[str, str]:
     if created:
         return "branch.create", f"repo:{repo}"
     return "contents.write", target
-
-
-def _account_fits(match: re.Match[str]) -> bool:
-    """org: takes a name or #id, user: also @me, team: only #id, site: public or admin."""
-    kind = match["kind"]
-    if kind == "site":
-        return match["name"] in _SITE
-    if kind == "team":
-        return match["id"] is not None
-    if kind in ("org", "enterprise") and match["me"]:
-        return False
-    return not (kind == "enterprise" and match["id"])
-
-
-def parse_resource(resource: str) -> re.Match[str] | None:
-    """The parts of a github resource, or None when ``check`` would refuse it."""
-    match = _RESOURCE.fullmatch(resource)
-    if match is not None and match["repo"] not in (".", "..") and _shape_fits(match):
-        return match
-    account = _ACCOUNT.fullmatch(resource)
-    return account if account is not None and _account_fits(account) else None
-
-
-def _shape_fits(match: re.Match[str]) -> bool:
-    """issue: and pr: need ``#number``, ref: needs ``@branch``, repo: neither."""
-    kind = match["kind"]
-    return (match["number"] is not None) == (kind in ("issue", "pr")) and (
-        match["ref"] is not None
-    ) == (kind == "ref")
 
 
 class _App:
