@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from fakes.server import FakeServer, Reply, Request
 from toolpass.engine import Toolpass
-from toolpass.wire.decision import Decision
 from toolpass.integrations.base import Action, ConfigKey, Integration, ProbeResult
+from toolpass.wire.decision import Decision
 
 
 class Demo(Integration):

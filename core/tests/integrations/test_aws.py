@@ -30,9 +30,9 @@ from fakes.tls import make_certs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from toolpass.engine import Toolpass
+from toolpass.integrations.aws import AWS, Credentials, sign_v4
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.secrets import literal
-from toolpass.integrations.aws import AWS, Credentials, sign_v4
 
 ACCOUNT = "123456789012"
 ENGINE = f"arn:aws:iam::{ACCOUNT}:user/toolpass-engine"

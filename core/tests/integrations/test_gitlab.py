@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pytest_toolpass import IntegrationConformance
 from toolpass.engine import Toolpass, literal
-from toolpass.wire.errors import ConfigError, LookupFailed
 from toolpass.integrations import get
 from toolpass.integrations.gitlab import GitLab, branch_matches, parse_resource
+from toolpass.wire.errors import ConfigError, LookupFailed
 
 ADMIN_TOKEN = "glpat-admin-token"
 BOT_TOKEN = "glpat-bot-token"

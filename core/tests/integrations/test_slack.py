@@ -14,8 +14,8 @@ from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
 from toolpass import integrations
 from toolpass.engine import Toolpass
-from toolpass.wire.errors import ConfigError
 from toolpass.integrations.slack import Slack
+from toolpass.wire.errors import ConfigError
 
 BOT = "xoxb-1111-2222-fake"
 USER_TOKEN = "xoxp-1111-3333-fake"
