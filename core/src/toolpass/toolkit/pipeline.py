@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolpass")
 
 
+#: Argument values that need no copy and never are, nor hold, a NaN or an infinity.
+_NO_NUMBERS = frozenset({str, int, bool, type(None), bytes})
 EXFILTRATION_REASON = "it sends data out after this session read private data and untrusted content"
 
 
@@ -98,7 +100,12 @@ def steps(
             # Only toolpass passes it; a ``**kwargs`` parameter must not take it in.
             raise invalid("Unexpected argument 'credential'")
         # Checked once, on a copy the caller can no longer change; the body gets the same.
-        arguments = snapshot(spec.binder.bind(args, kwargs))
+        arguments = spec.binder.bind(args, kwargs)
+        if not _NO_NUMBERS.issuperset(map(type, arguments.values())):  # beyond plain values
+            arguments = snapshot(arguments)
+            for name, value in arguments.items():
+                if non_finite(value):
+                    raise invalid(f"Argument {name!r} must be a finite number, not {show(value)}")
         event.arguments = arguments
         try:
             types = spec.types
@@ -111,9 +118,6 @@ def steps(
                     f"Argument {name!r} must be {type_name(hint)}, not "
                     f"{type(value).__name__} {show(value)}"
                 )
-        for name, value in arguments.items():
-            if non_finite(value):
-                raise invalid(f"Argument {name!r} must be a finite number, not {show(value)}")
         for name, validator in spec.validators:
             try:
                 ok = yield Hook(validator, (arguments[name],), inline=True)
@@ -302,7 +306,7 @@ def steps(
                 raise failure
             failure = None
             raise wrapped
-        if isinstance(result, AsyncIterator):
+        if type(result) not in PLAIN and isinstance(result, AsyncIterator):
             result = yield Hook(_collect, (result,), afn=_acollect)
         result = _output(spec, session, result, event.secrets, untrusted)
         event.outcome = "ok"
@@ -332,7 +336,8 @@ def steps(
         if grant is not None:
             grant.release()
         event.finish()
-        event.seal()  # redacted now: the credential is forgotten before sinks keep the event
+        if event.secrets:
+            event.seal()  # redacted now: the credential is forgotten before sinks keep it
         emit(event, kit.audit)
 
 
