@@ -342,10 +342,18 @@ class Guard:
             yield active
             return
         if not isinstance(user, str) or not user.strip():
+            source = self.user
+            where = (
+                f"the callable {getattr(source, '__qualname__', source)!r}"
+                if callable(source)
+                else f"the run context's {source!r}"
+            )
             raise ToolRefused(
                 "no_session",
                 "No user is known for this call, so it cannot act for anyone. The application "
-                "must pass the user to the agent run.",
+                f"must pass the user to the agent run (toolpass looked in {where}, and found "
+                "no active toolpass Session).",
+                detail=f"no user in {where}; no active Session",
             )
         session = session_for(user) if key is None else self._sessions.get(key, user)
         with session.active():

@@ -20,6 +20,7 @@ def test_no_user_is_refused_and_audited(user: str | None) -> None:
     with pytest.raises(ToolRefused) as refused:
         guard(events).run(user, "delete_issue", {"key": "PAY-1"}, lambda: "ran")
     assert refused.value.code == "no_session"
+    assert "looked in the run context's 'user_id'" in refused.value.message  # where it looked
     [event] = events
     assert (event.tool, event.user, event.outcome, event.code) == (
         "delete_issue",

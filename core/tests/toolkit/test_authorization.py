@@ -282,7 +282,8 @@ def test_resource_values_must_be_plain_names_or_numbers(drive, kit, session, val
     if allowed:
         assert drive.call(tool, value) == "closed"
     else:
-        assert drive.refused(tool, value).code == "out_of_scope"
+        expected = "invalid_arguments" if value is None else "out_of_scope"  # None: missing
+        assert drive.refused(tool, value).code == expected
         assert engine.asked == []
 
 
@@ -298,3 +299,15 @@ def test_a_template_naming_a_missing_argument_fails_at_decoration(kit, engine):
 def test_a_template_takes_plain_fields_only(engine, template):
     with pytest.raises(ValueError, match="plain"):
         permission_check(engine, "github", "pr.create", template)
+
+
+def test_a_missing_template_argument_is_invalid_not_out_of_scope(drive, kit, session, engine):
+    tool = drive.tool(
+        kit,
+        lambda repo=None: "ran",
+        authorize=permission_check(engine, "github", "pr.create", "repo:{repo}"),
+    )
+    refused = drive.refused(tool)
+    assert refused.code == "invalid_arguments"
+    assert "'repo' is needed" in refused.message
+    assert engine.asked == []

@@ -115,6 +115,13 @@ class PermissionCheck:
         values = {}
         for name in self.fields:
             value = arguments.get(name)
+            if value is None:
+                raise ToolRefused(
+                    "invalid_arguments",
+                    f"Argument {name!r} is needed: it names the resource this call acts on. "
+                    "Call the tool again with it.",
+                    detail=f"resource template {self.template!r} needs {name!r}",
+                )
             if isinstance(value, bool) or not isinstance(value, (str, int)):
                 raise _unsafe(name, "is not a string or a number")
             text = str(value)

@@ -92,6 +92,7 @@ def steps(
                 "no_session",
                 "No user session is active, so this tool cannot act for anyone. "
                 "The application must run the agent inside a toolpass Session.",
+                detail="no toolpass Session is active in this thread or task",
             )
         event.user, event.session_id = session.user, session.id
 
