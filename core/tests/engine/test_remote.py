@@ -131,3 +131,19 @@ def test_missing_url_or_key(monkeypatch: pytest.MonkeyPatch) -> None:
         RemoteToolpass()
     with pytest.raises(ConfigError, match="TOOLPASS_API_KEY"):
         RemoteToolpass("https://toolpass.internal")
+
+
+@pytest.mark.parametrize(
+    ("said", "cause"),
+    [("identity", "identity"), ("resource", "resource"), ("anything else", ""), (None, "")],
+)
+def test_the_cause_of_an_unknown_crosses_the_wire(
+    server: FakeServer, said: str | None, cause: str
+) -> None:
+    @server.route("POST", "/cause/check")
+    def check(request: Request) -> dict[str, Any]:
+        return {"decision": "unknown", "reason": "no one", "cause": said, "cached": False}
+
+    tp = Toolpass.remote(server.url + "/cause", "k1")
+    assert tp.check("zed@example.com", "gh", "pr.merge", "repo:acme/x").cause == cause
+    tp.close()

@@ -88,3 +88,34 @@ async def test_async_tools_ask_the_engine_without_blocking(engine: Toolpass) -> 
         with pytest.raises(ToolRefused) as info:
             await open_pr("acme/widgets")
     assert info.value.code == "not_authorized"
+
+
+def test_a_user_who_maps_to_no_one_is_not_configured_not_try_later(
+    engine: Toolpass, github: FakeGitHub
+) -> None:
+    decision = engine.check("zed@example.com", "github", "pr.create", "repo:acme/widgets")
+    assert (decision.decision, decision.cause) == ("unknown", "identity")
+    open_pr, opened = open_pr_tool(engine, [])
+    with Session("zed@example.com").active(), pytest.raises(ToolRefused) as info:
+        open_pr("acme/widgets", "fix")
+    assert info.value.code == "not_configured"
+    assert "map their account" in info.value.message
+    assert "later" not in info.value.message
+    assert opened == []
+
+
+def test_a_resource_the_action_does_not_take_is_invalid_not_try_later(
+    engine: Toolpass, github: FakeGitHub
+) -> None:
+    decision = engine.check("dana@example.com", "github", "pr.create", "team:acme/x")
+    assert (decision.decision, decision.cause) == ("unknown", "resource")
+    kit = Toolkit(audit=[])
+
+    @kit.secured_tool(authorize=permission_check(engine, "github", "pr.create", "{target}"))
+    def open_pr(target: str) -> str:
+        return "opened"
+
+    with Session("dana@example.com").active(), pytest.raises(ToolRefused) as info:
+        open_pr("team:acme-x")
+    assert info.value.code == "invalid_arguments"
+    assert "later" not in info.value.message

@@ -60,6 +60,7 @@ async def test_decisions(client: httpx.AsyncClient, github: FakeGitHub) -> None:
     assert answer.json() == {
         "decision": "allow",
         "reason": "dana has the write role on acme/widgets; pr.merge needs write",
+        "cause": "",
         "cached": False,
         **QUESTION,
         "configured": True,
@@ -74,9 +75,14 @@ async def test_decisions(client: httpx.AsyncClient, github: FakeGitHub) -> None:
     assert (answer.status_code, answer.json()["decision"]) == (200, "unknown")
     assert answer.json()["reason"] == "no connection 'jira' is configured (gh)"
     assert answer.json()["configured"] is False
+    # Someone outside the mapped domain maps to no one: an unknown that asking again will
+    # not change, and the answer says so (Toolpass.remote turns it into Decision.cause).
+    answer = await client.post("/check", json={**QUESTION, "user": "zed@else.org"}, headers=AUTH)
+    assert (answer.json()["decision"], answer.json()["cause"]) == ("unknown", "identity")
     github.fail(503, times=3)  # a failed look-up is an unknown decision, still a 200
     answer = await client.post("/check", json={**QUESTION, "fresh": True}, headers=AUTH)
     assert (answer.status_code, answer.json()["decision"]) == (200, "unknown")
+    assert answer.json()["cause"] == ""
 
 
 @pytest.mark.parametrize(

@@ -104,7 +104,13 @@ def _decision(answer: Response, where: Where) -> tuple[Decision, bool | None]:
     if verdict not in ("allow", "deny", "unknown"):
         raise LookupFailed("the answer has no valid decision")
     reason = data.get("reason")
-    decision = Decision(verdict, reason if isinstance(reason, str) else "", **where)
+    cause = data.get("cause")
+    decision = Decision(
+        verdict,
+        reason if isinstance(reason, str) else "",
+        cause=cause if cause in ("identity", "resource") else "",
+        **where,
+    )
     configured = data.get("configured")
     return (
         dataclasses.replace(decision, cached=data.get("cached") is True),

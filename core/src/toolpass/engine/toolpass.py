@@ -126,7 +126,9 @@ class Toolpass(Checker):
                 "unknown",
             ):
                 raise LookupFailed(f"the {conn.integration.name} integration answered nonsense")
-        except (LookupFailed, ConfigError) as e:
+        except LookupFailed as e:
+            return Decision.unknown(f"{conn.id}: {e}", cause=e.cause, **where)
+        except ConfigError as e:
             return Decision.unknown(f"{conn.id}: {e}", **where)
         except Exception as e:
             log.exception("check on %s failed", conn.id)

@@ -653,11 +653,12 @@ class AWS(Integration):
             return Decision.unknown(f"{action!r} is not an IAM action (service:Operation)")
         problem = self._resource_problem(resource)
         if problem:
-            return Decision.unknown(problem)
+            return Decision.unknown(problem, cause="resource")
         principal = self.user_id(user)
         if not _PRINCIPAL.fullmatch(principal):
             return Decision.unknown(
-                f"{user} maps to {principal!r}, which is not an IAM user, group or role ARN"
+                f"{user} maps to {principal!r}, which is not an IAM user, group or role ARN",
+                cause="identity",
             )
         if principal.split(":")[1] != self.partition:
             return Decision.unknown(f"{principal} is not in the {self.partition} partition")

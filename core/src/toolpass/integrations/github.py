@@ -75,7 +75,7 @@ from toolpass.integrations.base import (
 )
 from toolpass.integrations.routes import Match, Request, Route, RouteTable, fill
 from toolpass.rules.scope import escapes
-from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, Response
 from toolpass.wire.identity import same_email
 from toolpass.wire.jwt import rs256
@@ -491,7 +491,7 @@ class GitHub(Integration):
         if match is None or match["repo"] in (".", "..") or not shape_fits(match):
             account = ACCOUNT.fullmatch(resource)
             if account is None or not account_fits(account):
-                raise LookupFailed(
+                raise BadResource(
                     f"{resource!r} is not a github resource (repo:owner/name, "
                     "issue:owner/name#1, pr:owner/name#1, ref:owner/name@branch, org:name, "
                     "user:login, user:@me, site:public, site:admin)"

@@ -53,7 +53,7 @@ from toolpass.integrations.base import (
 from toolpass.integrations.routes import Match, Request, Route
 from toolpass.rules.scope import escapes
 from toolpass.wire.decision import Decision
-from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, MalformedResponse
 from toolpass.wire.identity import same_email
 
@@ -130,7 +130,7 @@ def parse_resource(resource: str) -> Target:
         return Target("instance", "")
     kind, sep, rest = resource.partition(":")
     if not sep:
-        raise LookupFailed(f"resource {resource!r} is not kind:path (e.g. project:group/name)")
+        raise BadResource(f"resource {resource!r} is not kind:path (e.g. project:group/name)")
     branch: str | None = None
     iid: int | None = None
     if kind in ("project", "group"):
@@ -138,20 +138,20 @@ def parse_resource(resource: str) -> Target:
     elif kind == "branch":
         path, at, branch = rest.partition("@")
         if not at or not _valid_branch(branch):
-            raise LookupFailed(f"resource {resource!r}: expected branch:group/project@branch")
+            raise BadResource(f"resource {resource!r}: expected branch:group/project@branch")
     elif kind in ("mr", "issue"):
         path, mark, number = rest.rpartition("!" if kind == "mr" else "#")
         if not mark or not number.isascii() or not number.isdigit() or len(number) > 12:
             sign = "!" if kind == "mr" else "#"
-            raise LookupFailed(f"resource {resource!r}: expected {kind}:group/project{sign}iid")
+            raise BadResource(f"resource {resource!r}: expected {kind}:group/project{sign}iid")
         iid = int(number)
     else:
-        raise LookupFailed(
+        raise BadResource(
             f"resource {resource!r}: the kind must be project, group, branch, mr or issue "
             "(or the resource instance)"
         )
     if not _valid_path(path):
-        raise LookupFailed(f"resource {resource!r}: {path!r} is not a GitLab path or id")
+        raise BadResource(f"resource {resource!r}: {path!r} is not a GitLab path or id")
     return Target(kind, path, branch, iid)  # type: ignore[arg-type]
 
 

@@ -527,16 +527,21 @@ class Jira(Integration):
         kind, _, ref = resource.partition(":")
         is_global = action in _GLOBAL
         if is_global and resource != SITE:
-            return Decision.unknown(f"{action} is a global permission: ask it on resource 'site'")
+            return Decision.unknown(
+                f"{action} is a global permission: ask it on resource 'site'", cause="resource"
+            )
         if not is_global:
             pattern = {"issue": _ISSUE, "project": _PROJECT}.get(kind)
             if pattern is None or not pattern.fullmatch(ref):
                 return Decision.unknown(
-                    f"jira resources are issue:KEY-123, project:KEY or site, not {resource!r}"
+                    f"jira resources are issue:KEY-123, project:KEY or site, not {resource!r}",
+                    cause="resource",
                 )
         account = self.user_id(user)
         if not _ACCOUNT_ID.fullmatch(account):
-            return Decision.unknown(f"{user} maps to {account!r}, not an Atlassian accountId")
+            return Decision.unknown(
+                f"{user} maps to {account!r}, not an Atlassian accountId", cause="identity"
+            )
         active = self._active(account)
         if active is False:
             return Decision.deny(f"{user}'s Jira account {account} is deactivated")

@@ -118,7 +118,7 @@ from toolpass.integrations.base import (
 from toolpass.integrations.routes import Match, Request, Route, fill
 from toolpass.rules.scope import escapes
 from toolpass.wire import budget
-from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, NetOptions, check_url
 from toolpass.wire.identity import normalize_email
 from toolpass.wire.watched import WatchedFile, json_or_yaml
@@ -203,7 +203,7 @@ _SYNTAX = "[namespaces/<ns>/]<resource>[.<group>][/<name>[/<subresource>]], or a
 
 
 def _bad(resource: str, why: str) -> LookupFailed:
-    return LookupFailed(f"{resource!r} is not a Kubernetes resource ({why}; expected {_SYNTAX})")
+    return BadResource(f"{resource!r} is not a Kubernetes resource ({why}; expected {_SYNTAX})")
 
 
 def _segment_ok(segment: str) -> bool:
@@ -274,12 +274,12 @@ def review_attributes(action: str, target: Target) -> tuple[str, Target]:
     if target.path:
         verb = _NON_RESOURCE_VERBS.get(action)
         if verb is None:
-            raise LookupFailed(f"{action} has no meaning for a non-resource URL ({target.path})")
+            raise BadResource(f"{action} has no meaning for a non-resource URL ({target.path})")
         return verb, target
     if shortcut is None:
         return action, target
     if shortcut.resource is not None and (target.resource, target.group) != (shortcut.resource, ""):
-        raise LookupFailed(f"{action} applies to {shortcut.resource}, not to {target.type}")
+        raise BadResource(f"{action} applies to {shortcut.resource}, not to {target.type}")
     if not target.name:
         raise LookupFailed(f"{action} needs a named object, not all {target.type}")
     if target.subresource not in ("", shortcut.subresource):

@@ -56,7 +56,7 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request
-from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import Response
 from toolpass.wire.identity import same_email
 
@@ -144,7 +144,7 @@ def _parse(resource: str) -> _Resource:
         channel, slash, ts = rest.partition("/")
         if slash and _CHANNEL_ID.fullmatch(channel) and _TS.fullmatch(ts):
             return _Resource("message", channel, ts)
-    raise LookupFailed(
+    raise BadResource(
         f"{resource!r} is not a Slack resource (expected channel:C…, channel:#name, "
         "message:C…/ts, workspace or team:T…)"
     )
@@ -434,11 +434,11 @@ class Slack(Integration):
             return Decision.unknown(f"slack has no action {action!r}")
         where = _parse(resource)
         if kind in _CHANNEL_KINDS and where.kind == "workspace":
-            raise LookupFailed(f"{action} needs a channel:… or message:… resource")
+            raise BadResource(f"{action} needs a channel:… or message:… resource")
         if kind in (_EDIT, _DELETE) and where.kind != "message":
-            raise LookupFailed(f"{action} needs a message:C…/ts resource")
+            raise BadResource(f"{action} needs a message:C…/ts resource")
         if kind == _CREATE and where.kind != "workspace":
-            raise LookupFailed(f"{action} needs a workspace or team:T… resource")
+            raise BadResource(f"{action} needs a workspace or team:T… resource")
         team = self.options.get("team_id")
         if where.team and team and where.team != team:
             raise LookupFailed(f"this connection checks workspace {team}, not {where.team}")

@@ -43,7 +43,7 @@ from toolpass.integrations.routes import (
 from toolpass.intercept import context
 from toolpass.intercept.router import Place, Router, origin
 from toolpass.outcome.audit import AuditEvent, emit
-from toolpass.outcome.errors import ActionRefused
+from toolpass.outcome.errors import ActionRefused, unanswerable
 from toolpass.rules.secrets import find_secret
 from toolpass.wire.http import ENGINE_REQUEST
 
@@ -447,6 +447,9 @@ def conclude(question: Question, decision: Decision) -> None:
             "retry; tell the user, who can ask someone with access.",
             reason,
         )
+    settled = unanswerable(str(getattr(decision, "cause", "") or ""), what, because)
+    if settled is not None:
+        raise _refuse(scope, record, settled[0], settled[1], reason)
     raise _refuse(
         scope,
         record,

@@ -104,3 +104,23 @@ class ActionRefused(ToolRefused):
         super().__init__(code, message, detail=detail)
         self.action = action
         self.resource = resource
+
+
+def unanswerable(cause: str, what: str, because: str) -> tuple[str, str] | None:
+    """``(code, message)`` for an unknown decision that asking again will not change, by its
+    ``Decision.cause``: the user maps to no one in the system (an operator must map them), or
+    the action does not take that resource (the call must name another). None otherwise."""
+    if cause == "identity":
+        return (
+            "not_configured",
+            f"toolpass cannot tell who the user is in the system that would answer whether "
+            f"they may {what}{because}, so it was not done. Do not retry; tell the user an "
+            "operator must map their account.",
+        )
+    if cause == "resource":
+        return (
+            "invalid_arguments",
+            f"The resource named is not one that can be checked for {what}{because}, so it "
+            "was not done. Name the resource the way the tool expects, or tell the user.",
+        )
+    return None

@@ -6,7 +6,7 @@ import string
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from toolpass.outcome.errors import ToolRefused
+from toolpass.outcome.errors import ToolRefused, unanswerable
 from toolpass.rules.scope import escapes
 
 if TYPE_CHECKING:
@@ -43,9 +43,12 @@ def verdict(result: Any) -> tuple[str, str]:
     return "unknown", f"the authorizer returned {type(result).__name__}, not a decision"
 
 
-def refusal(decision: str, reason: str, what: str) -> ToolRefused:
-    """The refusal for a decision other than allow."""
+def refusal(decision: str, reason: str, what: str, cause: str = "") -> ToolRefused:
+    """The refusal for a decision other than allow (``cause``: see ``Decision.cause``)."""
     because = f" ({reason})" if reason else ""
+    settled = unanswerable(cause, what, because) if decision == "unknown" else None
+    if settled is not None:
+        return ToolRefused(settled[0], settled[1], detail=reason)
     if decision == "deny":
         return ToolRefused(
             "not_authorized",

@@ -178,7 +178,7 @@ def steps(
             decision, reason = verdict(result)
             event.authorization = (decision, reason)
             if decision != "allow":
-                raise refusal(decision, reason, f"call {spec.name}")
+                raise refusal(decision, reason, f"call {spec.name}", _cause(result))
 
         if entitled is not None:
             for action, resource in entitled_user_actions(entitled, arguments):
@@ -191,7 +191,9 @@ def steps(
                     raise check_error("the permission engine", exc)
                 decision, reason = verdict(result)
                 if decision != "allow":
-                    raise refusal(decision, reason, f"{action.action} on {resource}")
+                    raise refusal(
+                        decision, reason, f"{action.action} on {resource}", _cause(result)
+                    )
 
         # 5. Untrusted input, 6. exfiltration, 7. approval.
         reasons: list[str] = []
@@ -359,6 +361,11 @@ def _changes_or_sends(spec: ToolSpec, effect: str | None, kit: Settings) -> bool
     if effect is None:
         return kit.permissions is None
     return effect != "read"
+
+
+def _cause(result: Any) -> str:
+    cause = getattr(result, "cause", "")
+    return cause if isinstance(cause, str) else ""
 
 
 def _texts(arguments: Mapping[str, Any]) -> list[str]:

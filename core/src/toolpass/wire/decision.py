@@ -27,6 +27,8 @@ class Decision:
 
     ``decision`` is ``"allow"``, ``"deny"`` or ``"unknown"``; ``reason`` is a sentence a person
     understands. Only ``"allow"`` is ``allowed``: unknown is treated exactly like deny.
+    ``cause`` says why an unknown is not a failed look-up: ``"identity"`` (the user maps to
+    no one in the system) or ``"resource"`` (the action does not take that resource).
     """
 
     decision: Verdict
@@ -36,6 +38,7 @@ class Decision:
     action: str = ""
     resource: str = ""
     cached: bool = False
+    cause: str = ""
 
     @property
     def allowed(self) -> bool:
@@ -51,8 +54,8 @@ class Decision:
         return cls("deny", reason, **where)
 
     @classmethod
-    def unknown(cls, reason: str = "", **where: Unpack[Where]) -> Decision:
-        return cls("unknown", reason, **where)
+    def unknown(cls, reason: str = "", *, cause: str = "", **where: Unpack[Where]) -> Decision:
+        return cls("unknown", reason, cause=cause, **where)
 
     def __bool__(self) -> bool:
         return self.allowed

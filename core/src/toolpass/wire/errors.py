@@ -27,6 +27,24 @@ class SecretError(ConfigError):
 class LookupFailed(ToolpassError):
     """A live look-up could not answer; the engine turns it into an ``unknown`` decision."""
 
+    #: Why, when it is not a failed look-up that may work later: ``"identity"`` (the user
+    #: maps to no one, or to several, in the system) or ``"resource"`` (the resource is not
+    #: one the action takes). Carried as ``Decision.cause``.
+    cause = ""
+
+
+class UnknownUser(LookupFailed):
+    """The application's user maps to no one (or to several) in the system: an operator must
+    map them; asking again will not help."""
+
+    cause = "identity"
+
+
+class BadResource(LookupFailed):
+    """The resource is not one the action takes (a kind or a shape it does not know)."""
+
+    cause = "resource"
+
 
 class PermissionDenied(ToolpassError):
     """Raised by ``require`` and ``guarded`` for anything but an allow."""

@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from toolpass.wire import budget
-from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.errors import ConfigError, LookupFailed, UnknownUser
 from toolpass.wire.http import HTTPClient, NetOptions, check_url
 from toolpass.wire.secrets import Secret, parse_secret
 from toolpass.wire.watched import WatchedFile, json_or_yaml
@@ -73,12 +73,12 @@ def normalize_email(email: str) -> str:
         or "." not in domain
         or any(c.isspace() or unicodedata.category(c)[0] == "C" for c in email)
     ):
-        raise LookupFailed(f"{email!r} is not an email address")
+        raise UnknownUser(f"{email!r} is not an email address")
     if email.isascii():
         return email.lower()
     posing = _posing(email)
     if posing is not None:
-        raise LookupFailed(f"{email!r} is not a plain email address: {posing}")
+        raise UnknownUser(f"{email!r} is not a plain email address: {posing}")
     return unicodedata.normalize("NFKC", email.casefold())
 
 
@@ -257,7 +257,7 @@ class IdentityResolver:
         domain = email.rpartition("@")[2]
         s = self.settings
         if s.domains and domain not in s.domains:
-            raise LookupFailed(f"{email} is not in an email domain this connection maps")
+            raise UnknownUser(f"{email} is not in an email domain this connection maps")
         if email in s.users:
             return s.users[email]
         if s.mode == "users":
@@ -330,15 +330,15 @@ class IdentityResolver:
     def _one(self, email: str, found: Sequence[str]) -> str:
         unique = list(dict.fromkeys(found))
         if not unique:
-            raise LookupFailed(f"{email} maps to no {self._system} user ({self.settings.mode})")
+            raise UnknownUser(f"{email} maps to no {self._system} user ({self.settings.mode})")
         if len(unique) > 1:
-            raise LookupFailed(
+            raise UnknownUser(
                 f"{email} maps to {len(unique)} {self._system} users ({self.settings.mode}); "
                 "refusing to guess"
             )
         user = unique[0]
         if not user or any(c.isspace() or unicodedata.category(c)[0] == "C" for c in user):
-            raise LookupFailed(f"{email} maps to an invalid {self._system} user name")
+            raise UnknownUser(f"{email} maps to an invalid {self._system} user name")
         return user
 
     def check(self) -> None:

@@ -216,6 +216,7 @@ class _Service:
         answer = {
             "decision": d.decision,
             "reason": d.reason,
+            "cause": d.cause,
             "cached": d.cached,
             "user": query.user,
             "connection": query.connection,
