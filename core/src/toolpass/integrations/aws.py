@@ -43,7 +43,6 @@ resource is unknown never passes silently.
 from __future__ import annotations
 
 import datetime
-import functools
 import hashlib
 import hmac
 import json
@@ -624,14 +623,6 @@ class AWS(Integration):
             return True
         own_scheme, own_host, own_port = self._own
         return (scheme, port) == (own_scheme, own_port) and host.endswith("." + own_host)
-
-    @functools.cached_property
-    def _own(self) -> tuple[str, str, int]:
-        """The scheme, host and port of the connection's URL."""
-        url = urlsplit(self.config.url)
-        scheme = url.scheme.lower()
-        host = (url.hostname or "").lower().rstrip(".")
-        return scheme, host, url.port or {"http": 80, "https": 443}.get(scheme, 0)
 
     def match_request(self, request: Request) -> Match | None:
         """The IAM action and resource ARN of a request to any AWS service: the service from

@@ -22,6 +22,7 @@ Failures are raised as :class:`LookupFailed`; the engine turns them into ``unkno
 
 from __future__ import annotations
 
+import functools
 import json as jsonlib
 import threading
 import time
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from toolpass.integrations.routes import Match, Request, Route, RouteTable, load
 from toolpass.wire import budget
@@ -190,6 +191,14 @@ class Integration(ABC):
             table = RouteTable((*shipped.routes, *cls.routes)) if cls.routes else shipped
             cls._route_table = table
         return table
+
+    @functools.cached_property
+    def _own(self) -> tuple[str, str, int]:
+        """The scheme, host and port of the connection's URL."""
+        url = urlsplit(self.config.url)
+        scheme = url.scheme.lower()
+        host = (url.hostname or "").lower().rstrip(".")
+        return scheme, host, url.port or {"http": 80, "https": 443}.get(scheme, 0)
 
     def serves(self, scheme: str, host: str, port: int) -> bool:
         """Whether requests to this address, other than the connection's URL, belong to this

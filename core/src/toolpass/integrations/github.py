@@ -323,14 +323,6 @@ class GitHub(Integration):
         return own_host == "api.github.com" and scheme in ("http", "https") and host in hosts
 
     @functools.cached_property
-    def _own(self) -> tuple[str, str, int]:
-        """The scheme, host and port of the connection's URL."""
-        url = urlsplit(self.config.url)
-        scheme = url.scheme.lower()
-        host = (url.hostname or "").lower().rstrip(".")
-        return scheme, host, url.port or {"http": 80, "https": 443}.get(scheme, 0)
-
-    @functools.cached_property
     def _ghes(self) -> bool:
         """Whether the connection is a GitHub Enterprise Server (``<server>/api/v3``)."""
         return urlsplit(self.config.url).path.rstrip("/").endswith("/api/v3")
