@@ -33,11 +33,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from toolpass.outcome.audit import AuditEvent, emit
+from toolpass.outcome.errors import ToolRefused
 from toolpass.toolkit.arguments import Binder
-from toolpass.toolkit.audit import AuditEvent, emit
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.drivers import run_async, run_sync
-from toolpass.toolkit.errors import ToolRefused
 from toolpass.toolkit.pipeline import steps
 from toolpass.toolkit.session import Session, current_session, session_for
 from toolpass.toolkit.spec import ToolSpec

@@ -101,3 +101,19 @@ def kit(engine: Toolpass, events: list[Any]) -> Iterator[Toolkit]:
 def posted(github: FakeGitHub) -> list[str]:
     """The paths of the pull requests that reached the fake."""
     return [r.path for r in github.requests if r.method == "POST" and r.path.endswith("/pulls")]
+
+
+@pytest.fixture
+def no_ambient_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """boto3 sees none of this machine's AWS settings and never asks instance metadata."""
+    for name in (
+        "AWS_PROFILE",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_RETRY_MODE",
+        "AWS_MAX_ATTEMPTS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/toolpass-test")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/toolpass-test")

@@ -19,11 +19,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import literal
-from toolpass.engine.config import parse_connections
 from toolpass.integrations.github import GitHub
 from toolpass.integrations.routes import Request
 from toolpass.intercept import ActionRefused
 from toolpass.intercept.router import Router
+
+from .test_routes_github import connect
 
 TOKEN = "ghp_tool00000000000000000000000000000000"
 DANA, RORY = "dana@example.com", "rory@example.com"
@@ -168,21 +169,6 @@ def test_release_asset_uploads_are_writes(kit: Toolkit, ghes: FakeGitHub) -> Non
 
 
 # --- GitHub.com's hosts and GHES subdomains: the router and the integration ---------------
-def connect(url: str) -> GitHub:
-    (config,) = parse_connections(
-        [
-            {
-                "id": "gh",
-                "integration": "github",
-                "url": url,
-                "token": literal("ghp_engine"),
-                "identity": {"mode": "users", "users": {DANA: "dana"}},
-            }
-        ]
-    )
-    return GitHub(config)
-
-
 @pytest.fixture(scope="module")
 def dotcom() -> GitHub:
     return connect("https://api.github.com")

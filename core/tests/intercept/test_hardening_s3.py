@@ -41,15 +41,6 @@ SIGNED = {
 
 
 @pytest.fixture
-def no_ambient_aws(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_MAX_ATTEMPTS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/toolpass-test")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/toolpass-test")
-
-
-@pytest.fixture
 def aws() -> Iterator[FakeAWS]:
     with FakeAWS(account=ACCOUNT) as fake:
         fake.add_key(ENGINE_KEY, ENGINE_SECRET, f"arn:aws:iam::{ACCOUNT}:user/toolpass-engine")

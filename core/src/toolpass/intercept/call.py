@@ -6,7 +6,7 @@ never imports the toolkit, which sits above it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -52,6 +52,23 @@ class CallSession(Protocol):
     def note_private(self, source: str = "*") -> None: ...
 
 
+class CallSettings(Protocol):
+    """The toolkit settings the hook reads (the toolkit's frozen ``Settings``)."""
+
+    @property
+    def act_as(self) -> str: ...
+    @property
+    def strict_threads(self) -> bool: ...
+    @property
+    def unknown_host(self) -> str: ...
+    @property
+    def untrusted_inputs(self) -> str: ...
+    @property
+    def limits(self) -> Mapping[str, int]: ...
+    @property
+    def permissions(self) -> Any: ...  # a permission engine: ``check``, ``acheck``
+
+
 class CallKit(Protocol):
     """The toolkit running the call (or the one that installed the hook)."""
 
@@ -59,16 +76,8 @@ class CallKit(Protocol):
     def router(self) -> Router: ...
     @property
     def sinks(self) -> tuple[Callable[[AuditEvent], object], ...]: ...
-
-    # Read through the toolkit's settings (``kit.limits``): typed by the toolkit as Any.
-    act_as: Any
-    strict: Any
-    strict_threads: Any
-    unknown_host: Any
-    untrusted_inputs: Any
-    limits: Any
-    permissions: Any  # a permission engine: ``check``, ``acheck``
-    entitlements: Any
+    @property
+    def settings(self) -> CallSettings: ...
 
 
 class CallUser(Protocol):

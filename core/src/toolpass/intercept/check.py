@@ -36,7 +36,7 @@ def _question(
     method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None
 ) -> tuple[CallKit, Question] | None:
     kit = _kit()
-    if kit is None or kit.permissions is None:
+    if kit is None or kit.settings.permissions is None:
         return None
     question = prepare(kit, kit.router, method, url, headers, body)
     return None if question is None else (kit, question)
@@ -52,7 +52,7 @@ def check(method: str, url: str, headers: Mapping[str, str] | None, body: bytes 
     if found is not None:
         kit, q = found
         try:
-            decision = kit.permissions.check(*_ask(q))
+            decision = kit.settings.permissions.check(*_ask(q))
         except Exception as exc:
             decision = _failed(exc)
         conclude(q, decision)
@@ -66,7 +66,7 @@ async def acheck(
     if found is not None:
         kit, q = found
         try:
-            decision = await kit.permissions.acheck(*_ask(q))
+            decision = await kit.settings.permissions.acheck(*_ask(q))
         except Exception as exc:
             decision = _failed(exc)
         conclude(q, decision)

@@ -57,7 +57,7 @@ class CallScope:
         self.kit = kit
         self.event = event
         self.arguments = arguments
-        self.act_as: str = kit.act_as
+        self.act_as: str = kit.settings.act_as
         self.approved = approved  # a person approved this call sending data out
         self.refused: ToolRefused | None = None  # the first request refused: the call's outcome
         self.refused_requests: dict[tuple[str, str], ToolRefused] = {}  # by (method, url)

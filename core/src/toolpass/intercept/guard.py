@@ -313,7 +313,7 @@ def _unknown_host(
     """A request to a host no connection owns: refused, or let go (audited; a write is
     warned about when there are connections it could have been meant for)."""
     record["verdict"] = "unknown_host"
-    mode = "refuse" if kit.strict else kit.unknown_host
+    mode = kit.settings.unknown_host
     host = record["host"]
     if mode == "refuse" or (mode == "refuse_writes" and changes):
         raise _refuse(
@@ -349,7 +349,7 @@ def _checks_untrusted(scope: CallScope, route: Route) -> bool:
     or sends something, from a tool whose mode is not "ignore"."""
     if route.effect == "read" and not route.sends_out:
         return False
-    return (scope.spec.untrusted_inputs or scope.kit.untrusted_inputs) != "ignore"
+    return (scope.spec.untrusted_inputs or scope.kit.settings.untrusted_inputs) != "ignore"
 
 
 def _local_checks(
@@ -375,7 +375,7 @@ def _local_checks(
             f"({route.effect}), so the request was not sent. Tell the user.",
         )
     if effect is None and not route.agent:  # no slot was taken for the call itself
-        cap = scope.kit.limits.get(route.effect)
+        cap = scope.kit.settings.limits.get(route.effect)
         slot = ((f"effect:{route.effect}", cap),) if cap is not None else None
         if slot is not None and session.take(slot) is None:
             record["_slot"] = slot
@@ -478,7 +478,7 @@ def _source(record: dict[str, Any]) -> str:
 def _unattributed(kit: CallKit, method: str, url: str) -> None:
     """A request while tool calls run, from a context that belongs to none of them: audited,
     and refused with ``strict_threads``."""
-    refused = kit.strict_threads
+    refused = kit.settings.strict_threads
     event = AuditEvent("(no call context)", None)
     _, host, _, path = origin(url)
     event.outcome, event.detail = ("refused" if refused else "unchecked"), "no_call_context"

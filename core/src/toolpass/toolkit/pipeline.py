@@ -150,7 +150,7 @@ def steps(
             keys = ((f"effect:{effect}" if effect != spec.effect else spec.effect_key, cap),)
         cap = spec.limit
         if cap is None:
-            cap = kit.tool_limits.get(spec.name, kit.limits.get(spec.name))
+            cap = kit.tool_limits.get(spec.name)
         if cap is not None:
             keys += ((spec.tool_key, cap),)
         if keys:

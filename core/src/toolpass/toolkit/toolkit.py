@@ -262,7 +262,7 @@ def _secure(
         bind(spec)
 
     def refused(exc: ToolRefused) -> Any:
-        handler = kit.on_refuse if on_refuse is _UNSET else on_refuse
+        handler = kit.settings.on_refuse if on_refuse is _UNSET else on_refuse
         if handler is None and as_tool is not None and on_refuse is _UNSET:
             # Inside a framework the model must read the refusal, and most frameworks mask
             # or re-raise a tool's exception: the refusal becomes the tool's result.

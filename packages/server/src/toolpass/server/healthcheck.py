@@ -7,13 +7,14 @@ machine (a loopback address), so an https server's certificate is not verified h
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import ssl
 import sys
 import urllib.request
 from collections.abc import Sequence
 from urllib.parse import urlsplit
+
+from toolpass.wire.http import is_loopback
 
 DEFAULT = "http://127.0.0.1:8080/healthz"
 
@@ -23,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     url = argv[0] if argv else os.environ.get("TOOLPASS_HEALTHCHECK_URL", DEFAULT)
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not _loopback(parts.hostname or ""):
+    if parts.scheme not in ("http", "https") or not is_loopback(parts.hostname or ""):
         sys.stderr.write(f"healthcheck: {url!r} is not an http(s) URL on this machine\n")
         return 1
     context = None
@@ -38,15 +39,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"healthcheck: {url}: {e}\n")
         return 1
     return 0 if ok else 1
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 if __name__ == "__main__":
