@@ -211,3 +211,41 @@ def test_a_module_cycle_is_found(tmp_path: Path) -> None:
         ["toolpass.integrations._graphql", "toolpass.integrations.github"]
     ]
     assert upward_imports(root) == []  # within one layer: only the cycle test sees it
+
+
+def foreign_imports(root: Path) -> list[str]:
+    """``file:line: target`` for every import of a ``toolpass.<x>`` module that core does not
+    ship (``toolpass.server``, an adapter): core depends on no other distribution, so such a
+    module is reached only through ``importlib`` where it is optional."""
+    own = {p.stem for p in root.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    problems: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == root.name and len(parts) > 1 and parts[1] not in own:
+                    problems.append(f"{path.relative_to(root.parent)}:{node.lineno}: {name}")
+    return problems
+
+
+def test_core_imports_no_other_distribution() -> None:
+    assert foreign_imports(CORE) == []
+
+
+def test_an_import_of_another_distribution_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "toolpass"
+    (root / "engine").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "engine" / "__init__.py").write_text("")
+    (root / "cli.py").write_text(
+        "import toolpass.engine\nfrom toolpass import engine\n"
+        "def f():\n    from toolpass.server.config import parse\n"
+    )
+    assert foreign_imports(root) == ["toolpass/cli.py:4: toolpass.server.config"]

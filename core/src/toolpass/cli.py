@@ -169,13 +169,14 @@ def _server_problem(config: Config) -> str | None:
     installed and the file has one."""
     if not config.server:
         return ""
-    try:
-        from toolpass.server.config import parse_server_config
+    try:  # toolpass-server is optional: core never imports it statically.
+        server_config = importlib.import_module("toolpass.server.config")
     except ImportError:
         return None
     try:
         base = os.path.dirname(os.path.abspath(config.path)) if config.path else None
-        parse_server_config(config.server, source=config.path, base_dir=base).resolve_keys()
+        parsed = server_config.parse_server_config(config.server, source=config.path, base_dir=base)
+        parsed.resolve_keys()
     except ToolpassError as e:
         return str(e)
     return ""
