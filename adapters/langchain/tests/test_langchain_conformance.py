@@ -20,8 +20,9 @@ class TestLangChainConformance(AdapterConformance):
         strict: bool,
         tools: KitTools,
         script: list[Call],
+        **options: Any,
     ) -> Any:
-        guard = ToolpassMiddleware(engine, rules, strict=strict)
+        guard = ToolpassMiddleware(engine, rules, strict=strict, **options)
         return create_agent(
             scripted(script),
             tools=tools.functions(),

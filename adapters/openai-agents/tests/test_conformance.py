@@ -21,9 +21,10 @@ class TestOpenAIAgents(AdapterConformance):
         strict: bool,
         tools: KitTools,
         script: list[Call],
+        **options: Any,
     ) -> Agent[Any]:
         built = agent(script, [function_tool(f) for f in tools.functions()])
-        return ToolpassGuardrails(engine, cast(Rules, rules), strict=strict).apply(built)
+        return ToolpassGuardrails(engine, cast(Rules, rules), strict=strict, **options).apply(built)
 
     def run(self, agent: Agent[Any], user: str | None) -> Transcript:
         return transcript(agent, run_sync(agent, Ctx(user)))

@@ -32,12 +32,13 @@ class TestCapability(AdapterConformance):
         strict: bool,
         tools: KitTools,
         script: list[Call],
+        **options: Any,
     ) -> Agent[Deps, str]:
         return Agent(
             scripted([(c.tool, c.arguments) for c in script]),
             deps_type=Deps,
             tools=tools.functions(),
-            capabilities=[ToolpassAuthorization(engine, rules, strict=strict)],
+            capabilities=[ToolpassAuthorization(engine, rules, strict=strict, **options)],
         )
 
     def run(self, agent: Agent[Deps, str], user: str | None) -> Transcript:
@@ -56,8 +57,11 @@ class TestToolset(TestCapability):
         strict: bool,
         tools: KitTools,
         script: list[Call],
+        **options: Any,
     ) -> Agent[Deps, str]:
-        toolset = ToolpassToolset(FunctionToolset(tools.functions()), engine, rules, strict=strict)
+        toolset = ToolpassToolset(
+            FunctionToolset(tools.functions()), engine, rules, strict=strict, **options
+        )
         return Agent(
             scripted([(c.tool, c.arguments) for c in script]),
             deps_type=Deps,

@@ -39,7 +39,7 @@ from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import steps
-from toolpass.toolkit.session import Session, current_session, session_for
+from toolpass.toolkit.session import Conversations, Session, current_session, session_for
 from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
@@ -210,7 +210,7 @@ class Guard:
         self.tools_complete = False
         self._warned: set[str] = set()
         self._specs: dict[str, ToolSpec] = {}
-        self._sessions = _RunSessions(self.held_sessions)
+        self._sessions = _RunSessions(self.held_sessions, self.toolkit.conversations)
 
     def rule(self, tool: str) -> Rule | None:
         return self.rules.get(tool)
@@ -570,18 +570,20 @@ class _RunSessions:
     unhashable), or by (conversation id, user). A key that can be weakly referenced keeps its
     sessions while it lives; any other is held strongly, in a table of the ``limit`` most
     recently used sessions, so its ``id()`` cannot pass to a later object while its sessions
-    are kept. Conversations are kept in a table of their own of the same size."""
+    are kept. Conversations are the toolkit's (``Toolkit.conversations``): shared with every
+    other guard on it, so an agent or guard made anew for each request still continues the
+    conversation's session."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, conversations: Conversations) -> None:
         self._weak: dict[tuple[int, str], tuple[weakref.ref[Any], Session]] = {}
         self._held: OrderedDict[tuple[int, str], tuple[Any, Session]] = OrderedDict()
-        self._named: OrderedDict[tuple[str, str], Session] = OrderedDict()
+        self._conversations = conversations
         self._limit = limit
         self._lock = threading.Lock()
 
     def get(self, key: Any, user: str) -> Session:
         if isinstance(key, _Conversation):
-            return self._conversation(key.id, user)
+            return self._conversations.get(key.id, user)
         slot = (id(key), user)
         with self._lock:
             weak = self._weak.get(slot)
@@ -598,18 +600,6 @@ class _RunSessions:
                 self._held[slot] = (key, session)
                 if len(self._held) > self._limit:
                     _oldest = self._held.popitem(last=False)  # freed once the lock is let go
-            return session
-
-    def _conversation(self, conversation: str, user: str) -> Session:
-        slot = (conversation, user)
-        with self._lock:
-            session = self._named.get(slot)
-            if session is None:
-                session = self._named[slot] = session_for(user)
-                if len(self._named) > self._limit:
-                    self._named.popitem(last=False)
-            else:
-                self._named.move_to_end(slot)
             return session
 
     def _forget(self, slot: tuple[int, str]) -> Callable[[weakref.ref[Any]], None]:

@@ -152,3 +152,29 @@ def test_a_user_that_cannot_be_a_session_is_refused_not_raised() -> None:
     refused = Guard(Engine()).check("dana@example.com\nadmin", "tool", {})
     assert refused is not None
     assert refused.code == "no_session"
+
+
+def test_a_conversation_outlives_the_guard_that_began_it() -> None:
+    """An application that makes its agent (and guard) anew for each request still continues
+    the conversation's session: its taint and limits do not reset with the guard."""
+    from toolpass import Toolkit
+
+    kit = Toolkit()
+    first = Guard(engine=None, toolkit=kit, session=lambda _: "chat-7")
+    second = Guard(engine=None, toolkit=kit, session=lambda _: "chat-7")
+    began = session_in(first, USER, first.key(object(), None, None))
+    assert session_in(second, USER, second.key(object(), None, None)) is began
+    assert session_in(second, OTHER, second.key(object(), None, None)) is not began
+    other_kit = Guard(engine=None, toolkit=Toolkit(), session=lambda _: "chat-7")
+    assert session_in(other_kit, USER, other_kit.key(object(), None, None)) is not began
+
+
+def test_the_toolkit_keeps_the_most_recently_used_conversations() -> None:
+    from toolpass.toolkit.session import Conversations
+
+    kept = Conversations(limit=2)
+    a, b = kept.get("a", USER), kept.get("b", USER)
+    assert kept.get("a", USER) is a  # a is now the most recent
+    kept.get("c", USER)  # b, the least recent, goes
+    assert kept.get("a", USER) is a
+    assert kept.get("b", USER) is not b

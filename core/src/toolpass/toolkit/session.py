@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from typing import Any
@@ -127,3 +128,26 @@ def session_for(user: object) -> Session:
 def current_session() -> Session | None:
     """The session active in this thread or task, if any."""
     return _current.get()
+
+
+class Conversations:
+    """Sessions by conversation id and user, for the ``limit`` most recently used pairs: the
+    same conversation, continued by another run, another agent or another adapter of the same
+    toolkit, keeps its limits, untrusted-content record and data flow."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._sessions: OrderedDict[tuple[str, str], Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conversation: str, user: str) -> Session:
+        slot = (conversation, user)
+        with self._lock:
+            session = self._sessions.get(slot)
+            if session is None:
+                session = self._sessions[slot] = session_for(user)
+                if len(self._sessions) > self.limit:
+                    self._sessions.popitem(last=False)
+            else:
+                self._sessions.move_to_end(slot)
+            return session

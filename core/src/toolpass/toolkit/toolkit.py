@@ -14,6 +14,7 @@ from toolpass.rules.scope import ScopeRule, compile_scope
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import steps
+from toolpass.toolkit.session import Conversations
 from toolpass.toolkit.settings import (
     AuditSink,
     Settings,
@@ -70,6 +71,9 @@ class Toolkit:
 
     def __init__(self, **options: Unpack[ToolkitOptions]) -> None:
         self._router: Router | None = None
+        #: Sessions of conversations (an adapter's ``session="conversation"``), shared by
+        #: every agent and adapter on this toolkit.
+        self.conversations = Conversations()
         self._apply(Settings().change(**options))
 
     def configure(self, **options: Unpack[ToolkitOptions]) -> Toolkit:

@@ -2,7 +2,8 @@
 
 An adapter's tests subclass ``AdapterConformance`` and provide two things: ``build``, an
 agent on the framework's REAL loop whose scripted model makes the given tool calls in order
-and then answers ``"done"``, guarded by the adapter; and ``run`` (and ``arun`` where the
+and then answers ``"done"``, guarded by the adapter (made with ``strict`` and ``options``:
+``session=``, ``user=``, ``on_refuse=``, as keyword arguments); and ``run`` (and ``arun`` where the
 framework has an async run), which runs it for a user and returns what the model read back
 after each tool call. Every test here then checks the adapter through that loop.
 
@@ -72,10 +73,12 @@ class KitTools:
             return f"deleted {key}"
 
         def whoami() -> str:
-            """Who this call acts for."""
+            """Who this call acts for, and in which session."""
             self._record("whoami")
             session = current_session()
-            return f"acting for {session.user if session else 'nobody'}"
+            if session is None:
+                return "acting for nobody"
+            return f"acting for {session.user} in session {session.id}"
 
         return [read_file, delete_issue, whoami]
 
@@ -100,10 +103,12 @@ class AdapterConformance:
         strict: bool,
         tools: KitTools,
         script: list[Call],
+        **options: Any,
     ) -> Any:
-        """An agent on the framework's real loop, guarded by the adapter with ``rules`` (and
-        ``strict``) asking ``engine``, whose scripted model makes ``script``'s calls in order
-        and then answers ``"done"``; its tools are ``tools.functions()``."""
+        """An agent on the framework's real loop, guarded by the adapter with ``rules``,
+        ``strict`` and ``options`` (keyword arguments of the adapter: ``session``, ``user``,
+        ``on_refuse``) asking ``engine``, whose scripted model makes ``script``'s calls in
+        order and then answers ``"done"``; its tools are ``tools.functions()``."""
         raise NotImplementedError
 
     def run(self, agent: Any, user: str | None) -> Transcript:
@@ -125,9 +130,10 @@ class AdapterConformance:
         user: str | None,
         *,
         strict: bool = False,
+        **options: Any,
     ) -> tuple[Transcript, KitTools]:
         tools = KitTools()
-        agent = self.build(engine, rules, strict=strict, tools=tools, script=script)
+        agent = self.build(engine, rules, strict=strict, tools=tools, script=script, **options)
         if mode == "sync":
             return self.run(agent, user), tools
         return asyncio.run(self.arun(agent, user)), tools
@@ -256,6 +262,53 @@ class AdapterConformance:
         assert "deleted PAY-1" in results[DANA].outputs[1]
         assert "not_authorized" in results[ERIN].outputs[1]
         assert sorted(u for u, *_ in engine.asked) == [DANA, ERIN]
+
+    def test_a_session_is_one_run_or_what_the_application_says(self, mode: str) -> None:
+        """Two runs, each of an agent made anew (as an application that builds its agent for
+        each request does): ``session="run"`` gives each its own session; a ``session``
+        callable naming one conversation gives both the same."""
+
+        def sessions(**options: Any) -> list[str]:
+            ids = []
+            for _ in range(2):
+                tools = KitTools()
+                agent = self.build(
+                    ScriptedEngine(),
+                    {},
+                    strict=False,
+                    tools=tools,
+                    script=[Call("whoami")],
+                    **options,
+                )
+                out = (
+                    self.run(agent, DANA) if mode == "sync" else asyncio.run(self.arun(agent, DANA))
+                )
+                assert tools.names() == ["whoami"]
+                ids.append(out.outputs[0].rpartition(" in session ")[2].split()[0])
+            return ids
+
+        first, second = sessions(session="run")
+        assert first
+        assert second
+        assert first != second  # a new run, a new session
+        conversation = f"chat-{mode}-{id(self)}"
+        first, second = sessions(session=lambda _: conversation)
+        assert first == second  # the application's id: one session over both runs
+
+    def test_bad_options_fail_when_the_adapter_is_built(self) -> None:
+        bad: list[tuple[dict[str, Any], dict[str, Any]]] = [
+            ({"delete_issue": "jira DELETE_ISSUES"}, {}),  # a rule that is not one
+            ({"delete_issue": Rule("jira", "DELETE_ISSUES", "issue:{key")}, {}),
+            ({"delete_issue": DELETE}, {"session": "forever"}),
+            ({"delete_issue": DELETE}, {"user": 42}),
+            ({"delete_issue": DELETE}, {"on_refuse": "text"}),
+            ({"delete_issue": DELETE}, {"strict": "yes"}),
+        ]
+        for rules, options in bad:
+            tools, chosen = KitTools(), {"strict": False, **options}
+            with pytest.raises((TypeError, ValueError)):
+                self.build(ScriptedEngine(), rules, tools=tools, script=[], **chosen)
+            assert tools.ran == []
 
     def test_no_test_is_overridden(self) -> None:
         """A subclass may not replace the suite's tests (mark a known failure xfail instead:
