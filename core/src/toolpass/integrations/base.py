@@ -290,12 +290,14 @@ class Integration(ABC):
         ok: Iterable[int] = (200,),
         absent: Iterable[int] = (),
         kind: type | None = dict,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """The JSON answer to one request, as a ``kind`` (any JSON when None), checked by
         :meth:`accept`; None when the status is one of ``absent`` (e.g. 404). Any other
         failure raises :class:`LookupFailed` saying what happened while trying to ``what``
-        (e.g. "read the project")."""
-        answer = self.answer(method, path, what=what, params=params, json=json)
+        (e.g. "read the project"). ``headers`` replace :meth:`auth_headers` (a credential
+        that depends on the resource, as a GitHub App's installation token does)."""
+        answer = self.answer(method, path, what=what, params=params, json=json, headers=headers)
         if answer.status in absent:
             return None
         if answer.status not in ok:
@@ -310,9 +312,12 @@ class Integration(ABC):
         params: Mapping[str, str | None] | None = None,
         absent: Iterable[int] = (),
         kind: type | None = dict,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """:meth:`fetch_json` for a GET."""
-        return self.fetch_json("GET", path, what=what, params=params, absent=absent, kind=kind)
+        return self.fetch_json(
+            "GET", path, what=what, params=params, absent=absent, kind=kind, headers=headers
+        )
 
     def answer(
         self,

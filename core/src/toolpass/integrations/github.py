@@ -52,7 +52,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -69,9 +69,9 @@ from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
-    Effect,
     Integration,
     ProbeResult,
+    load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route, RouteTable, fill
 from toolpass.rules.scope import escapes
@@ -96,151 +96,14 @@ _MID_REF = re.compile(
 _PLACEHOLDER = "toolpass-ref"
 
 
-# action, the minimum repository role, the minimum organization role, effect, description
-_TABLE: tuple[tuple[str, str, str, Effect, str], ...] = (
-    (
-        "repo.read",
-        "read",
-        "member",
-        "read",
-        "Read the repository: metadata, code, issues, pull requests.",
-    ),
-    ("contents.read", "read", "member", "read", "Read files, commits, branches and releases."),
-    ("issue.read", "read", "member", "read", "Read issues and their comments."),
-    ("pr.read", "read", "member", "read", "Read pull requests, diffs and reviews."),
-    ("actions.read", "read", "member", "read", "Read workflow runs, their logs, and check runs."),
-    ("user.read", "read", "member", "read", "Read people's public profiles, keys and events."),
-    (
-        "site.read",
-        "read",
-        "member",
-        "read",
-        "Read public data: search, licenses, advisories, meta.",
-    ),
-    ("org.read", "read", "member", "read", "Read the organization: settings, members, teams."),
-    ("security.read", "write", "owner", "read", "Read code scanning and Dependabot alerts."),
-    ("org.audit", "admin", "owner", "read", "Read the audit log, billing, tokens and credentials."),
-    ("issue.create", "read", "member", "write", "Open an issue."),
-    ("issue.comment", "read", "member", "write", "Comment on or react to issues, commits, PRs."),
-    ("pr.review", "read", "member", "write", "Review a pull request or comment on its diff."),
-    ("repo.fork", "read", "member", "write", "Fork, copy as a template or open a codespace."),
-    ("account.manage", "read", "owner", "write", "Change one's own account, stars and watches."),
-    (
-        "issue.update",
-        "triage",
-        "owner",
-        "write",
-        "Label, assign, close or reopen issues and pull requests.",
-    ),
-    (
-        "pr.create",
-        "write",
-        "owner",
-        "write",
-        "Open a pull request from a branch of the repository.",
-    ),
-    ("pr.update", "write", "owner", "write", "Edit a pull request, its reviewers or its branch."),
-    (
-        "pr.merge",
-        "write",
-        "owner",
-        "write",
-        "Merge a pull request (branch rules may still refuse).",
-    ),
-    ("contents.write", "write", "owner", "write", "Create or update files and push commits."),
-    ("contents.delete", "write", "owner", "destructive", "Delete files."),
-    ("branch.create", "write", "owner", "write", "Create a branch or a tag."),
-    ("branch.delete", "write", "owner", "destructive", "Delete or rename a branch or a tag."),
-    (
-        "issue.manage",
-        "write",
-        "owner",
-        "write",
-        "Lock issues; manage labels, milestones, comments.",
-    ),
-    (
-        "checks.write",
-        "write",
-        "owner",
-        "write",
-        "Report commit statuses, check runs, attestations.",
-    ),
-    ("deployment.create", "write", "owner", "write", "Create deployments (may start a deploy)."),
-    ("pages.publish", "write", "owner", "write", "Build or deploy the GitHub Pages site."),
-    (
-        "security.manage",
-        "write",
-        "owner",
-        "write",
-        "Dismiss alerts, upload analyses, draft advisories.",
-    ),
-    ("release.create", "write", "owner", "write", "Publish or edit a release and its assets."),
-    ("release.delete", "write", "owner", "destructive", "Delete a release or an asset."),
-    (
-        "workflow.dispatch",
-        "write",
-        "owner",
-        "write",
-        "Run, re-run, cancel or clean up workflow runs.",
-    ),
-    ("repo.manage", "maintain", "owner", "write", "Change maintainer-level settings: topics."),
-    (
-        "repo.admin",
-        "admin",
-        "owner",
-        "write",
-        "Change admin settings: visibility, keys, runners, Pages.",
-    ),
-    ("hook.manage", "admin", "owner", "write", "Create, change, test or delete webhooks."),
-    ("collaborator.add", "admin", "owner", "write", "Grant a person, team or App access."),
-    (
-        "collaborator.remove",
-        "admin",
-        "owner",
-        "destructive",
-        "Remove access or cancel an invitation.",
-    ),
-    ("branch.protect", "admin", "owner", "write", "Change branch protection and rulesets."),
-    (
-        "secret.manage",
-        "admin",
-        "owner",
-        "write",
-        "Read secret names; set or delete secrets, variables.",
-    ),
-    ("issue.delete", "admin", "owner", "destructive", "Delete an issue."),
-    ("repo.archive", "admin", "owner", "destructive", "Archive the repository."),
-    ("repo.transfer", "admin", "owner", "destructive", "Transfer the repository to another owner."),
-    ("repo.delete", "admin", "owner", "destructive", "Delete the repository."),
-    ("repo.create", "admin", "member", "write", "Create a repository in an organization."),
-    ("gist.create", "admin", "owner", "write", "Create, edit, fork or comment on gists."),
-    ("org.manage", "admin", "owner", "write", "Change the organization: members, teams, policies."),
-    ("org.delete", "admin", "owner", "destructive", "Delete the organization."),
-    ("enterprise.read", "admin", "owner", "read", "Read an enterprise account's data."),
-    ("enterprise.manage", "admin", "owner", "write", "Administer an enterprise account."),
-    ("site.admin", "admin", "owner", "write", "Administer a GitHub Enterprise Server instance."),
-)
-_REQUIRES = {
-    "site.admin": "the site administrator flag (site:admin)",
-    "enterprise.read": "the enterprise owner role, which toolpass cannot check (unknown)",
-    "enterprise.manage": "the enterprise owner role, which toolpass cannot check (unknown)",
-    "account.manage": "the account's own login (user:login), or the read role (stars, watches)",
-    "gist.create": "the account's own login (user:login)",
-    "user.read": "the read role; nothing for public account data (user:login)",
-    "site.read": "the read role; nothing for public data (site:public)",
-}
-ACTIONS = tuple(
-    Action(
-        n,
-        d,
-        e,
-        _REQUIRES.get(n, f"the {role} role on a repository, organization {org} on org:name"),
-    )
-    for n, role, org, e, d in _TABLE
-)
-NEEDS = {n: role for n, role, _, _, _ in _TABLE}
-ORG_NEEDS = {n: org for n, _, org, _, _ in _TABLE}
-EFFECTS = {n: e for n, _, _, e, _ in _TABLE}
+# actions/github.json: each action's minimum repository role (``role``) and organization role
+# (``org_role``, member < owner) beside its name, effect, description and requirement.
+ACTIONS: tuple[Action, ...] = load_actions("github")
+NEEDS = {a.name: str(a.terms["role"]) for a in ACTIONS}
+ORG_NEEDS = {a.name: str(a.terms["org_role"]) for a in ACTIONS}
+EFFECTS = {a.name: a.effect for a in ACTIONS}
+if not (set(NEEDS.values()) <= set(ROLES) and set(ORG_NEEDS.values()) <= set(_ORG_RANK)):
+    raise ValueError("actions/github.json names a role GitHub does not have")
 
 
 class GitHub(Integration):
@@ -423,9 +286,13 @@ class GitHub(Integration):
             "X-GitHub-Api-Version": self.options["api_version"],
         }
 
-    def call(self, method: str, path: str, owner: str | None, repo: str | None = None) -> Response:
-        """A REST call authenticated for ``owner``'s installation (or the token)."""
-        return self.request(method, path, headers=self.headers(owner, repo))
+    def get(
+        self, path: str, what: str, owner: str | None, repo: str | None = None, absent: int = 0
+    ) -> Any:
+        """The JSON object a GET answers, authenticated for ``owner``'s installation (or the
+        token); None when the status is ``absent``."""
+        headers = self.headers(owner, repo)
+        return self.get_json(path, what=what, headers=headers, absent=(absent,))
 
     def failure(self, answer: Response, what: str) -> LookupFailed:
         if answer.status == 403 and answer.header("x-ratelimit-remaining") == "0":
@@ -435,46 +302,46 @@ class GitHub(Integration):
             )
         return super().failure(answer, what)
 
+    def secret_values(self) -> Iterator[str]:
+        yield from super().secret_values()
+        if self._app is not None:
+            yield from self._app.minted()
+
     # --- identity ----------------------------------------------------------------------
-    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
+    def lookup_saml(self, email: str) -> Sequence[str]:
+        """The logins whose SAML identity in ``saml_org`` has exactly ``email`` as nameId."""
         org = self.options["saml_org"]
         query = (
             "query($org: String!, $nameId: String!) { organization(login: $org) {"
             " samlIdentityProvider { externalIdentities(userName: $nameId, first: 10) {"
             " edges { node { samlIdentity { nameId } user { login } } } } } } }"
         )
-        answer = self.request(
-            "POST",
-            self.graphql_url,
-            headers=self.headers(org),
-            json={"query": query, "variables": {"org": org, "nameId": email}},
-        )
         what = f"the SAML identity look-up in {org}"
-        if answer.status != 200:
-            raise self.failure(answer, what)
-        data = answer.json()
-        if not isinstance(data, dict) or data.get("errors"):
-            errors = data.get("errors") if isinstance(data, dict) else None
+        body = {"query": query, "variables": {"org": org, "nameId": email}}
+        data = self.fetch_json(
+            "POST", self.graphql_url, what=what, json=body, headers=self.headers(org)
+        )
+        if data.get("errors"):
+            errors = data["errors"]
             first = (
                 errors[0].get("message")
                 if isinstance(errors, list) and errors and isinstance(errors[0], dict)
                 else None
             )
-            raise LookupFailed(f"github refused {what}: {first or 'malformed answer'}")
+            raise LookupFailed(self.redact(f"github refused {what}: {first or 'malformed answer'}"))
         try:
             provider = data["data"]["organization"]["samlIdentityProvider"]
             if provider is None:
                 raise LookupFailed(f"github organization {org} has no SAML identity provider")
-            edges = provider["externalIdentities"]["edges"]
             found = []
-            for edge in edges:
+            for edge in provider["externalIdentities"]["edges"]:
                 node = edge["node"]
                 name_id = (node.get("samlIdentity") or {}).get("nameId")
                 user = node.get("user")
                 if same_email(name_id, email) and user:
                     found.append(str(user["login"]))
             return found
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, AttributeError):
             raise LookupFailed(f"github's answer to {what} is malformed") from None
 
     # --- the check ---------------------------------------------------------------------
@@ -557,8 +424,8 @@ class GitHub(Integration):
 
     def _org_role(self, org: str, login: str) -> str | Decision | None:
         path = f"/orgs/{org}/memberships/{quote(login, safe='')}"
-        answer = self.call("GET", path, org)
-        if answer.status == 404:
+        data = self.get(path, f"the membership read of {login} in {org}", org, absent=404)
+        if data is None:
             hidden = (
                 f"github answered 404 for {login}'s membership of {org}: {login} is no member, "
                 "or the organization is hidden from the engine's credential"
@@ -566,10 +433,7 @@ class GitHub(Integration):
             if self.options["not_found"] == "deny":
                 return Decision.deny(hidden + " (not_found: deny)")
             raise LookupFailed(hidden)
-        if answer.status != 200:
-            raise self.failure(answer, f"the membership read of {login} in {org}")
-        data = answer.json()
-        if not isinstance(data, dict) or data.get("state") not in ("active", "pending"):
+        if data.get("state") not in ("active", "pending"):
             raise LookupFailed("github's membership answer has no known state")
         if data["state"] != "active":
             return None
@@ -583,30 +447,26 @@ class GitHub(Integration):
         raise LookupFailed(f"github's membership answer has no known role ({role!r})")
 
     def _site_admin(self, login: str, action: str) -> Decision:
-        answer = self.call("GET", f"/users/{quote(login, safe='')}", None)
-        if answer.status != 200:
-            raise self.failure(answer, f"the user read of {login}")
-        data = answer.json()
-        if not isinstance(data, dict) or not isinstance(data.get("site_admin"), bool):
+        data = self.get(f"/users/{quote(login, safe='')}", f"the user read of {login}", None)
+        if not isinstance(data.get("site_admin"), bool):
             raise LookupFailed("github's user answer has no site_admin flag")
         if data["site_admin"]:
             return Decision.allow(f"{login} is a site administrator; {action} needs one")
         return Decision.deny(f"{login} is no site administrator; {action} needs one")
 
     def _default_branch(self, owner: str, repo: str) -> str:
-        answer = self.call("GET", f"/repos/{owner}/{repo}", owner, repo)
-        if answer.status != 200:
-            raise self.failure(answer, f"the repository read of {owner}/{repo}")
-        data = answer.json()
-        branch = data.get("default_branch") if isinstance(data, dict) else None
+        data = self.get(
+            f"/repos/{owner}/{repo}", f"the repository read of {owner}/{repo}", owner, repo
+        )
+        branch = data.get("default_branch")
         if not isinstance(branch, str) or not branch:
             raise LookupFailed("github's repository answer has no default branch")
         return branch
 
     def _role(self, owner: str, repo: str, login: str) -> str | Decision | None:
         path = f"/repos/{owner}/{repo}/collaborators/{quote(login, safe='')}/permission"
-        answer = self.call("GET", path, owner, repo)
-        if answer.status == 404:
+        data = self.get(path, f"the permission read of {owner}/{repo}", owner, repo, absent=404)
+        if data is None:
             hidden = (
                 f"github answered 404 for {login} on {owner}/{repo}: the repository is hidden "
                 "from the engine's credential, or it or the user does not exist"
@@ -614,11 +474,6 @@ class GitHub(Integration):
             if self.options["not_found"] == "deny":
                 return Decision.deny(hidden + " (not_found: deny)")
             raise LookupFailed(hidden)
-        if answer.status != 200:
-            raise self.failure(answer, f"the permission read of {owner}/{repo}")
-        data = answer.json()
-        if not isinstance(data, dict):
-            raise LookupFailed("github's permission answer is not an object")
         role_name, base = data.get("role_name"), data.get("permission")
         if role_name in _RANK:
             return str(role_name)
@@ -630,13 +485,10 @@ class GitHub(Integration):
 
     def _protected(self, owner: str, repo: str, branch: str) -> bool:
         path = f"/repos/{owner}/{repo}/branches/{quote(branch, safe='')}"
-        answer = self.call("GET", path, owner, repo)
-        if answer.status == 404:
+        data = self.get(path, f"the branch read of {owner}/{repo}@{branch}", owner, repo, 404)
+        if data is None:
             return False  # no such branch yet: creating it is a plain write
-        if answer.status != 200:
-            raise self.failure(answer, f"the branch read of {owner}/{repo}@{branch}")
-        data = answer.json()
-        if not isinstance(data, dict) or not isinstance(data.get("protected"), bool):
+        if not isinstance(data.get("protected"), bool):
             raise LookupFailed("github's branch answer has no protected flag")
         return bool(data["protected"])
 
@@ -644,10 +496,10 @@ class GitHub(Integration):
     def probe(self) -> ProbeResult:
         if self._app is not None:
             return self._app.probe()
-        answer = self.call("GET", "/rate_limit", None)
-        if answer.status != 200:
-            raise self.failure(answer, "the probe (GET /rate_limit)")
-        core = (answer.json().get("resources") or {}).get("core") or {}
+        data = self.get("/rate_limit", "the probe (GET /rate_limit)", None)
+        found = data.get("resources")
+        core = found.get("core") if isinstance(found, dict) else None
+        core = core if isinstance(core, dict) else {}
         return ProbeResult(
             True,
             f"token accepted; {core.get('remaining', '?')}/{core.get('limit', '?')} requests left",
@@ -744,13 +596,16 @@ class _App:
         app_id = self._gh.options["app_id"]
         return rs256({"iat": now - 60, "exp": now + 540, "iss": str(app_id)}, key.get())
 
-    def _app_call(self, method: str, path: str) -> Response:
-        headers = {
+    def _headers(self) -> dict[str, str]:
+        return {
             "Authorization": f"Bearer {self.jwt()}",
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": self._gh.options["api_version"],
         }
-        return self._gh.request(method, path, headers=headers)
+
+    def minted(self) -> list[str]:
+        """The installation tokens held now (never to be read in a reason)."""
+        return [token for token, _ in list(self._tokens.values())]
 
     def token(self, owner: str | None, repo: str | None = None) -> str:
         """An installation token for ``owner`` (minted, or cached until near expiry)."""
@@ -759,15 +614,20 @@ class _App:
             cached = self._tokens.get(installation)
             if cached and cached[1] - _MARGIN > time.time():
                 return cached[0]
-            answer = self._app_call("POST", f"/app/installations/{installation}/access_tokens")
-            if answer.status != 201:
-                raise self._gh.failure(answer, f"minting a token for installation {installation}")
-            data = answer.json()
+            data = self._gh.fetch_json(
+                "POST",
+                f"/app/installations/{installation}/access_tokens",
+                what=f"minting a token for installation {installation}",
+                ok=(201,),
+                headers=self._headers(),
+            )
+            token = data.get("token")
             try:
-                token = str(data["token"])
                 expires = datetime.datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00"))
             except (KeyError, TypeError, ValueError, AttributeError):
-                raise LookupFailed("github's installation token answer is malformed") from None
+                expires = None
+            if not isinstance(token, str) or not token or expires is None:
+                raise LookupFailed("github's installation token answer is malformed")
             self._tokens[installation] = (token, expires.timestamp())
             return token
 
@@ -783,22 +643,19 @@ class _App:
         if found is not None:
             return found
         where = f"/repos/{owner}/{repo}" if repo else f"/orgs/{owner}"
-        answer = self._app_call("GET", f"{where}/installation")
-        if answer.status == 404:
+        what = f"finding the App's installation on {owner}"
+        data = self._gh.get_json(
+            f"{where}/installation", what=what, absent=(404,), headers=self._headers()
+        )
+        if data is None:
             raise LookupFailed(f"the GitHub App is not installed on {owner}")
-        if answer.status != 200:
-            raise self._gh.failure(answer, f"finding the App's installation on {owner}")
-        data = answer.json()
-        if not isinstance(data, dict) or not isinstance(data.get("id"), int):
+        if not isinstance(data.get("id"), int):
             raise LookupFailed("github's installation answer has no id")
         self._installations[owner.lower()] = data["id"]
         return int(data["id"])
 
     def probe(self) -> ProbeResult:
-        answer = self._app_call("GET", "/app")
-        if answer.status != 200:
-            raise self._gh.failure(answer, "the probe (GET /app)")
-        app = answer.json()
+        app = self._gh.get_json("/app", what="the probe (GET /app)", headers=self._headers())
         detail = f"GitHub App {app.get('slug') or app.get('name') or app.get('id')!s}"
         if self._gh.options["installation_id"] is not None:
             self.token(None)
