@@ -1,0 +1,665 @@
+"""toolpass for LlamaIndex: every tool call of an agent checked before the tool runs.
+
+LlamaIndex has no hook that runs before a tool (its instrumentation only observes), so
+``ToolpassAuthorization`` guards at two places, which may be used together:
+
+- ``guard.wrap(tools)`` wraps each tool (``FunctionTool``, any ``BaseTool`` or
+  ``AsyncBaseTool``, the tools of a ``ToolSpec``, MCP tools) in a ``GuardedTool`` with the
+  same metadata (name, description, ``fn_schema``), so the model sees the same tool; the
+  check runs in the tool's ``acall`` (and ``call``), inside a workflow or outside one.
+- ``guard.apply(agent_or_workflow)`` guards the agent's own tool-call step (the
+  ``_call_tool`` of ``FunctionAgent``, ``ReActAgent``, ``CodeActAgent`` and of
+  ``AgentWorkflow``), so a tool added later, or found by a tool retriever, is not missed. A
+  tool both wrapped by this guard and called through an applied agent is checked once.
+
+The user comes from the application, never from the model: the run's workflow ``Context``
+(``await ctx.store.get("user_id")`` by default), or a callable given that ``Context`` (None
+outside a workflow), or an active toolpass ``Session``. A refusal is the tool's result, a
+``ToolOutput(is_error=True)`` reading ``Refused by toolpass (code): reason``, and the run
+goes on; anything failing in the check itself refuses, and the tool does not run.
+
+A session lasts for the conversation by default: the workflow ``Context``, which persists
+across runs when the application passes the same one again (or restores it with
+``Context.from_dict``); toolpass keeps the conversation's id in the context's store, under
+``"toolpass_conversation"``. A run without a reused ``Context`` is its own conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
+from llama_index.core.tools import BaseTool, FunctionTool, ToolOutput
+from llama_index.core.tools.tool_spec.base import BaseToolSpec
+from llama_index.core.tools.types import AsyncBaseTool, ToolMetadata
+from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
+from toolpass.adapting import (
+    Guard,
+    OnRefuse,
+    PermissionEngine,
+    Rule,
+    Rules,
+    SessionSource,
+    Toolkit,
+    ToolRefused,
+    UserSource,
+    refusal_text,
+    user_from,
+)
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequired",
+    "GuardedTool",
+    "Rule",
+    "ToolpassAuthorization",
+    "refusal_text",
+]
+
+log = logging.getLogger("toolpass")
+Target = TypeVar("Target", bound=BaseWorkflowAgent | AgentWorkflow)
+
+#: Where toolpass keeps a conversation's id in the workflow context's store.
+CONVERSATION_KEY = "toolpass_conversation"
+#: What ``Context.wait_for_event`` raises to pause a step (workflows >= 2.9): never a failure.
+_WAITING: tuple[type[BaseException], ...]
+try:
+    from workflows.runtime.types.results import WaitingForEvent
+
+    _WAITING = (WaitingForEvent,)
+except ImportError:  # pragma: no cover - older workflows have no such pause
+    _WAITING = ()
+
+
+class ApprovalRequired(InputRequiredEvent):
+    """Written to the run's event stream when a tool call waits for a person's approval
+    (``approvals="events"``): answer it with ``ctx.send_event(event.decide(...))``."""
+
+    request_id: str
+    tool: str
+    user: str
+    #: What the model would read: why the call waits.
+    message: str
+    #: Who asks for what and why, with a preview of the arguments, for the person deciding.
+    description: str
+
+    def decide(self, *, approved: bool, by: str, reason: str = "") -> ApprovalDecision:
+        """The answer to send back into the run (``handler.ctx.send_event(...)``)."""
+        return ApprovalDecision(request_id=self.request_id, approved=approved, by=by, reason=reason)
+
+
+class ApprovalDecision(HumanResponseEvent):
+    """A person's decision on an ``ApprovalRequired`` call; toolpass records it in the
+    toolkit's ``ApprovalQueue`` and checks the call again."""
+
+    request_id: str
+    approved: bool
+    by: str
+    reason: str = ""
+
+
+class ToolpassAuthorization:
+    """Check every tool call of a LlamaIndex agent with toolpass before the tool runs.
+
+    ``rules`` maps a tool name (or a tuple of names sharing a rule) to a
+    ``Rule(connection, action, resource_template)`` or a ``(connection, action, resource)``
+    tuple; the resource is filled from the call's arguments. ``strict=True`` refuses a tool
+    without a rule (otherwise it runs unchecked, still in a session and audited). ``toolkit``
+    supplies audit sinks, limits, approvals and the request hook.
+
+    ``user`` says where the user is: a key of the workflow context's store (``"user_id"`` by
+    default, read with ``await ctx.store.get(...)``; a dotted path such as
+    ``"state.user_id"`` works too), or a callable given the workflow ``Context`` (None
+    outside a workflow) that returns the user or an awaitable of it. Outside a workflow an
+    active toolpass ``Session`` also names the user. ``session`` says what one session lasts
+    for: ``"conversation"`` (the workflow ``Context``, across the runs it is passed to; the
+    default), ``"run"`` (one ``agent.run``), or a callable given the same object as ``user``,
+    returning an id (or an awaitable of one). ``on_refuse`` turns a refusal into the text the
+    model reads (a ``ToolOutput`` it returns is used as it is); None ends the run with the
+    refusal. ``approvals``: ``"model"`` (the default) tells the model the call waits for a
+    person's approval and to call it again once approved; ``"events"`` pauses the call with
+    an ``ApprovalRequired`` event on the run's stream and resumes on its ``ApprovalDecision``
+    (LlamaIndex's human-in-the-loop), inside a workflow.
+
+    Every option is checked here (``toolpass.adapting.Guard``); ``wrap`` and ``apply`` check
+    the rules against the tools they are given, and ``explain()`` lists them.
+    """
+
+    def __init__(
+        self,
+        engine: PermissionEngine | None,
+        rules: Rules | None = None,
+        *,
+        strict: bool = False,
+        toolkit: Toolkit | None = None,
+        user: UserSource = "user_id",
+        session: SessionSource = "conversation",
+        on_refuse: OnRefuse | None = refusal_text,
+        approvals: Literal["model", "events"] = "model",
+    ) -> None:
+        if approvals not in ("model", "events"):
+            raise TypeError(f"approvals is 'model' or 'events', not {approvals!r}")
+        self.guard = Guard(
+            engine,
+            rules,
+            strict=strict,
+            toolkit=toolkit,
+            user=user,
+            session=session,
+            on_refuse=on_refuse,
+        )
+        # The guard's own session source reads an id this adapter resolves (a callable here
+        # may be async); the option above was checked as given.
+        if callable(session):
+            self.guard.session_source = "conversation"
+        self._session = session
+        self.approvals = approvals
+
+    # Setting it up.
+
+    def wrap(
+        self,
+        tools: Iterable[BaseTool | Callable[..., Any]] | BaseToolSpec,
+        *,
+        complete: bool = True,
+    ) -> list[BaseTool]:
+        """Each tool wrapped so that every call of it is checked; its metadata (name,
+        description, ``fn_schema``) is the tool's own. Plain functions become
+        ``FunctionTool``s first; a ``ToolSpec`` gives its ``to_tool_list()``. A rule whose
+        template names an argument its tool does not take is a ``ValueError``; so is, with
+        ``complete`` (these are all of the agent's tools), a rule for a tool not among them."""
+        if isinstance(tools, BaseToolSpec):
+            tools = tools.to_tool_list()
+        wrapped: list[BaseTool] = [self.wrap_tool(t) for t in tools]
+        self.guard.add_tools({_name(t): _arguments(t) for t in wrapped}, complete=complete)
+        return wrapped
+
+    def wrap_tool(self, tool: BaseTool | Callable[..., Any]) -> GuardedTool:
+        """One tool, wrapped (see ``wrap``); a tool this guard wrapped already is returned
+        as it is."""
+        if isinstance(tool, GuardedTool) and tool.owner is self:
+            return tool
+        if not isinstance(tool, BaseTool):
+            if not callable(tool):
+                raise TypeError(f"a tool is a LlamaIndex BaseTool or a function, not {tool!r}")
+            tool = FunctionTool.from_defaults(tool)
+        return GuardedTool(tool, self)
+
+    def apply(self, target: Target) -> Target:
+        """Guard the tool-call step of an agent (``FunctionAgent``, ``ReActAgent``,
+        ``CodeActAgent``, any ``BaseWorkflowAgent``) or of an ``AgentWorkflow`` and each of
+        its agents; returns it. Its tools are checked against the rules now (a ``ValueError``
+        for a problem; when a tool retriever supplies more tools, only those known now)."""
+        if isinstance(target, AgentWorkflow):
+            hosts: list[Any] = [target, *target.agents.values()]
+            agents = list(target.agents.values())
+        elif isinstance(target, BaseWorkflowAgent):
+            hosts, agents = [target], [target]
+        else:
+            raise TypeError(
+                "apply() takes a LlamaIndex agent (FunctionAgent, ReActAgent, ...) or an "
+                f"AgentWorkflow, not {type(target).__name__}"
+            )
+        for host in hosts:
+            _hook(host, self)
+        tools: dict[str, list[str] | None] = {}
+        for agent in agents:
+            for each in agent.tools or ():
+                tool = each if isinstance(each, BaseTool) else FunctionTool.from_defaults(each)
+                tools[_name(tool)] = _arguments(tool)
+        complete = all(agent.tool_retriever is None for agent in agents)
+        self.guard.add_tools(tools, complete=complete)
+        return target
+
+    def explain(self, engine: PermissionEngine | None = None) -> Any:
+        """Every tool the guard knows, its rule, and the tools that run unchecked."""
+        return self.guard.explain(engine)
+
+    # The call.
+
+    async def acall(
+        self,
+        ctx: Context[Any] | None,
+        name: str,
+        arguments: Mapping[str, Any],
+        body: Callable[[], Awaitable[ToolOutput]],
+        tool_input: Mapping[str, Any],
+    ) -> ToolOutput:
+        """Check one call and run ``body`` inside the pipeline; the tool's output, or the
+        refusal as the tool's output. ``body`` is the framework's (it may raise: a tool's
+        own exception is passed on as it is)."""
+        started = False
+        result: list[ToolOutput] = []
+
+        async def run() -> Any:
+            nonlocal started
+            started = True
+            out = await body()
+            result.append(out)
+            failure = out.exception
+            if out.is_error and isinstance(failure, Exception):
+                raise failure  # the framework caught the tool's exception: toolpass sees it
+            return out.content
+
+        user: str | None = None
+        while True:
+            started = False
+            result.clear()
+            try:
+                user = await self._user(ctx)
+                key = await self._key(ctx)
+                self._saw(name)
+            except ToolRefused as refused:  # the application's user or session source failed
+                return self._refused(name, arguments, tool_input, refused, audit=True)
+            except Exception as exc:
+                return self._failed_check(name, arguments, tool_input, exc)
+            try:
+                content = await self.guard.arun(user, name, arguments, run, key=key)
+            except ToolRefused as refused:
+                waits = refused.code == "approval_pending" and self.approvals == "events"
+                if waits and ctx is not None and await self._approve(ctx, name, user, refused):
+                    continue  # a person decided: check the call again
+                return self._refused(name, arguments, tool_input, refused, audit=False)
+            except Exception as exc:
+                if isinstance(exc, _WAITING):
+                    raise  # the step waits for an event; LlamaIndex replays it later
+                original = getattr(exc, "original", None)  # a ToolError toolpass made of it
+                if isinstance(original, _WAITING):
+                    raise original from None
+                if not started:  # toolpass failed before the tool ran: refuse
+                    return self._failed_check(name, arguments, tool_input, exc)
+                return _failed(name, tool_input, exc, result)
+            return _output(name, tool_input, content, result)
+
+    def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        body: Callable[[], ToolOutput],
+        tool_input: Mapping[str, Any],
+    ) -> ToolOutput:
+        """``acall`` for a tool called synchronously, outside a workflow's run: the user is
+        the ``user`` callable's (given None) or the active toolpass ``Session``'s."""
+        started = False
+        result: list[ToolOutput] = []
+
+        def run() -> Any:
+            nonlocal started
+            started = True
+            out = body()
+            result.append(out)
+            return out.content
+
+        try:
+            user = _sync_user(self.guard.user)
+            key = self.guard.key(None, _sync_session(self._session))
+            self._saw(name)
+        except ToolRefused as refused:
+            return self._refused(name, arguments, tool_input, refused, audit=True)
+        except Exception as exc:
+            return self._failed_check(name, arguments, tool_input, exc)
+        try:
+            content = self.guard.run(user, name, arguments, run, key=key)
+        except ToolRefused as refused:
+            return self._refused(name, arguments, tool_input, refused, audit=False)
+        except Exception as exc:
+            if not started:
+                return self._failed_check(name, arguments, tool_input, exc)
+            raise
+        return _output(name, tool_input, content, result)
+
+    # Translation.
+
+    async def _user(self, ctx: Context[Any] | None) -> str | None:
+        """The call's user: from the context's store, or the ``user`` callable (None outside
+        a workflow without a callable: the active Session's, if any)."""
+        source = self.guard.user
+        try:
+            if callable(source):
+                value = source(ctx)
+                if inspect.isawaitable(value):
+                    value = await value
+            elif ctx is None:
+                return None
+            else:
+                value = await ctx.store.get(source, default=None)
+        except Exception as exc:
+            raise _unknown("Who this call acts for", f"the user source raised {_named(exc)}")
+        return user_from("user", {"user": value})
+
+    async def _key(self, ctx: Context[Any] | None) -> Any:
+        """What the call's session is kept under (see ``session``)."""
+        run = None if ctx is None else ctx.store  # one store per run, shared by its steps
+        source = self._session
+        if source == "run":
+            return self.guard.key(run)
+        if callable(source):
+            try:
+                value = source(ctx)
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as exc:
+                raise _unknown("The session of this call", f"session raised {_named(exc)}")
+            return self.guard.key(run, value)
+        return self.guard.key(run, None if ctx is None else await _conversation(ctx))
+
+    def _saw(self, name: str) -> None:
+        if name not in self.guard.tools:
+            self.guard.add_tools({name: None}, complete=False, late=True)
+
+    def _failed_check(
+        self, name: str, arguments: Mapping[str, Any], tool_input: Mapping[str, Any], exc: Exception
+    ) -> ToolOutput:
+        """Toolpass itself failed before the tool ran (a bug, a broken option): refuse."""
+        log.exception("toolpass: the check of %s failed", name)
+        refused = ToolRefused(
+            "check_error",
+            "The call could not be checked, so it was not made. Tell the user.",
+            detail=_named(exc),
+        )
+        return self._refused(name, arguments, tool_input, refused, audit=True)
+
+    def _refused(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        tool_input: Mapping[str, Any],
+        refused: ToolRefused,
+        *,
+        audit: bool,
+    ) -> ToolOutput:
+        """The refusal as the tool's output (``on_refuse``). ``audit``: the pipeline never
+        saw the call (its user or session could not be found, or the check itself failed),
+        so it is audited here."""
+        if audit:
+            log.warning("toolpass: %s refused before its check: %s", name, refused.detail)
+            self.guard.audit_refused(None, name, arguments, refused)
+        on_refuse = self.guard.on_refuse
+        if on_refuse is None:
+            raise refused
+        try:
+            said = on_refuse(refused)
+        except Exception:  # the reason must still reach the model
+            log.exception("toolpass: on_refuse failed")
+            said = refusal_text(refused)
+        if isinstance(said, ToolOutput):
+            return said
+        return ToolOutput(
+            content=str(said),
+            tool_name=name,
+            raw_input=dict(tool_input),
+            raw_output=None,
+            is_error=True,
+            exception=refused,
+        )
+
+    async def _approve(
+        self, ctx: Context[Any], name: str, user: str | None, pending: ToolRefused
+    ) -> bool:
+        """Pause the step until a person decides (LlamaIndex replays the step then) and record
+        the decision in the toolkit's ``ApprovalQueue``. False when this guard cannot: the
+        request is not in its toolkit's queue, or is no longer waiting."""
+        queue = self.guard.toolkit.approver
+        request_id = getattr(pending, "request_id", None)
+        request = getattr(pending, "request", None)
+        if not callable(getattr(queue, "approve", None)) or not isinstance(request_id, str):
+            return False
+        try:
+            if queue.get(request_id) is not request or request.status != "pending":
+                return False
+        except KeyError:
+            return False
+        decision = await ctx.wait_for_event(
+            ApprovalDecision,
+            waiter_event=ApprovalRequired(
+                request_id=request_id,
+                tool=name,
+                user=user or "",
+                description=request.describe(),
+                message=pending.message,
+            ),
+            waiter_id=f"toolpass-approval-{request_id}",
+            requirements={"request_id": request_id},
+            timeout=None,
+        )
+        try:
+            if decision.approved:
+                queue.approve(request_id, by=decision.by)
+            else:
+                queue.deny(request_id, by=decision.by, reason=decision.reason)
+        except (KeyError, ValueError):  # decided already (a replayed step): check again
+            log.debug("toolpass: approval %s was decided already", request_id)
+        return True
+
+
+class GuardedTool(AsyncBaseTool):
+    """A LlamaIndex tool whose every call ``owner`` checks first; ``tool`` is the original,
+    whose metadata it shows the model unchanged."""
+
+    def __init__(self, tool: BaseTool, owner: ToolpassAuthorization) -> None:
+        self.tool = tool
+        self.owner = owner
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self.tool.metadata
+
+    def __repr__(self) -> str:
+        return f"GuardedTool({self.tool!r})"
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        tool = self.tool
+        arguments = _call_arguments(tool, args, kwargs)
+
+        def body() -> ToolOutput:
+            if isinstance(tool, AsyncBaseTool):
+                return tool.call(*args, **kwargs)
+            return tool(*args, **kwargs)
+
+        return self.owner.call(_name(self), arguments, body, arguments)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        tool = self.tool
+        ctx = _step_context()
+        if ctx is not None and isinstance(tool, FunctionTool) and tool.requires_context:
+            param = tool.ctx_param_name
+            if param is not None and param not in kwargs:
+                kwargs = {**kwargs, param: ctx}
+        arguments = _call_arguments(tool, args, kwargs)
+
+        async def body() -> ToolOutput:
+            if isinstance(tool, AsyncBaseTool):
+                return await tool.acall(*args, **kwargs)
+            return await asyncio.to_thread(tool, *args, **kwargs)
+
+        return await self.owner.acall(ctx, _name(self), arguments, body, arguments)
+
+
+# The agent's tool-call step.
+
+
+def _hook(host: Any, owner: ToolpassAuthorization) -> None:
+    """Replace ``host._call_tool`` (the step that runs every tool call of an agent or an
+    agent workflow) with one that checks the call first."""
+    original = getattr(host, "_call_tool", None)
+    if not inspect.iscoroutinefunction(original):
+        raise TypeError(
+            f"this llama-index-core's {type(host).__name__} has no async _call_tool(ctx, tool, "
+            "tool_input) to guard; wrap the tools with guard.wrap(tools) instead"
+        )
+    if owner in getattr(original, "_toolpass_owners", ()):
+        return  # applied already
+
+    async def _call_tool(
+        ctx: Context[Any], tool: AsyncBaseTool, tool_input: dict[str, Any]
+    ) -> ToolOutput:
+        if _is_handoff(tool):  # the workflow's own control flow, not an application's tool
+            output: ToolOutput = await original(ctx, tool, tool_input)
+            return output
+        inner: AsyncBaseTool = tool
+        if (
+            isinstance(tool, GuardedTool)
+            and tool.owner is owner
+            and isinstance(tool.tool, AsyncBaseTool)
+        ):
+            inner = tool.tool  # checked here, once
+        try:
+            name = _name(tool)
+        except Exception:
+            name = "?"
+        arguments = {k: v for k, v in tool_input.items() if not isinstance(v, Context)}
+        return await owner.acall(
+            ctx, name, arguments, lambda: original(ctx, inner, tool_input), tool_input
+        )
+
+    _call_tool._toolpass_owners = (*getattr(original, "_toolpass_owners", ()), owner)  # type: ignore[attr-defined]
+    object.__setattr__(host, "_call_tool", _call_tool)
+
+
+def _is_handoff(tool: Any) -> bool:
+    from llama_index.core.agent.workflow.multi_agent_workflow import handoff
+
+    return isinstance(tool, FunctionTool) and tool.real_fn is handoff
+
+
+# Reading a call.
+
+
+def _step_context() -> Context[Any] | None:
+    """The workflow ``Context`` of the step this runs in, None outside a workflow."""
+    try:
+        return Context.get_step_context()
+    except Exception:
+        return None
+
+
+async def _conversation(ctx: Context[Any]) -> str | None:
+    """The conversation's id, kept in the context's store (made at its first call): it
+    persists across the runs the same ``Context`` is passed to. None when the store cannot
+    keep it (a typed state without such a field): the run is the conversation then."""
+    store = ctx.store
+    found = await store.get(CONVERSATION_KEY, default=None)
+    if isinstance(found, str) and found:
+        return found
+    try:
+        async with store.edit_state() as state:
+            found = state.get(CONVERSATION_KEY) if hasattr(state, "get") else None
+            if not (isinstance(found, str) and found):
+                found = f"llamaindex-{uuid.uuid4().hex}"
+                state[CONVERSATION_KEY] = found
+    except Exception:
+        log.debug("toolpass: the context's store cannot keep a conversation id", exc_info=True)
+        return None
+    return found
+
+
+def _sync_user(source: UserSource) -> str | None:
+    if not callable(source):
+        return None  # a store key needs the workflow's (async) store: the active Session's
+    try:
+        value = source(None)
+    except Exception as exc:
+        raise _unknown("Who this call acts for", f"the user source raised {_named(exc)}")
+    if inspect.isawaitable(value):
+        _close(value)
+        raise _unknown("Who this call acts for", "an async user source, in a synchronous call")
+    return user_from("user", {"user": value})
+
+
+def _sync_session(source: SessionSource) -> Any:
+    if not callable(source):
+        return None
+    try:
+        value = source(None)
+    except Exception as exc:
+        raise _unknown("The session of this call", f"session raised {_named(exc)}")
+    if inspect.isawaitable(value):
+        _close(value)
+        raise _unknown("The session of this call", "an async session source, in a synchronous call")
+    return value
+
+
+def _close(value: Any) -> None:
+    close = getattr(value, "close", None)
+    if callable(close):
+        close()
+
+
+def _unknown(what: str, detail: str) -> ToolRefused:
+    return ToolRefused(
+        "check_error",
+        f"{what} could not be found, so the call was not made. Tell the user.",
+        detail=detail,
+    )
+
+
+def _named(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _name(tool: BaseTool) -> str:
+    return tool.metadata.get_name()
+
+
+def _fields(tool: BaseTool) -> list[str] | None:
+    schema = tool.metadata.fn_schema
+    fields = getattr(schema, "model_fields", None)
+    return list(fields) if isinstance(fields, Mapping) else None
+
+
+def _arguments(tool: BaseTool) -> list[str] | None:
+    """The names of the arguments the model gives ``tool`` (None when not known)."""
+    try:
+        return _fields(tool)
+    except Exception:
+        return None
+
+
+def _call_arguments(
+    tool: BaseTool, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The call's arguments by name (positional ones named after the tool's schema), without
+    the workflow ``Context`` a tool may take."""
+    arguments = {k: v for k, v in kwargs.items() if not isinstance(v, Context)}
+    if args:
+        names = _fields(tool) or ["input"]
+        for i, value in enumerate(args):
+            arguments[names[i] if i < len(names) else f"arg{i}"] = value
+    return arguments
+
+
+def _output(
+    name: str, tool_input: Mapping[str, Any], content: Any, result: list[ToolOutput]
+) -> ToolOutput:
+    """The tool's own output, or, when toolpass changed what the model reads (untrusted
+    content fenced, a credential redacted), an output of that text."""
+    if result and content is result[0].content:
+        return result[0]
+    return ToolOutput(
+        content=str(content), tool_name=name, raw_input=dict(tool_input), raw_output=content
+    )
+
+
+def _failed(
+    name: str, tool_input: Mapping[str, Any], exc: Exception, result: list[ToolOutput]
+) -> ToolOutput:
+    """A tool's exception that the framework had caught (``result``) as it shows it: its own
+    error output, or the redacted (fenced) text toolpass made of it; one it had not is raised
+    on to it."""
+    if result and result[0].exception is exc:
+        return result[0]
+    if result:
+        return ToolOutput(
+            content=str(exc),
+            tool_name=name,
+            raw_input=dict(tool_input),
+            raw_output=str(exc),
+            is_error=True,
+            exception=exc,
+        )
+    raise exc
