@@ -1,0 +1,482 @@
+"""toolpass for Strands Agents: every tool call of an agent checked before it runs.
+
+``ToolpassAuthorization`` is an intervention handler
+(``Agent(..., interventions=[ToolpassAuthorization(tp, rules)])``). The user comes from the
+invocation's state, which the application passes
+(``agent("...", invocation_state={"user_id": user.email})``), never from the model.
+
+Why the check runs around the tool, not in ``before_tool_call`` alone: an intervention only
+decides, and toolpass must also run the tool's body inside the call (a toolpass ``Session``
+for the user, the request hook watching what the body sends, one audit event for the whole
+call, the call's limit slot and approval spent only when the body runs). So
+``before_tool_call`` swaps ``event.selected_tool`` (writable for this purpose) for a wrapper,
+and the whole toolpass pipeline runs when Strands executes that wrapper, with the real tool as
+the pipeline's body step. This has three consequences, all on purpose:
+
+- the check sees the very call that runs: after every other handler and hook, every
+  ``Transform`` and every ``ExecuteToolStage`` middleware has had its say;
+- it composes with Strands' own ``CedarAuthorization`` and ``HumanInTheLoop`` in either order,
+  the most restrictive wins: a call they deny or a person refuses never reaches toolpass (and
+  spends nothing), and one they let through is still refused by toolpass when it must be;
+- a refusal is the tool's error result, so the model reads the toolpass text once, exactly
+  (``Refused by toolpass (<code>): <reason>``), not Strands' ``DENIED: `` form, and the run
+  goes on. The tool's streamed events are passed on when the call is over (the body runs
+  inside the pipeline), not as they come.
+
+Approvals: when the pipeline needs a person (``toolkit=Toolkit(approver=ApprovalQueue())``
+and a check asking for approval), the call raises a Strands interrupt named
+``"toolpass-approval"`` whose ``reason`` carries the request (``request_id``, ``tool``,
+``user``, ``message``). The run stops with ``stop_reason == "interrupt"``; the application
+resumes it with the person's answer (``{"interruptResponse": {"interruptId": ..., "response":
+"y"}}``; ``True``, ``"y"``, ``"yes"`` or ``{"approved": True, "by": "lee"}`` approve, anything
+else denies, ``{"approved": False, "by": ..., "reason": ...}`` says why). The answer is recorded
+in the toolkit's ``ApprovalQueue`` and the call runs once (or is refused with the person's
+reason); a request decided in the queue directly before resuming keeps that decision.
+
+Sessions: ``session="conversation"`` (the default) keeps one session per user for the agent's
+``session_id`` (the session manager's id when the agent has one, so a conversation restored by
+another agent instance continues its session; else the agent instance's own conversation),
+``"run"`` one per invocation (``agent(...)``/``invoke_async``; resuming after an interrupt is
+a new invocation), or a callable given the ``BeforeToolCallEvent``.
+
+A failure of the handler itself refuses the call (``Deny`` with a generic ``check_error``
+reason; its exception text never reaches the model), and ``on_error`` stays ``"throw"``: a
+failure Strands sees ends the run rather than letting the call through. The framework's
+structured-output tool is not checked (it only shapes the model's final answer).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, cast
+from weakref import WeakKeyDictionary
+
+from toolpass.adapting import (
+    Guard,
+    OnRefuse,
+    PermissionEngine,
+    Rule,
+    Rules,
+    SessionSource,
+    Toolkit,
+    ToolRefused,
+    UserSource,
+    refusal_text,
+)
+
+from strands.hooks import AfterToolCallEvent, BeforeInvocationEvent, BeforeToolCallEvent
+from strands.interrupt import InterruptException
+from strands.interventions import Deny, InterventionHandler, OnError, Proceed
+from strands.types.events import ToolResultEvent
+from strands.types.tools import AgentTool, ToolGenerator, ToolResult, ToolSpec, ToolUse
+
+__all__ = ["APPROVAL", "Rule", "ToolpassAuthorization", "refusal_text"]
+
+log = logging.getLogger("toolpass")
+
+#: The name of the Strands interrupt a call waiting for a person's approval raises.
+APPROVAL = "toolpass-approval"
+_RUN = "toolpass:run"  # the invocation_state key of the current invocation's token
+_APPROVING = {"y", "yes"}
+
+
+class _Run:
+    """Stands for one agent invocation (the session of ``session="run"``)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class ToolpassAuthorization(InterventionHandler):
+    """Checks every tool call of a Strands agent with toolpass.
+
+    ``rules`` maps a tool name (or a tuple of names sharing a rule) to a
+    ``Rule(connection, action, resource_template)`` or a ``(connection, action, resource)``
+    tuple; the resource is filled from the call's input. ``strict=True`` refuses a tool without
+    a rule (otherwise it runs unchecked, still in a session and audited). ``user`` says where
+    the user is: a key of the invocation state (``"user_id"`` by default) or a callable given
+    the ``BeforeToolCallEvent``. ``session``: ``"conversation"`` (the agent's ``session_id``;
+    the default), ``"run"`` (one invocation) or a callable given the event returning an id.
+    ``on_refuse`` turns a refusal into the text the model reads (``refusal_text`` by default);
+    None ends the run with the refusal instead (Strands raises ``EventLoopException`` from it).
+    ``toolkit`` supplies audit sinks, limits, the approver and the request hook. ``tools``
+    (the agent's tools, optional) checks the rules against them now: a rule for a tool not
+    among them, or naming an argument its tool does not take, is a ``ValueError``; without it
+    the rules are checked (with warnings) when the agent is first invoked. ``name`` is the
+    handler's name among the agent's interventions. Every option is checked here
+    (``toolpass.adapting.Guard``); ``guard.explain()`` lists what each tool gets.
+    """
+
+    def __init__(
+        self,
+        engine: PermissionEngine | None,
+        rules: Rules | None = None,
+        *,
+        strict: bool = False,
+        toolkit: Toolkit | None = None,
+        user: UserSource = "user_id",
+        session: SessionSource = "conversation",
+        on_refuse: OnRefuse | None = refusal_text,
+        tools: Sequence[AgentTool] | None = None,
+        name: str = "toolpass",
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"name is a non-empty string, not {name!r}")
+        self.guard = Guard(
+            engine,
+            rules,
+            strict=strict,
+            toolkit=toolkit,
+            user=user,
+            session=session,
+            on_refuse=on_refuse,
+        )
+        self._name = name
+        if tools is not None:
+            self.guard.add_tools(_arguments_of(tools))
+        self._checked: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def on_error(self) -> OnError:
+        """``"throw"``: a failure of this handler that escapes it ends the run (fail closed),
+        and its text never reaches the model (``"deny"`` would show it)."""
+        return "throw"
+
+    # The hooks.
+
+    def before_invocation(self, event: BeforeInvocationEvent, **kwargs: Any) -> Proceed:
+        """Marks the invocation (``session="run"``) and checks the rules against the agent's
+        tools (a warning for each problem, once)."""
+        event.invocation_state[_RUN] = _Run()
+        try:
+            self._check_tools(event.agent)
+        except Exception:
+            log.exception("toolpass: could not check the rules against the agent's tools")
+        return Proceed()
+
+    def before_tool_call(self, event: BeforeToolCallEvent, **kwargs: Any) -> Proceed | Deny:
+        """Puts the pipeline around the selected tool; nothing is decided yet."""
+        tool = event.selected_tool
+        try:
+            if tool is None or tool.tool_type == "structured_output":
+                return Proceed()  # an unknown tool does not run; an answer's shape is no call
+            user: str | None = None
+            failed: ToolRefused | None = None
+            try:
+                user = self.guard.user_of(event.invocation_state, event)
+                key = self._key(event)
+            except ToolRefused as exc:  # the application's source failed: never run
+                failed, key = exc, None
+            event.selected_tool = _Guarded(self, tool, event, user, key, failed)
+            return Proceed()
+        except Exception as exc:  # the handler broke: refuse, without its text
+            refused = _check_error(exc)
+            log.exception("toolpass: the intervention failed for %s", event.tool_use.get("name"))
+            self.guard.audit_refused(None, str(event.tool_use.get("name")), {}, refused)
+            if self.guard.on_refuse is None:
+                raise refused from None
+            return Deny(reason=self._text(refused))
+
+    def after_tool_call(self, event: AfterToolCallEvent, **kwargs: Any) -> Proceed:
+        """With ``on_refuse=None``, ends the run with the refusal."""
+        if self.guard.on_refuse is None and isinstance(event.exception, ToolRefused):
+            raise event.exception
+        return Proceed()
+
+    # Helpers.
+
+    def _key(self, event: BeforeToolCallEvent) -> Any:
+        state = event.invocation_state
+        run = state.get(_RUN)
+        if not isinstance(run, _Run):  # a call outside an invocation (agent.tool.x())
+            run = state
+        conversation = getattr(event.agent, "session_id", None)
+        return self.guard.key(run, conversation, event)
+
+    def _text(self, refused: ToolRefused) -> str:
+        """What the model reads; a failing ``on_refuse`` still refuses, with the plain text."""
+        on_refuse = self.guard.on_refuse
+        assert on_refuse is not None
+        try:
+            return str(on_refuse(refused))
+        except Exception:
+            log.exception("toolpass: on_refuse failed")
+            return refusal_text(refused)
+
+    def _check_tools(self, agent: Any) -> None:
+        registry = getattr(agent, "tool_registry", None)
+        if registry is None:
+            return
+        tools = [*registry.registry.values(), *registry.dynamic_tools.values()]
+        if self._checked.get(agent) == len(tools):
+            return
+        self._checked[agent] = len(tools)
+        tools = [t for t in tools if t.tool_type != "structured_output"]
+        self.guard.add_tools(_arguments_of(tools), late=True)
+
+    def _decide(self, refused: ToolRefused, response: Any) -> None:
+        """Records a person's answer to an approval interrupt in the toolkit's queue, unless
+        the request was decided there already (or belongs to another queue)."""
+        queue: Any = getattr(self.guard.toolkit, "approver", None)
+        request_id = getattr(refused, "request_id", None)
+        if not (callable(getattr(queue, "get", None)) and isinstance(request_id, str)):
+            return
+        try:
+            request = queue.get(request_id)
+        except KeyError:
+            return
+        if getattr(refused, "request", request) is not request or request.status != "pending":
+            return
+        approved, by, reason = _answer(response)
+        if approved:
+            queue.approve(request_id, by=by)
+        else:
+            queue.deny(request_id, by=by, reason=reason)
+
+
+class _Outcome:
+    """What the real tool produced inside the pipeline's body step."""
+
+    __slots__ = ("content", "events", "interrupt", "result")
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.result: ToolResultEvent | None = None
+        self.interrupt: Any = None
+        self.content: Any = None
+
+
+class _Guarded(AgentTool):
+    """The selected tool of one call, run inside the toolpass pipeline."""
+
+    def __init__(
+        self,
+        owner: ToolpassAuthorization,
+        inner: AgentTool,
+        event: BeforeToolCallEvent,
+        user: str | None,
+        key: Any,
+        failed: ToolRefused | None,
+    ) -> None:
+        super().__init__()
+        self.inner = inner
+        self._owner = owner
+        self._event = event
+        self._user = user
+        self._key = key
+        self._failed = failed
+        self._is_dynamic = inner.is_dynamic
+
+    @property
+    def tool_name(self) -> str:
+        return self.inner.tool_name
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return self.inner.tool_spec
+
+    @property
+    def tool_type(self) -> str:
+        return self.inner.tool_type
+
+    @property
+    def supports_hot_reload(self) -> bool:
+        return self.inner.supports_hot_reload
+
+    def get_display_properties(self) -> dict[str, str]:
+        return self.inner.get_display_properties()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"<toolpass-guarded {self.inner!r}>"
+
+    async def stream(
+        self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
+    ) -> ToolGenerator:
+        owner, guard = self._owner, self._owner.guard
+        name = self.inner.tool_name  # the rule of the tool that runs, whatever renamed the call
+        outcome = _Outcome()
+
+        async def attempt() -> Any:
+            nonlocal outcome
+            outcome = _Outcome()
+            body = self._body(tool_use, invocation_state, kwargs, outcome)
+            return await guard.arun(self._user, name, arguments, body, key=self._key)
+
+        try:
+            arguments = _arguments(tool_use)
+            if self._failed is not None:
+                guard.audit_refused(self._user, name, arguments, self._failed)
+                raise self._failed
+            try:
+                output = await attempt()
+            except ToolRefused as refused:
+                if refused.code != "approval_pending":
+                    raise
+                # Asks through Strands: the first time this stops the run (InterruptException);
+                # resumed, it returns the person's answer, recorded before the call is retried.
+                answer = self._event.interrupt(APPROVAL, reason=_request(refused, self._user, name))
+                owner._decide(refused, answer)
+                output = await attempt()
+        except InterruptException:
+            raise
+        except ToolRefused as refused:
+            yield _refusal(owner, tool_use, refused)
+            return
+        except Exception as exc:
+            for event in outcome.events:
+                yield event
+            result = outcome.result
+            if result is not None and result.exception is exc:
+                yield result  # the tool's own error, as Strands shows it without toolpass
+                return
+            raise  # a ToolError (redacted or fenced): Strands gives the model its text
+        for event in outcome.events:
+            yield event
+        if outcome.interrupt is not None:
+            yield outcome.interrupt  # the tool asked a person: Strands stops the run
+            return
+        result = outcome.result
+        assert result is not None
+        if output is not outcome.content:  # the pipeline fenced (or redacted) it
+            text = output if isinstance(output, str) else json.dumps(output, default=repr)
+            changed: ToolResult = {**result.tool_result, "content": [{"text": text}]}
+            result = ToolResultEvent(changed, exception=result.exception)
+        yield result
+
+    def _body(
+        self,
+        tool_use: ToolUse,
+        invocation_state: dict[str, Any],
+        kwargs: dict[str, Any],
+        outcome: _Outcome,
+    ) -> Callable[[], Awaitable[Any]]:
+        inner = self.inner
+
+        async def body() -> Any:
+            last: Any = _NOTHING
+            async with aclosing(inner.stream(tool_use, invocation_state, **kwargs)) as events:
+                async for event in events:
+                    if isinstance(event, ToolResultEvent):
+                        outcome.result = event
+                        break
+                    if isinstance(event, dict) and "tool_interrupt_event" in event:
+                        outcome.interrupt = event
+                        return None
+                    outcome.events.append(event)
+                    last = event
+            if outcome.result is None:
+                outcome.result = _final(tool_use, last)
+            error = outcome.result.exception
+            if error is not None:  # the pipeline records it, and decides on a refusal in it
+                raise error
+            outcome.content = outcome.result.tool_result.get("content")
+            return outcome.content
+
+        return body
+
+
+_NOTHING = object()
+
+
+def _final(tool_use: ToolUse, last: Any) -> ToolResultEvent:
+    """The result of a tool that yielded no ``ToolResultEvent``: its last value, as Strands
+    takes it."""
+    if last is _NOTHING:
+        return ToolResultEvent(
+            {
+                "toolUseId": str(tool_use.get("toolUseId")),
+                "status": "error",
+                "content": [{"text": f"Tool '{tool_use['name']}' did not return a result"}],
+            }
+        )
+    return ToolResultEvent(cast(ToolResult, last))
+
+
+def _refusal(owner: ToolpassAuthorization, tool_use: ToolUse, refused: ToolRefused) -> Any:
+    text = refusal_text(refused) if owner.guard.on_refuse is None else owner._text(refused)
+    result: ToolResult = {
+        "toolUseId": str(tool_use.get("toolUseId")),
+        "status": "error",
+        "content": [{"text": text}],
+    }
+    return ToolResultEvent(result, exception=refused)
+
+
+def _arguments(tool_use: ToolUse) -> Mapping[str, Any]:
+    value = tool_use.get("input")
+    if value is None:
+        return {}
+    if isinstance(value, str):  # some providers leave unparsed JSON
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            value = None
+    if not isinstance(value, Mapping):
+        raise ToolRefused(
+            "invalid_arguments",
+            "The tool's input is not an object of its parameters, so it was not called. Call "
+            "it again with an object of its parameters.",
+        )
+    return value
+
+
+def _arguments_of(tools: Sequence[Any]) -> dict[str, list[str] | None]:
+    found: dict[str, list[str] | None] = {}
+    for tool in tools:
+        if not isinstance(tool, AgentTool):
+            raise TypeError(f"tools are Strands tools (AgentTool, @tool functions), not {tool!r}")
+        schema = tool.tool_spec.get("inputSchema", {})
+        body = schema.get("json", schema) if isinstance(schema, dict) else None
+        properties = body.get("properties") if isinstance(body, dict) else None
+        found[tool.tool_name] = list(properties) if isinstance(properties, dict) else None
+    return found
+
+
+def _request(refused: ToolRefused, user: str | None, tool: str) -> dict[str, Any]:
+    """An approval interrupt's reason: what the person decides on (JSON, so Strands' session
+    managers can keep it)."""
+    request = getattr(refused, "request", None)
+    describe = getattr(request, "describe", None)
+    return {
+        "toolpass": "approval",
+        "request_id": getattr(refused, "request_id", None),
+        "tool": tool,
+        "user": user,
+        "message": describe() if callable(describe) else refused.message,
+    }
+
+
+def _answer(response: Any) -> tuple[bool, str, str]:
+    """(approved, by whom, why) from an interrupt's response."""
+    by, reason = "strands interrupt", ""
+    if isinstance(response, Mapping):
+        approved = response.get("approved", response.get("approve")) is True
+        if isinstance(response.get("by"), str) and response["by"].strip():
+            by = response["by"]
+        reason = str(response.get("reason") or "")
+        return approved, by, reason
+    if response is True:
+        return True, by, reason
+    if isinstance(response, str) and response.strip().lower() in _APPROVING:
+        return True, by, reason
+    return False, by, reason
+
+
+def _check_error(exc: BaseException) -> ToolRefused:
+    return ToolRefused(
+        "check_error",
+        "A safety check could not be completed, so the call was not made. "
+        "Try again later, or tell the user.",
+        detail=f"the toolpass intervention raised {type(exc).__name__}: {exc}",
+    )
