@@ -42,6 +42,7 @@ resource is unknown never passes silently.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import hmac
@@ -51,20 +52,23 @@ import re
 import threading
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from toolpass.integrations import _aws_routes
 from toolpass.integrations.base import (
+    REDACTED,
     Action,
     ConfigKey,
     ConnectionConfig,
     Decision,
     Effect,
     Integration,
+    MalformedResponse,
     ProbeResult,
+    load_actions,
 )
 from toolpass.integrations.routes import Match, Request
 from toolpass.wire import budget
@@ -298,13 +302,33 @@ def form(params: Mapping[str, str]) -> bytes:
 # --- XML --------------------------------------------------------------------------------
 
 
-def _xml(body: bytes) -> ET.Element:
+_SERVICES = {"iam": "IAM", "sts": "STS", "identitystore": "Identity Store", "sso": "SSO Admin"}
+# What AWS's error codes say (NoSuchEntity names the principal); others by their status.
+_ERRORS = {
+    "AccessDenied": "refused the engine's credential",
+    "AccessDeniedException": "refused the engine's credential",
+    "Throttling": "rate-limited the engine",
+    "ThrottlingException": "rate-limited the engine",
+    "RequestLimitExceeded": "rate-limited the engine",
+    "InvalidClientTokenId": "does not know the engine's access key",
+    "UnrecognizedClientException": "does not know the engine's access key",
+    "SignatureDoesNotMatch": "rejected the engine's signature",
+    "ExpiredToken": "says the engine's credential has expired",
+    "ExpiredTokenException": "says the engine's credential has expired",
+    "InvalidInput": "rejected the request as invalid",
+    "ServiceFailure": "failed",
+}
+
+
+def _xml(body: bytes, label: str) -> ET.Element:
+    """The XML of an answer, namespaces dropped; :class:`MalformedResponse` when it is not
+    XML, or declares a DTD."""
     if b"<!DOCTYPE" in body or b"<!ENTITY" in body:
-        raise LookupFailed("the answer is not an AWS XML document (it declares a DTD)")
+        raise MalformedResponse(f"{label}'s answer is not an AWS XML document (it declares a DTD)")
     try:
         root = ET.fromstring(body)  # noqa: S314 - DTDs are refused above
     except ET.ParseError:
-        raise LookupFailed("the answer is not XML")
+        raise MalformedResponse(f"{label} answered with a body that is not XML") from None
     for element in root.iter():
         if isinstance(element.tag, str) and "}" in element.tag:
             element.tag = element.tag.rpartition("}")[2]
@@ -432,115 +456,14 @@ class AWS(Integration):
         ConfigKey("identitystore_url", "The Identity Store endpoint (default by region)."),
         ConfigKey("sso_admin_url", "The SSO Admin endpoint (default by region)."),
     )
-    actions = (
-        Action("s3:GetObject", "Read an S3 object.", "read", "s3:GetObject on the object ARN"),
-        Action("s3:PutObject", "Write an S3 object.", "write", "s3:PutObject on the object ARN"),
-        Action(
-            "s3:DeleteObject",
-            "Delete an S3 object.",
-            "destructive",
-            "s3:DeleteObject on the object ARN",
-        ),
-        Action("s3:ListBucket", "List a bucket.", "read", "s3:ListBucket on the bucket ARN"),
-        Action(
-            "s3:DeleteBucket", "Delete a bucket.", "destructive", "s3:DeleteBucket on the bucket"
-        ),
-        Action(
-            "lambda:InvokeFunction",
-            "Invoke a Lambda function (runs code).",
-            "write",
-            "lambda:InvokeFunction on the function ARN",
-        ),
-        Action(
-            "lambda:UpdateFunctionCode",
-            "Replace a function's code.",
-            "write",
-            "lambda:UpdateFunctionCode on the function ARN",
-        ),
-        Action(
-            "secretsmanager:GetSecretValue",
-            "Read a secret's value.",
-            "read",
-            "secretsmanager:GetSecretValue on the secret ARN (and kms:Decrypt on its key)",
-        ),
-        Action(
-            "ssm:GetParameter", "Read a parameter.", "read", "ssm:GetParameter on the parameter"
-        ),
-        Action("kms:Decrypt", "Decrypt with a KMS key.", "read", "kms:Decrypt on the key ARN"),
-        Action(
-            "ec2:DescribeInstances",
-            "Describe EC2 instances.",
-            "read",
-            "ec2:DescribeInstances (resource *)",
-        ),
-        Action(
-            "ec2:StartInstances", "Start instances.", "write", "ec2:StartInstances on the instance"
-        ),
-        Action("ec2:StopInstances", "Stop instances.", "write", "ec2:StopInstances on it"),
-        Action(
-            "ec2:TerminateInstances",
-            "Terminate instances.",
-            "destructive",
-            "ec2:TerminateInstances on the instance ARN",
-        ),
-        Action(
-            "iam:CreateAccessKey",
-            "Create an access key (a credential).",
-            "write",
-            "iam:CreateAccessKey on the user ARN",
-        ),
-        Action("iam:PassRole", "Pass a role to a service.", "write", "iam:PassRole on the role"),
-        Action(
-            "logs:FilterLogEvents",
-            "Read log events.",
-            "read",
-            "logs:FilterLogEvents on the log group ARN",
-        ),
-        Action("ses:SendEmail", "Send email (data leaves).", "write", "ses:SendEmail on identity"),
-        Action("sqs:SendMessage", "Send a queue message.", "write", "sqs:SendMessage on queue"),
-        Action(
-            "sqs:ReceiveMessage",
-            "Receive queue messages (hides them from other consumers for a while).",
-            "read",
-            "sqs:ReceiveMessage on the queue ARN",
-        ),
-        Action(
-            "sts:GetCallerIdentity",
-            "Who the caller is (needs no permission).",
-            "read",
-            "nothing: AWS answers it for every principal",
-        ),
-        Action("sns:Publish", "Publish to a topic.", "write", "sns:Publish on the topic ARN"),
-        Action("dynamodb:GetItem", "Read an item.", "read", "dynamodb:GetItem on the table"),
-        Action("dynamodb:PutItem", "Write an item.", "write", "dynamodb:PutItem on the table"),
-        Action(
-            "dynamodb:DeleteItem",
-            "Delete an item.",
-            "destructive",
-            "dynamodb:DeleteItem on the table",
-        ),
-        Action(
-            "cloudformation:DeleteStack",
-            "Delete a stack and its resources.",
-            "destructive",
-            "cloudformation:DeleteStack on the stack ARN",
-        ),
-        Action(
-            "rds:DeleteDBInstance",
-            "Delete a database instance.",
-            "destructive",
-            "rds:DeleteDBInstance on the db ARN",
-        ),
-        Action("ecs:UpdateService", "Change an ECS service.", "write", "ecs:UpdateService on it"),
-        Action("sts:AssumeRole", "Assume a role.", "write", "sts:AssumeRole on the role ARN"),
-    )
+    actions = load_actions("aws")
 
     # --- declaration --------------------------------------------------------------------
     @classmethod
     def action(cls, name: str) -> Action | None:
         """A declared action, or any well-formed IAM action ``service:Operation`` (the set of
         IAM actions is open); its effect is read from the operation's verb."""
-        declared = next((a for a in cls.actions if a.name == name), None)
+        declared = super().action(name)
         if declared is not None or not isinstance(name, str) or not _ACTION.fullmatch(name):
             return declared
         operation = name.partition(":")[2]
@@ -750,30 +673,32 @@ class AWS(Integration):
             )
         return Decision.deny(f"no IAM policy allows {what} (implicit deny){tail}")
 
-    def _pages(self, operation: str, params: Mapping[str, str], subject: str) -> list[ET.Element]:
-        """Every ``<OperationResult>`` of a paginated IAM Query call."""
-        pages: list[ET.Element] = []
-        marker: str | None = None
-        for _ in range(self.options["max_pages"]):
-            page = dict(params)
-            if marker:
-                page["Marker"] = marker
-            root = self._query(self.iam_url, "iam", self._iam_region(), page, subject)
+    def _pages(
+        self, operation: str, params: Mapping[str, str], subject: str
+    ) -> Iterator[ET.Element]:
+        """Every ``<OperationResult>`` of a paginated IAM Query call (``Marker``)."""
+
+        def page(marker: str | None) -> tuple[list[ET.Element], str | None]:
+            asked = {**params, "Marker": marker} if marker else params
+            root = self._query(self.iam_url, "iam", self._iam_region(), asked, subject)
             result = root.find(f"{operation}Result")
             if result is None:
                 raise LookupFailed(f"IAM's {operation} answer has no {operation}Result")
-            pages.append(result)
             if _text(result, "IsTruncated") != "true":
-                return pages
+                return [result], None
             marker = _text(result, "Marker")
             if not marker:
                 raise LookupFailed(f"IAM's {operation} answer is truncated without a Marker")
-        raise LookupFailed(f"IAM's {operation} answer has more than {len(pages)} pages")
+            return [result], marker
+
+        limit = self.options["max_pages"]
+        too_many = f"IAM's {operation} answer has more than {limit} pages"
+        return self.pages(page, limit=limit, too_many=too_many)
 
     def _iam_region(self) -> str:
         return PARTITIONS[self.partition].iam_region
 
-    # --- signed requests ----------------------------------------------------------------
+    # --- signed requests: the kit's wire, AWS's own error codes -----------------------------
     def _query(
         self,
         url: str,
@@ -785,41 +710,44 @@ class AWS(Integration):
         credentials: Credentials | None = None,
         signed: bool = True,
     ) -> ET.Element:
-        """A Query API call (IAM, STS); the parsed answer, or :class:`LookupFailed`."""
+        """A Query API call (IAM, STS): the ``<ActionResponse>`` element of the answer."""
+        operation = params.get("Action", "")
+        label = f"{_SERVICES[service]} {operation}"
         body = form(params)
         headers = {"Content-Type": _FORM, "Accept": "text/xml"}
         creds = credentials
         if signed:
             creds = creds or self.credentials()
             headers = sign_v4("POST", url + "/", headers, body, creds, region, service)
-        answer = self.request("POST", url + "/", headers=headers, body=body)
-        if answer.status != 200:
-            raise self._xml_failure(answer, service, params.get("Action", ""), subject, creds)
-        root = _xml(answer.body)
-        if root.tag == "ErrorResponse":
-            raise self._xml_failure(answer, service, params.get("Action", ""), subject, creds)
-        return root
+        answer = self._send(url, headers, body, label, subject)
+        root: ET.Element | None = None
+        if answer.status == 200:
+            root = _xml(answer.body, label)
+            if root.tag == f"{operation}Response":
+                return root
+            if root.tag != "ErrorResponse":
+                raise MalformedResponse(
+                    f"{label}'s answer is not XML from AWS (<{root.tag}>, not "
+                    f"<{operation}Response>)"
+                )
+        else:
+            with contextlib.suppress(LookupFailed):
+                root = _xml(answer.body, label)
+        code, message = _text(root, "Error/Code") or "", _text(root, "Error/Message") or ""
+        raise self._failure(answer, label, subject, creds, code, message)
 
     def _json(
         self, url: str, service: str, target: str, payload: Mapping[str, Any], subject: str
     ) -> Any:
-        """A JSON 1.1 call (Identity Store, SSO Admin): the parsed answer."""
+        """A JSON 1.1 call (Identity Store, SSO Admin): the JSON object of the answer."""
+        label = f"{_SERVICES[service]} {target.rpartition('.')[2]}"
         body = json.dumps(payload).encode()
         creds = self.credentials()
-        headers = sign_v4(
-            "POST",
-            url + "/",
-            {"Content-Type": _JSON11, "X-Amz-Target": target},
-            body,
-            creds,
-            self.region,
-            service,
-        )
-        answer = self.request("POST", url + "/", headers=headers, body=body)
-        operation = target.rpartition(".")[2]
+        headers = {"Content-Type": _JSON11, "X-Amz-Target": target}
+        headers = sign_v4("POST", url + "/", headers, body, creds, self.region, service)
+        answer = self._send(url, headers, body, label, subject)
         if answer.status != 200:
-            code = answer.header("x-amzn-errortype") or ""
-            message = ""
+            code, message = answer.header("x-amzn-errortype") or "", ""
             try:
                 data = answer.json()
             except LookupFailed:
@@ -829,55 +757,53 @@ class AWS(Integration):
                 message = str(data.get("Message") or data.get("message") or "")
             code = code.partition(":")[0].rpartition("#")[2]
             if code == "ResourceNotFoundException":
-                raise _NotFound(message)
-            self._forget(code, creds)
-            raise LookupFailed(
-                f"{operation} for {subject} failed (HTTP {answer.status} {code or 'error'}"
-                f"{': ' + message[:200] if message else ''})"
-            )
-        data = answer.json()
-        if not isinstance(data, dict):
-            raise LookupFailed(f"{operation}'s answer is not a JSON object")
-        return data
+                raise _NotFound(self.redact(message))
+            raise self._failure(answer, label, subject, creds, code, message)
+        return self.parse(answer, f"{label} for {subject}")
 
-    def _xml_failure(
+    def _send(
+        self, url: str, headers: Mapping[str, str], body: bytes, label: str, subject: str
+    ) -> Response:
+        what = f"run {label} for {subject}"
+        return self.answer("POST", url + "/", what=what, headers=headers, body=body)
+
+    def _failure(
         self,
         answer: Response,
-        service: str,
-        operation: str,
+        label: str,
         subject: str,
         creds: Credentials | None,
+        code: str,
+        message: str,
     ) -> LookupFailed:
-        code = message = ""
-        try:
-            root = _xml(answer.body)
-            code = _text(root, "Error/Code") or ""
-            message = _text(root, "Error/Message") or ""
-        except LookupFailed:
-            pass
+        """What AWS's error ``code`` says; the kit's reading of the status for an answer
+        that carries none (a proxy's 502, a redirect)."""
+        if not code:
+            return LookupFailed(
+                _without(str(self.failure(answer, f"run {label} for {subject}")), creds)
+            )
         self._forget(code, creds)
-        what = f"{service.upper()} {operation}".strip()
-        text = {
-            "NoSuchEntity": f"{subject} does not exist in IAM",
-            "AccessDenied": "refused the engine's credential",
-            "AccessDeniedException": "refused the engine's credential",
-            "Throttling": "rate-limited the engine",
-            "ThrottlingException": "rate-limited the engine",
-            "RequestLimitExceeded": "rate-limited the engine",
-            "InvalidClientTokenId": "does not know the engine's access key",
-            "SignatureDoesNotMatch": "rejected the engine's signature",
-            "ExpiredToken": "says the engine's credential has expired",
-            "InvalidInput": "rejected the request as invalid",
-            "ServiceFailure": "failed",
-        }.get(code)
+        text = _ERRORS.get(code)
         if text is None:
             text = "failed" if answer.status >= 500 else "gave an unexpected answer"
+        if code == "NoSuchEntity":
+            text = f"{subject} does not exist in IAM"
         if answer.status == 429 or (answer.status == 400 and "Throttl" in code):
             after = answer.header("retry-after")
             text += f" (retry after {after}s)" if after else ""
         detail = f": {message[:200]}" if message else ""
-        label = f"HTTP {answer.status}" + (f" {code}" if code else "")
-        return LookupFailed(f"{what} {text} ({label}) for {subject}{detail}")
+        reason = f"{label} {text} (HTTP {answer.status} {code}) for {subject}{detail}"
+        return LookupFailed(_without(self.redact(reason), creds))
+
+    def secret_values(self) -> Iterator[str]:
+        """The connection's secrets and the credentials in use (static, ambient or assumed):
+        their secret keys and session tokens."""
+        yield from super().secret_values()
+        for creds in (self._base, self._assumed):
+            if creds is not None:
+                yield creds.secret_access_key
+                if creds.session_token:
+                    yield creds.session_token
 
     def _forget(self, code: str, creds: Credentials | None) -> None:
         """Drop cached temporary credentials AWS no longer accepts."""
@@ -1047,10 +973,8 @@ class AWS(Integration):
         )
 
     # --- identity -----------------------------------------------------------------------
-    def lookup_user(self, email: str, mode: str) -> Sequence[str]:
-        """``identity_center``: the role ARNs of ``email``'s permission sets in the account."""
-        if mode != "identity_center":
-            raise LookupFailed(f"aws has no identity look-up {mode!r}")
+    def lookup_identity_center(self, email: str) -> Sequence[str]:
+        """The role ARNs of ``email``'s permission sets in the account (IAM Identity Center)."""
         o = self.options
         for key in ("identity_store_id", "sso_instance_arn", "account_id"):
             if not o.get(key):
@@ -1155,22 +1079,24 @@ class AWS(Integration):
         payload: Mapping[str, Any],
         field: str,
         subject: str,
-    ) -> list[Any]:
-        items: list[Any] = []
-        token: str | None = None
-        for _ in range(self.options["max_pages"]):
-            page = dict(payload)
-            if token:
-                page["NextToken"] = token
-            data = self._json(url, service, target, page, subject)
+    ) -> Iterator[Any]:
+        """The items of a paginated JSON 1.1 list (``NextToken``)."""
+        operation = target.rpartition(".")[2]
+
+        def page(token: str | None) -> tuple[list[Any], str | None]:
+            asked = {**payload, "NextToken": token} if token else payload
+            data = self._json(url, service, target, asked, subject)
             found = data.get(field, [])
             if not isinstance(found, list):
-                raise LookupFailed(f"{target.rpartition('.')[2]}'s {field} is not a list")
-            items += found
+                raise LookupFailed(f"{operation}'s {field} is not a list")
             token = data.get("NextToken")
-            if not token:
-                return items
-        raise LookupFailed(f"{target.rpartition('.')[2]} has more than {len(items)} pages")
+            if token is not None and not isinstance(token, str):
+                raise LookupFailed(f"{operation}'s NextToken is not a string")
+            return found, token
+
+        limit = self.options["max_pages"]
+        too_many = f"{operation} has more than {limit} pages"
+        return self.pages(page, limit=limit, too_many=too_many)
 
     # --- probe --------------------------------------------------------------------------
     def probe(self) -> ProbeResult:
@@ -1185,6 +1111,14 @@ class AWS(Integration):
 
 class _NotFound(LookupFailed):
     """A JSON API's ResourceNotFoundException."""
+
+
+def _without(text: str, creds: Credentials | None) -> str:
+    """``text`` without the secret key and session token of ``creds``."""
+    for secret in (creds.secret_access_key, creds.session_token) if creds else ():
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def _statements(result: ET.Element) -> list[str]:

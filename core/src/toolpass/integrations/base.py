@@ -328,11 +328,12 @@ class Integration(ABC):
         params: Mapping[str, str | None] | None = None,
         json: Any = None,
         headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
     ) -> Response:
         """:meth:`request`, whose transport failures (unreachable, slow, TLS, proxy) say
         what they were trying to do."""
         try:
-            return self.request(method, path, params=params, json=json, headers=headers)
+            return self.request(method, path, params=params, json=json, headers=headers, body=body)
         except HTTPError as e:
             raise HTTPError(self.redact(f"{self.name} could not be asked to {what}: {e}"))
 
