@@ -48,8 +48,12 @@ class ProposeOnce(Model):
     ) -> AsyncGenerator[Any, None]:
         yield {"messageStart": {"role": "assistant"}}
         if len(messages) == 1:
-            yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "p", "name": self.name}}}}
-            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(self.arguments)}}}}
+            yield {
+                "contentBlockStart": {"start": {"toolUse": {"toolUseId": "p", "name": self.name}}}
+            }
+            yield {
+                "contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(self.arguments)}}}
+            }
             yield {"contentBlockStop": {}}
             yield {"messageStop": {"stopReason": "tool_use"}}
             return
@@ -64,7 +68,9 @@ def run(agent: Agent, user: str, mode: str) -> dict[str, Any]:
     if mode == "sync":
         result = agent("Fix the typo in the README", invocation_state=state)
     else:
-        result = asyncio.run(agent.invoke_async("Fix the typo in the README", invocation_state=state))
+        result = asyncio.run(
+            agent.invoke_async("Fix the typo in the README", invocation_state=state)
+        )
     assert str(result).strip() == "done"  # the run went on after the tool call
     [reply] = [
         block["toolResult"]
