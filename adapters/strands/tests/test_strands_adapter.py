@@ -6,6 +6,7 @@ composition with Strands' own Cedar and human-in-the-loop handlers in either ord
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -452,3 +453,65 @@ def test_toolpass_approval_and_human_in_the_loop_both_ask() -> None:
     assert ran == []
     answer(agent, result, "y")
     assert ran == [500]
+
+
+class TwoAtOnce(ScriptedModel):
+    """Asks for every scripted call in one response (Strands runs them concurrently)."""
+
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
+    ) -> Any:
+        yield {"messageStart": {"role": "assistant"}}
+        if len(messages) == 1:
+            for n, (name, arguments) in enumerate(self.calls):
+                start = {"toolUse": {"toolUseId": f"c{n}", "name": name}}
+                yield {"contentBlockStart": {"start": start}}
+                delta = {"toolUse": {"input": json.dumps(arguments)}}
+                yield {"contentBlockDelta": {"delta": delta}}
+                yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "tool_use"}}
+            return
+        yield {"contentBlockStart": {"start": {}}}
+        yield {"contentBlockDelta": {"delta": {"text": "done"}}}
+        yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "end_turn"}}
+
+
+def test_calls_made_together_are_each_checked() -> None:
+    engine = ScriptedEngine(MAY_DELETE)
+    tools = Tools()
+    agent = Agent(
+        model=TwoAtOnce([("delete_issue", {"key": "PAY-1"}), ("delete_issue", {"key": "PAY-2"})]),
+        tools=tools.all,
+        interventions=[ToolpassAuthorization(engine, {"delete_issue": DELETE})],
+        callback_handler=None,
+    )
+    agent("go", invocation_state={"user_id": DANA})
+    by_id = {r["toolUseId"]: r["content"][0]["text"] for r in results(agent)}
+    assert by_id["c0"] == "deleted PAY-1"
+    assert by_id["c1"].startswith("Refused by toolpass (not_authorized)")
+    assert tools.ran == [("delete_issue", {"key": "PAY-1"})]
+
+
+def test_a_streaming_tools_events_are_passed_on_and_its_last_value_is_the_result() -> None:
+    @tool
+    async def count(upto: int) -> Any:
+        """Count."""
+        for n in range(1, upto + 1):
+            yield f"at {n}"
+
+    streamed: list[Any] = []
+
+    def callback(**event: Any) -> None:
+        if "tool_stream_event" in event:
+            streamed.append(event["tool_stream_event"]["data"])
+
+    agent = Agent(
+        model=ScriptedModel([("count", {"upto": 3})]),
+        tools=[count],
+        interventions=[ToolpassAuthorization(ScriptedEngine())],
+        callback_handler=callback,
+    )
+    agent("go", invocation_state={"user_id": DANA})
+    assert streamed == ["at 1", "at 2", "at 3"]
+    assert read_back(agent) == ["at 3"]

@@ -37,7 +37,8 @@ Sessions: ``session="conversation"`` (the default) keeps one session per user fo
 ``session_id`` (the session manager's id when the agent has one, so a conversation restored by
 another agent instance continues its session; else the agent instance's own conversation),
 ``"run"`` one per invocation (``agent(...)``/``invoke_async``; resuming after an interrupt is
-a new invocation), or a callable given the ``BeforeToolCallEvent``.
+a new invocation; the handler marks each invocation under the ``"toolpass:run"`` key of its
+``invocation_state``), or a callable given the ``BeforeToolCallEvent``.
 
 A failure of the handler itself refuses the call (``Deny`` with a generic ``check_error``
 reason; its exception text never reaches the model), and ``on_error`` stays ``"throw"``: a
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, cast
@@ -137,6 +139,7 @@ class ToolpassAuthorization(InterventionHandler):
         if tools is not None:
             self.guard.add_tools(_arguments_of(tools))
         self._checked: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
+        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -155,7 +158,8 @@ class ToolpassAuthorization(InterventionHandler):
         tools (a warning for each problem, once)."""
         event.invocation_state[_RUN] = _Run()
         try:
-            self._check_tools(event.agent)
+            with self._lock:
+                self._check_tools(event.agent)
         except Exception:
             log.exception("toolpass: could not check the rules against the agent's tools")
         return Proceed()
