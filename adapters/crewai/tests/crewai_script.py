@@ -55,9 +55,7 @@ class ScriptedLLM(BaseLLM):
                         "function": {"name": name, "arguments": json.dumps(arguments)},
                     }
                 ]
-            return (
-                f"Thought: I call {name}.\nAction: {name}\nAction Input: {json.dumps(arguments)}"
-            )
+            return f"Thought: I call {name}.\nAction: {name}\nAction Input: {json.dumps(arguments)}"
         return self.final if self.native else f"Thought: I know.\nFinal Answer: {self.final}"
 
     async def acall(self, *args: Any, **kwargs: Any) -> Any:

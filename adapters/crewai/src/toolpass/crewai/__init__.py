@@ -90,8 +90,9 @@ from crewai.hooks.dispatch import (
 from crewai.hooks.tool_hooks import ToolCallHookContext
 from crewai.tools.base_tool import BaseTool
 from crewai.tools.tool_failure import ToolFailure
+from crewai.utilities.string_utils import sanitize_tool_name
 
-__all__ = ["Rule", "RunRefused", "ToolpassHooks", "UserSource", "current_inputs"]
+__all__ = ["Rule", "RunRefused", "ToolpassHooks", "UserSource", "ask_human", "current_inputs"]
 
 log = logging.getLogger("toolpass")
 
@@ -134,9 +135,13 @@ _execution: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
 _scoped: contextvars.ContextVar[tuple[ToolpassHooks, ...]] = contextvars.ContextVar(
     "toolpass_crewai_scoped", default=()
 )
+#: The tool call whose pre-call hook is running in this context (for ``ask_human``).
+_current_call: contextvars.ContextVar[ToolCallHookContext | None] = contextvars.ContextVar(
+    "toolpass_crewai_call", default=None
+)
 #: What the post-call hook hands the model for the call the pre-call hook just ran.
-_pending: contextvars.ContextVar[tuple[object, str | RunRefused] | None] = (
-    contextvars.ContextVar("toolpass_crewai_pending", default=None)
+_pending: contextvars.ContextVar[tuple[object, str | RunRefused] | None] = contextvars.ContextVar(
+    "toolpass_crewai_pending", default=None
 )
 
 
@@ -146,6 +151,21 @@ def current_inputs() -> Mapping[str, Any]:
     execution = _execution.get()
     inputs = execution.inputs if execution is not None else None
     return inputs if isinstance(inputs, Mapping) else {}
+
+
+def ask_human(request: Any) -> bool:
+    """An approver for ``Toolkit(approver=ask_human)`` that asks the CrewAI way: the hook
+    context's ``request_human_input`` (CrewAI pauses its live console output and reads the
+    answer from standard input). The call runs only if the person types ``approve``; outside
+    a CrewAI tool call it raises, which refuses the call."""
+    ctx = _current_call.get()
+    if ctx is None:
+        raise RuntimeError("ask_human asks only inside a CrewAI tool call checked by toolpass")
+    reply = ctx.request_human_input(
+        prompt=f"toolpass: approval needed\n{request.describe()}",
+        default_message="Type 'approve' to run it; anything else denies it:",
+    )
+    return reply.strip().lower() == "approve"
 
 
 # The hooks: the same functions registered scoped and globally; each acts once per call.
@@ -159,6 +179,7 @@ def _before_tool_call(ctx: ToolCallHookContext) -> None:
     if pending is not None and pending[0] is ctx:
         raise HookAborted("toolpass ran this call", source="toolpass")  # the other registration
     outcome: str | RunRefused
+    token = _current_call.set(ctx)
     try:
         outcome = _call(guards, ctx)
     except RunRefused as end:
@@ -166,6 +187,8 @@ def _before_tool_call(ctx: ToolCallHookContext) -> None:
     except Exception:  # a bug of toolpass's own: the tool did not run
         log.exception("toolpass: the call of %s failed in the adapter", _name(ctx))
         outcome = refusal_text(_adapter_failed())
+    finally:
+        _current_call.reset(token)
     _pending.set((ctx, outcome))
     raise HookAborted("toolpass ran this call", source="toolpass")
 
@@ -314,6 +337,8 @@ def _call(guards: tuple[ToolpassHooks, ...], ctx: ToolCallHookContext) -> str:
     tool_input = ctx.tool_input
     arguments = dict(tool_input) if isinstance(tool_input, Mapping) else {}
     execution = _execution.get()
+    for hooks in guards:
+        _learn_tools(hooks.guard, ctx, name)
     body = _Body(ctx, arguments)
     run: Callable[[], Any] = body
     for hooks in reversed(guards):
@@ -330,6 +355,24 @@ def _call(guards: tuple[ToolpassHooks, ...], ctx: ToolCallHookContext) -> str:
             raise
         return TOOL_ERROR.format(error=exc)  # the tool's own exception, as CrewAI shows it
     return body.text(raw)
+
+
+def _learn_tools(guard: Guard, ctx: ToolCallHookContext, name: str) -> None:
+    """Checks the rules against the calling agent's tools the first time one is called (a
+    warning for each problem: the tools are known only as the crew runs)."""
+    if name in guard.tools:
+        return
+    tools = [*(getattr(ctx.agent, "tools", None) or ()), ctx.tool]
+    try:
+        found = {sanitize_tool_name(t.name): _arguments(t) for t in tools if t is not None}
+        guard.add_tools(found, complete=False, late=True)
+    except Exception:  # advisory only: never decides a call
+        log.exception("toolpass: could not check the rules against the tools of %s", name)
+
+
+def _arguments(tool: Any) -> list[str] | None:
+    fields = getattr(getattr(tool, "args_schema", None), "model_fields", None)
+    return list(fields) if isinstance(fields, Mapping) else None
 
 
 def _through(
@@ -485,6 +528,6 @@ class ToolpassHooks:
         _global.release()
 
 
-_entries: contextvars.ContextVar[
-    tuple[tuple[ToolpassHooks, Any], ...]
-] = contextvars.ContextVar("toolpass_crewai_entries", default=())
+_entries: contextvars.ContextVar[tuple[tuple[ToolpassHooks, Any], ...]] = contextvars.ContextVar(
+    "toolpass_crewai_entries", default=()
+)
