@@ -276,10 +276,12 @@ def test_a_call_changed_after_the_handler_is_checked_as_it_runs() -> None:
 # Approvals through Strands' interrupt.
 
 
-def approving_agent(queue: ApprovalQueue, ran: list[int], *before: Any) -> Agent:
+def approving_agent(
+    queue: ApprovalQueue, ran: list[int], *before: Any, events: list[AuditEvent] | None = None
+) -> Agent:
     """An agent whose one tool always needs approval (a ``secured_tool`` of the adapter's
     toolkit, whose approver is ``queue``), with the handlers ``before`` listed first."""
-    kit = Toolkit(approver=queue, audit=[])
+    kit = Toolkit(approver=queue, audit=[] if events is None else events.append)
 
     @tool
     @kit.secured_tool(approve=True)
@@ -328,6 +330,22 @@ def test_an_approval_interrupts_the_run_and_the_call_runs_once_approved(
     assert ran == [500]
     assert read_back(agent) == ["wired 500"]
     assert queue.pending() == []
+
+
+def test_an_approved_call_is_audited_as_asked_then_run() -> None:
+    queue, ran, events = ApprovalQueue(), [], []
+    agent = approving_agent(queue, ran, events=events)
+    result = agent("go", invocation_state={"user_id": DANA})
+    answer(agent, result, {"approved": True, "by": "lee"})
+    # The adapter's event and the tool's own, for the call that waited, then the one that ran.
+    outcomes = [(e.tool, e.outcome, e.code) for e in events]
+    assert outcomes == [
+        ("wire", "refused", "approval_pending"),
+        ("wire", "refused", "approval_pending"),
+        ("wire", "ok", None),
+        ("wire", "ok", None),
+    ]
+    assert {e.approval_id for e in events[2:]} >= {result.interrupts[0].reason["request_id"]}
 
 
 @pytest.mark.parametrize("response", [False, "n", None, {"approved": False, "by": "lee"}])

@@ -140,6 +140,7 @@ class ToolpassAuthorization(InterventionHandler):
             self.guard.add_tools(_arguments_of(tools))
         self._checked: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
         self._lock = threading.Lock()
+        self._approvals: WeakKeyDictionary[Any, dict[str, str]] = WeakKeyDictionary()
 
     @property
     def name(self) -> str:
@@ -224,24 +225,54 @@ class ToolpassAuthorization(InterventionHandler):
         tools = [t for t in tools if t.tool_type != "structured_output"]
         self.guard.add_tools(_arguments_of(tools), late=True)
 
-    def _decide(self, refused: ToolRefused, response: Any) -> None:
+    def _decide(self, request_id: Any, response: Any, expected: Any = None) -> None:
         """Records a person's answer to an approval interrupt in the toolkit's queue, unless
         the request was decided there already (or belongs to another queue)."""
         queue: Any = getattr(self.guard.toolkit, "approver", None)
-        request_id = getattr(refused, "request_id", None)
         if not (callable(getattr(queue, "get", None)) and isinstance(request_id, str)):
             return
         try:
             request = queue.get(request_id)
         except KeyError:
             return
-        if getattr(refused, "request", request) is not request or request.status != "pending":
+        if (expected is not None and expected is not request) or request.status != "pending":
             return
         approved, by, reason = _answer(response)
         if approved:
             queue.approve(request_id, by=by)
         else:
             queue.deny(request_id, by=by, reason=reason)
+
+    def _waiting(
+        self, request_id: str, user: str | None, tool: str, arguments: Mapping[str, Any]
+    ) -> bool:
+        """Whether this very call (user, tool, arguments) still waits for ``request_id`` in
+        the toolkit's queue."""
+        queue: Any = getattr(self.guard.toolkit, "approver", None)
+        try:
+            request = queue.get(request_id)
+        except (AttributeError, KeyError):
+            return False
+        return bool(
+            request.status == "pending"
+            and request.user == user
+            and request.tool == tool
+            and request.arguments == dict(arguments)
+        )
+
+    def _asked(self, event: BeforeToolCallEvent, request_id: str | None = None) -> str | None:
+        """The approval request this call stopped the run for (and forgets it), or, given a
+        ``request_id``, remembers it: resumed, the answer is recorded before the pipeline
+        runs again, so an approved call runs at its first retry."""
+        call = str(event.tool_use.get("toolUseId"))
+        with self._lock:
+            asked = self._approvals.setdefault(event.agent, {})
+            if request_id is None:
+                return asked.pop(call, None)
+            asked[call] = request_id
+            while len(asked) > 256:  # unanswered questions of long-gone calls
+                del asked[next(iter(asked))]
+            return request_id
 
 
 class _Outcome:
@@ -322,6 +353,13 @@ class _Guarded(AgentTool):
             if self._failed is not None:
                 guard.audit_refused(self._user, name, arguments, self._failed)
                 raise self._failed
+            asked = owner._asked(self._event)
+            if asked is not None and owner._waiting(asked, self._user, name, arguments):
+                # Resumed after asking: the answer is recorded first, so an approved call
+                # runs at once (one more audit event, not two).
+                owner._asked(self._event, asked)  # kept until answered
+                owner._decide(asked, self._event.interrupt(APPROVAL))
+                owner._asked(self._event)
             try:
                 output = await attempt()
             except ToolRefused as refused:
@@ -329,8 +367,12 @@ class _Guarded(AgentTool):
                     raise
                 # Asks through Strands: the first time this stops the run (InterruptException);
                 # resumed, it returns the person's answer, recorded before the call is retried.
+                request_id = getattr(refused, "request_id", None)
+                if isinstance(request_id, str):
+                    owner._asked(self._event, request_id)
                 answer = self._event.interrupt(APPROVAL, reason=_request(refused, self._user, name))
-                owner._decide(refused, answer)
+                owner._asked(self._event)
+                owner._decide(request_id, answer, getattr(refused, "request", None))
                 output = await attempt()
         except InterruptException:
             raise
