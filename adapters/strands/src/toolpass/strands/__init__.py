@@ -23,6 +23,10 @@ the pipeline's body step. This has three consequences, all on purpose:
   goes on. The tool's streamed events are passed on when the call is over (the body runs
   inside the pipeline), not as they come.
 
+The price: a person asked by ``HumanInTheLoop`` may be asked about a call toolpass then
+refuses, and a handler or hook listed after toolpass that swaps the selected tool again takes
+the call out of its hands (list toolpass after any handler that replaces tools).
+
 Approvals: when the pipeline needs a person (``toolkit=Toolkit(approver=ApprovalQueue())``
 and a check asking for approval), the call raises a Strands interrupt named
 ``"toolpass-approval"`` whose ``reason`` carries the request (``request_id``, ``tool``,
@@ -30,8 +34,9 @@ and a check asking for approval), the call raises a Strands interrupt named
 resumes it with the person's answer (``{"interruptResponse": {"interruptId": ..., "response":
 "y"}}``; ``True``, ``"y"``, ``"yes"`` or ``{"approved": True, "by": "lee"}`` approve, anything
 else denies, ``{"approved": False, "by": ..., "reason": ...}`` says why). The answer is recorded
-in the toolkit's ``ApprovalQueue`` and the call runs once (or is refused with the person's
-reason); a request decided in the queue directly before resuming keeps that decision.
+in the toolkit's ``ApprovalQueue`` (the adapter's ``toolkit``; a request of another queue must
+be decided there) and the call runs once (or is refused with the person's reason); a request
+decided in the queue directly before resuming keeps that decision.
 
 Sessions: ``session="conversation"`` (the default) keeps one session per user for the agent's
 ``session_id`` (the session manager's id when the agent has one, so a conversation restored by
