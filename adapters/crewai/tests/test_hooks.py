@@ -508,3 +508,12 @@ def test_ask_human_outside_a_crewai_call_refuses() -> None:
         close_sprint("S1")
     assert ran == []
     assert refused.value.code == "check_error"
+
+
+def test_kickoff_for_each_checks_each_run_for_its_own_user() -> None:
+    engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.allow()})
+    recorder = Recorder()
+    built, _ = crew([("whoami", {}), ("delete_issue", {"key": "PAY-1"})], recorder.tools())
+    with ToolpassHooks(engine, {"delete_issue": DELETE}):
+        built.kickoff_for_each(inputs=[{"user_id": DANA}, {"user_id": ERIN}])
+    assert recorder.ran == [("whoami", DANA), ("delete_issue", "PAY-1"), ("whoami", ERIN)]
