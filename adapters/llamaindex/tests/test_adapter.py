@@ -202,15 +202,16 @@ def test_a_tool_added_after_apply_is_checked() -> None:
     assert "not_configured" in outputs[0].content  # strict: no rule, not run
 
 
-def test_a_tool_wrapped_and_applied_is_checked_once() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tool_wrapped_and_applied_is_checked_once(kind: str) -> None:
     recorder, events = Recorder(), []
     engine = ScriptedEngine(MAY)
     guard = ToolpassAuthorization(engine, RULES, toolkit=Toolkit(audit=[events.append]))
-    agent = guard.apply(
-        FunctionAgent(tools=guard.wrap([recorder.function()]), llm=deletes("PAY-1"))
-    )
+    tools = guard.wrap([getattr(recorder, kind)()])
+    agent = guard.apply(FunctionAgent(tools=tools, llm=deletes("PAY-1")))
     outputs, _ = asyncio.run(run(agent, DANA))
-    assert outputs[0].content == "deleted PAY-1"
+    assert outputs[0].content.startswith("deleted PAY-1")
+    assert recorder.ran == [("delete_issue", "PAY-1")]
     assert engine.asked == [(DANA, "jira", "DELETE_ISSUES", "issue:PAY-1")]
     assert [e.tool for e in events] == ["delete_issue"]
 

@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
+from llama_index.core.agent.workflow.multi_agent_workflow import handoff
 from llama_index.core.tools import BaseTool, FunctionTool, ToolOutput
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.types import AsyncBaseTool, ToolMetadata
@@ -386,6 +387,8 @@ class ToolpassAuthorization:
             said = on_refuse(refused)
         except Exception:  # the reason must still reach the model
             log.exception("toolpass: on_refuse failed")
+            said = None
+        if said is None:
             said = refusal_text(refused)
         if isinstance(said, ToolOutput):
             return said
@@ -475,7 +478,7 @@ class GuardedTool(AsyncBaseTool):
         async def body() -> ToolOutput:
             if isinstance(tool, AsyncBaseTool):
                 return await tool.acall(*args, **kwargs)
-            return await asyncio.to_thread(tool, *args, **kwargs)
+            return await _Threaded(tool).acall(*args, **kwargs)
 
         return await self.owner.acall(ctx, _name(self), arguments, body, arguments)
 
@@ -502,17 +505,13 @@ def _hook(host: Any, owner: ToolpassAuthorization) -> None:
             output: ToolOutput = await original(ctx, tool, tool_input)
             return output
         inner: AsyncBaseTool = tool
-        if (
-            isinstance(tool, GuardedTool)
-            and tool.owner is owner
-            and isinstance(tool.tool, AsyncBaseTool)
-        ):
-            inner = tool.tool  # checked here, once
+        if isinstance(tool, GuardedTool) and tool.owner is owner:  # checked here, once
+            inner = tool.tool if isinstance(tool.tool, AsyncBaseTool) else _Threaded(tool.tool)
+        arguments = {k: v for k, v in tool_input.items() if not isinstance(v, Context)}
         try:
             name = _name(tool)
-        except Exception:
-            name = "?"
-        arguments = {k: v for k, v in tool_input.items() if not isinstance(v, Context)}
+        except Exception as exc:  # a tool without a name: nothing to check it by
+            return owner._failed_check("(unnamed tool)", arguments, tool_input, exc)
         return await owner.acall(
             ctx, name, arguments, lambda: original(ctx, inner, tool_input), tool_input
         )
@@ -522,9 +521,26 @@ def _hook(host: Any, owner: ToolpassAuthorization) -> None:
 
 
 def _is_handoff(tool: Any) -> bool:
-    from llama_index.core.agent.workflow.multi_agent_workflow import handoff
-
     return isinstance(tool, FunctionTool) and tool.real_fn is handoff
+
+
+class _Threaded(AsyncBaseTool):
+    """A synchronous ``BaseTool`` called from the event loop, in a worker thread (as
+    ``GuardedTool`` calls it), by keyword."""
+
+    def __init__(self, tool: BaseTool) -> None:
+        self.tool = tool
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self.tool.metadata
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        output: ToolOutput = self.tool(*args, **kwargs)
+        return output
+
+    async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        return await asyncio.to_thread(self.call, *args, **kwargs)
 
 
 # Reading a call.
