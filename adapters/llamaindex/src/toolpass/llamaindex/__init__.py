@@ -428,7 +428,7 @@ class ToolpassAuthorization:
             ),
             waiter_id=f"toolpass-approval-{request_id}",
             requirements={"request_id": request_id},
-            timeout=None,
+            timeout=getattr(queue, "ttl", None),  # the request expires then anyway
         )
         try:
             if decision.approved:
