@@ -491,7 +491,8 @@ class ToolpassHooks:
         if not callable(fn) or isinstance(fn, type):
             raise TypeError(
                 "ToolpassHooks decorates a function or coroutine function that kicks off a "
-                f"crew, not {fn!r}"
+                f"crew (such as main.py's run()), not {fn!r}; for a @CrewBase class, decorate "
+                "the function that calls its crew().kickoff(), or use install()"
             )
         if inspect.iscoroutinefunction(fn):
 
