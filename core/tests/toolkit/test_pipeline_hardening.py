@@ -21,6 +21,7 @@ import pydantic
 import pytest
 from toolpass import ApprovalPending, Session, ToolError, Toolkit, ToolRefused
 from toolpass.rules.walk import strings_in
+from toolpass.toolkit.checks import CallState
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
 
@@ -61,7 +62,10 @@ def reachable(exc: BaseException) -> str:
         tb = tb.tb_next if tb is not None and e is exc else tb  # skip the test's own frame
         while tb is not None:
             for value in list(tb.tb_frame.f_locals.values()):
-                # The toolkit is where the credential is configured: not output.
+                # The toolkit is where the credential is configured: not output. The call's
+                # state is searched, all but the settings it refers to.
+                if isinstance(value, CallState):
+                    value = [v for v in vars(value).values() if not isinstance(v, CONFIGURATION)]
                 if not isinstance(value, CONFIGURATION):
                     texts.extend(strings_in(value))
             tb = tb.tb_next

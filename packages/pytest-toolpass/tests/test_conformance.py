@@ -14,29 +14,37 @@ from toolpass import ToolRefused
 from toolpass.adapting import Guard, refusal_text
 
 
+class Run:
+    """What the loop makes once per run: the key of the run's session."""
+
+
 class MiniLoop:
     def __init__(self, guard: Guard, tools: KitTools, script: list[Call]) -> None:
         self.guard = guard
         self.tools = {f.__name__: f for f in tools.functions()}
         self.script = script
 
-    def step(self, user: str | None, call: Call) -> str:
+    def step(self, user: str | None, call: Call, run: Run) -> str:
         fn = self.tools[call.tool]
         try:
+            key = self.guard.key(run, None, call)
             return str(
-                self.guard.run(user, call.tool, call.arguments, lambda: fn(**call.arguments))
+                self.guard.run(
+                    user, call.tool, call.arguments, lambda: fn(**call.arguments), key=key
+                )
             )
         except ToolRefused as refused:
             return refusal_text(refused)
 
-    async def astep(self, user: str | None, call: Call) -> str:
+    async def astep(self, user: str | None, call: Call, run: Run) -> str:
         fn = self.tools[call.tool]
 
         async def body() -> str:
             return fn(**call.arguments)
 
         try:
-            return str(await self.guard.arun(user, call.tool, call.arguments, body))
+            key = self.guard.key(run, None, call)
+            return str(await self.guard.arun(user, call.tool, call.arguments, body, key=key))
         except ToolRefused as refused:
             return refusal_text(refused)
 
@@ -50,14 +58,17 @@ class TestMiniLoop(AdapterConformance):
         strict: bool,
         tools: KitTools,
         script: list[Call],
+        **options: Any,
     ) -> MiniLoop:
-        return MiniLoop(Guard(engine, rules, strict=strict), tools, script)
+        return MiniLoop(Guard(engine, rules, strict=strict, **options), tools, script)
 
     def run(self, agent: MiniLoop, user: str | None) -> Transcript:
-        return Transcript([agent.step(user, c) for c in agent.script], "done")
+        run = Run()
+        return Transcript([agent.step(user, c, run) for c in agent.script], "done")
 
     async def arun(self, agent: MiniLoop, user: str | None) -> Transcript:
-        return Transcript([await agent.astep(user, c) for c in agent.script], "done")
+        run = Run()
+        return Transcript([await agent.astep(user, c, run) for c in agent.script], "done")
 
 
 @pytest.fixture(autouse=True)
@@ -81,8 +92,8 @@ class Loop:
 class TestBroken(AdapterConformance):
     async_run = False
 
-    def build(self, engine, rules, *, strict, tools, script):
-        return Loop(Guard(engine, rules, strict=strict), tools, script)
+    def build(self, engine, rules, *, strict, tools, script, **options):
+        return Loop(Guard(engine, rules, strict=strict, **options), tools, script)
 
     def run(self, agent, user):
         outs = []
@@ -96,7 +107,8 @@ class TestBroken(AdapterConformance):
 def test_an_adapter_that_checks_nothing_fails(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(BROKEN % "outs.append(fn(**call.arguments))  # no check at all")
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=9, skipped=9)  # only the override check passes
+    # Only the override check, and the options check (the loop builds a Guard it never uses).
+    result.assert_outcomes(passed=2, failed=10, skipped=10)
 
 
 def test_an_adapter_that_hides_the_reason_fails(pytester: pytest.Pytester) -> None:
@@ -107,7 +119,7 @@ def test_an_adapter_that_hides_the_reason_fails(pytester: pytest.Pytester) -> No
                 outs.append("An error occurred.")  # the model never reads why"""
     pytester.makepyfile(BROKEN % body)
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3, failed=7, skipped=9)
+    result.assert_outcomes(passed=4, failed=8, skipped=10)
 
 
 def test_overriding_or_skipping_a_test_fails(pytester: pytest.Pytester) -> None:
@@ -128,7 +140,8 @@ def test_overriding_or_skipping_a_test_fails(pytester: pytest.Pytester) -> None:
     )
     pytester.makepyfile(source)
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=8, failed=2, skipped=9)
+    # It also keeps no session over a run: the session check fails too.
+    result.assert_outcomes(passed=9, failed=3, skipped=10)
     result.stdout.fnmatch_lines(
         ["*TestBroken overrides test_no_user_refuses, test_unknown_is_refused*"]
     )

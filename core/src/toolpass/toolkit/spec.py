@@ -7,13 +7,26 @@ import itertools
 import types
 import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolpass.toolkit.arguments import Binder, TypeCheck, type_check
 from toolpass.toolkit.session import Session
 
 if TYPE_CHECKING:
-    from toolpass.toolkit.toolkit import Toolkit
+    from toolpass.intercept.router import Router
+    from toolpass.toolkit.settings import AuditSink, Settings
+
+
+class Owner(Protocol):
+    """The toolkit a tool belongs to (a ``Toolkit``), as its calls read it."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def router(self) -> Router: ...
+    @property
+    def sinks(self) -> tuple[AuditSink, ...]: ...
+
 
 _serial = itertools.count(1)
 
@@ -25,7 +38,7 @@ class ToolSpec:
         self,
         fn: Callable[..., Any],
         *,
-        toolkit: Toolkit,
+        toolkit: Owner,
         name: str,
         effect: str | None,
         binder: Binder,

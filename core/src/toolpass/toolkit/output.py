@@ -1,0 +1,118 @@
+"""What a tool's body gives back, made safe to return: its output redacted of the
+credential, untrusted output recorded and fenced, and its exceptions cleared of both."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from toolpass.outcome.errors import ToolError, ToolRefused
+from toolpass.rules.redact import contains, leaks, redact
+from toolpass.rules.walk import plain, strings_in
+from toolpass.toolkit.drivers import PLAIN
+from toolpass.toolkit.session import Session
+from toolpass.toolkit.spec import ToolSpec
+from toolpass.toolkit.untrusted import fence
+
+
+def collect(stream: Any) -> Any:
+    raise ToolRefused(
+        "check_error",
+        "The tool returned a stream that toolpass cannot check here. Tell the user.",
+        detail="a sync tool returned an async iterator; return a list instead",
+    )
+
+
+async def acollect(stream: AsyncIterator[Any]) -> list[Any]:
+    """An async tool's stream, read to the end so it can be checked as a whole."""
+    return [item async for item in stream]
+
+
+def output(
+    spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...], untrusted: bool
+) -> Any:
+    if type(result) in PLAIN and not secrets and not untrusted:
+        return result
+    if isinstance(result, Iterator):
+        result = list(result)  # a generator's chunks, checked (and joined) as a whole
+    if secrets:
+        result = redact(result, secrets)
+    if untrusted:
+        texts = strings_in(result)
+        found = [text for text in texts if text]
+        if not found and texts.complete:
+            return result  # no text in it (a status code, a count): nothing to fence
+        for text in found:
+            session.record_untrusted(text)
+        result = fence(result if isinstance(result, str) else readable(result), spec.name)
+    return result
+
+
+def readable(value: Any) -> str:
+    """Any result as text the model reads: bytes decoded, data as JSON, the rest as repr."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return json.dumps(plain(value), ensure_ascii=False, default=repr)
+
+
+def redacted_refusal(refused: ToolRefused, secrets: tuple[str, ...]) -> ToolRefused:
+    """A refusal raised by the body, without the credential in what it says."""
+    if not secrets or not leaks((refused.message, refused.detail), secrets):
+        return refused
+    return ToolRefused(
+        refused.code, redact(refused.message, secrets), detail=redact(refused.detail, secrets)
+    )
+
+
+def body_error(
+    session: Session, exc: Exception, secrets: tuple[str, ...], untrusted: bool
+) -> ToolError | None:
+    """The body's exception as a redacted (and fenced) ``ToolError``, or None to pass it on.
+
+    With a credential in play the whole exception is searched: its chain (cause and
+    context), notes, arguments, attributes and traceback text. An exception that carries it
+    anywhere is not passed on at all (``ToolError.original`` is None; its type is kept), and
+    the frames of one that is passed on are cleared of their local variables.
+    """
+    leaked = bool(secrets) and _chain_leaks(exc, secrets)
+    if secrets and not leaked:
+        clear_frames(exc)
+    if not (leaked or untrusted):
+        return None
+    message = redact(f"{type(exc).__name__}: {exc}", secrets)
+    if untrusted:
+        session.record_untrusted(message)
+        message = fence(message)
+    if leaked:
+        clear_frames(exc)
+    return ToolError(message, None if leaked else exc, original_type=type(exc))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    todo = [exc]
+    while todo and len(found) < 100:
+        current = todo.pop()
+        if any(current is seen for seen in found):
+            continue
+        found.append(current)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        todo.extend(e for e in getattr(current, "exceptions", ()) if isinstance(e, BaseException))
+    return found
+
+
+def _chain_leaks(exc: BaseException, secrets: tuple[str, ...]) -> bool:
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:
+        return True  # cannot be rendered, so cannot be vouched for
+    return contains(text, secrets) or leaks(exc, secrets)
+
+
+def clear_frames(exc: BaseException) -> None:
+    """Drop the local variables of the finished frames an exception's tracebacks hold: the
+    body's own frame holds the credential it was given."""
+    for each in _chain(exc):
+        traceback.clear_frames(each.__traceback__)
