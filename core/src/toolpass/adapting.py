@@ -315,6 +315,7 @@ class Guard:
                 sends_out=False,
                 untrusted_inputs=None,
                 exfiltration=None,
+                key=f"framework tool {tool}",  # one tool, whichever guard checks it
             )
             self._specs[tool] = spec
         return spec

@@ -178,3 +178,21 @@ def test_the_toolkit_keeps_the_most_recently_used_conversations() -> None:
     kept.get("c", USER)  # b, the least recent, goes
     assert kept.get("a", USER) is a
     assert kept.get("b", USER) is not b
+
+
+def test_a_guard_made_anew_continues_the_conversations_tool_limits() -> None:
+    """Per-tool limits (and approvals) are kept under the tool, whichever guard checks it: a
+    guard made for each request must not give a conversation a fresh allowance."""
+    import pytest
+    from toolpass import Toolkit, ToolRefused
+
+    kit = Toolkit(tool_limits={"whoami": 1})
+
+    def call() -> object:
+        guard = Guard(engine=None, toolkit=kit, session=lambda _: "chat-9")
+        return session_in(guard, USER, guard.key(object(), None, None))
+
+    call()
+    with pytest.raises(ToolRefused) as info:
+        call()
+    assert info.value.code == "limit_exceeded"

@@ -55,14 +55,16 @@ class ToolSpec:
         untrusted_inputs: str | None,
         exfiltration: str | None,
         resources: Callable[[Any], bool] | None = None,
+        key: str | None = None,
     ) -> None:
         self.fn = fn
         self.toolkit = toolkit
         self.name = name
-        # Unique per declared tool: one inner function wrapped under many names (as adapters
-        # do) must not share per-tool limits or approvals.
+        # Unique per declared tool: one inner function wrapped under many names must not
+        # share per-tool limits or approvals. ``key`` names a tool that is the same whoever
+        # declares it (an adapter's, by its name: a guard made anew continues its limits).
         where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', name)}"
-        self.key = f"{where}#{next(_serial)}"
+        self.key = key or f"{where}#{next(_serial)}"
         self.effect = effect
         self.is_async = inspect.iscoroutinefunction(fn)
         self.binder = binder
