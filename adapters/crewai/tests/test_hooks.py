@@ -6,11 +6,13 @@ and approvals."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from crewai import Agent, Crew, Task
 from crewai.hooks import (
     HookAborted,
     InterceptionPoint,
@@ -22,7 +24,7 @@ from crewai.hooks import (
 from crewai.hooks.dispatch import scoped_hooks
 from crewai.hooks.tool_hooks import ToolCallHookContext
 from crewai.tools import BaseTool, tool
-from crewai_script import crew
+from crewai_script import ScriptedLLM, crew
 from pytest_toolpass import ScriptedEngine
 from toolpass import (
     ApprovalQueue,
@@ -517,3 +519,64 @@ def test_kickoff_for_each_checks_each_run_for_its_own_user() -> None:
     with ToolpassHooks(engine, {"delete_issue": DELETE}):
         built.kickoff_for_each(inputs=[{"user_id": DANA}, {"user_id": ERIN}])
     assert recorder.ran == [("whoami", DANA), ("delete_issue", "PAY-1"), ("whoami", ERIN)]
+
+
+class ParallelLLM(ScriptedLLM):
+    """Asks for all its calls in one response: CrewAI runs them in parallel threads."""
+
+    def call(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        outputs = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+        with self._lock:
+            self._read.append(outputs)
+        if outputs:
+            return "done"
+        return [
+            {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for i, (name, arguments) in enumerate(self.script)
+        ]
+
+
+def test_parallel_calls_in_one_response_each_read_their_own_result() -> None:
+    engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.allow()})
+    recorder = Recorder()
+    script = [
+        ("delete_issue", {"key": "PAY-1"}),
+        ("delete_issue", {"key": "PAY-2"}),
+        ("whoami", {}),
+        ("explode", {"why": "disk full"}),
+    ]
+    llm = ParallelLLM(model="scripted", script=script)
+    agent = Agent(
+        role="Assistant", goal="Help", backstory="Scripted", llm=llm, tools=recorder.tools()
+    )
+    built = Crew(
+        agents=[agent], tasks=[Task(description="Go.", expected_output="done", agent=agent)]
+    )
+    with ToolpassHooks(engine, {"delete_issue": DELETE}):
+        built.kickoff(inputs={"user_id": DANA})
+    out = llm.outputs
+    assert out[0] == "deleted PAY-1"
+    assert "not_authorized" in out[1]
+    assert out[2] == f"acting for {DANA}"
+    assert out[3] == "Error executing tool: disk full"
+    assert sorted(recorder.ran) == [
+        ("delete_issue", "PAY-1"),
+        ("explode", "disk full"),
+        ("whoami", DANA),
+    ]
+
+
+def test_a_tool_the_agent_lacks_is_refused_and_audited() -> None:
+    events: list[AuditEvent] = []
+    with ToolpassHooks(ScriptedEngine(), toolkit=Toolkit(audit=[events.append])):
+        out, final = kickoff([("no_such_tool", {})])
+    assert final == "done"
+    assert out == [
+        "Refused by toolpass (check_error): There is no such tool here, so nothing was run. "
+        "Use one of your tools."
+    ]
+    assert [(e.tool, e.code) for e in events] == [("no_such_tool", "check_error")]

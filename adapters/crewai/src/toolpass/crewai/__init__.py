@@ -304,8 +304,8 @@ class _Body:
         else:
             raise ToolRefused(
                 "check_error",
-                "toolpass could not find this tool to run it, so it was not run. Tell the user.",
-                detail=f"no runnable tool in the hook context: {tool!r}",
+                "There is no such tool here, so nothing was run. Use one of your tools.",
+                detail=f"no runnable tool in CrewAI's hook context: {tool!r}",
             )
         self.started = True
         return _off_the_loop(run)
