@@ -580,3 +580,19 @@ def test_a_tool_the_agent_lacks_is_refused_and_audited() -> None:
         "Use one of your tools."
     ]
     assert [(e.tool, e.code) for e in events] == [("no_such_tool", "check_error")]
+
+
+def test_an_agent_kicked_off_alone_takes_its_user_from_a_callable() -> None:
+    """``Agent.kickoff`` has no crew inputs: without a ``user`` callable nobody is known."""
+    recorder = Recorder()
+    llm = ScriptedLLM(model="scripted", script=[("whoami", {})])
+    alone = Agent(role="Assistant", goal="Help", backstory="b", llm=llm, tools=recorder.tools())
+    with ToolpassHooks(ScriptedEngine()):
+        alone.kickoff("Who am I?")
+    assert recorder.ran == []
+    assert "no_session" in llm.outputs[0]
+    llm = ScriptedLLM(model="scripted", script=[("whoami", {})])
+    alone = Agent(role="Assistant", goal="Help", backstory="b", llm=llm, tools=recorder.tools())
+    with ToolpassHooks(ScriptedEngine(), user=lambda ctx: DANA):
+        alone.kickoff("Who am I?")
+    assert llm.outputs == [f"acting for {DANA}"]
