@@ -40,7 +40,7 @@ class CallState:
 
     What most calls never set is a class default, so a call pays only for what it uses."""
 
-    session: Session | None = None
+    session: Session  # set by the first check, before any other reads it
     arguments: dict[str, Any]
     call: ToolCall  # what hooks are given, once the arguments are bound
     entitled: Entitled | None = None  # what the entitlements file says the tool does
@@ -96,7 +96,6 @@ def arguments(c: CallState) -> Steps | None:
             if non_finite(value):
                 raise invalid(f"Argument {name!r} must be a finite number, not {show(value)}")
     c.arguments = c.event.arguments = bound
-    assert c.session is not None
     c.call = ToolCall(spec, c.session, bound)
     try:
         types = spec.types
@@ -159,7 +158,6 @@ def limits(c: CallState) -> None:
         keys += ((spec.tool_key, cap),)
     if not keys:
         return
-    assert c.session is not None
     full = c.session.take(keys)
     if full is not None:
         kind = "calls of this tool" if full.startswith("tool:") else f"{effect} calls"
@@ -216,9 +214,10 @@ def untrusted_input(c: CallState) -> None:
     """5. A call that changes or sends something and repeats untrusted text read earlier in
     the session is refused (or sent for approval, or let through: ``untrusted_inputs``)."""
     session, spec = c.session, c.spec
-    assert session is not None
+    if not session.untrusted:
+        return
     mode = spec.untrusted_inputs or c.kit.untrusted_inputs
-    if not session.untrusted or mode == "ignore" or not _changes_or_sends(c):
+    if mode == "ignore" or not _changes_or_sends(c):
         return
     phrase = session.untrusted.find_in(_texts(c.arguments))
     if phrase is None:
@@ -245,7 +244,6 @@ def exfiltration(c: CallState) -> None:
     spec, session = c.spec, c.session
     if not spec.sends_out:
         return
-    assert session is not None
     refuse = (spec.exfiltration or c.kit.exfiltration) == "refuse"
     if (session.private or spec.reads_private) and (session.tainted or spec.untrusted_output):
         if refuse:

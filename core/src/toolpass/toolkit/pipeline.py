@@ -90,7 +90,7 @@ def steps(
         c.event.outcome = "cancelled"
         raise
     finally:
-        if c.held is not None and c.session is not None:
+        if c.held is not None:  # taken from the session's counts
             c.session.give_back(c.held)
         if c.grant is not None:
             c.grant.release()
@@ -105,7 +105,6 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
     """8. The credential, fetched only now and held in no local of its own; 9. the body,
     watched by the request hook, its output or exception made safe to return."""
     spec, kit, session, event = c.spec, c.kit, c.session, c.event
-    assert session is not None
     call_kwargs: Mapping[str, Any]
     fn, call_args, call_kwargs = spec.fn, *spec.binder.call_args(c.arguments)
     if c.body is not None:
