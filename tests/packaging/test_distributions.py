@@ -97,6 +97,12 @@ FRAMEWORKS = {
     "toolpass-langchain": {"langchain", "langchain-core", "langgraph"},
     "toolpass-openai-agents": {"openai-agents"},
     "toolpass-pydantic-ai": {"pydantic-ai-slim"},
+    "toolpass-strands": {"strands-agents"},
+    "toolpass-llamaindex": {"llama-index-core"},
+    "toolpass-crewai": {"crewai"},
+    "toolpass-google-adk": {"google-adk"},
+    "toolpass-claude-agent-sdk": {"claude-agent-sdk"},
+    "toolpass-mcp": {"mcp"},
 }
 
 
