@@ -1,0 +1,482 @@
+"""toolpass for the Claude Agent SDK: every tool call Claude Code makes is checked before it runs.
+
+::
+
+    guard = ToolpassHooks(tp, {"mcp__ops__delete_issue": Rule("jira", "DELETE_ISSUES",
+                                                             "issue:{key}")}, user=user.email)
+    options = guard.apply(ClaudeAgentOptions(mcp_servers={"ops": server}, ...))
+    async with ClaudeSDKClient(options=options) as client: ...  # or query(prompt, options=...)
+
+Rules use Claude Code's tool names: ``mcp__<server>__<tool>`` for MCP tools (``<server>`` is the
+key of ``mcp_servers``), ``Bash``, ``Read``, ``Write``, ... for built-ins.
+
+Two seams, so each call is checked exactly once and audited once:
+
+- **In-process SDK MCP tools** (``create_sdk_mcp_server`` + ``@tool``): ``apply`` puts, in the
+  options it returns, a copy of each such server whose tool handlers run inside the toolpass
+  pipeline: session, arguments, authorization, approval, the credential, the request hook
+  active in the body (a request the user may not make is refused inside the tool), and one
+  audit event. A refusal is the tool's error result (``is_error``), which the model reads.
+- **Everything else** (built-in tools, external MCP servers, and SDK servers toolpass cannot
+  copy, such as an ``mcp.server.Server`` built by hand): a ``PreToolUse`` hook
+  (``HookMatcher`` for every tool, ``on_failure="block"``, with a timeout) decides: the
+  pipeline runs without the body (which runs in the CLI or another process, out of toolpass's
+  reach) and a refusal is ``permissionDecision: "deny"`` with the reason. For the tools of a
+  copied server the same hook only reads who the call is for and in which session (so the
+  tool's handler knows), and leaves the deciding to the handler.
+
+Every path of the hook returns a decision: a deny, or ``{}`` ("no objection": Claude Code's
+own permission rules, ``allowed_tools`` and ``can_use_tool`` still apply; an ``allow`` would
+skip them). It never returns ``{}`` for a call toolpass refused or could not check: a failure
+of the guard itself (the engine, the user or session source, a bug, running out of time)
+denies. A handler that cannot tell which checked call it is serving refuses too.
+
+The user: Claude Code's hook input names no application user, only its own ``session_id``.
+``user=`` is the application's: the user's id (a string: options made per user, as is usual),
+or a callable given the hook's input (``PreToolUseHookInput``: ``session_id``, ``tool_name``,
+``agent_id`` in a subagent, ...) returning it. ``ClaudeAgentOptions.user`` is the OS account
+the CLI runs as and is never used. ``session="conversation"`` (the default) keeps a session per
+Claude Code session id (a client's conversation, continued when it is resumed); ``"run"`` one
+per prompt (the hook's ``prompt_id``); a callable is given the hook's input.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import logging
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+import anyio
+from toolpass.adapting import (
+    Guard,
+    OnRefuse,
+    PermissionEngine,
+    Rule,
+    Rules,
+    SessionSource,
+    Toolkit,
+    ToolRefused,
+    refusal_text,
+)
+
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    HookMatcher,
+    McpSdkServerConfig,
+    SdkMcpTool,
+    create_sdk_mcp_server,
+)
+from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
+
+__all__ = ["Rule", "ToolpassHooks", "refusal_text"]
+
+log = logging.getLogger("toolpass")
+
+#: The key of ``tools/call``'s ``_meta`` in which Claude Code names the call's ``tool_use_id``.
+TOOL_USE_ID = "claudecode/toolUseId"
+#: How many calls seen by the hook and not yet run by their handler are remembered.
+_HELD = 4096
+#: Time the hook keeps for answering, out of the matcher's timeout.
+_MARGIN = 1.0
+
+_serving: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "toolpass_claude_tool_use_id", default=None
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """What the hook read of one call of a copied server's tool, for its handler."""
+
+    tool: str
+    user: str | None
+    key: Any
+
+
+class _Run:
+    """Stands for one prompt of one Claude Code session (``session="run"``)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _Pending:
+    """The calls of one ``apply``'s options that its hook saw, by ``tool_use_id``."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[str, _Seen] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, tool_use_id: str, seen: _Seen) -> None:
+        with self._lock:
+            self._seen[tool_use_id] = seen
+            while len(self._seen) > _HELD:
+                self._seen.popitem(last=False)
+
+    def take(self, tool_use_id: str | None) -> _Seen | None:
+        if tool_use_id is None:
+            return None
+        with self._lock:
+            return self._seen.pop(tool_use_id, None)
+
+
+class ToolpassHooks:
+    """Checks every tool call of a Claude Agent SDK session with toolpass.
+
+    ``rules`` maps Claude Code tool names (or tuples of names sharing a rule) to a ``Rule`` or
+    a ``(connection, action, resource)`` tuple, the resource filled from the call's input;
+    with ``strict=True`` a tool without a rule is refused, otherwise it runs unchecked (and
+    audited). ``user`` is the application's user: a string, or a callable given the hook's
+    input. ``session``: ``"conversation"`` (Claude Code's session id; the default), ``"run"``
+    (one prompt) or a callable given the hook's input. ``on_refuse`` makes the text the model
+    reads (``refusal_text`` by default); None stops the run at a refusal the hook makes
+    (``continue: false``). ``timeout`` is the hook's, in seconds: a check that has not
+    answered a second before it refuses. ``toolkit`` supplies audit sinks, limits, the
+    approver and the request hook. Every option is checked here; ``apply`` checks the rules
+    against the in-process tools it finds.
+    """
+
+    def __init__(
+        self,
+        engine: PermissionEngine | None,
+        rules: Rules | None = None,
+        *,
+        user: str | Callable[[Any], Any],
+        strict: bool = False,
+        toolkit: Toolkit | None = None,
+        session: SessionSource = "conversation",
+        on_refuse: OnRefuse | None = refusal_text,
+        timeout: float = 30.0,
+    ) -> None:
+        if isinstance(user, str):
+            if not user.strip():
+                raise TypeError("user is the application's user id (or a callable), not ''")
+            source: Any = _Fixed(user)
+        else:
+            source = user  # Guard checks it is a callable
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= _MARGIN
+        ):
+            raise TypeError(f"timeout is a number of seconds above {_MARGIN}, not {timeout!r}")
+        self.guard = Guard(
+            engine,
+            rules,
+            strict=strict,
+            toolkit=toolkit,
+            user=source,
+            session=session,
+            on_refuse=on_refuse,
+        )
+        self.timeout = float(timeout)
+        self._runs: OrderedDict[tuple[str, str], _Run] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # Attaching.
+
+    def apply(self, options: ClaudeAgentOptions) -> ClaudeAgentOptions:
+        """A copy of ``options`` with toolpass's ``PreToolUse`` hook first among its hooks
+        and each in-process SDK MCP server replaced by a copy whose tools run inside toolpass.
+        ``options`` itself is left as it was. A rule whose resource names an argument its tool
+        does not take is a ``ValueError``; so is, under ``strict``, an SDK server whose tools
+        toolpass cannot run (the hook still decides for them)."""
+        if not isinstance(options, ClaudeAgentOptions):
+            raise TypeError(f"apply takes ClaudeAgentOptions, not {type(options).__name__}")
+        pending = _Pending()
+        wrapped: set[str] = set()
+        servers = options.mcp_servers
+        tools: dict[str, list[str] | None] = {}
+        if isinstance(servers, Mapping):
+            copied: dict[str, Any] = {}
+            for key, config in servers.items():
+                copy = self._copy_server(key, config, pending, tools)
+                if copy is None:
+                    if _is_sdk(config) and self.guard.strict:
+                        raise ValueError(
+                            f"toolpass cannot run the tools of the SDK MCP server {key!r} "
+                            "(not made by create_sdk_mcp_server); its calls are only decided "
+                            "by the hook"
+                        )
+                    copied[key] = config
+                else:
+                    copied[key] = copy
+                    wrapped.add(key)
+            servers = copied
+        complete = options.tools == [] and isinstance(servers, Mapping) and wrapped == set(servers)
+        self.guard.add_tools(tools, complete=complete)
+        hook = self._hook(frozenset(wrapped), pending)
+        matcher = HookMatcher(matcher=None, hooks=[hook], timeout=self.timeout, on_failure="block")
+        hooks = {event: list(matchers) for event, matchers in (options.hooks or {}).items()}
+        hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
+        return replace(options, mcp_servers=servers, hooks=cast(Any, hooks))
+
+    def _copy_server(
+        self, key: str, config: Any, pending: _Pending, tools: dict[str, list[str] | None]
+    ) -> McpSdkServerConfig | None:
+        """A copy of an SDK server made by ``create_sdk_mcp_server`` whose handlers run in the
+        pipeline, or None when ``config`` is not one (or its tools cannot be read)."""
+        if not _is_sdk(config):
+            return None
+        found = _sdk_tools(config["instance"])
+        if found is None:
+            return None
+        guarded = []
+        for each in found:
+            name = f"mcp__{key}__{each.name}"
+            tools[name] = _arguments(each.input_schema)
+            guarded.append(replace(each, handler=self._handler(name, each.handler, pending)))
+        version = getattr(config["instance"], "version", None) or "1.0.0"
+        copy = create_sdk_mcp_server(config.get("name", key), version, tools=guarded)
+        server = copy["instance"]
+        entry = server.get_request_handler("tools/call")
+        if entry is None:  # pragma: no cover - create_sdk_mcp_server always serves tools/call
+            return None
+        server.add_request_handler("tools/call", entry.params_type, _naming_the_call(entry.handler))
+        return copy
+
+    # The hook: decides, or reads the call for a copied server's handler.
+
+    def _hook(
+        self, wrapped: frozenset[str], pending: _Pending
+    ) -> Callable[[HookInput, str | None, HookContext], Awaitable[HookJSONOutput]]:
+        async def pre_tool_use(
+            input: HookInput, tool_use_id: str | None, context: HookContext
+        ) -> HookJSONOutput:
+            try:
+                decided: HookJSONOutput | None = None
+                with anyio.move_on_after(self.timeout - _MARGIN):
+                    decided = await self._decide(input, tool_use_id, wrapped, pending)
+                if decided is None:
+                    return self._deny(_late(self.timeout - _MARGIN))
+                return decided
+            except Exception as exc:  # a failure of the guard itself: refuse
+                log.exception("toolpass: the PreToolUse hook failed")
+                refused = _check_error(exc)
+                try:
+                    tool = _text(input, "tool_name") or "(unknown tool)"
+                    self.guard.audit_refused(None, tool, {}, refused)
+                except Exception:
+                    log.exception("toolpass: auditing a failed check failed")
+                return self._deny(refused)
+
+        pre_tool_use.__qualname__ = "ToolpassHooks.pre_tool_use"
+        return pre_tool_use
+
+    async def _decide(
+        self,
+        input: Any,
+        tool_use_id: str | None,
+        wrapped: frozenset[str],
+        pending: _Pending,
+    ) -> HookJSONOutput:
+        tool, arguments = _call(input)
+        try:
+            user = self.guard.user_of(None, input)
+            key = self.guard.key(self._run(input), _text(input, "session_id"), input)
+        except ToolRefused as failed:  # the application's source failed: never run
+            log.warning("toolpass: the user or session of %s failed: %s", tool, failed.detail)
+            self.guard.audit_refused(None, tool, arguments, failed)
+            return self._deny(failed)
+        server = _sdk_server_of(input, tool, wrapped)
+        call_id = tool_use_id or _text(input, "tool_use_id")
+        if server in wrapped and call_id:
+            # Its handler runs the whole pipeline (and audits it): tell it for whom.
+            pending.put(call_id, _Seen(tool, user, key))
+            return {}
+        refused = await self.guard.acheck(user, tool, arguments, key=key)
+        if refused is None:
+            return {}
+        return self._deny(refused)
+
+    def _deny(self, refused: ToolRefused) -> HookJSONOutput:
+        text = self._text(refused)
+        out: dict[str, Any] = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": text,
+            }
+        }
+        if self.guard.on_refuse is None:
+            out["continue_"] = False
+            out["stopReason"] = text
+        return cast(HookJSONOutput, out)
+
+    def _text(self, refused: ToolRefused) -> str:
+        on_refuse = self.guard.on_refuse
+        if on_refuse is None:
+            return refusal_text(refused)
+        try:
+            text = on_refuse(refused)
+        except Exception:
+            log.exception("toolpass: on_refuse failed; the model reads toolpass's own text")
+            return refusal_text(refused)
+        return text if isinstance(text, str) and text else refusal_text(refused)
+
+    def _run(self, input: Any) -> _Run:
+        """The object standing for the call's run (one prompt of one session)."""
+        slot = (_text(input, "session_id") or "", _text(input, "prompt_id") or "")
+        with self._lock:
+            run = self._runs.get(slot)
+            if run is None:
+                run = self._runs[slot] = _Run()
+                while len(self._runs) > self.guard.held_sessions:
+                    self._runs.popitem(last=False)
+            else:
+                self._runs.move_to_end(slot)
+            return run
+
+    # A copied server's tool handler: the whole pipeline around the body.
+
+    def _handler(
+        self,
+        tool: str,
+        handler: Callable[[Any], Awaitable[dict[str, Any]]],
+        pending: _Pending,
+    ) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+        async def guarded(args: Any) -> dict[str, Any]:
+            arguments = args if isinstance(args, Mapping) else {}
+            try:
+                seen = pending.take(_serving.get())
+                if seen is None or seen.tool != tool:
+                    refused = ToolRefused(
+                        "check_error",
+                        "A safety check could not be completed, so the call was not made. "
+                        "Try again later, or tell the user.",
+                        detail="toolpass's PreToolUse hook did not see this call (is the "
+                        "hook of ToolpassHooks.apply in the options?)",
+                    )
+                    self.guard.audit_refused(None, tool, arguments, refused)
+                    raise refused
+
+                async def body() -> dict[str, Any]:
+                    return await handler(args)
+
+                return await self.guard.arun(seen.user, tool, arguments, body, key=seen.key)
+            except ToolRefused as refused:
+                return {
+                    "content": [{"type": "text", "text": self._text(refused)}],
+                    "is_error": True,
+                }
+
+        guarded.__qualname__ = f"toolpass-guarded {tool}"
+        return guarded
+
+
+class _Fixed:
+    """``user="..."``: the same user for every call of these options."""
+
+    __slots__ = ("user",)
+
+    def __init__(self, user: str) -> None:
+        self.user = user
+
+    def __call__(self, _input: Any) -> str:
+        return self.user
+
+    def __repr__(self) -> str:
+        return f"user {self.user!r}"
+
+
+def _naming_the_call(handler: Callable[[Any, Any], Awaitable[Any]]) -> Callable[..., Any]:
+    """``tools/call`` of a copied server: makes the call's ``tool_use_id`` (from ``_meta``)
+    known to the tool's handler, which runs in the same task."""
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        meta = getattr(params, "meta", None)
+        tool_use_id = meta.get(TOOL_USE_ID) if isinstance(meta, Mapping) else None
+        token = _serving.set(tool_use_id if isinstance(tool_use_id, str) else None)
+        try:
+            return await handler(ctx, params)
+        finally:
+            _serving.reset(token)
+
+    return call_tool
+
+
+def _is_sdk(config: Any) -> bool:
+    return isinstance(config, Mapping) and config.get("type") == "sdk" and "instance" in config
+
+
+def _sdk_tools(server: Any) -> list[SdkMcpTool[Any]] | None:
+    """The ``@tool``s of a server made by ``create_sdk_mcp_server`` (which keeps them only in
+    its ``tools/call`` handler), or None for any other server."""
+    get = getattr(server, "get_request_handler", None)
+    if not callable(get):
+        return None  # mcp 1.x
+    entry = get("tools/call")
+    handler: Any = getattr(entry, "handler", None)
+    try:
+        run_tool: Any = inspect.getclosurevars(handler).nonlocals.get("run_tool")
+        found = inspect.getclosurevars(run_tool).nonlocals.get("tools_by_name")
+    except TypeError:
+        return None
+    if not isinstance(found, dict) or not all(isinstance(t, SdkMcpTool) for t in found.values()):
+        return None
+    return list(found.values())
+
+
+def _arguments(schema: Any) -> list[str] | None:
+    """The argument names of an ``@tool``'s input schema (a dict of names to types, a JSON
+    schema, or a TypedDict)."""
+    if isinstance(schema, Mapping):
+        properties = schema.get("properties") if "type" in schema else schema
+        return [str(k) for k in properties] if isinstance(properties, Mapping) else None
+    annotations = getattr(schema, "__annotations__", None)
+    return list(annotations) if isinstance(annotations, dict) else None
+
+
+def _call(input: Any) -> tuple[str, dict[str, Any]]:
+    if not isinstance(input, Mapping):
+        raise TypeError(f"the hook's input is a mapping, not {type(input).__name__}")
+    tool = input.get("tool_name")
+    arguments = input.get("tool_input")
+    if not isinstance(tool, str) or not tool:
+        raise TypeError(f"the hook's input names no tool: {tool!r}")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise TypeError(f"the tool's input is not an object: {type(arguments).__name__}")
+    return tool, dict(arguments)
+
+
+def _text(input: Any, name: str) -> str | None:
+    value = input.get(name) if isinstance(input, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _sdk_server_of(input: Any, tool: str, wrapped: frozenset[str]) -> str | None:
+    """The copied SDK MCP server (its key in ``mcp_servers``) whose tool this call is, if any:
+    the hook input's ``mcp_server`` says, or else the tool's name."""
+    server = input.get("mcp_server") if isinstance(input, Mapping) else None
+    if isinstance(server, Mapping):
+        name = server.get("name")
+        if server.get("source") != "sdk" or not isinstance(name, str):
+            return None
+        return name if tool.startswith(f"mcp__{name}__") else None
+    found = [name for name in wrapped if tool.startswith(f"mcp__{name}__")]
+    return found[0] if len(found) == 1 else None
+
+
+def _check_error(exc: BaseException) -> ToolRefused:
+    return ToolRefused(
+        "check_error",
+        "A safety check could not be completed, so the call was not made. "
+        "Try again later, or tell the user.",
+        detail=f"the toolpass hook raised {type(exc).__name__}: {exc}",
+    )
+
+
+def _late(seconds: float) -> ToolRefused:
+    return ToolRefused(
+        "authorization_error",
+        "The permission check did not answer in time, so the call was not made. Try again later.",
+        detail=f"the check took longer than the hook's {seconds:g} s",
+    )
