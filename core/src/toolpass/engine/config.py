@@ -36,11 +36,13 @@ _COMMON = {k.name for k in COMMON_KEYS}
 
 @dataclass(frozen=True)
 class Config:
-    """A whole configuration. ``server`` is the ``server:`` section, for toolpass-server."""
+    """A whole configuration. ``server`` is the ``server:`` section, for toolpass-server;
+    ``mcp`` the ``mcp:`` section, for toolpass-mcp's proxy (each validated by its owner)."""
 
     connections: tuple[ConnectionConfig, ...]
     server: Mapping[str, Any] = field(default_factory=dict)
     path: str | None = None
+    mcp: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Located(dict[str, Any]):
@@ -67,10 +69,10 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     if not isinstance(data, Located):
         raise ConfigError(f"{path}: expected a mapping with a 'connections' list")
     for key in data:
-        if key not in ("connections", "server"):
+        if key not in ("connections", "server", "mcp"):
             raise ConfigError(
                 f"{path}, line {data.lines[key]}: unknown top-level key {key!r} "
-                "(expected connections, server)"
+                "(expected connections, server, mcp)"
             )
     raw = data.get("connections")
     if not isinstance(raw, list):
@@ -79,8 +81,11 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     server = data.get("server", {})
     if not isinstance(server, dict):
         raise ConfigError(f"{path}, line {data.lines['server']}: 'server' must be a mapping")
+    mcp = data.get("mcp", {})
+    if not isinstance(mcp, dict):
+        raise ConfigError(f"{path}, line {data.lines['mcp']}: 'mcp' must be a mapping")
     base = os.path.dirname(os.path.abspath(path))
-    return Config(parse_connections(raw, source=path, base_dir=base), server, path)
+    return Config(parse_connections(raw, source=path, base_dir=base), server, path, mcp)
 
 
 def _loader(yaml: Any, path: str) -> Any:

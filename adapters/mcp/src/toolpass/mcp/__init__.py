@@ -1,0 +1,449 @@
+"""toolpass for MCP servers: every ``tools/call`` checked before the tool runs.
+
+``guard(server, tp, rules)`` puts toolpass into an MCP Python SDK 2.x server
+(``mcp.server.MCPServer``, or the low-level ``mcp.server.Server``) as server middleware, or,
+for a server of the ``fastmcp`` package, as its ``Middleware`` (``FastMCPGuard``)::
+
+    from toolpass.mcp import guard, Rule
+
+    mcp = MCPServer("ops", auth=AuthSettings(...), token_verifier=verifier)
+    guard(mcp, tp, {"delete_issue": Rule("jira-main", "DELETE_ISSUES", "issue:{key}")})
+
+Every ``tools/call`` then runs inside the toolpass pipeline: a ``Session`` for the user, the
+rule's question to the permission engine, the request hook watching the tool's body, and one
+audit event. The user is the application's, never the model's: on streamable HTTP with OAuth,
+a claim of the request's access token (``email`` by default, ``claim=``); on stdio, where the
+server runs for one person, ``user=`` (the user's name, or a callable given the request's
+context). A call with neither is refused (``no_session``).
+
+A refusal is a tool result with ``isError`` whose text the client's model reads
+(``Refused by toolpass (code): reason``, from ``on_refuse``); the server keeps serving. A
+refusal raised inside the tool's body (a request the request hook refused, a nested toolpass
+tool) reaches the model the same way instead of MCP's masked "Error executing tool".
+
+``toolpass mcp-proxy`` (``toolpass.mcp.proxy``) runs any MCP server behind the same guard
+without changing its code.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mcp_types import CallToolResult, TextContent
+from toolpass.adapting import (
+    Guard,
+    OnRefuse,
+    PermissionEngine,
+    Rule,
+    Rules,
+    SessionSource,
+    Toolkit,
+    ToolRefused,
+    refusal_text,
+)
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+if TYPE_CHECKING:
+    from toolpass.mcp._fastmcp import FastMCPGuard
+
+__all__ = [
+    "FastMCPGuard",
+    "Rule",
+    "ToolpassMiddleware",
+    "User",
+    "guard",
+    "refusal_result",
+    "user_of_token",
+]
+
+log = logging.getLogger("toolpass")
+
+#: Where the user comes from when no access token names one: the user's name (a stdio
+#: server runs for one person), or a callable given the request's context, returning it.
+User = str | Callable[[Any], Any] | None
+
+#: The JSON-RPC error code of a refusal when ``on_refuse=None`` (no tool result: an error).
+REFUSED = -32001
+
+
+def user_of_token(token: AccessToken | None, claim: str) -> str | None:
+    """The user an access token names: its ``claim`` (``sub`` and ``client_id`` also read
+    the token's own fields). None when there is no token or it lacks the claim."""
+    if token is None:
+        return None
+    value = (token.claims or {}).get(claim)
+    if value is None and claim == "sub":
+        value = token.subject
+    if value is None and claim == "client_id":
+        value = token.client_id
+    return value if isinstance(value, str) else None if value is None else _not_a_name(value)
+
+
+def _not_a_name(value: Any) -> str:
+    raise TypeError(f"the token's claim is a {type(value).__name__}, not a string")
+
+
+def refusal_result(text: str, refused: ToolRefused | None = None) -> CallToolResult:
+    """A failed tool result (``isError``) carrying ``text`` for the model; its ``_meta``
+    names the refusal's code (and the approval request's id while one waits)."""
+    meta: dict[str, Any] = {}
+    if refused is not None:
+        meta = {"code": refused.code}
+        request_id = getattr(refused, "request_id", None)
+        if isinstance(request_id, str):
+            meta["approval_id"] = request_id
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        is_error=True,
+        _meta={"toolpass": meta} if meta else None,
+    )
+
+
+class _Refused(MCPError):
+    """A refusal raised inside a tool's body, carried past MCP's own error handling (which
+    passes an ``MCPError`` on and masks anything else) to the guard around it."""
+
+    def __init__(self, refused: ToolRefused) -> None:
+        super().__init__(REFUSED, refusal_text(refused))
+        self.refused = refused
+
+
+def refusal_in(exc: BaseException) -> ToolRefused | None:
+    """The toolpass refusal an exception of a tool's body stands for (itself, or its cause
+    or context, as MCP and FastMCP wrap a tool's exception), or None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, _Refused):
+            return current.refused
+        if isinstance(current, ToolRefused):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class _UserSource:
+    """The user of a call: the access token's claim, else ``user=``. Given to the Guard as
+    its ``user`` callable, so a failure of it refuses (``check_error``)."""
+
+    def __init__(self, user: User, claim: str, token: Callable[[], AccessToken | None]) -> None:
+        if not (user is None or callable(user) or (isinstance(user, str) and user.strip())):
+            raise TypeError(f"user is the user's name, a callable or None, not {user!r}")
+        if not isinstance(claim, str) or not claim.strip():
+            raise TypeError(f"claim is the name of an access token claim, not {claim!r}")
+        self.user, self.claim, self.token = user, claim, token
+        named = f"the access token's {claim!r} claim"
+        if callable(user):
+            named = f"the user callable {getattr(user, '__qualname__', user)!r}"
+        elif isinstance(user, str):
+            named += f", else user={user!r}"
+        self.__qualname__ = named  # what a no_session refusal says toolpass looked in
+
+    def __call__(self, context: Any) -> Any:
+        if callable(self.user):
+            return self.user(context)
+        token = self.token()
+        if token is not None:  # an authenticated request acts for its token's user only
+            return user_of_token(token, self.claim)
+        return self.user
+
+
+class _Core:
+    """What the MCP and FastMCP middleware share: the Guard, the user and session of a
+    request, and what a refusal becomes."""
+
+    def __init__(
+        self,
+        engine: PermissionEngine | None,
+        rules: Rules | None,
+        *,
+        strict: bool,
+        toolkit: Toolkit | None,
+        user: User,
+        claim: str,
+        session: SessionSource,
+        on_refuse: OnRefuse | None,
+        token: Callable[[], AccessToken | None],
+    ) -> None:
+        self.guard = Guard(
+            engine,
+            rules,
+            strict=strict,
+            toolkit=toolkit,
+            user=_UserSource(user, claim, token),
+            session=session,
+            on_refuse=on_refuse,
+        )
+
+    async def call(
+        self,
+        tool: Any,
+        arguments: Any,
+        context: Any,
+        run: Any,
+        conversation: Any,
+        call_next: Callable[[], Awaitable[Any]],
+        refused_as: Callable[[Any, ToolRefused], Any],
+    ) -> Any:
+        """Run ``call_next`` (the rest of the server's chain: validation, the tool) inside
+        the pipeline; a refusal becomes ``refused_as(what on_refuse made, refusal)``. A
+        failure of the guard itself refuses; the body's own exceptions stay the server's."""
+        guard = self.guard
+        name = tool if isinstance(tool, str) else repr(tool)
+        args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
+        raised: list[BaseException] = []
+
+        async def body() -> Any:
+            try:
+                return await call_next()
+            except Exception as exc:
+                refused = refusal_in(exc)
+                if refused is not None:  # refused inside the body: the call's outcome
+                    raise refused from None
+                raised.append(exc)
+                raise
+
+        try:
+            try:
+                if not isinstance(tool, str) or not (
+                    arguments is None or isinstance(arguments, Mapping)
+                ):
+                    raise ToolRefused(
+                        "check_error",
+                        "The call's tool or arguments could not be read, so it was not made.",
+                        detail=f"tool {tool!r}, arguments of type {type(arguments).__name__}",
+                    )
+                user = guard.user_of(None, context)
+                key = guard.key(run, conversation, context)
+            except ToolRefused as refused:  # never run: the application's source failed
+                log.warning("toolpass: the user or session of %s failed: %s", name, refused.detail)
+                guard.audit_refused(None, name, args, refused)
+                raise
+            return await guard.arun(user, name, args, body, key=key)
+        except ToolRefused as refused:
+            return self.refusal(refused, refused_as)
+        except Exception as exc:
+            if raised and exc is raised[0]:  # the server's own error: its own handling
+                raise
+            if raised and hasattr(exc, "original_type"):
+                # The body's error, redacted or fenced by the pipeline: the model reads that.
+                return refused_as(str(exc), ToolRefused("tool_error", str(exc)))
+            log.exception("toolpass: the check of %s failed", name)
+            failed = ToolRefused(
+                "check_error",
+                "toolpass could not check this call, so it was not made. Tell the user.",
+                detail=f"{type(exc).__name__}: {exc}",
+            )
+            return self.refusal(failed, refused_as)
+
+    def refusal(self, refused: ToolRefused, refused_as: Callable[[Any, ToolRefused], Any]) -> Any:
+        """What the client reads for ``refused``: ``on_refuse``'s text (or result) made a
+        failed tool result, or an ``MCPError`` when ``on_refuse`` is None. An ``on_refuse``
+        that fails or gives nothing gives the refusal's own text."""
+        on_refuse = self.guard.on_refuse
+        if on_refuse is None:
+            raise MCPError(REFUSED, refusal_text(refused), {"code": refused.code})
+        try:
+            made = on_refuse(refused)
+        except MCPError:
+            raise
+        except Exception:
+            log.exception("toolpass: on_refuse failed; the model reads the refusal's text")
+            made = None
+        if made is None:
+            made = refusal_text(refused)
+        return refused_as(made, refused)
+
+
+def _as_mcp_result(made: Any, refused: ToolRefused) -> Any:
+    if isinstance(made, CallToolResult | Mapping):
+        return made
+    return refusal_result(made if isinstance(made, str) else str(made), refused)
+
+
+def _connection_of(session: Any) -> Any:
+    """The client connection a request came on (one per client session on stdio, legacy
+    in-memory and stateful HTTP; one per request on the stateless 2026-07-28 protocol)."""
+    return getattr(session, "_connection", None) or session
+
+
+class ToolpassMiddleware:
+    """MCP Python SDK 2.x server middleware (``ServerMiddleware``) checking every
+    ``tools/call`` with toolpass; every other message passes through. Made by ``guard``."""
+
+    def __init__(self, core: _Core) -> None:
+        self._core = core
+        self.guard = core.guard
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if ctx.method != "tools/call" or ctx.request_id is None:
+            result = await call_next(ctx)
+            if ctx.method == "tools/list":
+                self._saw_tools(result)
+            return result
+        params: Any = ctx.params if isinstance(ctx.params, Mapping) else {}
+        connection = _connection_of(ctx.session)
+        result = await self._core.call(
+            params.get("name"),
+            params.get("arguments"),
+            ctx,
+            connection,
+            getattr(connection, "session_id", None),
+            lambda: call_next(ctx),
+            _as_mcp_result,
+        )
+        if isinstance(result, str):  # the pipeline fenced an untrusted result: text
+            return CallToolResult(content=[TextContent(type="text", text=result)])
+        return result  # type: ignore[no-any-return]
+
+    def _saw_tools(self, result: Any) -> None:
+        tools = (
+            result.get("tools") if isinstance(result, Mapping) else getattr(result, "tools", None)
+        )
+        if not isinstance(tools, list):
+            return
+        found: dict[str, list[str] | None] = {}
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, Mapping) else getattr(tool, "name", None)
+            schema = (
+                tool.get("inputSchema")
+                if isinstance(tool, Mapping)
+                else getattr(tool, "input_schema", None)
+            )
+            if isinstance(name, str):
+                properties = schema.get("properties") if isinstance(schema, Mapping) else None
+                found[name] = list(properties) if isinstance(properties, Mapping) else None
+        if any(n not in self.guard.tools for n in found):
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")  # a warning must never fail the listing
+                self.guard.add_tools(found, late=True)
+
+
+def guard(
+    server: Any,
+    engine: PermissionEngine | None,
+    rules: Rules | None = None,
+    *,
+    strict: bool = False,
+    toolkit: Toolkit | None = None,
+    user: User = None,
+    claim: str = "email",
+    session: SessionSource = "conversation",
+    on_refuse: OnRefuse | None = refusal_text,
+) -> Any:
+    """Check every ``tools/call`` of ``server`` with toolpass; returns the middleware added.
+
+    ``server`` is an MCP SDK 2.x ``MCPServer`` or low-level ``Server`` (toolpass joins the
+    end of ``server.middleware``: innermost, so it checks the arguments the tool receives;
+    guard after adding your own middleware), or a ``fastmcp`` server (a ``FastMCPGuard`` is
+    added with ``add_middleware``). ``rules`` maps a tool name (or a tuple of names) to a
+    ``Rule(connection, action, resource_template)`` or a tuple; the resource is filled from
+    the call's arguments. With ``strict=True`` a tool without a rule is refused; otherwise it
+    runs unchecked (in a session, audited). ``user``: who a request without an access token
+    acts for (the user's name, for a stdio server run for one person; or a callable given the
+    request's context); a request with a token acts for its ``claim``. ``session``: what one
+    session lasts for, ``"conversation"`` (the client's MCP session on streamable HTTP, else
+    its connection), ``"run"`` (the connection), or a callable given the request's context.
+    ``on_refuse`` makes the text the model reads (or a ``CallToolResult``); None makes a
+    refusal a JSON-RPC error instead of a tool result. Every option is checked here.
+    """
+    if _is_fastmcp(server):
+        from toolpass.mcp._fastmcp import FastMCPGuard
+
+        middleware: Any = FastMCPGuard(
+            engine,
+            rules,
+            strict=strict,
+            toolkit=toolkit,
+            user=user,
+            claim=claim,
+            session=session,
+            on_refuse=on_refuse,
+        )
+        server.add_middleware(middleware)
+        return middleware
+    chain = getattr(server, "middleware", None)
+    if not isinstance(chain, list):
+        raise TypeError(
+            "server is an MCP SDK 2.x MCPServer or Server (with a middleware list) or a "
+            f"fastmcp server, not {type(server).__name__}"
+        )
+    core = _Core(
+        engine,
+        rules,
+        strict=strict,
+        toolkit=toolkit,
+        user=user,
+        claim=claim,
+        session=session,
+        on_refuse=on_refuse,
+        token=get_access_token,
+    )
+    tools = _known_tools(server)
+    if tools:
+        core.guard.add_tools(tools, complete=False)
+    _surface_body_refusals(server)
+    added = ToolpassMiddleware(core)
+    chain.append(added)
+    return added
+
+
+def _is_fastmcp(server: Any) -> bool:
+    return any(c.__module__.split(".")[0] == "fastmcp" for c in type(server).__mro__) and callable(
+        getattr(server, "add_middleware", None)
+    )
+
+
+def _known_tools(server: Any) -> dict[str, list[str] | None]:
+    """The tools an MCPServer has now (more may be added later)."""
+    manager = getattr(server, "_tool_manager", None)
+    listed = getattr(manager, "list_tools", None)
+    if not callable(listed):
+        return {}
+    found: dict[str, list[str] | None] = {}
+    for tool in listed():
+        parameters = getattr(tool, "parameters", None)
+        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+        found[str(tool.name)] = list(properties) if isinstance(properties, Mapping) else None
+    return found
+
+
+def _surface_body_refusals(server: Any) -> None:
+    """MCPServer turns any exception of a tool other than ``MCPError`` into a masked "Error
+    executing tool"; its ``call_tool`` is wrapped so a toolpass refusal raised in the body
+    passes MCP's handling, as ``_Refused``, to the guard, which gives the model its reason."""
+    call_tool = getattr(server, "call_tool", None)
+    if not callable(call_tool) or getattr(call_tool, "_toolpass", False):
+        return
+
+    async def surfaced(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await call_tool(*args, **kwargs)
+        except MCPError:
+            raise
+        except Exception as exc:
+            refused = refusal_in(exc)
+            if refused is None:
+                raise
+            raise _Refused(refused) from None
+
+    surfaced._toolpass = True  # type: ignore[attr-defined]
+    setattr(server, "call_tool", surfaced)  # noqa: B010
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FastMCPGuard":  # needs the fastmcp package: imported when asked for
+        from toolpass.mcp._fastmcp import FastMCPGuard
+
+        return FastMCPGuard
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
