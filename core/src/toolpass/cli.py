@@ -8,6 +8,8 @@
     toolpass catalog [NAME]                   the integrations, or one's keys and actions
     toolpass routes NAME [-action A] [-json]  an integration's route table
     toolpass serve [-config FILE] ...         the toolpass server (needs toolpass-server)
+    toolpass mcp-proxy [-config FILE] (-- COMMAND ... | --url URL)
+                                              an MCP server behind toolpass (needs toolpass-mcp)
     toolpass demo                             a scripted ops-agent session, no network
     toolpass lint MODULE [-config FILE]       each tool of a module's guards and its rule
 
@@ -93,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("module")
     serve = commands.add_parser("serve", help="Run the toolpass server (toolpass-server).")
     serve.add_argument("args", nargs="*", help="handed to the server as they are")
+    proxy = commands.add_parser(
+        "mcp-proxy", help="Run an MCP server behind toolpass (toolpass-mcp)."
+    )
+    proxy.add_argument("args", nargs="*", help="handed to the proxy as they are")
     return parser
 
 
@@ -102,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv[:1] == ["serve"]:
             return _serve(argv[1:])  # the server parses its own flags, --help included
+        if argv[:1] == ["mcp-proxy"]:
+            return _mcp_proxy(argv[1:])  # so does the proxy
         args = _parser().parse_args(argv)
         command = {
             "validate": _validate,
@@ -328,6 +336,17 @@ def _serve(argv: list[str]) -> int:
             "serve needs the toolpass-server distribution: pip install toolpass-server"
         ) from None
     status: int = server.main(argv)
+    return status
+
+
+def _mcp_proxy(argv: list[str]) -> int:
+    try:
+        proxy = importlib.import_module("toolpass.mcp.proxy")
+    except ImportError:
+        raise _Fail(
+            "mcp-proxy needs the toolpass-mcp distribution: pip install 'toolpass-mcp[proxy]'"
+        ) from None
+    status: int = proxy.main(argv)
     return status
 
 

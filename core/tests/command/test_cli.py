@@ -203,6 +203,29 @@ def test_serve_without_the_server(
     )
 
 
+def test_mcp_proxy_without_the_mcp_adapter(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "toolpass.mcp.proxy", None)
+    assert run(capsys, "mcp-proxy", "-config", "x.yaml", "--", "server") == (
+        3,
+        "",
+        "toolpass: mcp-proxy needs the toolpass-mcp distribution: "
+        "pip install 'toolpass-mcp[proxy]'\n",
+    )
+
+
+def test_mcp_proxy_hands_its_arguments_to_the_proxy(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[list[str]] = []
+    proxy = types.ModuleType("toolpass.mcp.proxy")
+    proxy.main = lambda argv: seen.append(argv) or 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "toolpass.mcp.proxy", proxy)
+    assert run(capsys, "mcp-proxy", "-config", "x.yaml", "--", "srv", "-v")[0] == 0
+    assert seen == [["-config", "x.yaml", "--", "srv", "-v"]]
+
+
 def test_serve_hands_its_arguments_to_the_server(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
