@@ -34,11 +34,13 @@ the agent of each ``AgentTool``, at any depth) in place, and adds toolpass's
 the app runs (in ``before_agent_callback``, in place, so also the agents of ``AgentTool``\\s,
 which inherit the app's plugins) and holds the same two callbacks for all of them.
 
-The ``before_tool_callback`` is the safety net: a call whose tool is not wrapped (a tool ADK
-adds itself, such as ``transfer_to_agent``, a workflow node, a tool put on an agent after it
-was wrapped) runs through the pipeline right there, its result the call's answer; a tool ADK's
-confirmation gate holds back is left to the gate first. As a plugin, answering a call skips
-the agents' own ``before_tool_callback``\\s (ADK's rule for plugins), so only for such calls.
+The ``before_tool_callback`` is the safety net: a call whose tool is not wrapped (a workflow
+node, a tool put on an agent after it was wrapped) runs through the pipeline right there, its
+result the call's answer; a tool ADK's confirmation gate holds back is left to the gate first.
+As a plugin, answering a call skips the agents' own ``before_tool_callback``\\s (ADK's rule for
+plugins), so only for such calls. The tools ADK adds itself to steer the run
+(``transfer_to_agent``, ``set_model_response``) are left to ADK: they act on no system, and the
+agent they transfer to is guarded too.
 
 A refusal is the tool's result (``{"error": "Refused by toolpass (<code>): <reason>"}`` by
 default, ``on_refuse``), the model reads it and the run goes on; ``on_refuse=None`` ends the
@@ -79,7 +81,9 @@ from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.adk.tools.tool_context import ToolContext
+from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 from toolpass.adapting import (
     Guard,
@@ -99,6 +103,8 @@ __all__ = ["Rule", "ToolpassCallbacks", "ToolpassPlugin", "refusal_result", "ref
 
 log = logging.getLogger("toolpass")
 
+#: The tools ADK adds itself to steer the run (not the application's tools): left to ADK.
+_ADK_CONTROL = (TransferToAgentTool, SetModelResponseTool)
 _HELD = 1024  # invocations (session="run") and asked approvals remembered, most recent first
 
 
@@ -191,8 +197,10 @@ class ToolpassCallbacks:
         """None for a wrapped tool (it is checked as it runs); a call of a tool that is not
         wrapped runs through the pipeline here, and its result answers the call."""
         try:
-            if isinstance(tool, _GuardedTool) or type(tool) is BaseTool:
-                return None  # checked as it runs; or a tool the model made up (ADK answers)
+            if isinstance(tool, (_GuardedTool, *_ADK_CONTROL)) or type(tool) is BaseTool:
+                # Checked as it runs; ADK's own control flow; or a tool the model made up
+                # (ADK answers that it does not exist).
+                return None
             confirmation = tool_context.tool_confirmation
             if await tool.check_require_confirmation(args, tool_context) is True and not (
                 confirmation is not None and confirmation.confirmed
