@@ -49,14 +49,16 @@ def sdk_tool(fn: Callable[..., Any]) -> SdkMcpTool[Any]:
     return tool(fn.__name__, fn.__doc__ or fn.__name__, schema)(handler)
 
 
-def options(server: str = "kit", tools: list[Any] | None = None, **more: Any) -> ClaudeAgentOptions:
-    """Options for a run against the fake: ``tools`` served in-process as ``server`` and
-    allowed, no built-in tools, no settings read from disk."""
+def options(
+    server: str = "kit", served: list[Any] | None = None, **more: Any
+) -> ClaudeAgentOptions:
+    """Options for a run against the fake: ``served`` (functions or ``@tool``s) served
+    in-process as ``server`` and allowed, no built-in tools, no settings read from disk."""
     f = fake()
     mcp_servers = dict(more.pop("mcp_servers", {}))
     allowed = list(more.pop("allowed_tools", []))
-    if tools:
-        built = [t if isinstance(t, SdkMcpTool) else sdk_tool(t) for t in tools]
+    if served:
+        built = [t if isinstance(t, SdkMcpTool) else sdk_tool(t) for t in served]
         mcp_servers[server] = create_sdk_mcp_server(server, tools=built)
         allowed += [f"mcp__{server}__{t.name}" for t in built]
     more.setdefault("tools", [])

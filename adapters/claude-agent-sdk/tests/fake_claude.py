@@ -181,20 +181,21 @@ class FakeClaude:
         return f"Do the task. script:{sid}"
 
     def answer(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-        messages = body.get("messages") or []
-        sid = None
-        for message in messages:
-            if message.get("role") == "user" and (
-                found := _SCRIPT.search(_text(message.get("content")))
-            ):
-                sid = found.group(1)
-                break
+        """The next step of the script named by the request's latest prompt (a resumed
+        session's or a later turn's history holds earlier prompts too)."""
+        messages = list(body.get("messages") or [])
+        sid, start = None, 0
+        for index, message in enumerate(messages):
+            if message.get("role") == "user":
+                found = _SCRIPT.search(_text(message.get("content")))
+                if found:
+                    sid, start = found.group(1), index
         steps = self._scripts.get(sid or "")
         if sid is None or steps is None:
             return [{"type": "text", "text": "done"}]
         with self._lock:
-            self._last[sid] = dict(body)
-        made = sum(1 for m in messages if m.get("role") == "assistant")
+            self._last[sid] = {**body, "messages": messages[start:]}
+        made = sum(1 for m in messages[start:] if m.get("role") == "assistant")
         if made >= len(steps):
             return [{"type": "text", "text": "done"}]
         return [
@@ -208,7 +209,8 @@ class FakeClaude:
         assert found is not None
         last = self._last.get(found.group(1), {})
         out = []
-        for message in last.get("messages") or []:
+        # The first message is the prompt's (it may carry results from before it).
+        for message in (last.get("messages") or [])[1:]:
             content = message.get("content")
             if message.get("role") != "user" or not isinstance(content, list):
                 continue

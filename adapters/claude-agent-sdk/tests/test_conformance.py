@@ -48,7 +48,7 @@ class TestHooks(AdapterConformance):
         def build(agent: Agent) -> ClaudeAgentOptions:
             user = options_.pop("user") or (lambda _input: agent.user)
             guard = ToolpassHooks(engine, named, strict=strict, user=user, **options_)
-            return guard.apply(options(tools=tools.functions()))
+            return guard.apply(options(served=tools.functions()))
 
         agent = Agent(build)
         agent.script = [(claude_name(c.tool), c.arguments) for c in script]

@@ -185,8 +185,11 @@ class ToolpassHooks:
         """A copy of ``options`` with toolpass's ``PreToolUse`` hook first among its hooks
         and each in-process SDK MCP server replaced by a copy whose tools run inside toolpass.
         ``options`` itself is left as it was. A rule whose resource names an argument its tool
-        does not take is a ``ValueError``; so is, under ``strict``, an SDK server whose tools
-        toolpass cannot run (the hook still decides for them)."""
+        does not take is a ``ValueError``; so is, when these are all the tools the session has
+        (``tools=[]``, ``setting_sources=[]``, no plugins, every server copied), a rule for a
+        tool it does not have. An SDK
+        server toolpass cannot copy (one not made by ``create_sdk_mcp_server``) is left as it
+        is: the hook decides for its tools."""
         if not isinstance(options, ClaudeAgentOptions):
             raise TypeError(f"apply takes ClaudeAgentOptions, not {type(options).__name__}")
         pending = _Pending()
@@ -197,19 +200,17 @@ class ToolpassHooks:
             copied: dict[str, Any] = {}
             for key, config in servers.items():
                 copy = self._copy_server(key, config, pending, tools)
-                if copy is None:
-                    if _is_sdk(config) and self.guard.strict:
-                        raise ValueError(
-                            f"toolpass cannot run the tools of the SDK MCP server {key!r} "
-                            "(not made by create_sdk_mcp_server); its calls are only decided "
-                            "by the hook"
-                        )
-                    copied[key] = config
-                else:
-                    copied[key] = copy
+                if copy is not None:
                     wrapped.add(key)
+                copied[key] = config if copy is None else copy
             servers = copied
-        complete = options.tools == [] and isinstance(servers, Mapping) and wrapped == set(servers)
+        complete = (  # no built-in tools, no settings or plugins that could add servers
+            options.tools == []
+            and options.setting_sources == []
+            and not options.plugins
+            and isinstance(servers, Mapping)
+            and wrapped == set(servers)
+        )
         self.guard.add_tools(tools, complete=complete)
         hook = self._hook(frozenset(wrapped), pending)
         matcher = HookMatcher(matcher=None, hooks=[hook], timeout=self.timeout, on_failure="block")
