@@ -22,6 +22,7 @@ from adk_script import (
 )
 from google.adk.agents import LlmAgent
 from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.runners import Runner
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
@@ -383,17 +384,33 @@ def test_adks_confirmation_gate_asks_before_toolpass_checks(how: str) -> None:
 # Approvals through ADK's tool confirmation.
 
 
-def approving(queue: ApprovalQueue, ran: list[int], events: list[AuditEvent], how: str) -> Any:
+def approving(
+    queue: ApprovalQueue, ran: list[int], events: list[AuditEvent], how: str, **runner: Any
+) -> Any:
+    """A runner whose agent's one tool always needs approval (a ``secured_tool`` of the
+    adapter's toolkit, whose approver is ``queue``)."""
     kit = Toolkit(approver=queue, audit=events.append)
+    return guarded_wire(kit, ran, how, **runner)
 
+
+def wire_tool(kit: Toolkit, ran: list[int]) -> Any:
     @kit.secured_tool(approve=True)
     def wire(amount: int) -> str:
         """Wire money."""
         ran.append(amount)
         return f"wired {amount}"
 
-    agent = agent_with([wire], [("wire", {"amount": 500})])
-    return guarded(how, agent, ToolpassCallbacks(ScriptedEngine(), toolkit=kit))
+    return wire
+
+
+def guarded_wire(
+    kit: Toolkit, ran: list[int], how: str, wire: Any = None, calls: int = 1, **runner: Any
+) -> Any:
+    agent = agent_with([wire or wire_tool(kit, ran)], [("wire", {"amount": 500})] * calls)
+    made = guarded(how, agent, ToolpassCallbacks(ScriptedEngine(), toolkit=kit))
+    if runner:
+        made = Runner(app=made.app, **runner)
+    return made
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -466,3 +483,21 @@ def test_two_users_at_once_through_one_guarded_runner() -> None:
     assert dana[1] == "deleted PAY-1"
     assert f"acting for {ERIN}" in erin[0]
     assert "not_authorized" in erin[1]
+
+
+@pytest.mark.parametrize("echo", [True, False])
+def test_a_guard_made_anew_for_the_answer_records_it(echo: bool) -> None:
+    """An application that builds its agent (and guard) for each request: the answer reaches
+    another ``ToolpassCallbacks`` than the one that asked, on the same toolkit."""
+    queue, ran = ApprovalQueue(), []
+    kit = Toolkit(approver=queue, audit=[])
+    wire = wire_tool(kit, ran)  # the application's tool, defined once
+    first = guarded_wire(kit, ran, "apply", wire)
+    out, session = run(first, DANA)
+    [ask] = confirmation_calls(out)
+    # Resumed, the model is past its call: the new agent's script makes none.
+    second = guarded_wire(kit, ran, "apply", wire, 0, session_service=first.session_service)
+    payload = ask.args["toolConfirmation"]["payload"] if echo else None
+    out = confirm(second, DANA, session, ask, {"confirmed": True, "payload": payload})
+    assert ran == [500]
+    assert read_back(out)[-1] == "wired 500"

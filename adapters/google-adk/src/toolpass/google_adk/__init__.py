@@ -248,7 +248,7 @@ class ToolpassCallbacks:
                 arguments = dict(args)
                 user = self._user(tool_context)
                 key = self._key(tool_context)
-                self._answered(tool_context, user, name, arguments)
+                self._answered(tool_context, user, key, name, arguments)
             except ToolRefused as refused:  # the application's source failed: never run
                 guard.audit_refused(None, name, args, refused)
                 raise
@@ -344,7 +344,12 @@ class ToolpassCallbacks:
                 self._asked.popitem(last=False)
 
     def _answered(
-        self, tool_context: ToolContext, user: str | None, tool: str, arguments: Mapping[str, Any]
+        self,
+        tool_context: ToolContext,
+        user: str | None,
+        key: Any,
+        tool: str,
+        arguments: Mapping[str, Any],
     ) -> None:
         """Records the person's answer to this very call's confirmation in the toolkit's
         queue (unless it was decided there already), before the pipeline runs again."""
@@ -355,17 +360,35 @@ class ToolpassCallbacks:
         with self._lock:
             request_id = self._asked.pop(call, None)
         queue: Any = getattr(self.guard.toolkit, "approver", None)
-        if request_id is None or not callable(getattr(queue, "get", None)):
+        if not callable(getattr(queue, "get", None)):
             return
-        try:
-            request = queue.get(request_id)
-        except KeyError:
-            return
+        payload = confirmation.payload
+        if request_id is None and isinstance(payload, Mapping):
+            request_id = payload.get("request_id")  # the application echoed the request back
+        if isinstance(request_id, str):
+            try:
+                request = queue.get(request_id)
+            except KeyError:
+                return
+        else:  # asked by another instance (a guard made per request): the one waiting request
+            pending = getattr(queue, "pending", None)
+            if not callable(pending) or not user:
+                return
+            with self.guard.session(user, key) as session:
+                here = session.id
+            waiting = [
+                r
+                for r in pending()
+                if (r.user, r.session_id, r.tool, r.arguments)
+                == (user, here, tool, dict(arguments))
+            ]
+            if len(waiting) != 1:
+                return
+            request = waiting[0]
         if request.status != "pending" or (request.user, request.tool) != (user, tool):
             return
         if request.arguments != dict(arguments):
             return
-        payload = confirmation.payload
         by = "google-adk confirmation"
         reason = ""
         if isinstance(payload, Mapping):
@@ -373,9 +396,9 @@ class ToolpassCallbacks:
                 by = payload["by"]
             reason = str(payload.get("reason") or "")
         if confirmation.confirmed:
-            queue.approve(request_id, by=by)
+            queue.approve(request.id, by=by)
         else:
-            queue.deny(request_id, by=by, reason=reason)
+            queue.deny(request.id, by=by, reason=reason)
 
     # Wrapping.
 
