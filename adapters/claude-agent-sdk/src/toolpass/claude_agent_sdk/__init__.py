@@ -399,6 +399,7 @@ def _naming_the_call(handler: Callable[[Any, Any], Awaitable[Any]]) -> Callable[
         finally:
             _serving.reset(token)
 
+    call_tool.__wrapped__ = handler  # type: ignore[attr-defined]
     return call_tool
 
 
@@ -414,6 +415,7 @@ def _sdk_tools(server: Any) -> list[SdkMcpTool[Any]] | None:
         return None  # mcp 1.x
     entry = get("tools/call")
     handler: Any = getattr(entry, "handler", None)
+    handler = getattr(handler, "__wrapped__", handler)  # a copy made by apply
     try:
         run_tool: Any = inspect.getclosurevars(handler).nonlocals.get("run_tool")
         found = inspect.getclosurevars(run_tool).nonlocals.get("tools_by_name")
