@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from http_server import client, oauth_server, serving
 from mcp.server import MCPServer
-from mcp_client import call_all
+from mcp_client import call_all, text_of
 from pytest_toolpass import AdapterConformance, Call, KitTools, Transcript
 from toolpass.mcp import guard
 
@@ -52,3 +53,33 @@ class TestMCPServer(AdapterConformance):
 
 class TestMCPServerLegacy(TestMCPServer):
     client_mode = "legacy"
+
+
+class TestStreamableHTTP(TestMCPServer):
+    """Over a real transport: streamable HTTP on 127.0.0.1 with the SDK's OAuth bearer
+    middleware; the user is the verified token's ``email`` claim (a run without a user sends
+    a token naming none, as an agent host's own client-credentials token does)."""
+
+    def build(
+        self,
+        engine: Any,
+        rules: dict[str, Any],
+        *,
+        strict: bool,
+        tools: KitTools,
+        script: list[Call],
+        **options: Any,
+    ) -> Server:
+        server = oauth_server("kit")
+        for fn in tools.functions():
+            server.add_tool(fn)
+        guard(server, engine, rules, strict=strict, **options)
+        return Server(server, script)
+
+    async def arun(self, agent: Server, user: str | None) -> Transcript:
+        outputs = []
+        with serving(agent.server) as url:
+            async with client(url, user) as session:
+                for call in agent.script:
+                    outputs.append(text_of(await session.call_tool(call.tool, call.arguments)))
+        return Transcript(outputs, "done")

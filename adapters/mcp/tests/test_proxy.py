@@ -121,18 +121,6 @@ async def test_the_proxy_refuses_before_the_upstream_and_audits_every_call(
     ]
 
 
-async def test_an_allowed_call_reaches_the_upstream(tmp_path: Path, github: FakeGitHub) -> None:
-    cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
-    env = environment(tmp_path)
-    _, outputs = await session(proxy(cfg, env, "--", sys.executable, UPSTREAM))
-    assert outputs[0] == "merged acme/widgets#7"
-    assert ran(tmp_path)[0] == {
-        "tool": "merge_pr",
-        "arguments": {"repo": "acme/widgets", "number": 7},
-    }
-    assert audit(tmp_path)[0]["outcome"] == "ok"
-
-
 @pytest.fixture
 def http_upstream(tmp_path: Path) -> Iterator[str]:
     with socket.socket() as s:
@@ -160,16 +148,21 @@ def http_upstream(tmp_path: Path) -> Iterator[str]:
         server.wait(10)
 
 
-async def test_an_upstream_on_streamable_http(
+async def test_an_allowed_call_reaches_an_upstream_on_streamable_http(
     tmp_path: Path, github: FakeGitHub, http_upstream: str
 ) -> None:
-    cfg = config(tmp_path, github, MCP.format(user=RORY, audit=tmp_path / "audit.jsonl"))
+    cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
     listed, outputs = await session(proxy(cfg, environment(tmp_path), "--url", http_upstream))
-    assert "merge_pr" in listed
-    assert outputs[0].startswith("[error] Refused by toolpass (not_authorized)")
-    assert outputs[1] == "contents of README.md"
-    assert [r["tool"] for r in ran(tmp_path)] == ["read_file", "explode"]
-    assert [e["tool"] for e in audit(tmp_path)] == ["merge_pr", "read_file", "explode"]
+    assert listed == ["merge_pr", "read_file", "explode"]
+    assert outputs[:2] == ["merged acme/widgets#7", "contents of README.md"]
+    merged = {"tool": "merge_pr", "arguments": {"repo": "acme/widgets", "number": 7}}
+    assert ran(tmp_path)[0] == merged
+    events = audit(tmp_path)
+    assert [(e["tool"], e["user"], e["outcome"]) for e in events] == [
+        ("merge_pr", DANA, "ok"),
+        ("read_file", DANA, "ok"),
+        ("explode", DANA, "ok"),  # MCP made the tool's failure a result: the call ran
+    ]
 
 
 @pytest.mark.parametrize(
