@@ -271,7 +271,9 @@ class SlowEngine(ScriptedEngine):
 def test_a_check_slower_than_the_hooks_timeout_refuses(files: dict[str, str]) -> None:
     notes = files["notes.txt"]
     engine = SlowEngine({(DANA, "READ", f"file:{notes}"): Decision.allow()})
-    guard = ToolpassHooks(engine, {"Read": READ}, user=DANA, timeout=2)
+    events: list[AuditEvent] = []
+    kit = Toolkit(audit=[events.append])
+    guard = ToolpassHooks(engine, {"Read": READ}, user=DANA, timeout=2, toolkit=kit)
     opts = guard.apply(options(tools=["Read"], allowed_tools=["Read"]))
     started = time.monotonic()
     ran = go(opts, [("Read", {"file_path": notes})])
@@ -279,6 +281,8 @@ def test_a_check_slower_than_the_hooks_timeout_refuses(files: dict[str, str]) ->
     assert "meeting at noon" not in ran.outputs[0]
     assert "authorization_error" in ran.outputs[0]
     assert "did not answer in time" in ran.outputs[0]
+    [event] = tool_events(events, "Read")  # the check was stopped: one event says so
+    assert event.outcome == "cancelled"
 
 
 @pytest.mark.parametrize(
