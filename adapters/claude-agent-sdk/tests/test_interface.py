@@ -162,3 +162,23 @@ def test_a_tool_of_an_external_server_with_an_sdk_name_is_decided_by_the_hook() 
     )
     assert "not_authorized" in out["hookSpecificOutput"]["permissionDecisionReason"]
     assert engine.asked == [(DANA, "jira", "DELETE_ISSUES", "issue:PAY-1")]
+
+
+def test_many_sessions_at_once_each_get_their_own_user() -> None:
+    """The hook's calls of many Claude Code sessions, concurrently, on one guard: each is
+    checked for the user its session maps to, never another's."""
+    users = {f"sess-{n}": (DANA if n % 2 else ERIN) for n in range(40)}
+    engine = ScriptedEngine({(DANA, "RUN", "command:ls"): Decision.allow()})
+    guard = ToolpassHooks(engine, {"Bash": BASH}, user=lambda input: users[input["session_id"]])
+    hook = hook_of(guard.apply(options(tools=["Bash"])))
+
+    async def one(session: str) -> tuple[str, Any]:
+        input = {"session_id": session, "tool_name": "Bash", "tool_input": {"command": "ls"}}
+        return session, await hook(input, f"toolu-{session}", {"signal": None})
+
+    async def all_at_once() -> list[tuple[str, Any]]:
+        return list(await asyncio.gather(*(one(s) for s in users)))
+
+    for session, out in asyncio.run(all_at_once()):
+        assert (out == {}) == (users[session] == DANA), (session, out)
+    assert sorted(u for u, *_ in engine.asked) == sorted(users.values())
