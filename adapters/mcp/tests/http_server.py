@@ -79,12 +79,12 @@ def serving(server: MCPServer) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def client(url: str, user: str | None) -> AsyncIterator[Client]:
+async def client(url: str, user: str | None, mode: str = "auto") -> AsyncIterator[Client]:
     """A client session with ``url`` sending ``user``'s bearer token (for None, a token naming
     no user)."""
     headers = {"Authorization": f"Bearer {token_of(user)}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
-        Client(streamable_http_client(url, http_client=http)) as session,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as session,  # type: ignore[arg-type]
     ):
         yield session

@@ -282,6 +282,7 @@ class ToolpassMiddleware:
     def __init__(self, core: _Core) -> None:
         self._core = core
         self.guard = core.guard
+        self._listed: set[str] = set()
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -323,7 +324,8 @@ class ToolpassMiddleware:
             if isinstance(name, str):
                 properties = schema.get("properties") if isinstance(schema, Mapping) else None
                 found[name] = list(properties) if isinstance(properties, Mapping) else None
-        if any(n not in self.guard.tools for n in found):
+        if set(found) != self._listed:  # checked again only when the tools change
+            self._listed = set(found)
             with warnings.catch_warnings():
                 warnings.simplefilter("default")  # a warning must never fail the listing
                 self.guard.add_tools(found, late=True)
