@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import (
+    AgentDefinition,
     ClaudeSDKClient,
     McpSdkServerConfig,
     ResultMessage,
@@ -54,8 +55,8 @@ class Tools:
         return [delete_issue, leak]
 
 
-def guarded(guard: ToolpassHooks, tools: Tools, **more: Any) -> Any:
-    return guard.apply(options("ops", tools.served(), **more))
+def guarded(guard: ToolpassHooks, served: Tools, **more: Any) -> Any:
+    return guard.apply(options("ops", served.served(), **more))
 
 
 def go(opts: Any, calls: list[Any]) -> Any:
@@ -154,6 +155,40 @@ def test_apply_leaves_the_options_as_they_were_and_keeps_their_hooks() -> None:
     assert first.on_failure == "block"  # a hook that fails blocks the call
     assert first.timeout == 30.0
     assert after.mcp_servers["ops"] is not before.mcp_servers["ops"]  # type: ignore[index]
+
+
+def test_a_subagents_calls_are_checked_as_the_sessions_user() -> None:
+    """A subagent (``agents=``, started by the model with Claude Code's ``Task`` tool, which
+    the hook names ``Agent``) calls the in-process tool: checked and audited once each, for
+    the user of the options."""
+    events: list[AuditEvent] = []
+    engine = ScriptedEngine(MAY_DELETE)
+    tools = Tools()
+    guard = ToolpassHooks(
+        engine,
+        {"mcp__ops__delete_issue": DELETE},
+        user=DANA,
+        toolkit=Toolkit(audit=[events.append]),
+    )
+    helper = AgentDefinition(
+        description="Helps", prompt="You help.", tools=["mcp__ops__delete_issue"]
+    )
+    opts = guarded(guard, tools, tools=["Task"], allowed_tools=["Task"], agents={"helper": helper})
+    task = fake().script(
+        [
+            ("mcp__ops__delete_issue", {"key": "PAY-1"}),
+            ("mcp__ops__delete_issue", {"key": "PAY-9"}),
+        ]
+    )
+    go(opts, [("Task", {"subagent_type": "helper", "description": "help", "prompt": task})])
+    assert fake().outputs(task)[0] == "deleted PAY-1"
+    assert "not_authorized" in fake().outputs(task)[1]
+    assert tools.ran == [("delete_issue", {"key": "PAY-1"})]
+    assert [(e.tool, e.user, e.code) for e in events] == [
+        ("Agent", DANA, None),
+        ("mcp__ops__delete_issue", DANA, None),
+        ("mcp__ops__delete_issue", DANA, "not_authorized"),
+    ]
 
 
 # The hook decides: built-in tools and servers toolpass cannot copy.
