@@ -59,22 +59,21 @@ def run(agent: LlmAgent, user: str, mode: str, plugins: list[Any]) -> dict[str, 
         session_service=InMemorySessionService(),
     )
 
-    async def go() -> list[Any]:
-        session = await runner.session_service.create_session(app_name="ops", user_id=user)
-        message = types.Content(role="user", parts=[types.Part(text="Fix the typo in the README")])
-        if mode == "sync":
-            # Runner.run runs the agent on a thread of its own, with its own event loop.
-            return await asyncio.to_thread(
-                lambda: list(runner.run(user_id=user, session_id=session.id, new_message=message))
-            )
-        return [
-            e
-            async for e in runner.run_async(
-                user_id=user, session_id=session.id, new_message=message
-            )
-        ]
+    session = asyncio.run(runner.session_service.create_session(app_name="ops", user_id=user))
+    message = types.Content(role="user", parts=[types.Part(text="Fix the typo in the README")])
+    if mode == "sync":  # Runner.run runs the agent on a thread of its own, with its own loop
+        events = list(runner.run(user_id=user, session_id=session.id, new_message=message))
+    else:
 
-    events = asyncio.run(go())
+        async def go() -> list[Any]:
+            return [
+                e
+                async for e in runner.run_async(
+                    user_id=user, session_id=session.id, new_message=message
+                )
+            ]
+
+        events = asyncio.run(go())
     assert events[-1].content.parts[0].text == "done"  # the run went on after the tool call
     [reply] = [r.response for e in events for r in e.get_function_responses()]
     return dict(reply or {})

@@ -261,7 +261,10 @@ class ToolpassCallbacks:
                 return await guard.arun(user, name, arguments, body, key=key)
             except ToolRefused as refused:
                 if refused.code == "approval_pending":
-                    self._ask(tool_context, refused, user, name)
+                    try:
+                        self._ask(tool_context, refused, user, name)
+                    except Exception:  # still refused: the model reads that it waits
+                        log.exception("toolpass: could not ask ADK to confirm %s", name)
                 raise
         except ToolRefused as refused:
             if guard.on_refuse is None:
