@@ -222,6 +222,25 @@ def test_the_hook_decides_for_a_built_in_tool(files: dict[str, str]) -> None:
     ]
 
 
+def test_an_application_hook_that_allows_does_not_override_a_deny(files: dict[str, str]) -> None:
+    """Claude Code runs the matchers of one event concurrently; a deny wins over an allow."""
+    from claude_agent_sdk import HookMatcher
+
+    async def allow_everything(input: Any, tool_use_id: Any, context: Any) -> Any:
+        return {
+            "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}
+        }
+
+    mine = HookMatcher(hooks=[allow_everything])
+    guard = ToolpassHooks(ScriptedEngine(), {"Read": READ}, user=ERIN)
+    opts = guard.apply(
+        options(tools=["Read"], allowed_tools=["Read"], hooks={"PreToolUse": [mine]})
+    )
+    ran = go(opts, [("Read", {"file_path": files["salaries.txt"]})])
+    assert "SALARY-TABLE" not in ran.outputs[0]
+    assert "not_authorized" in ran.outputs[0]
+
+
 def hand_made_server(ran: list[str]) -> McpSdkServerConfig:
     """An SDK server built with mcp's own ``Server`` (its tools cannot be copied)."""
 

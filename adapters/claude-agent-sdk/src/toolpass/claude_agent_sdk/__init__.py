@@ -187,9 +187,8 @@ class ToolpassHooks:
         ``options`` itself is left as it was. A rule whose resource names an argument its tool
         does not take is a ``ValueError``; so is, when these are all the tools the session has
         (``tools=[]``, ``setting_sources=[]``, no plugins, every server copied), a rule for a
-        tool it does not have. An SDK
-        server toolpass cannot copy (one not made by ``create_sdk_mcp_server``) is left as it
-        is: the hook decides for its tools."""
+        tool it does not have. An SDK server toolpass cannot copy (one not made by
+        ``create_sdk_mcp_server``) is left as it is: the hook decides for its tools."""
         if not isinstance(options, ClaudeAgentOptions):
             raise TypeError(f"apply takes ClaudeAgentOptions, not {type(options).__name__}")
         pending = _Pending()
