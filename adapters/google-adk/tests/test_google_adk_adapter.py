@@ -501,3 +501,25 @@ def test_a_guard_made_anew_for_the_answer_records_it(echo: bool) -> None:
     out = confirm(second, DANA, session, ask, {"confirmed": True, "payload": payload})
     assert ran == [500]
     assert read_back(out)[-1] == "wired 500"
+
+
+def test_a_session_callable_naming_none_keeps_one_session_for_the_invocation() -> None:
+    kit = Toolkit(limits={"tool:whoami": 1}, audit=[])
+    callbacks = ToolpassCallbacks(ScriptedEngine(), toolkit=kit, session=lambda ctx: None)
+    agent = agent_with(KitTools().functions(), [("whoami", {}), ("whoami", {})])
+    out, _ = run(runner_for(callbacks.apply(agent)), DANA)
+    assert "limit_exceeded" in read_back(out)[1]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_an_unwrapped_tools_exception_is_read_by_the_model(how: str) -> None:
+    events: list[AuditEvent] = []
+    callbacks = ToolpassCallbacks(ScriptedEngine(), toolkit=Toolkit(audit=events.append))
+
+    def swap(callback_context: Any) -> None:  # after the plugin's own before_agent_callback
+        callback_context._invocation_context.agent.tools = [FunctionTool(boom)]
+
+    agent = agent_with([boom], [("boom", {"x": "2"})], before_agent_callback=swap)
+    out, _ = run(guarded(how, agent, callbacks), DANA)
+    assert responses(out) == [{"error": "ValueError: cannot do 2"}]
+    assert [(e.tool, e.outcome) for e in events] == [("boom", "error")]

@@ -282,22 +282,22 @@ class ToolpassCallbacks:
         return user
 
     def _key(self, tool_context: ToolContext) -> Any:
-        run: Any = None
-        if self.guard.session_source == "run":
-            invocation = tool_context.invocation_id
-            with self._lock:
-                run = self._runs.get(invocation)
-                if run is None:
-                    run = self._runs[invocation] = _Run()
-                    while len(self._runs) > _HELD:
-                        self._runs.popitem(last=False)
-                else:
-                    self._runs.move_to_end(invocation)
-            return self.guard.key(run, None, tool_context)
-        conversation = (
-            tool_context.session.id if self.guard.session_source == "conversation" else None
-        )
-        return self.guard.key(None, conversation, tool_context)
+        """The call's session key: the ADK session's id (``"conversation"``), what the
+        ``session`` callable returns, or the invocation (``"run"``, or when neither names
+        one)."""
+        invocation = tool_context.invocation_id
+        with self._lock:
+            run = self._runs.get(invocation)
+            if run is None:
+                run = self._runs[invocation] = _Run()
+                while len(self._runs) > _HELD:
+                    self._runs.popitem(last=False)
+            else:
+                self._runs.move_to_end(invocation)
+        conversation = None
+        if self.guard.session_source == "conversation":
+            conversation = tool_context.session.id
+        return self.guard.key(run, conversation, tool_context)
 
     def _result(self, refused: ToolRefused) -> Any:
         """What the model reads; a failing ``on_refuse`` (or one returning None) still
