@@ -82,8 +82,9 @@ def test_apply_checks_the_rules_against_the_in_process_tools() -> None:
     # Built-in tools too: a rule for one is not an error, and the rest are listed.
     guard = ToolpassHooks(ScriptedEngine(), {"Bash": BASH}, user=DANA)
     guard.apply(options("ops", [delete_issue], tools=["Bash"]))
-    explained = guard.guard.explain()
+    explained = guard.explain()
     assert explained.unchecked == ["mcp__ops__delete_issue"]
+    assert "Bash" in str(explained)
     assert "tools known only as the agent runs" in str(explained)
     with pytest.raises(TypeError, match="ClaudeAgentOptions"):
         guard.apply({"mcp_servers": {}})  # type: ignore[arg-type]

@@ -54,6 +54,7 @@ from typing import Any, cast
 
 import anyio
 from toolpass.adapting import (
+    Explanation,
     Guard,
     OnRefuse,
     PermissionEngine,
@@ -216,6 +217,11 @@ class ToolpassHooks:
         hooks = {event: list(matchers) for event, matchers in (options.hooks or {}).items()}
         hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
         return replace(options, mcp_servers=servers, hooks=cast(Any, hooks))
+
+    def explain(self, engine: PermissionEngine | None = None) -> Explanation:
+        """Every tool the guard knows (those of the copied servers, and any with a rule), its
+        rule, the tools that run unchecked, and what is wrong; ``str()`` is a table."""
+        return self.guard.explain(engine)
 
     def _copy_server(
         self, key: str, config: Any, pending: _Pending, tools: dict[str, list[str] | None]
