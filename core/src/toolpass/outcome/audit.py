@@ -29,45 +29,26 @@ class AuditEvent:
     Building the dictionary (and redacting arguments) happens only when a sink asks for it.
     """
 
-    __slots__ = (
-        "_start",
-        "actions",
-        "approval_id",
-        "approval_reasons",
-        "arguments",
-        "authorization",
-        "code",
-        "detail",
-        "duration",
-        "effect",
-        "message",
-        "outcome",
-        "preview",
-        "secrets",
-        "session_id",
-        "time",
-        "tool",
-        "user",
-    )
+    # What most calls never set is a class default: an event costs only what it records.
+    user: str | None = None
+    session_id: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    outcome = "refused"  # "ok", "refused", "error" or "cancelled"
+    code: str | None = None
+    message: str | None = None
+    detail: str | None = None
+    authorization: tuple[str, str] | None = None  # (decision, reason)
+    approval_reasons: tuple[str, ...] = ()
+    approval_id: str | None = None
+    preview: str | None = None  # what a person was asked to approve
+    duration = 0.0
+    secrets: tuple[str, ...] = ()
 
     def __init__(self, tool: str, effect: str | None) -> None:
         self.time = time.time()
         self._start = time.perf_counter()
         self.tool = tool
         self.effect = effect
-        self.user: str | None = None
-        self.session_id: str | None = None
-        self.arguments: Mapping[str, Any] | None = None
-        self.outcome = "refused"  # "ok", "refused", "error" or "cancelled"
-        self.code: str | None = None
-        self.message: str | None = None
-        self.detail: str | None = None
-        self.authorization: tuple[str, str] | None = None  # (decision, reason)
-        self.approval_reasons: tuple[str, ...] = ()
-        self.approval_id: str | None = None
-        self.preview: str | None = None  # what a person was asked to approve
-        self.duration = 0.0
-        self.secrets: tuple[str, ...] = ()
         self.actions: list[dict[str, Any]] = []
 
     @property

@@ -109,7 +109,8 @@ def arguments(c: CallState) -> Steps | None:
             )
     if spec.validators:
         return _validate(c)
-    _in_scope(c)
+    if spec.scope:
+        _in_scope(c)
     return None
 
 

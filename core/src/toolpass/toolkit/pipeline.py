@@ -37,9 +37,11 @@ from toolpass.toolkit.spec import ToolSpec
 
 log = logging.getLogger("toolpass")
 
+Check = Callable[[CallState], Generator[Step, Any, None] | None]
+
 #: The checks before the body, in order: each refuses by raising, and returns a generator
 #: of steps when it needs the driver (see ``toolkit.checks``).
-CHECKS: tuple[Callable[[CallState], Generator[Step, Any, None] | None], ...] = (
+CHECKS: tuple[Check, ...] = (
     checks.session,
     checks.arguments,
     checks.effect,
@@ -50,6 +52,23 @@ CHECKS: tuple[Callable[[CallState], Generator[Step, Any, None] | None], ...] = (
     checks.exfiltration,
     checks.approval,
 )
+
+
+def plan(spec: ToolSpec, kit: Settings) -> tuple[Check, ...]:
+    """``CHECKS`` without those that cannot act on ``spec``'s calls under ``kit`` (each
+    would return at once): worked out once per tool and settings."""
+    if spec.plan[0] is kit:
+        return spec.plan[1]
+    skip: set[Check] = set()
+    if kit.entitlements is None:
+        skip |= {checks.effect, checks.entitlements}
+    if spec.authorize is None:
+        skip.add(checks.authorization)
+    if not spec.sends_out:
+        skip.add(checks.exfiltration)
+    planned = tuple(check for check in CHECKS if check not in skip)
+    spec.plan = (kit, planned)
+    return planned
 
 
 def steps(
@@ -65,7 +84,7 @@ def steps(
     """
     c = CallState(spec, args, kwargs, body)
     try:
-        for check in CHECKS:
+        for check in plan(spec, c.kit):
             more = check(c)
             if more is not None:
                 yield from more

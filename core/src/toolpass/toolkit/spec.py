@@ -84,6 +84,7 @@ class ToolSpec:
         self.exfiltration = exfiltration
         self.resources = resources  # globs on the resources the body's requests act on
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
+        self.plan: tuple[Any, tuple[Any, ...]] = (None, ())  # (settings, checks): pipeline.plan
         self.effect_key = f"effect:{effect}"
         self.tool_key = f"tool:{self.key}"
 
