@@ -428,28 +428,49 @@ def fill(template: str, params: Mapping[str, str], request: Request) -> str | No
     """The resource ``template`` names for this request, or None when a field is missing."""
     parts = _compiled.get(template)
     if parts is None:
-        parts = _compiled[template] = _FIELD.split(template)  # literal, field, literal, ...
-    if len(parts) == 1:
+        parts = _compiled[template] = _compile(template)
+    if not parts:
         return template
     out = []
-    for i, part in enumerate(parts):
-        if not i % 2:
-            out.append(part)
+    for source, key in parts:
+        if source is None:
+            out.append(key)
             continue
-        if part.startswith("query."):
-            got = request.query.get(part[6:])
+        if source == "query":
+            got = request.query.get(key)
             value: Any = got[0] if got and len(set(got)) == 1 else None  # twice: which?
-        elif part.startswith("body."):
-            value = request.form.get(part[5:])
+        elif source == "body":
+            value = request.form.get(key)
         else:
-            value = params.get(part)
+            value = params.get(key)
         if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
             return None
-        out.append(str(value))
+        out.append(value if type(value) is str else str(value))
     return "".join(out)
 
 
-_compiled: dict[str, list[str]] = {}
+def _compile(template: str) -> tuple[tuple[str | None, str], ...]:
+    """``template`` as ``(source, key)`` parts: ``(None, literal text)``, or a field read from
+    the path's parameters (``"path"``), the query (``"query"``) or the form body (``"body"``);
+    empty when it names no field."""
+    split = _FIELD.split(template)  # literal, field, literal, ...
+    if len(split) == 1:
+        return ()
+    parts: list[tuple[str | None, str]] = []
+    for i, part in enumerate(split):
+        if not i % 2:
+            if part:
+                parts.append((None, part))
+        elif part.startswith("query."):
+            parts.append(("query", part[6:]))
+        elif part.startswith("body."):
+            parts.append(("body", part[5:]))
+        else:
+            parts.append(("path", part))
+    return tuple(parts)
+
+
+_compiled: dict[str, tuple[tuple[str | None, str], ...]] = {}
 
 
 def load(name: str) -> RouteTable:
