@@ -93,6 +93,7 @@ async def raw(server: Any, name: str, arguments: Any, user: str | None = DANA) -
 # Where the user comes from.
 
 
+@pytest.mark.asyncio
 async def test_the_user_is_the_tokens_email_claim_never_the_arguments() -> None:
     tools = Tools()
     server = tools.server()
@@ -101,6 +102,7 @@ async def test_the_user_is_the_tokens_email_claim_never_the_arguments() -> None:
     assert out.outputs[0].startswith(DANA)
 
 
+@pytest.mark.asyncio
 async def test_another_claim() -> None:
     tools, kit_events = Tools(), audited()
     server = tools.server()
@@ -114,6 +116,7 @@ async def test_another_claim() -> None:
     assert "'upn' claim" in out.outputs[0]
 
 
+@pytest.mark.asyncio
 async def test_user_for_a_stdio_server_and_the_token_wins_over_it() -> None:
     tools = Tools()
     server = tools.server()
@@ -124,6 +127,7 @@ async def test_user_for_a_stdio_server_and_the_token_wins_over_it() -> None:
     assert with_token.outputs[0].startswith(DANA)  # authenticated: the token's user only
 
 
+@pytest.mark.asyncio
 async def test_a_user_callable_gets_the_request_context() -> None:
     seen: list[Any] = []
 
@@ -148,6 +152,7 @@ async def test_a_user_callable_gets_the_request_context() -> None:
         lambda ctx: 42,  # names something other than a user
     ],
 )
+@pytest.mark.asyncio
 async def test_a_failing_user_source_refuses(user: Callable[[Any], Any]) -> None:
     tools, (kit, events) = Tools(), audited()
     server = tools.server()
@@ -164,6 +169,7 @@ async def test_a_failing_user_source_refuses(user: Callable[[Any], Any]) -> None
 # Every failure of the guard refuses; the server keeps serving.
 
 
+@pytest.mark.asyncio
 async def test_on_refuse_failing_or_giving_nothing_still_refuses_with_the_reason() -> None:
     engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.deny("no")})
 
@@ -179,6 +185,7 @@ async def test_on_refuse_failing_or_giving_nothing_still_refuses_with_the_reason
         assert out.outputs[0].startswith("[error] Refused by toolpass (not_authorized)")
 
 
+@pytest.mark.asyncio
 async def test_on_refuse_may_give_the_result_itself_or_none_makes_it_an_error() -> None:
     engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.deny("no")})
     tools = Tools()
@@ -196,6 +203,7 @@ async def test_on_refuse_may_give_the_result_itself_or_none_makes_it_an_error() 
     assert tools.ran == []
 
 
+@pytest.mark.asyncio
 async def test_the_refusal_names_its_code_in_meta() -> None:
     tools = Tools()
     server = tools.server()
@@ -214,6 +222,7 @@ async def test_the_refusal_names_its_code_in_meta() -> None:
         None,
     ],
 )
+@pytest.mark.asyncio
 async def test_params_the_guard_cannot_read_are_refused_before_validation(params: Any) -> None:
     """The middleware runs before MCP validates the params (a client sends what it likes)."""
     tools, (kit, events) = Tools(), audited()
@@ -242,6 +251,7 @@ async def test_params_the_guard_cannot_read_are_refused_before_validation(params
     assert [e.code for e in events] == ["check_error"]
 
 
+@pytest.mark.asyncio
 async def test_a_toolkit_whose_hook_raises_refuses() -> None:
     class Broken:
         def check(self, *args: Any, **kwargs: Any) -> Decision:
@@ -259,6 +269,7 @@ async def test_a_toolkit_whose_hook_raises_refuses() -> None:
 # What the tool does, as without toolpass.
 
 
+@pytest.mark.asyncio
 async def test_a_tools_exceptions_are_as_mcp_makes_them_and_audited_once() -> None:
     tools, (kit, events) = Tools(), audited()
     bare = Tools().server()
@@ -275,6 +286,7 @@ async def test_a_tools_exceptions_are_as_mcp_makes_them_and_audited_once() -> No
     assert [(e.tool, e.outcome) for e in events] == [("boom", "ok"), ("told", "ok")]
 
 
+@pytest.mark.asyncio
 async def test_one_audit_event_per_call() -> None:
     engine = ScriptedEngine(
         {
@@ -295,6 +307,7 @@ async def test_one_audit_event_per_call() -> None:
     ]
 
 
+@pytest.mark.asyncio
 async def test_other_messages_pass_through() -> None:
     tools = Tools()
     server = tools.server()
@@ -309,6 +322,7 @@ async def test_other_messages_pass_through() -> None:
 # approved.
 
 
+@pytest.mark.asyncio
 async def test_a_call_waiting_for_approval() -> None:
     queue = ApprovalQueue()
     kit = Toolkit(approver=queue)
@@ -341,6 +355,7 @@ async def test_a_call_waiting_for_approval() -> None:
 # Sessions.
 
 
+@pytest.mark.asyncio
 async def test_a_session_lasts_for_the_connection() -> None:
     tools = Tools()
     server = tools.server()
@@ -355,6 +370,7 @@ async def test_a_session_lasts_for_the_connection() -> None:
     assert modern.outputs[0].split()[1] != modern.outputs[1].split()[1]
 
 
+@pytest.mark.asyncio
 async def test_many_users_at_once_each_see_their_own() -> None:
     tools = Tools()
     server = tools.server()
@@ -401,6 +417,7 @@ def test_guard_checks_the_rules_against_the_tools_it_knows() -> None:
     assert server.middleware[-1].guard.explain().tools.keys() >= {"delete_issue", "whoami"}
 
 
+@pytest.mark.asyncio
 async def test_a_rule_for_a_tool_the_server_lacks_is_a_warning_when_tools_are_listed() -> None:
     server = Tools().server()
     guard(server, ScriptedEngine(), {"close_issue": DELETE})
@@ -413,6 +430,7 @@ async def test_a_rule_for_a_tool_the_server_lacks_is_a_warning_when_tools_are_li
 # fastmcp.
 
 
+@pytest.mark.asyncio
 async def test_fastmcp_refusals_errors_and_on_refuse_none() -> None:
     engine = ScriptedEngine({(DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.deny("no")})
     tools, (kit, events) = Tools(), audited()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import toolpass
 import toolpass.mcp
 from http_server import client, oauth_server, serving
@@ -33,6 +34,7 @@ def server(factory: Any = MCPServer, **options: Any) -> MCPServer:
     return built  # type: ignore[no-any-return]
 
 
+@pytest.mark.asyncio
 async def test_conversation_is_the_mcp_session_on_streamable_http() -> None:
     """A handshake-era HTTP client session has an ``Mcp-Session-Id``: its calls share one
     toolpass session, another client session gets its own. On the stateless 2026-07-28
@@ -52,6 +54,7 @@ async def test_conversation_is_the_mcp_session_on_streamable_http() -> None:
     assert modern[0] != modern[1]
 
 
+@pytest.mark.asyncio
 async def test_a_session_callable_is_given_the_request_context() -> None:
     seen: list[Any] = []
 
@@ -66,6 +69,7 @@ async def test_a_session_callable_is_given_the_request_context() -> None:
     assert seen == ["whoami", "whoami"]
 
 
+@pytest.mark.asyncio
 async def test_session_run_is_the_connection() -> None:
     built = server(session="run")
     out = await call_all(built, [("whoami", {}), ("whoami", {})], DANA, mode="legacy")
@@ -74,6 +78,7 @@ async def test_session_run_is_the_connection() -> None:
     assert again.outputs[0] != out.outputs[0]
 
 
+@pytest.mark.asyncio
 async def test_a_low_level_server() -> None:
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         return CallToolResult(content=[TextContent(type="text", text=whoami())])

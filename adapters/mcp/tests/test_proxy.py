@@ -102,6 +102,7 @@ async def session(params: StdioServerParameters) -> tuple[list[str], list[str]]:
     return listed, outputs
 
 
+@pytest.mark.asyncio
 async def test_the_proxy_refuses_before_the_upstream_and_audits_every_call(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
@@ -148,6 +149,7 @@ def http_upstream(tmp_path: Path) -> Iterator[str]:
         server.wait(10)
 
 
+@pytest.mark.asyncio
 async def test_an_allowed_call_reaches_an_upstream_on_streamable_http(
     tmp_path: Path, github: FakeGitHub, http_upstream: str
 ) -> None:
