@@ -264,11 +264,13 @@ def test_the_hook_decides_for_a_server_it_cannot_copy() -> None:
     close = Rule("jira", "CLOSE_ISSUES", "issue:{key}")
     engine = ScriptedEngine({(DANA, "CLOSE_ISSUES", "issue:PAY-1"): Decision.allow()})
     guard = ToolpassHooks(engine, {"mcp__mine__close_issue": close}, user=DANA)
-    opts = guard.apply(
-        options(
-            mcp_servers={"mine": hand_made_server(ran)}, allowed_tools=["mcp__mine__close_issue"]
+    with pytest.warns(UserWarning, match="request hook does not watch their bodies"):
+        opts = guard.apply(
+            options(
+                mcp_servers={"mine": hand_made_server(ran)},
+                allowed_tools=["mcp__mine__close_issue"],
+            )
         )
-    )
     assert opts.mcp_servers["mine"]["instance"] is not None  # type: ignore[index]
     out = go(
         opts,

@@ -47,6 +47,7 @@ import inspect
 import logging
 import math
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -232,6 +233,13 @@ class ToolpassHooks:
             return None
         found = _sdk_tools(config["instance"])
         if found is None:
+            warnings.warn(
+                f"toolpass: the tools of the in-process MCP server {key!r} could not be read "
+                "(not made by create_sdk_mcp_server, or an SDK release toolpass does not know): "
+                "the PreToolUse hook still checks each call, but the request hook does not "
+                "watch their bodies and no credential is given to them",
+                stacklevel=3,
+            )
             return None
         guarded = []
         for each in found:
