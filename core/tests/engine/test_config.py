@@ -52,7 +52,15 @@ def test_a_good_file(tmp_path: Path) -> None:
     assert conn.identity.mode == "template"
     assert conn.identity.domains == ("example.com",)
     assert config.server == {"api_keys": ["env:SERVER_KEY"]}
+    assert config.mcp == {}
     assert Toolpass.from_config(config.path or "").connections == ("demo-main",)
+
+
+def test_the_mcp_section_is_kept_for_its_owner(tmp_path: Path) -> None:
+    """toolpass-mcp's proxy validates it (with the lines kept here); core only keeps it."""
+    config = load_config(write(tmp_path, GOOD + "mcp:\n  user: dana@example.com\n"))
+    assert config.mcp == {"user": "dana@example.com"}
+    assert config.mcp.lines == {"user": 15}  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -95,6 +103,7 @@ def test_a_good_file(tmp_path: Path) -> None:
             r"line 7: duplicate key 'timeout'",
         ),
         (("server:", "sever:"), r"line 12: unknown top-level key 'sever'"),
+        (("server:\n  api_keys: [env:SERVER_KEY]", "mcp: [user]"), r"line 12: 'mcp' must be a"),
         (("    url:", "   url:"), r"line 4: not valid YAML"),
     ],
 )
