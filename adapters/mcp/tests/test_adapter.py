@@ -18,6 +18,8 @@ from fastmcp.exceptions import ToolError as FastMCPToolError
 from mcp import Client
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
@@ -164,6 +166,29 @@ async def test_a_failing_user_source_refuses(user: Callable[[Any], Any]) -> None
         ("delete_issue", "check_error"),
         ("whoami", "check_error"),
     ]
+
+
+@pytest.mark.asyncio
+async def test_a_claim_that_is_not_a_string_refuses() -> None:
+    tools, (kit, events) = Tools(), audited()
+    server = tools.server()
+    guard(server, ScriptedEngine(), toolkit=kit)
+
+    async def go() -> CallToolResult:
+        auth_context_var.set(
+            AuthenticatedUser(
+                AccessToken(token="t", client_id="c", scopes=[], claims={"email": [DANA, ERIN]})
+            )
+        )
+        async with Client(server) as client:
+            return await client.call_tool("whoami", {})
+
+    result = await _isolated(go())
+    assert tools.ran == []
+    assert result.is_error
+    assert "Refused by toolpass (check_error)" in result.content[0].text
+    assert events[0].detail is not None
+    assert "not a string" in events[0].detail
 
 
 # Every failure of the guard refuses; the server keeps serving.

@@ -83,11 +83,11 @@ def user_of_token(token: AccessToken | None, claim: str) -> str | None:
         value = token.subject
     if value is None and claim == "client_id":
         value = token.client_id
-    return value if isinstance(value, str) else None if value is None else _not_a_name(value)
-
-
-def _not_a_name(value: Any) -> str:
-    raise TypeError(f"the token's claim is a {type(value).__name__}, not a string")
+    if value is None:
+        return None
+    if not isinstance(value, str):  # refused (check_error) by the guard
+        raise TypeError(f"the token's {claim!r} claim is a {type(value).__name__}, not a string")
+    return value
 
 
 def refusal_result(text: str, refused: ToolRefused | None = None) -> CallToolResult:
@@ -287,10 +287,13 @@ class ToolpassMiddleware:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        if ctx.method != "tools/call" or ctx.request_id is None:
+        if ctx.method != "tools/call":
             result = await call_next(ctx)
             if ctx.method == "tools/list":
-                self._saw_tools(result)
+                try:
+                    self._saw_tools(result)
+                except Exception:  # only a check of the rules: never fail the listing
+                    log.exception("toolpass: could not check the rules against the tools")
             return result
         params: Any = ctx.params if isinstance(ctx.params, Mapping) else {}
         connection = _connection_of(ctx.session)
