@@ -5,6 +5,7 @@ Every name here is re-exported from the submodules that define it.
 
 from toolpass._version import __version__
 from toolpass.engine import (
+    Config,
     ConfigError,
     Decision,
     PermissionDenied,
@@ -13,6 +14,7 @@ from toolpass.engine import (
     env,
     file,
     literal,
+    load_config,
 )
 from toolpass.intercept import ActionRefused, as_agent, as_user
 from toolpass.toolkit import (
@@ -53,6 +55,7 @@ __all__ = [
     "ApprovalQueue",
     "ApprovalRequest",
     "AuditEvent",
+    "Config",
     "ConfigError",
     "CustomEffect",
     "Decision",
@@ -80,6 +83,7 @@ __all__ = [
     "file",
     "guarded",
     "literal",
+    "load_config",
     "permission_check",
     "secured_tool",
     "tool",

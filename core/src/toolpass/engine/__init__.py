@@ -1,6 +1,7 @@
 """The permission engine: asks the system that owns a resource whether a user may act on it."""
 
 from toolpass.engine.checker import Checker
+from toolpass.engine.config import Config, load_config
 from toolpass.engine.remote import RemoteToolpass
 from toolpass.engine.toolpass import Toolpass
 from toolpass.wire.decision import Decision, Verdict
@@ -15,6 +16,7 @@ from toolpass.wire.secrets import Secret, env, file, literal
 
 __all__ = [
     "Checker",
+    "Config",
     "ConfigError",
     "Decision",
     "LookupFailed",
@@ -28,4 +30,5 @@ __all__ = [
     "env",
     "file",
     "literal",
+    "load_config",
 ]

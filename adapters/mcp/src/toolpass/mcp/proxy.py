@@ -46,9 +46,8 @@ from mcp_types import (
     PaginatedRequestParams,
     Tool,
 )
-from toolpass import ConfigError, JsonlSink, LogSink, Toolkit, Toolpass
+from toolpass import ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
 from toolpass.adapting import Rule
-from toolpass.engine.config import load_config
 from toolpass.mcp import guard
 
 from mcp import Client, StdioServerParameters
