@@ -57,6 +57,7 @@ __all__ = [
     "Toolkit",
     "UserSource",
     "refusal_text",
+    "source_failed",
     "user_from",
 ]
 
@@ -122,15 +123,21 @@ def user_from(source: UserSource, context: Any, arg: Any = None) -> str | None:
         else:
             user = getattr(context, source, None)
     except Exception as exc:
-        raise _unknown("Who this call acts for", f"the user source raised {_named(exc)}") from None
+        raise source_failed(
+            "Who this call acts for", f"the user source raised {_named(exc)}"
+        ) from None
     if user is None:
         return None
     if not isinstance(user, str):
-        raise _unknown("Who this call acts for", f"the user must be a string, not {_kind(user)}")
+        raise source_failed(
+            "Who this call acts for", f"the user must be a string, not {_kind(user)}"
+        )
     return user if user.strip() else None
 
 
-def _unknown(what: str, detail: str) -> ToolRefused:
+def source_failed(what: str, detail: str) -> ToolRefused:
+    """The refusal when the application's source of ``what`` (the user, the session) fails:
+    ``check_error``, with ``detail`` for the audit only."""
     return ToolRefused(
         "check_error",
         f"{what} could not be found, so the call was not made. Tell the user.",
@@ -279,14 +286,14 @@ class Guard:
             try:
                 value = source(arg)
             except Exception as exc:
-                raise _unknown(
+                raise source_failed(
                     "The session of this call", f"session raised {_named(exc)}"
                 ) from None
         if value is None:
             return run
         if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
             detail = f"a session id is a non-empty string or a number, not {value!r}"
-            raise _unknown("The session of this call", detail)
+            raise source_failed("The session of this call", detail)
         return _Conversation(str(value))
 
     # The call.

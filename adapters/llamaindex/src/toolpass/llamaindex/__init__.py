@@ -50,6 +50,7 @@ from toolpass.adapting import (
     ToolRefused,
     UserSource,
     refusal_text,
+    source_failed,
     user_from,
 )
 
@@ -330,7 +331,7 @@ class ToolpassAuthorization:
             else:
                 value = await ctx.store.get(source, default=None)
         except Exception as exc:
-            raise _unknown("Who this call acts for", f"the user source raised {_named(exc)}")
+            raise source_failed("Who this call acts for", f"the user source raised {_named(exc)}")
         return user_from("user", {"user": value})
 
     async def _key(self, ctx: Context[Any] | None) -> Any:
@@ -345,7 +346,7 @@ class ToolpassAuthorization:
                 if inspect.isawaitable(value):
                     value = await value
             except Exception as exc:
-                raise _unknown("The session of this call", f"session raised {_named(exc)}")
+                raise source_failed("The session of this call", f"session raised {_named(exc)}")
             return self.guard.key(run, value)
         return self.guard.key(run, None if ctx is None else await _conversation(ctx))
 
@@ -580,10 +581,10 @@ def _sync_user(source: UserSource) -> str | None:
     try:
         value = source(None)
     except Exception as exc:
-        raise _unknown("Who this call acts for", f"the user source raised {_named(exc)}")
+        raise source_failed("Who this call acts for", f"the user source raised {_named(exc)}")
     if inspect.isawaitable(value):
         _close(value)
-        raise _unknown("Who this call acts for", "an async user source, in a synchronous call")
+        raise source_failed("Who this call acts for", "an async user source, in a synchronous call")
     return user_from("user", {"user": value})
 
 
@@ -593,10 +594,12 @@ def _sync_session(source: SessionSource) -> Any:
     try:
         value = source(None)
     except Exception as exc:
-        raise _unknown("The session of this call", f"session raised {_named(exc)}")
+        raise source_failed("The session of this call", f"session raised {_named(exc)}")
     if inspect.isawaitable(value):
         _close(value)
-        raise _unknown("The session of this call", "an async session source, in a synchronous call")
+        raise source_failed(
+            "The session of this call", "an async session source, in a synchronous call"
+        )
     return value
 
 
@@ -604,14 +607,6 @@ def _close(value: Any) -> None:
     close = getattr(value, "close", None)
     if callable(close):
         close()
-
-
-def _unknown(what: str, detail: str) -> ToolRefused:
-    return ToolRefused(
-        "check_error",
-        f"{what} could not be found, so the call was not made. Tell the user.",
-        detail=detail,
-    )
 
 
 def _named(exc: BaseException) -> str:
