@@ -15,8 +15,6 @@ so the ratios hold on any machine. The audit sink is a list, so logging is not m
 from __future__ import annotations
 
 import asyncio
-import gc
-import random
 import statistics
 import sys
 import time
@@ -25,9 +23,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters/claude-agent-sdk/tests"))
 
+from _shared import Engine, ainterleave, aper_call, table
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, ResultMessage
 from claude_harness import fake, options
-from toolpass import Decision, Toolkit
+from toolpass import Toolkit
 from toolpass.claude_agent_sdk import Rule, ToolpassHooks
 
 CALLS = 10  # tool calls per turn
@@ -35,19 +34,6 @@ ROUNDS = 12  # turns per variant, interleaved; the median turn is reported
 HOOK_CALLS = 2_000  # calls of the hook and the handler alone per timing
 USER = "dana@example.com"
 TOOL = "mcp__ops__delete_issue"
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
-
-    async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        return self.check(*args, **kwargs)
 
 
 def delete_issue(key: str) -> str:
@@ -87,32 +73,19 @@ async def turn(client: ClaudeSDKClient) -> float:
 
 async def main() -> None:
     built = variants()
-    names = list(built)
     clients = {name: ClaudeSDKClient(options=opts) for name, (opts, _) in built.items()}
     for client in clients.values():
         await client.connect()
     try:
-        for client in clients.values():
-            for _ in range(2):
-                await turn(client)  # warm-up
-        samples: dict[str, list[float]] = {name: [] for name in built}
-        rng = random.Random(7)
-        for _ in range(ROUNDS):  # shuffled, so drift hits every variant alike
-            rng.shuffle(names)
-            for name in names:
-                gc.collect()
-                samples[name].append(await turn(clients[name]))
+        samples = await ainterleave(clients, lambda name: turn(clients[name]), ROUNDS, warmup=2)
     finally:
         for client in clients.values():
             await client.disconnect()
     seen = built["toolpass, rule"][1]
     assert len(seen) == (ROUNDS + 2) * CALLS, len(seen)  # every call checked and audited once
+    title = f"toolpass-claude-agent-sdk: time per tool call in the real loop ({CALLS} per turn)"
+    table(title, samples, "bare session", unit="ms")
     base = statistics.median(samples["bare session"])
-    print(f"toolpass-claude-agent-sdk: time per tool call in the real loop ({CALLS} per turn)")
-    print(f"  {'variant':<18}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        t = statistics.median(times)
-        print(f"  {name:<18}{t * 1e3:8.2f} ms{(t - base) * 1e3:+9.2f} ms{t / base:7.2f}x")
     hook, handler, alone = await alone_timings()
     added = hook + handler - alone
     print("toolpass's own work per call (the hook, then the handler with the whole pipeline)")
@@ -172,14 +145,9 @@ async def alone_timings() -> tuple[float, float, float]:
         for _ in range(HOOK_CALLS):
             await handler.handler(args)
 
-    timings: dict[str, list[float]] = {"hook": [], "handled": [], "alone": []}
-    for _ in range(7):
-        for name, fn in (("hook", hooks), ("handled", handled), ("alone", alone)):
-            start = time.perf_counter()
-            await fn()
-            timings[name].append((time.perf_counter() - start) / HOOK_CALLS)
+    timings = await aper_call({"hook": hooks, "handled": handled, "alone": alone}, HOOK_CALLS)
     assert len(seen) == 7 * HOOK_CALLS
-    return tuple(statistics.median(timings[n]) for n in ("hook", "handled", "alone"))  # type: ignore[return-value]
+    return timings["hook"], timings["handled"], timings["alone"]
 
 
 if __name__ == "__main__":

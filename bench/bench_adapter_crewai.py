@@ -13,10 +13,8 @@ dispatch around one call, with and without toolpass.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-import random
 import statistics
 import time
 import warnings
@@ -29,6 +27,9 @@ os.environ["CREWAI_DISABLE_TRACKING"] = "true"
 os.environ["CREWAI_DISABLE_VERSION_CHECK"] = "true"
 os.environ["CREWAI_TRACING_ENABLED"] = "false"
 os.environ["OTEL_SDK_DISABLED"] = "true"
+
+from _shared import Engine, interleave, per_call, table
+
 with warnings.catch_warnings():  # CrewAI 1.15's own import warns (crewai.rag.embeddings)
     warnings.simplefilter("ignore")
     from crewai import Agent, Crew, Task
@@ -41,23 +42,13 @@ with warnings.catch_warnings():  # CrewAI 1.15's own import warns (crewai.rag.em
     )
     from crewai.llms.base_llm import BaseLLM
     from crewai.tools import BaseTool, tool
-    from toolpass import Decision, Toolkit
+    from toolpass import Toolkit
     from toolpass.crewai import Rule, ToolpassHooks
 
 CALLS = 10  # tool calls per kickoff
 ROUNDS = 40  # kickoffs per variant, interleaved; the median run is reported
 HOOK_CALLS = 5_000  # calls of the hooks alone per timing
 USER = "dana@example.com"
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
 
 
 class Scripted(BaseLLM):
@@ -182,39 +173,20 @@ def hooks_alone() -> tuple[float, float, float]:
         for _ in range(HOOK_CALLS):
             delete_issue.run(**arguments)
 
-    timings: dict[str, list[float]] = {"through": [], "noop": [], "alone": []}
-    for _ in range(7):
-        for name, fn in (("through", through), ("noop", noop_only), ("alone", alone)):
-            start = time.perf_counter()
-            fn()
-            timings[name].append((time.perf_counter() - start) / HOOK_CALLS)
+    timings = per_call({"through": through, "noop": noop_only, "alone": alone}, HOOK_CALLS)
     assert len(seen) == 7 * HOOK_CALLS
-    return tuple(statistics.median(timings[n]) for n in ("through", "noop", "alone"))  # type: ignore[return-value]
+    return timings["through"], timings["noop"], timings["alone"]
 
 
 def main() -> None:
     built = variants()
-    names = list(built)
-    for crew, scope, _ in built.values():
-        for _ in range(3):
-            timed(crew, scope)  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in built}
-    rng = random.Random(7)
-    for _ in range(ROUNDS):  # interleaved in a shuffled order, so drift hits every variant alike
-        rng.shuffle(names)
-        for name in names:
-            gc.collect()
-            crew, scope, _ = built[name]
-            samples[name].append(timed(crew, scope))
+    samples = interleave(built, lambda name: timed(*built[name][:2]), ROUNDS, warmup=3)
     for name, (_, _, seen) in built.items():
         expected = (ROUNDS + 3) * CALLS if name.startswith("toolpass") else 0
         assert len(seen) == expected, (name, len(seen))  # every call was checked and audited
+    title = f"toolpass-crewai: time per tool call in the real crew loop ({CALLS} calls per kickoff)"
+    table(title, samples, "bare crew")
     base = statistics.median(samples["bare crew"])
-    print(f"toolpass-crewai: time per tool call in the real crew loop ({CALLS} calls per kickoff)")
-    print(f"  {'variant':<22}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        t = statistics.median(times)
-        print(f"  {name:<22}{t * 1e6:9.0f} µs{(t - base) * 1e6:+10.0f} µs{t / base:7.2f}x")
     through, noop_call, alone = hooks_alone()
     added = through - noop_call
     print("the hooks alone (CrewAI's pre- and post-call dispatch around one call of the tool)")

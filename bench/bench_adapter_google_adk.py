@@ -13,10 +13,8 @@ runs, so the ratios hold on any machine. The audit sink is a list, so logging is
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
-import random
 import statistics
 import time
 from collections.abc import AsyncGenerator
@@ -24,6 +22,7 @@ from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from _shared import Engine, ainterleave, aper_call, table
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
@@ -33,7 +32,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
-from toolpass import Decision, Toolkit
+from toolpass import Toolkit
 from toolpass.google_adk import Rule, ToolpassCallbacks
 
 CALLS = 10  # tool calls per agent run
@@ -42,19 +41,6 @@ HOOK_CALLS = 5_000  # calls of the wrapped tool alone per timing
 USER = "dana@example.com"
 
 logging.getLogger("google_adk").setLevel(logging.ERROR)  # token-usage notes per model turn
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
-
-    async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        return self.check(*args, **kwargs)
 
 
 class Scripted(BaseLlm):
@@ -135,26 +121,13 @@ async def timed(runner: Runner) -> float:
 
 async def main() -> None:
     built = runners()
-    names = list(built)
-    for runner, _ in built.values():
-        for _ in range(3):
-            await timed(runner)  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in built}
-    rng = random.Random(7)
-    for _ in range(ROUNDS):  # interleaved in a shuffled order, so drift hits every variant alike
-        rng.shuffle(names)
-        for name in names:
-            gc.collect()
-            samples[name].append(await timed(built[name][0]))
+    samples = await ainterleave(built, lambda name: timed(built[name][0]), ROUNDS, warmup=3)
     for name, (_, seen) in built.items():
         expected = 0 if name in ("bare agent", "no-op plugin") else (ROUNDS + 3) * CALLS
         assert len(seen) == expected, (name, len(seen))  # every call was checked and audited
+    title = f"toolpass-google-adk: time per tool call in the real loop ({CALLS} calls per run)"
+    table(title, samples, "bare agent")
     base = statistics.median(samples["bare agent"])
-    print(f"toolpass-google-adk: time per tool call in the real loop ({CALLS} calls per run)")
-    print(f"  {'variant':<18}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        t = statistics.median(times)
-        print(f"  {name:<18}{t * 1e6:9.0f} µs{(t - base) * 1e6:+10.0f} µs{t / base:7.2f}x")
     through, alone = await hook_alone()
     added = through - alone
     print("the wrapped tool alone (its run_async with a rule, around ADK's FunctionTool)")
@@ -194,13 +167,8 @@ async def hook_alone() -> tuple[float, float]:
         for _ in range(HOOK_CALLS):
             await inner.run_async(args=args, tool_context=context)
 
-    timings: dict[str, list[float]] = {"through": [], "alone": []}
-    for _ in range(7):
-        for name, fn in (("through", through), ("alone", alone)):
-            start = time.perf_counter()
-            await fn()
-            timings[name].append((time.perf_counter() - start) / HOOK_CALLS)
-    return statistics.median(timings["through"]), statistics.median(timings["alone"])
+    timings = await aper_call({"through": through, "alone": alone}, HOOK_CALLS)
+    return timings["through"], timings["alone"]
 
 
 if __name__ == "__main__":

@@ -18,9 +18,7 @@ same tool, HOOK_CALLS times) gives the added time itself, and the ratio it makes
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
-import random
 import statistics
 import time
 import warnings
@@ -30,11 +28,12 @@ from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from _shared import Engine, ainterleave, aper_call, table
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.workflow import Context
-from toolpass import Decision, Toolkit
+from toolpass import Toolkit
 from toolpass.llamaindex import Rule, ToolpassAuthorization
 
 CALLS = 10  # tool calls per agent run
@@ -43,19 +42,6 @@ USER = "dana@example.com"
 HOOK_CALLS = 5_000  # calls of the hook alone per timing
 
 warnings.filterwarnings("ignore", module="inspect")  # LlamaIndex's own, as it builds an agent
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
-
-    async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        return self.check(*args, **kwargs)
 
 
 def model(tool: str) -> MockFunctionCallingLLM:
@@ -131,27 +117,14 @@ async def timed(agent: FunctionAgent) -> float:
 
 async def main() -> None:
     built = agents()
-    names = list(built)
-    for agent, _ in built.values():
-        for _ in range(3):
-            await timed(agent)  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in built}
-    rng = random.Random(7)
-    for _ in range(ROUNDS):  # interleaved in a shuffled order, so drift hits every variant alike
-        rng.shuffle(names)
-        for name in names:
-            gc.collect()
-            samples[name].append(await timed(built[name][0]))
+    samples = await ainterleave(built, lambda name: timed(built[name][0]), ROUNDS, warmup=3)
     for name, (_, seen) in built.items():
         guarded = name not in ("bare agent", "pass-through hook")
         expected = (ROUNDS + 3) * CALLS if guarded else 0
         assert len(seen) == expected, (name, len(seen))  # every call was checked and audited
+    title = f"toolpass-llamaindex: time per tool call in the real loop ({CALLS} calls per run)"
+    table(title, samples, "bare agent")
     base = statistics.median(samples["bare agent"])
-    print(f"toolpass-llamaindex: time per tool call in the real loop ({CALLS} calls per run)")
-    print(f"  {'variant':<20}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        t = statistics.median(times)
-        print(f"  {name:<20}{t * 1e6:9.0f} µs{(t - base) * 1e6:+10.0f} µs{t / base:7.2f}x")
     hook, bare = await hook_alone()
     added = hook - bare
     print("the hook alone (the agent's _call_tool, guarded, around an async tool)")
@@ -203,15 +176,9 @@ async def hook_alone() -> tuple[float, float]:
         for _ in range(HOOK_CALLS):
             await original(ctx, tool, arguments)
 
-    timings: dict[str, list[float]] = {"through": [], "alone": []}
-    for _ in range(7):
-        for name, fn in (("through", through), ("alone", alone)):
-            gc.collect()
-            start = time.perf_counter()
-            await fn()
-            timings[name].append((time.perf_counter() - start) / HOOK_CALLS)
+    timings = await aper_call({"through": through, "alone": alone}, HOOK_CALLS)
     assert len(seen) == 7 * HOOK_CALLS
-    return statistics.median(timings["through"]), statistics.median(timings["alone"])
+    return timings["through"], timings["alone"]
 
 
 if __name__ == "__main__":

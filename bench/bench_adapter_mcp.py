@@ -16,10 +16,8 @@ logging is not measured.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -28,6 +26,7 @@ from typing import Any
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("FASTMCP_CHECK_FOR_UPDATES", "off")
 
+from _shared import Engine, ainterleave, aper_call, table
 from fastmcp import Client as FastMCPClient
 from fastmcp import FastMCP
 from mcp import Client
@@ -36,7 +35,7 @@ from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
-from toolpass import Decision, Toolkit
+from toolpass import Toolkit
 from toolpass.mcp import FastMCPGuard, Rule, guard
 
 CALLS = 20  # tool calls per client session
@@ -44,19 +43,6 @@ ROUNDS = 40  # sessions per variant, interleaved; the median session is reported
 HOOK_CALLS = 5_000  # calls of the middleware alone per timing
 USER = "dana@example.com"
 RULES = {"delete_issue": Rule("jira", "DELETE_ISSUES", "issue:{key}")}
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
-
-    async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        return self.check(*args, **kwargs)
 
 
 async def delete_issue(key: str) -> str:
@@ -132,26 +118,12 @@ async def main() -> None:
         AuthenticatedUser(AccessToken(token="t", client_id="c", scopes=[], claims={"email": USER}))
     )
     built = {name: make() for name, make in variants().items()}
-    names = list(built)
-    for variant in built.values():
-        for _ in range(3):
-            await variant.timed()  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in built}
-    rng = random.Random(7)
-    for _ in range(ROUNDS):  # interleaved in a shuffled order, so drift hits every variant alike
-        rng.shuffle(names)
-        for name in names:
-            gc.collect()
-            samples[name].append(await built[name].timed())
+    samples = await ainterleave(built, lambda name: built[name].timed(), ROUNDS, warmup=3)
     for name, variant in built.items():
         expected = (ROUNDS + 3) * CALLS if variant.checked else 0
         assert len(variant.seen) == expected, (name, len(variant.seen))  # all checked, audited
-    print(f"toolpass-mcp: time per tool call in a real MCP client session ({CALLS} per session)")
-    print(f"  {'variant':<30}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        base = statistics.median(samples[name.split(":")[0] + ": bare server"])
-        t = statistics.median(times)
-        print(f"  {name:<30}{t * 1e6:9.0f} µs{(t - base) * 1e6:+10.0f} µs{t / base:7.2f}x")
+    title = f"toolpass-mcp: time per tool call in a real MCP client session ({CALLS} per session)"
+    table(title, samples, lambda name: name.split(":")[0] + ": bare server")
     hook, bare = await hook_alone()
     print("the middleware alone (around a call_next that returns at once)")
     print(f"  call_next alone               {bare * 1e6:9.2f} µs")
@@ -188,14 +160,9 @@ async def hook_alone() -> tuple[float, float]:
         for _ in range(HOOK_CALLS):
             await call_next(ctx)
 
-    timings: dict[str, list[float]] = {"through": [], "alone": []}
-    for _ in range(7):
-        for name, fn in (("through", through), ("alone", alone)):
-            start = time.perf_counter()
-            await fn()
-            timings[name].append((time.perf_counter() - start) / HOOK_CALLS)
+    timings = await aper_call({"through": through, "alone": alone}, HOOK_CALLS)
     assert len(seen) == 7 * HOOK_CALLS
-    return statistics.median(timings["through"]), statistics.median(timings["alone"])
+    return timings["through"], timings["alone"]
 
 
 if __name__ == "__main__":

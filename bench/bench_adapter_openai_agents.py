@@ -14,19 +14,17 @@ that drifts between rounds cancels out). The audit sink is a list, so logging is
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
-import random
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
 
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
+from _shared import Engine, ainterleave, table
 from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
-from toolpass import Decision, Toolkit
+from toolpass import Toolkit
 from toolpass.openai_agents import Rule, ToolpassGuardrails
 
 set_tracing_disabled(True)
@@ -38,19 +36,6 @@ USER = "dana@example.com"
 @dataclass
 class Ctx:
     user_id: str
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
-
-    async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        return self.check(*args, **kwargs)
 
 
 def script(tool: str) -> list[Any]:
@@ -105,29 +90,12 @@ async def timed(agent: Agent[Ctx], tool: str) -> float:
 
 async def main() -> None:
     built = agents()
-    names = list(built)
-    for agent, tool, _ in built.values():
-        for _ in range(5):
-            await timed(agent, tool)  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in built}
-    rng = random.Random(7)
-    for _ in range(ROUNDS):  # interleaved in a shuffled order, so drift hits every variant alike
-        rng.shuffle(names)
-        for name in names:
-            agent, tool, _ = built[name]
-            gc.collect()
-            samples[name].append(await timed(agent, tool))
+    samples = await ainterleave(built, lambda name: timed(*built[name][:2]), ROUNDS, warmup=5)
     for name, (_, _, seen) in built.items():
         expected = 0 if name == "bare agent" else (ROUNDS + 5) * CALLS
         assert len(seen) == expected, (name, len(seen))  # every call was checked and audited
-    bare = samples["bare agent"]
-    base = statistics.median(bare)
-    print(f"toolpass-openai-agents: time per tool call ({CALLS} calls per run, medians)")
-    print(f"  {'variant':<22}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        added = statistics.median(t - b for t, b in zip(times, bare, strict=True))
-        t = statistics.median(times)
-        print(f"  {name:<22}{t * 1e6:9.0f} µs{added * 1e6:+10.0f} µs{(base + added) / base:7.2f}x")
+    title = f"toolpass-openai-agents: time per tool call ({CALLS} calls per run, medians)"
+    table(title, samples, "bare agent", paired=True)
 
 
 if __name__ == "__main__":

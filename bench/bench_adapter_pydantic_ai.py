@@ -13,9 +13,7 @@ runs, so the ratios hold on any machine. The audit sink is a list, so logging is
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
-import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -24,12 +22,13 @@ from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from _shared import Engine, ainterleave, aper_call, table
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
-from toolpass import Decision, Toolkit
+from toolpass import Toolkit
 from toolpass.pydantic_ai import Rule, ToolpassAuthorization, ToolpassToolset
 
 CALLS = 10  # tool calls per agent run
@@ -41,19 +40,6 @@ USER = "dana@example.com"
 @dataclass
 class Deps:
     user: str
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
-
-    async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        return self.check(*args, **kwargs)
 
 
 @dataclass
@@ -139,26 +125,13 @@ async def timed(agent: Agent[Deps, str]) -> float:
 
 async def main() -> None:
     built = agents()
-    names = list(built)
-    for agent, _ in built.values():
-        for _ in range(5):
-            await timed(agent)  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in built}
-    rng = random.Random(7)
-    for _ in range(ROUNDS):  # interleaved in a shuffled order, so drift hits every variant alike
-        rng.shuffle(names)
-        for name in names:
-            gc.collect()
-            samples[name].append(await timed(built[name][0]))
+    samples = await ainterleave(built, lambda name: timed(built[name][0]), ROUNDS, warmup=5)
     for name, (_, seen) in built.items():
         expected = 0 if name in ("bare agent", "no-op capability") else (ROUNDS + 5) * CALLS
         assert len(seen) == expected, (name, len(seen))  # every call was checked and audited
+    title = f"toolpass-pydantic-ai: time per tool call in the real loop ({CALLS} calls per run)"
+    table(title, samples, "bare agent")
     base = statistics.median(samples["bare agent"])
-    print(f"toolpass-pydantic-ai: time per tool call in the real loop ({CALLS} calls per run)")
-    print(f"  {'variant':<22}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        t = statistics.median(times)
-        print(f"  {name:<22}{t * 1e6:9.0f} µs{(t - base) * 1e6:+10.0f} µs{t / base:7.2f}x")
     hook, bare = await hook_alone()
     added = hook - bare
     print("the hook alone (wrap_tool_execute around a handler that returns at once)")
@@ -197,14 +170,9 @@ async def hook_alone() -> tuple[float, float]:
         for _ in range(HOOK_CALLS):
             await handler(args)
 
-    timings: dict[str, list[float]] = {"through": [], "alone": []}
-    for _ in range(7):
-        for name, fn in (("through", through), ("alone", alone)):
-            start = time.perf_counter()
-            await fn()
-            timings[name].append((time.perf_counter() - start) / HOOK_CALLS)
+    timings = await aper_call({"through": through, "alone": alone}, HOOK_CALLS)
     assert len(seen) == 7 * HOOK_CALLS
-    return statistics.median(timings["through"]), statistics.median(timings["alone"])
+    return timings["through"], timings["alone"]
 
 
 if __name__ == "__main__":

@@ -16,39 +16,24 @@ The audit sink is a list, so logging is not measured.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import os
-import random
-import statistics
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from _shared import Engine, ainterleave, table
 from strands import Agent, tool
 from strands.interventions import InterventionHandler, Proceed
 from strands.models.model import Model
-from toolpass import Decision, Toolkit
+from toolpass import Toolkit
 from toolpass.strands import Rule, ToolpassAuthorization
 
 CALLS = 10  # tool calls per agent run
 ROUNDS = 60  # agent runs per variant, interleaved in rounds; medians are reported
 USER = "dana@example.com"
-
-
-class Engine:
-    """Answers at once: the adapter's cost, not an engine's, is measured."""
-
-    def __init__(self) -> None:
-        self.allow = Decision.allow("member")
-
-    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
-        return self.allow
-
-    async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        return self.check(*args, **kwargs)
 
 
 class Scripted(Model):
@@ -155,30 +140,16 @@ async def timed(make: Callable[[], Agent]) -> float:
 
 async def main() -> None:
     built = variants()
-    names = list(built)
-    for make, _ in built.values():
-        for _ in range(5):
-            await timed(make)  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in built}
-    rng = random.Random(7)
-    for _ in range(ROUNDS):  # interleaved in a shuffled order, so drift hits every variant alike
-        rng.shuffle(names)
-        for name in names:
-            gc.collect()
-            samples[name].append(await timed(built[name][0]))
+    samples = await ainterleave(built, lambda name: timed(built[name][0]), ROUNDS, warmup=5)
     for name, (_, seen) in built.items():
         toolpass = name.startswith("toolpass")
         expected = (ROUNDS + 5) * CALLS if toolpass else 0
         assert len(seen) == expected, (name, len(seen))  # every call checked, audited once
         assert all(e.outcome == "ok" for e in seen)
-    bare = samples["bare agent"]
-    base = statistics.median(bare)
-    print(f"toolpass-strands: time per tool call in the real loop ({CALLS} calls per run, medians)")
-    print(f"  {'variant':<22}{'per call':>11}{'added':>12}{'ratio':>8}")
-    for name, times in samples.items():
-        added = statistics.median(t - b for t, b in zip(times, bare, strict=True))
-        t = statistics.median(times)
-        print(f"  {name:<22}{t * 1e6:9.0f} µs{added * 1e6:+10.0f} µs{(base + added) / base:7.2f}x")
+    title = (
+        f"toolpass-strands: time per tool call in the real loop ({CALLS} calls per run, medians)"
+    )
+    table(title, samples, "bare agent", paired=True)
 
 
 if __name__ == "__main__":
