@@ -1,0 +1,368 @@
+"""Bitbucket Cloud: a user's effective repository permission and workspace role, asked live.
+
+``GET /2.0/workspaces/{workspace}/permissions/repositories/{repo_slug}`` lists, for each user
+who holds any, the *effective* permission on the repository (``read``, ``write`` or ``admin``:
+the highest of direct, group and project grants). The list is read page by page (``next``
+links on the connection's own origin only) and kept per repository for
+``permission_cache_ttl`` seconds, so every user is answered from one read. A user it does not
+list holds nothing: deny, except ``read`` on a public repository (``is_private`` false).
+``GET /2.0/workspaces/{workspace}/permissions`` lists the workspace's members with their role
+(``member``, ``collaborator``, ``owner``) in the same way.
+
+Only a repository's administrators may read its permission list, and only a workspace's
+administrators its member roles: the engine's account is a workspace administrator even
+though it only reads. Keep its credential away from the agent.
+
+Resources: ``repo:WORKSPACE/REPO_SLUG`` (actions ``read``, ``write``, ``admin``),
+``workspace:WORKSPACE`` (``member``, ``owner``) and ``site`` (``access``: the account exists).
+Users are Atlassian ``account_id``s (or Bitbucket ``{uuid}``s). Bitbucket Cloud has no
+look-up by email, so the application's users map through the shared identity modes
+(``users``, ``template``, ``file``, ``http``, ``callable``); the Jira integration's look-up
+finds the same Atlassian account ids.
+
+Authentication of the engine (``auth``): ``basic`` (an Atlassian API token with the account's
+email, or an app password with the Bitbucket username), ``bearer`` (a workspace access token,
+or any OAuth access token), ``oauth`` (an OAuth consumer's client credentials, exchanged at
+``token_url`` and refreshed before they expire).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from toolpass.integrations.base import (
+    Action,
+    ConfigKey,
+    Decision,
+    Integration,
+    LookupFailed,
+    ProbeResult,
+    Remembered,
+    load_actions,
+)
+from toolpass.wire.errors import ConfigError
+from toolpass.wire.http import check_url
+
+__all__ = ["Bitbucket"]
+
+_API = "/2.0"
+_PAGELEN = "100"
+_SLUG = r"[A-Za-z0-9_.-]{1,128}"
+_REPO = re.compile(rf"({_SLUG})/({_SLUG})")
+_WORKSPACE = re.compile(_SLUG)
+_ACCOUNT = re.compile(r"[A-Za-z0-9:_-]{1,128}|\{[0-9a-fA-F-]{36}\}")
+SITE = "site"
+
+ACTIONS: tuple[Action, ...] = load_actions("bitbucket")
+_RANK = {a.name: int(a.terms["rank"]) for a in ACTIONS if "rank" in a.terms}
+_ROLES = {a.name: frozenset(a.terms["roles"]) for a in ACTIONS if "roles" in a.terms}
+_LEVELS = {"read": 1, "write": 2, "admin": 3}
+CREDENTIAL = (
+    "Least privilege: a dedicated Atlassian account that administers the workspace "
+    "(repository permission lists and member roles are readable by administrators only), "
+    "with an API token (Atlassian account settings > Security > Create API token with "
+    "scopes > Bitbucket) holding only admin:repository:bitbucket (view repository "
+    "permissions; it grants no access to content), read:repository:bitbucket (whether a "
+    "repository is public), read:workspace:bitbucket and read:user:bitbucket; or, on "
+    "Premium, a workspace access token (Workspace settings > Access tokens) with the "
+    "Repositories Read and Admin and Workspace membership Read scopes (auth bearer)."
+)
+
+
+class Bitbucket(Integration):
+    """Bitbucket Cloud, through its permission lists for repositories and workspaces."""
+
+    name = "bitbucket"
+    description = (
+        "Bitbucket Cloud: a user's effective repository permission (read, write, admin) and "
+        "workspace role, asked live (GET /2.0/workspaces/{ws}/permissions/repositories/{repo}). "
+        + CREDENTIAL
+    )
+    default_url = "https://api.bitbucket.org"
+    keys = (
+        ConfigKey(
+            "auth",
+            "How the engine signs in: basic (username + api_token: an Atlassian API token with "
+            "the account's email, or an app password with the Bitbucket username), bearer "
+            "(access_token: a workspace access token or an OAuth token), or oauth (an OAuth "
+            "consumer's client_id + client_secret, client credentials grant).",
+            default="basic",
+            choices=("basic", "bearer", "oauth"),
+        ),
+        ConfigKey("username", "The engine account's email (API token) or username (auth basic)."),
+        ConfigKey("api_token", "The API token or app password (auth basic).", secret=True),
+        ConfigKey("access_token", "The access token (auth bearer).", secret=True),
+        ConfigKey("client_id", "The OAuth consumer's key (auth oauth)."),
+        ConfigKey("client_secret", "The OAuth consumer's secret (auth oauth).", secret=True),
+        ConfigKey(
+            "token_url",
+            "The OAuth 2.0 token endpoint (auth oauth).",
+            default="https://bitbucket.org/site/oauth2/access_token",
+        ),
+        ConfigKey(
+            "workspace",
+            "A workspace the probe checks the engine administers (optional).",
+        ),
+        ConfigKey(
+            "not_found",
+            "What a 404 for the repository or workspace means: Bitbucket answers it both for "
+            "one that does not exist and for one the engine's account cannot see. unknown (the "
+            "default) or deny.",
+            default="unknown",
+            choices=("unknown", "deny"),
+        ),
+        ConfigKey(
+            "permission_cache_ttl",
+            "Seconds a repository's or workspace's permission list is kept (0: never).",
+            default=60.0,
+        ),
+        ConfigKey(
+            "page_limit",
+            "The most pages (of 100) of a permission list read; past it, unknown.",
+            default=50,
+        ),
+    )
+    actions = ACTIONS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._token: tuple[str, float] | None = None  # (access token, refresh after)
+        self._token_lock = threading.Lock()
+        self._lists: Remembered[str, tuple[dict[str, Any], ...]] = Remembered(1000)
+
+    # --- configuration ---------------------------------------------------------------
+    @classmethod
+    def validate(cls, options: Mapping[str, Any]) -> None:
+        auth = options.get("auth", "basic")
+        needs = {
+            "basic": ("username", "api_token"),
+            "bearer": ("access_token",),
+            "oauth": ("client_id", "client_secret"),
+        }[auth]
+        for key in needs:
+            if options.get(key) is None:
+                raise ConfigError(f"auth {auth} needs {key}", key)
+        check_url(options.get("token_url", "https://bitbucket.org"), "token_url")
+        workspace = options.get("workspace")
+        if workspace is not None and not _WORKSPACE.fullmatch(workspace):
+            raise ConfigError("must be a workspace slug", "workspace")
+        if options.get("permission_cache_ttl", 0) < 0:
+            raise ConfigError("must be 0 or more seconds", "permission_cache_ttl")
+        if options.get("page_limit", 1) < 1:
+            raise ConfigError("must be 1 or more", "page_limit")
+
+    # --- requests --------------------------------------------------------------------
+    def auth_headers(self) -> Mapping[str, str]:
+        auth = self.options.get("auth", "basic")
+        if auth == "bearer":
+            return {"Authorization": f"Bearer {self.secret('access_token')}"}
+        if auth == "oauth":
+            return {"Authorization": f"Bearer {self._access_token()}"}
+        pair = f"{self.options['username']}:{self.secret('api_token')}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+
+    def _access_token(self) -> str:
+        with self._token_lock:
+            if self._token is not None and time.monotonic() < self._token[1]:
+                return self._token[0]
+            pair = f"{self.options['client_id']}:{self.secret('client_secret')}".encode()
+            headers = {
+                "Authorization": "Basic " + base64.b64encode(pair).decode("ascii"),
+                "Content-Type": "application/x-www-form-urlencoded",
+            }
+            what = "issue an OAuth access token"
+            answer = self.answer(
+                "POST",
+                str(self.options["token_url"]),
+                what=what,
+                headers=headers,
+                body=b"grant_type=client_credentials",
+            )
+            if answer.status != 200:
+                raise self.failure(answer, what)
+            data = self.parse(answer, what)
+            token, lifetime = data.get("access_token"), data.get("expires_in")
+            if not isinstance(token, str) or not token:
+                raise LookupFailed("bitbucket's OAuth token endpoint answered without access_token")
+            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
+                lifetime = 3600
+            if lifetime <= 0:
+                raise LookupFailed("bitbucket's OAuth token endpoint issued an expired token")
+            self._token = (token, time.monotonic() + lifetime - min(60.0, lifetime / 10))
+            return token
+
+    def secret_values(self) -> Iterator[str]:
+        yield from super().secret_values()
+        if self._token is not None:
+            yield self._token[0]
+
+    def error_detail(self, data: Any) -> str | None:
+        """Bitbucket's ``{"type": "error", "error": {"message": ...}}``, else the common keys."""
+        inner = data.get("error") if isinstance(data, dict) else None
+        if isinstance(inner, dict):
+            message = inner.get("message")
+            return message if isinstance(message, str) and message else None
+        return super().error_detail(data)
+
+    def _list(self, path: str, what: str) -> tuple[dict[str, Any], ...] | None:
+        """Every entry of a paged list (kept ``permission_cache_ttl``); None on 404."""
+        hit = self._lists.get(path)
+        if hit is not None:
+            return hit
+        own = self.config.url.rstrip("/") + "/"
+        first = True
+
+        def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
+            nonlocal first
+            url = token if token is not None else _API + path
+            params = {"pagelen": _PAGELEN} if token is None else None
+            data = self.get_json(url, what=what, params=params, absent=(404,) if first else ())
+            if data is None:
+                raise _Absent
+            first = False
+            values, nxt = data.get("values"), data.get("next")
+            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+                raise LookupFailed(f"bitbucket's answer to {what} has no list of values")
+            if nxt is not None and (not isinstance(nxt, str) or not nxt.startswith(own)):
+                raise LookupFailed(f"bitbucket's answer to {what} links to another origin")
+            return values, nxt
+
+        try:
+            found = tuple(
+                self.pages(
+                    page,
+                    limit=int(self.options.get("page_limit", 50)),
+                    too_many=f"bitbucket's list to {what} is longer than page_limit pages",
+                )
+            )
+        except _Absent:
+            return None
+        self._lists.put(path, found, float(self.options.get("permission_cache_ttl", 60.0)))
+        return found
+
+    # --- the check -----------------------------------------------------------------------
+    def check(self, user: str, action: str, resource: str) -> Decision:
+        kind, _, ref = resource.partition(":")
+        repo = _REPO.fullmatch(ref) if kind == "repo" else None
+        if action in _RANK and repo is None:
+            return Decision.unknown(
+                f"{action} is asked on repo:WORKSPACE/REPO_SLUG, not {resource!r}",
+                cause="resource",
+            )
+        if action in _ROLES and not (kind == "workspace" and _WORKSPACE.fullmatch(ref)):
+            return Decision.unknown(
+                f"{action} is asked on workspace:WORKSPACE, not {resource!r}", cause="resource"
+            )
+        if action not in _RANK and action not in _ROLES and resource != SITE:
+            return Decision.unknown(
+                f"{action} is asked on 'site', not {resource!r}", cause="resource"
+            )
+        account = self.user_id(user)
+        if not _ACCOUNT.fullmatch(account):
+            return Decision.unknown(
+                f"{user} maps to {account!r}, not an Atlassian account_id or Bitbucket uuid",
+                cause="identity",
+            )
+        if repo is not None:
+            return self._repository(account, action, repo.group(1), repo.group(2))
+        if action in _ROLES:
+            return self._workspace(account, action, ref)
+        what = "fetch the user's account"
+        data = self.get_json(f"{_API}/users/{quote(account, safe='')}", what=what, absent=(404,))
+        if data is None:
+            return Decision.deny(f"Bitbucket has no account {account}")
+        return Decision.allow(f"Bitbucket has the account {account}")
+
+    def _not_found(self, text: str) -> Decision:
+        if self.options.get("not_found") == "deny":
+            return Decision.deny(text)
+        return Decision.unknown(text)
+
+    def _repository(self, account: str, action: str, workspace: str, slug: str) -> Decision:
+        name = f"{workspace}/{slug}"
+        path = f"/workspaces/{quote(workspace)}/permissions/repositories/{quote(slug)}"
+        entries = self._list(path, f"list the permissions of {name}")
+        if entries is None:
+            return self._not_found(
+                f"Bitbucket has no repository {name} that the engine's account administers "
+                "(HTTP 404)"
+            )
+        held = [e.get("permission") for e in entries if _is(e, account)]
+        if not all(p in _LEVELS for p in held):
+            raise LookupFailed("bitbucket's repository permission answer has an unknown level")
+        level = max((_LEVELS[str(p)] for p in held), default=0)
+        if level >= _RANK[action]:
+            best = next(k for k, v in _LEVELS.items() if v == level)
+            return Decision.allow(f"Bitbucket grants {account} {best} on {name}")
+        if action == "read" and level == 0 and self._public(workspace, slug):
+            return Decision.allow(f"{name} is a public Bitbucket repository")
+        has = next((k for k, v in _LEVELS.items() if v == level), None)
+        text = f"holds only {has}" if has else "holds no permission"
+        return Decision.deny(f"{account} {text} on Bitbucket repository {name}, not {action}")
+
+    def _public(self, workspace: str, slug: str) -> bool:
+        what = f"read the repository {workspace}/{slug}"
+        data = self.get_json(f"{_API}/repositories/{quote(workspace)}/{quote(slug)}", what=what)
+        private = data.get("is_private")
+        if not isinstance(private, bool):
+            raise LookupFailed(f"bitbucket's answer to {what} has no is_private flag")
+        return not private
+
+    def _workspace(self, account: str, action: str, workspace: str) -> Decision:
+        entries = self._list(
+            f"/workspaces/{quote(workspace)}/permissions", f"list the members of {workspace}"
+        )
+        if entries is None:
+            return self._not_found(
+                f"Bitbucket has no workspace {workspace} that the engine's account administers "
+                "(HTTP 404)"
+            )
+        roles = {str(e.get("permission")) for e in entries if _is(e, account)}
+        granted = roles & _ROLES[action]
+        if granted:
+            return Decision.allow(
+                f"{account} is {'/'.join(sorted(granted))} of Bitbucket workspace {workspace}"
+            )
+        if roles:
+            return Decision.deny(
+                f"{account} is only {'/'.join(sorted(roles))} of Bitbucket workspace {workspace}"
+            )
+        return Decision.deny(f"{account} is not a member of Bitbucket workspace {workspace}")
+
+    # --- the probe -----------------------------------------------------------------------
+    def probe(self) -> ProbeResult:
+        me = self.get_json(f"{_API}/user", what="tell who the engine is")
+        ident = me.get("account_id") or me.get("uuid")
+        if not isinstance(ident, str):
+            return ProbeResult(False, "bitbucket's /2.0/user answer has no account_id")
+        who = f"{me.get('display_name') or ident} ({ident})"
+        workspace = self.options.get("workspace")
+        if workspace is None:
+            return ProbeResult(True, f"signed in to {self.config.url} as {who}")
+        what = f"list the members of {workspace}"
+        path = f"{_API}/workspaces/{quote(workspace)}/permissions"
+        answer = self.answer("GET", path, what=what, params={"pagelen": "1"})
+        if answer.status != 200:
+            return ProbeResult(False, f"signed in as {who}, but {self.failure(answer, what)}")
+        return ProbeResult(True, f"signed in as {who}, administering workspace {workspace}")
+
+
+class _Absent(Exception):
+    """The list's first page answered 404."""
+
+
+def _is(entry: Mapping[str, Any], account: str) -> bool:
+    """Whether a permission entry is the user ``account`` (by account_id or uuid)."""
+    user = entry.get("user")
+    if not isinstance(user, dict):
+        return False
+    return account in (user.get("account_id"), user.get("uuid"))
+
+
+INTEGRATION = Bitbucket

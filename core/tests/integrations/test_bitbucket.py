@@ -1,0 +1,435 @@
+"""The Bitbucket Cloud integration, through ``Toolpass``, against a fake Bitbucket on
+127.0.0.1; and the request hook under atlassian-python-api's Bitbucket Cloud client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from atlassian.bitbucket import Cloud
+from fakes.bitbucket import FakeBitbucket, populate
+from pytest_toolpass import IntegrationConformance
+from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass.engine import ConfigError
+from toolpass.integrations import get
+from toolpass.integrations.bitbucket import Bitbucket
+from toolpass.intercept import ActionRefused
+
+PERMS = r"/2.0/workspaces/acme/permissions/repositories/api"
+PEOPLE = {
+    f"{name}@example.com": f"acc-{name}" for name in ("dana", "erin", "frank", "gail", "engine")
+}
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeBitbucket]:
+    with FakeBitbucket() as server:
+        yield populate(server)
+
+
+@pytest.fixture(autouse=True)
+def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BB_TOKEN", "bb-api-token")
+    monkeypatch.setenv("BB_ACCESS", "bb-access-token")
+    monkeypatch.setenv("BB_CLIENT_SECRET", "bb-client-secret")
+
+
+def conn(fake: FakeBitbucket, **extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": "bb",
+        "integration": "bitbucket",
+        "url": fake.url,
+        "username": "engine@example.com",
+        "api_token": "env:BB_TOKEN",
+        "identity": {"mode": "users", "users": PEOPLE},
+    }
+    base.update(extra)
+    return base
+
+
+@pytest.fixture
+def tp(fake: FakeBitbucket) -> Iterator[Toolpass]:
+    with Toolpass([conn(fake)]) as engine:
+        yield engine
+
+
+def check(tp: Toolpass, user: str, action: str, resource: str) -> Any:
+    return tp.check(user, "bb", action, resource)
+
+
+# --- repositories ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("user", "action", "decision"),
+    [
+        ("dana", "read", "allow"),
+        ("dana", "write", "allow"),
+        ("dana", "admin", "deny"),
+        ("erin", "admin", "allow"),
+        ("frank", "read", "allow"),
+        ("frank", "write", "deny"),
+        ("gail", "read", "deny"),
+        ("gail", "write", "deny"),
+    ],
+)
+def test_the_effective_permission_decides(
+    tp: Toolpass, user: str, action: str, decision: str
+) -> None:
+    d = check(tp, f"{user}@example.com", action, "repo:acme/api")
+    assert d.decision == decision, d.reason
+
+
+def test_the_check_reads_the_repositorys_permission_list_with_the_engines_credential(
+    tp: Toolpass, fake: FakeBitbucket
+) -> None:
+    d = check(tp, "dana@example.com", "write", "repo:acme/api")
+    assert "acc-dana" in d.reason
+    assert "write" in d.reason
+    (sent,) = fake.seen("GET", PERMS)
+    assert sent.arg("pagelen") == "100"
+    assert sent.headers["authorization"].startswith("Basic ")
+
+
+def test_a_deny_says_what_the_user_holds(tp: Toolpass) -> None:
+    d = check(tp, "frank@example.com", "admin", "repo:acme/api")
+    assert "holds only read" in d.reason
+    d = check(tp, "gail@example.com", "read", "repo:acme/api")
+    assert "holds no permission" in d.reason
+
+
+def test_the_list_is_read_once_for_every_user(tp: Toolpass, fake: FakeBitbucket) -> None:
+    for user in ("dana", "erin", "frank", "gail"):
+        check(tp, f"{user}@example.com", "write", "repo:acme/api")
+    assert len(fake.seen("GET", PERMS)) == 1
+
+
+def test_every_page_is_read_following_next_links(fake: FakeBitbucket) -> None:
+    fake.page_cap = 2
+    with Toolpass([conn(fake)]) as tp:
+        assert check(tp, "frank@example.com", "read", "repo:acme/api").allowed
+    pages = fake.seen("GET", PERMS)
+    assert [r.arg("page") for r in pages] == [None, "2"]
+
+
+def test_a_next_link_to_another_origin_is_unknown(fake: FakeBitbucket) -> None:
+    fake.fail(
+        200,
+        body={"values": [], "next": "https://evil.example/2.0/x?page=2"},
+        path=PERMS,
+    )
+    with Toolpass([conn(fake)]) as tp:
+        d = check(tp, "dana@example.com", "read", "repo:acme/api")
+    assert d.decision == "unknown"
+    assert "another origin" in d.reason
+
+
+def test_past_page_limit_is_unknown(fake: FakeBitbucket) -> None:
+    fake.page_cap = 1
+    with Toolpass([conn(fake, page_limit=2)]) as tp:
+        d = check(tp, "gail@example.com", "read", "repo:acme/api")
+    assert d.decision == "unknown"
+    assert "page_limit" in d.reason
+
+
+def test_a_public_repository_is_readable_by_anyone(tp: Toolpass, fake: FakeBitbucket) -> None:
+    d = check(tp, "gail@example.com", "read", "repo:acme/site")
+    assert d.decision == "allow", d.reason
+    assert "public" in d.reason
+    assert check(tp, "gail@example.com", "write", "repo:acme/site").decision == "deny"
+
+
+def test_an_unknown_repository_is_unknown_or_deny_when_set(fake: FakeBitbucket) -> None:
+    with Toolpass([conn(fake)]) as tp:
+        d = check(tp, "dana@example.com", "read", "repo:acme/nope")
+    assert d.decision == "unknown"
+    assert "404" in d.reason
+    with Toolpass([conn(fake, not_found="deny")]) as tp:
+        assert check(tp, "dana@example.com", "read", "repo:acme/nope").decision == "deny"
+
+
+def test_an_engine_that_does_not_administer_the_repository_is_unknown(
+    fake: FakeBitbucket,
+) -> None:
+    fake.grant("acme", "api", "acc-engine", "write")
+    with Toolpass([conn(fake)]) as tp:
+        d = check(tp, "dana@example.com", "read", "repo:acme/api")
+    assert d.decision == "unknown"
+    assert "HTTP 403" in d.reason
+    assert "must be an admin" in d.reason  # Bitbucket's own words, from its error body
+
+
+def test_an_unknown_permission_level_is_unknown(fake: FakeBitbucket) -> None:
+    fake.grant("acme", "api", "acc-dana", "superuser")
+    with Toolpass([conn(fake)]) as tp:
+        assert check(tp, "dana@example.com", "read", "repo:acme/api").decision == "unknown"
+
+
+def test_a_user_named_by_uuid_matches(fake: FakeBitbucket) -> None:
+    uuid = fake.users["acc-dana"].uuid
+    identity = {"mode": "users", "users": {"dana@example.com": uuid}}
+    with Toolpass([conn(fake, identity=identity)]) as tp:
+        assert check(tp, "dana@example.com", "write", "repo:acme/api").allowed
+
+
+@pytest.mark.parametrize(
+    ("action", "resource"),
+    [
+        ("read", "repo:acme"),
+        ("read", "workspace:acme"),
+        ("read", "repo:acme/api/extra"),
+        ("member", "repo:acme/api"),
+        ("access", "repo:acme/api"),
+    ],
+)
+def test_a_resource_of_the_wrong_kind_is_unknown_and_asks_nothing(
+    tp: Toolpass, fake: FakeBitbucket, action: str, resource: str
+) -> None:
+    d = check(tp, "dana@example.com", action, resource)
+    assert d.decision == "unknown"
+    assert fake.requests == []
+
+
+def test_an_id_that_is_no_account_is_unknown(fake: FakeBitbucket) -> None:
+    identity = {"mode": "users", "users": {"dana@example.com": "dana scully"}}
+    with Toolpass([conn(fake, identity=identity)]) as tp:
+        d = check(tp, "dana@example.com", "read", "repo:acme/api")
+    assert d.decision == "unknown"
+    assert "not an Atlassian account_id" in d.reason
+
+
+# --- workspaces and accounts ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("user", "action", "decision"),
+    [
+        ("erin", "owner", "allow"),
+        ("erin", "member", "allow"),
+        ("dana", "member", "allow"),
+        ("frank", "member", "allow"),  # a collaborator
+        ("dana", "owner", "deny"),
+        ("gail", "member", "deny"),
+    ],
+)
+def test_the_workspace_role_decides(tp: Toolpass, user: str, action: str, decision: str) -> None:
+    d = check(tp, f"{user}@example.com", action, "workspace:acme")
+    assert d.decision == decision, d.reason
+
+
+def test_an_account_exists_or_is_denied(tp: Toolpass, fake: FakeBitbucket) -> None:
+    assert check(tp, "dana@example.com", "access", "site").allowed
+    del fake.users["acc-gail"]
+    assert check(tp, "gail@example.com", "access", "site").decision == "deny"
+
+
+# --- authentication ----------------------------------------------------------------------
+def test_bearer_access_tokens(fake: FakeBitbucket) -> None:
+    fake.bearer("bb-access-token", "acc-engine")
+    settings = conn(fake, auth="bearer", access_token="env:BB_ACCESS")
+    del settings["username"], settings["api_token"]
+    with Toolpass([settings]) as tp:
+        assert check(tp, "dana@example.com", "write", "repo:acme/api").allowed
+    assert fake.requests[-1].headers["authorization"] == "Bearer bb-access-token"
+
+
+def test_oauth_client_credentials_are_exchanged_once(fake: FakeBitbucket) -> None:
+    fake.oauth_client("consumer-1", "bb-client-secret", "acc-engine")
+    settings = conn(
+        fake,
+        auth="oauth",
+        client_id="consumer-1",
+        client_secret="env:BB_CLIENT_SECRET",
+        token_url=f"{fake.url}/site/oauth2/access_token",
+    )
+    del settings["username"], settings["api_token"]
+    with Toolpass([settings]) as tp:
+        assert check(tp, "dana@example.com", "write", "repo:acme/api").allowed
+        assert check(tp, "erin@example.com", "owner", "workspace:acme").allowed
+    assert len(fake.seen("POST", r"/site/oauth2/access_token")) == 1
+    assert fake.seen("GET", PERMS)[0].headers["authorization"] == "Bearer oauth-token-1"
+
+
+def test_a_rejected_oauth_client_is_unknown_without_its_secret(fake: FakeBitbucket) -> None:
+    settings = conn(
+        fake,
+        auth="oauth",
+        client_id="consumer-1",
+        client_secret="env:BB_CLIENT_SECRET",
+        token_url=f"{fake.url}/site/oauth2/access_token",
+    )
+    with Toolpass([settings]) as tp:
+        d = check(tp, "dana@example.com", "read", "repo:acme/api")
+    assert d.decision == "unknown"
+    assert "bb-client-secret" not in d.reason
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"auth": "bearer"}, "access_token"),
+        ({"auth": "oauth"}, "client_id"),
+        ({"workspace": "no such/space"}, "workspace"),
+        ({"page_limit": 0}, "page_limit"),
+        ({"permission_cache_ttl": -1.0}, "permission_cache_ttl"),
+    ],
+)
+def test_bad_settings_are_refused(fake: FakeBitbucket, extra: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Toolpass([conn(fake, **extra)])
+    assert key in str(info.value)
+
+
+def test_the_probe_checks_the_workspace_administration(fake: FakeBitbucket) -> None:
+    with Toolpass([conn(fake, workspace="acme")]) as tp:
+        (result,) = tp.probe().values()
+    assert result.ok, result.detail
+    assert "Engine Bot" in result.detail
+    fake.member("acme", "acc-engine", "member")
+    with Toolpass([conn(fake, workspace="acme")]) as tp:
+        (result,) = tp.probe().values()
+    assert not result.ok
+    assert "HTTP 403" in result.detail
+
+
+def test_the_catalog_names_the_least_privileged_credential() -> None:
+    cls = get("bitbucket")
+    assert cls is Bitbucket
+    assert "admin:repository:bitbucket" in cls.description
+    assert cls.default_url == "https://api.bitbucket.org"
+
+
+# --- the route table ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("method", "path", "action", "resource", "flags"),
+    [
+        ("GET", "/2.0/repositories/acme/api", "read", "repo:acme/api", "u"),
+        ("GET", "/2.0/repositories/acme/api/src/main/README.md", "read", "repo:acme/api", "u"),
+        ("POST", "/2.0/repositories/acme/api/src", "write", "repo:acme/api", ""),
+        ("POST", "/2.0/repositories/acme/api/pullrequests", "write", "repo:acme/api", "s"),
+        (
+            "POST",
+            "/2.0/repositories/acme/api/pullrequests/7/comments",
+            "read",
+            "repo:acme/api",
+            "s",
+        ),
+        ("POST", "/2.0/repositories/acme/api/pullrequests/7/merge", "write", "repo:acme/api", ""),
+        (
+            "PUT",
+            "/2.0/repositories/acme/api/permissions-config/users/acc-x",
+            "admin",
+            "repo:acme/api",
+            "",
+        ),
+        ("DELETE", "/2.0/repositories/acme/api", "admin", "repo:acme/api", ""),
+        ("POST", "/2.0/repositories/acme/api/hooks", "admin", "repo:acme/api", "s"),
+        ("GET", "/2.0/workspaces/acme/permissions", "owner", "workspace:acme", ""),
+        ("GET", "/2.0/workspaces/acme/members", "member", "workspace:acme", ""),
+        ("GET", "/2.0/user", "access", "site", "a"),
+    ],
+)
+def test_routes(method: str, path: str, action: str, resource: str, flags: str) -> None:
+    from toolpass.integrations.routes import Request
+
+    found = Bitbucket.route_table().match(Request(method, path, "", None, b""))
+    assert found is not None
+    assert (found.route.action, found.resource, found.route.flags) == (action, resource, flags)
+
+
+def test_the_table_is_generated_from_the_openapi_client() -> None:
+    from toolpass.integrations.routes import load
+
+    table = load("bitbucket")
+    assert len(table.routes) >= 300
+    assert {r.effect for r in table.routes if r.method == "DELETE"} == {"destructive"}
+
+
+# --- the request hook under atlassian-python-api ------------------------------------------
+@pytest.fixture
+def kit(fake: FakeBitbucket) -> Iterator[tuple[Toolkit, list[Any]]]:
+    events: list[Any] = []
+    engine = Toolpass([conn(fake)])
+    yield Toolkit(permissions=engine, audit=[events.append]), events
+    intercept.uninstall()
+    engine.close()
+
+
+def _client(fake: FakeBitbucket) -> Cloud:
+    fake.bearer("tool-token", "acc-engine")
+    return Cloud(url=fake.url, token="tool-token")
+
+
+def test_the_hook_lets_an_allowed_pull_request_through(
+    kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
+) -> None:
+    toolkit, events = kit
+
+    @toolkit.tool()
+    def open_pull() -> str:
+        client = _client(fake)
+        answer = client.post(
+            "repositories/acme/api/pullrequests",
+            data={"title": "Fix", "source": {"branch": {"name": "fix"}}},
+        )
+        return f"opened #{answer['id']}"
+
+    with Session("dana@example.com").active():
+        assert open_pull() == "opened #1"
+    assert len(fake.seen("POST", r"/2.0/repositories/acme/api/pullrequests")) == 1
+    [action] = events[-1].actions
+    assert (action["action"], action["resource"]) == ("write", "repo:acme/api")
+    assert action["verdict"] == "allowed"
+
+
+def test_the_hook_refuses_a_pull_request_before_it_is_sent(
+    kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
+) -> None:
+    toolkit, events = kit
+
+    @toolkit.tool()
+    def open_pull() -> str:
+        client = _client(fake)
+        client.post("repositories/acme/api/pullrequests", data={"title": "Fix"})
+        return "opened"
+
+    with Session("frank@example.com").active(), pytest.raises(ActionRefused):
+        open_pull()
+    assert fake.seen("POST", r"/2.0/repositories/acme/api/pullrequests") == []
+    assert fake.pulls == []
+    assert fake.seen("GET", PERMS)  # the engine asked; the tool's request never left
+    [action] = events[-1].actions
+    assert (action["action"], action["resource"]) == ("write", "repo:acme/api")
+    assert action["verdict"] == "not_authorized"
+
+
+def test_the_vendor_client_reads_a_repository_through_the_hook(
+    kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
+) -> None:
+    toolkit, _ = kit
+
+    @toolkit.tool()
+    def describe() -> str:
+        repo = _client(fake).repositories.get("acme", "api")
+        return str(repo.name)
+
+    with Session("frank@example.com").active():
+        result = describe()
+    assert "\napi\n" in result
+    assert "<untrusted-content" in result  # the route reads content others wrote
+    assert fake.seen("GET", r"/2.0/repositories/acme/api")
+
+
+class TestBitbucketConformance(IntegrationConformance):
+    integration = "bitbucket"
+    user, action, resource = "dana@example.com", "write", "repo:acme/api"
+    system_user, template = "acc-dana", "acc-{local}"
+    credential = "bb-api-token"
+
+    @pytest.fixture
+    def api(self, fake: FakeBitbucket) -> FakeBitbucket:
+        return fake
+
+    def connection(self, api: FakeBitbucket, **extra: Any) -> dict[str, Any]:
+        settings = conn(api, **extra)
+        if "identity" not in extra:
+            settings.pop("identity")
+            settings["identity"] = {"mode": "users", "users": {self.user: self.system_user}}
+        return settings
