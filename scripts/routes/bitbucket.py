@@ -182,22 +182,27 @@ def classify(method: str, path: str) -> list[str]:
     return [method, "/2.0" + path, action, res, effect, flags]
 
 
+def build(source: Path) -> tuple[list[list[str]], int]:
+    """The table's rows, sorted by path and method, and the number of operations read."""
+    ops = operations(source)
+    return sorted((classify(m, p) for m, p in ops), key=lambda r: (r[1], r[0])), len(ops)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", type=Path, required=True, help="the unpacked package")
     parser.add_argument("--out", type=Path, default=OUT)
     ns = parser.parse_args()
-    ops = operations(ns.source)
-    rows = sorted((classify(m, p) for m, p in ops), key=lambda r: (r[1], r[0]))
+    rows, count = build(ns.source)
     version = json.loads((ns.source / "package.json").read_text())["version"]
     data = {
         "source": f"npm bitbucket {version} (lib/index.js, generated from Bitbucket Cloud's "
-        f"OpenAPI description: {len(ops)} operations)",
+        f"OpenAPI description: {count} operations)",
         "generator": "scripts/routes/bitbucket.py",
         "routes": rows,
     }
     ns.out.write_text(dump(data))
-    print(f"{len(rows)} routes from {len(ops)} operations -> {ns.out}")  # noqa: T201
+    print(f"{len(rows)} routes from {count} operations -> {ns.out}")  # noqa: T201
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ __all__ = ["Bitbucket"]
 
 _API = "/2.0"
 _PAGELEN = "100"
-_SLUG = r"[A-Za-z0-9_.-]{1,128}"
+_SLUG = r"(?!\.+(?:/|$))[A-Za-z0-9_.-]{1,128}"  # never "." or ".."
 _REPO = re.compile(rf"({_SLUG})/({_SLUG})")
 _WORKSPACE = re.compile(_SLUG)
 _ACCOUNT = re.compile(r"[A-Za-z0-9:_-]{1,128}|\{[0-9a-fA-F-]{36}\}")
