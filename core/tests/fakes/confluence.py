@@ -11,7 +11,8 @@ It speaks the documented shapes of Confluence Cloud's REST API (v1 ``/wiki/rest/
   ``GET``/``DELETE /wiki/api/v2/pages/{id}``;
 - ``GET /wiki/api/v2/spaces?keys=``, ``GET /wiki/api/v2/spaces/{id}/permissions`` (cursor
   pages: ``_links.next``), ``GET /wiki/rest/api/user/memberof?accountId=`` (start/limit pages);
-- ``POST /wiki/api/v2/user/access/check-access-by-email``, ``GET /wiki/rest/api/user/current``;
+- ``POST /wiki/api/v2/user/access/check-access-by-email``,
+  ``GET /wiki/rest/api/user/current?expand=operations``;
 - the site's Atlassian user search ``GET /rest/api/3/user/search?query=``;
 - ``GET /_edge/tenant_info``, ``POST /oauth/token`` and every path under
   ``/ex/confluence/{cloudId}`` (scoped tokens and OAuth access tokens work only there).
@@ -228,7 +229,14 @@ class FakeConfluence(FakeServer):
         @api("GET", V1 + "/user/current")
         def current(request: Request, caller: str) -> dict[str, Any]:
             user = self.users[caller]
-            return {"type": "known", "accountId": caller, "displayName": user.name}
+            data: dict[str, Any] = {"type": "known", "accountId": caller, "displayName": user.name}
+            if "operations" in (request.arg("expand") or "").split(","):
+                data["operations"] = [{"operation": "use", "targetType": "application"}]
+                if caller in self.admins:
+                    data["operations"].append(
+                        {"operation": "administer", "targetType": "application"}
+                    )
+            return data
 
         @api("GET", GATEWAY + "/rest/api/3/user/search")
         def search(request: Request, caller: str) -> list[dict[str, Any]]:

@@ -319,10 +319,19 @@ def test_configuration_errors_name_the_key(
     assert key in str(info.value)
 
 
-def test_probe_names_the_engine(tp: Toolpass) -> None:
+def test_probe_names_the_engine_and_its_administrator_permission(tp: Toolpass) -> None:
     (result,) = tp.probe().values()
     assert result.ok, result.detail
     assert "engine-1" in result.detail
+    assert "with Confluence Administrator" in result.detail
+
+
+def test_probe_reports_a_missing_administrator_permission(fake: FakeConfluence) -> None:
+    fake.admins.clear()
+    with Toolpass([conn(fake)]) as tp:
+        (result,) = tp.probe().values()
+    assert not result.ok
+    assert "lacks Confluence Administrator" in result.detail
 
 
 def test_decisions_and_lookups_are_cached(tp: Toolpass, fake: FakeConfluence) -> None:

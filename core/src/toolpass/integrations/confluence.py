@@ -486,16 +486,26 @@ class Confluence(Integration):
 
     # --- the probe -----------------------------------------------------------------------
     def probe(self) -> ProbeResult:
-        me = self._api("GET", f"{V1}/user/current", what="tell who the engine is")
+        """Who the engine is, and whether the operations Confluence lists for it
+        (``expand=operations``) include administer/application: Confluence Administrator."""
+        me = self._api(
+            "GET",
+            f"{V1}/user/current",
+            what="tell who the engine is",
+            params={"expand": "operations"},
+        )
         account = me.get("accountId")
         if not isinstance(account, str):
             return ProbeResult(False, "confluence's /user/current answer has no accountId")
-        who = f"{me.get('displayName') or account} ({account})"
-        where = self._base()
+        who = f"signed in to {self._base()} as {me.get('displayName') or account} ({account})"
+        operations = me.get("operations")
+        if not isinstance(operations, list):
+            return ProbeResult(True, f"{who}; Confluence did not list its operations")
+        admin = {"operation": "administer", "targetType": "application"}
+        if any(isinstance(o, dict) and admin.items() <= o.items() for o in operations):
+            return ProbeResult(True, f"{who}, with Confluence Administrator")
         return ProbeResult(
-            True,
-            f"signed in to {where} as {who}; checking other users needs the Confluence "
-            "Administrator global permission, which only a check shows",
+            False, f"{who}, but lacks Confluence Administrator (to check other users)"
         )
 
 
