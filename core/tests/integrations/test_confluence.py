@@ -193,6 +193,14 @@ def test_space_actions_deny_without_a_grant(tp: Toolpass, fake: FakeConfluence) 
     assert check(tp, DANA, "read_space", f"space:{space_id}").decision == "allow"
 
 
+def test_space_actions_need_site_access(tp: Toolpass, fake: FakeConfluence) -> None:
+    fake.users["acc-dana"].can_use = False
+    d = check(tp, DANA, "create_page", "space:DEV")
+    assert d.decision == "deny"
+    assert "no access to the Confluence site" in d.reason
+    assert fake.seen("GET", r"/wiki/api/v2/spaces/\d+/permissions") == []
+
+
 def test_a_grant_to_a_role_is_unknown_not_denied(tp: Toolpass, fake: FakeConfluence) -> None:
     fake.grant("OPS", "role-editor", "create", "page", kind="role")
     d = check(tp, DANA, "create_page", "space:OPS")

@@ -408,7 +408,10 @@ class Confluence(Integration):
             if not first.allowed:
                 return first
             space = self._content_space(ref)
-        else:
+        else:  # no content check has covered site access ("can use"): ask it
+            access = self._site_access(user)
+            if not access.allowed:
+                return access
             space = self._space_id(ref)
         if space is None:
             return self._missing(f"Confluence has no {kind} {ref} the engine's account can see")
