@@ -22,8 +22,6 @@ from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError, literal
-from toolpass.integrations.routes import Request, fields, load
-from toolpass.integrations.salesforce import Salesforce, soql_object
 from toolpass.intercept import ActionRefused
 
 RECORD = f"record:Account/{ACME}"
@@ -273,55 +271,6 @@ def test_tls_with_a_private_ca(tmp_path: Path) -> None:
         populate(fake)
         with Toolpass([conn(fake, ca_file=certs.ca_file)]) as tp:
             assert check(tp, "dana@example.com", "record.edit", RECORD).allowed
-
-
-# --- the route table --------------------------------------------------------------------
-def test_every_route_names_a_declared_action_and_a_resource_the_check_takes() -> None:
-    samples = {"sobject": "Account", "id": ACME}
-    table = load("salesforce")
-    assert len(table.routes) > 50
-    for route in table.routes:
-        assert Salesforce.action(route.action) is not None, route
-        resource = route.resource
-        for name in fields(resource):
-            resource = resource.replace("{" + name + "}", samples[name])
-        scope = Salesforce.action(route.action).terms["scope"]  # type: ignore[union-attr]
-        prefix = {"record": "record:Account/", "object": "object:Account", "org": "org"}[scope]
-        assert resource.startswith(prefix), route
-
-
-@pytest.mark.parametrize(
-    ("soql", "sobject"),
-    [
-        ("SELECT Id FROM Account", "Account"),
-        ("select Id, Name from Contact where Name = 'x'", "Contact"),
-        ("SELECT Id, (SELECT Id FROM Contacts) FROM Account", None),
-        ("SELECT TYPEOF What WHEN Account THEN Name END FROM Event", None),
-        ("SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact)", None),
-    ],
-)
-def test_soql_object(soql: str, sobject: str | None) -> None:
-    assert soql_object(soql) == sobject
-
-
-def test_a_query_reads_the_object_it_names() -> None:
-    sf = Salesforce.__new__(Salesforce)
-    found = sf.match_request(
-        Request("GET", "/services/data/v62.0/query/", "q=SELECT+Id+FROM+Contact", None, b"")
-    )
-    assert found is not None
-    assert (found.route.action, found.resource) == ("object.read", "object:Contact")
-    nested = sf.match_request(
-        Request(
-            "GET",
-            "/services/data/v62.0/query",
-            "q=SELECT+Id,(SELECT+Id+FROM+Cases)+FROM+Contact",
-            None,
-            b"",
-        )
-    )
-    assert nested is not None
-    assert (nested.route.action, nested.resource) == ("org.admin", "org")
 
 
 # --- simple-salesforce, and the request hook ----------------------------------------------
