@@ -32,6 +32,7 @@ from typing import Any, NoReturn
 from toolpass.engine.config import Config, load_config
 from toolpass.engine.toolpass import Toolpass
 from toolpass.wire.errors import ToolpassError
+from toolpass.wire.identity import SHARED_MODES, default_mode
 from toolpass.wire.keys import COMMON_KEYS, ConfigKey
 from toolpass.wire.secrets import Secret
 
@@ -230,8 +231,8 @@ def _catalog(args: argparse.Namespace) -> int:
     _out(f"{cls.name}: {cls.description}")
     if cls.default_url:
         _out(f"default url: {cls.default_url}")
-    modes = (*cls.identity_modes, "template", "users", "file", "http", "callable")
-    _out(f"identity modes: {', '.join(modes)} (default {modes[0]})")
+    modes = (*cls.identity_modes, *SHARED_MODES)
+    _out(f"identity modes: {', '.join(modes)} (default {default_mode(cls.identity_modes)})")
     _out("\nkeys:")
     for key in (*COMMON_KEYS, *cls.keys):
         _out(f"  {key.name:<22} {_describe(key)}")

@@ -194,6 +194,25 @@ def test_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "catalog", "nosuch")[0] == 3
 
 
+@pytest.mark.parametrize(
+    ("system", "default"), [("slack", "lookup"), ("kubernetes", "email"), ("bitbucket", "users")]
+)
+def test_catalog_names_the_identity_mode_a_connection_gets_by_default(
+    capsys: pytest.CaptureFixture[str], system: str, default: str
+) -> None:
+    """What the config gives a connection that names no mode: the system's own look-up, else
+    an explicit users mapping (the catalog said "template" for systems without a look-up)."""
+    from toolpass import integrations
+    from toolpass.wire.identity import parse_identity
+
+    status, out, _ = run(capsys, "catalog", system)
+    assert status == 0
+    line = next(x for x in out.splitlines() if x.startswith("identity modes:"))
+    own = integrations.get(system).identity_modes
+    assert line.endswith(f"(default {default})")
+    assert parse_identity(None, own, in_code=False).mode == default
+
+
 def test_serve_without_the_server(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

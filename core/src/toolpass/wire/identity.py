@@ -44,6 +44,12 @@ SHARED_MODES = ("template", "users", "file", "http", "callable")
 KEYS = ("mode", "users", "template", "domains", "file", "url", "token", "resolve", "cache_ttl")
 
 
+def default_mode(own_modes: Sequence[str]) -> str:
+    """The identity mode a connection gets when it names none: the system's own look-up,
+    else an explicit ``users`` mapping (never a guess such as a template)."""
+    return own_modes[0] if own_modes else "users"
+
+
 @dataclass(frozen=True)
 class IdentitySettings:
     """A connection's ``identity:`` section, validated."""
@@ -134,7 +140,7 @@ def parse_identity(
 ) -> IdentitySettings:
     """Validate an ``identity:`` value; ``ConfigError.key`` names the offending sub-key."""
     if raw is None:
-        return IdentitySettings(mode=own_modes[0] if own_modes else "users")
+        return IdentitySettings(mode=default_mode(own_modes))
     if callable(raw) and in_code:
         return IdentitySettings(mode="callable", resolve=raw)
     if not isinstance(raw, Mapping):
@@ -143,7 +149,7 @@ def parse_identity(
         if key not in KEYS:
             raise ConfigError(f"unknown key (expected one of {', '.join(KEYS)})", f"identity.{key}")
     modes = (*own_modes, *SHARED_MODES)
-    mode = raw.get("mode", own_modes[0] if own_modes else "users")
+    mode = raw.get("mode", default_mode(own_modes))
     if mode not in modes:
         raise ConfigError(f"must be one of {', '.join(modes)}", "identity.mode")
     users = raw.get("users", {})
