@@ -24,28 +24,23 @@ Resources: ``content:ID`` (or ``page:``, ``blogpost:``, ``comment:``, ``attachme
 
 from __future__ import annotations
 
-import base64
 import re
-import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from toolpass.integrations import _fields
+from toolpass.integrations._atlassian import AtlassianSite, auth_keys
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
-    Integration,
     LookupFailed,
     ProbeResult,
     Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request
-from toolpass.wire.errors import ConfigError
-from toolpass.wire.http import check_url
 from toolpass.wire.identity import same_email
 
 __all__ = ["Confluence"]
@@ -59,14 +54,13 @@ CONTENT_KINDS = frozenset(
 )
 _ID = re.compile(r"[0-9]{1,19}")
 _SPACE_KEY = re.compile(r"~?[A-Za-z0-9_]{1,255}")
-_CLOUD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,99}")
 _ACCOUNT_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
 _GATEWAY = re.compile(r"/ex/confluence/([^/]+)(/.*)?")
 _PARENTS = ("pageId", "blogPostId", "attachmentId", "customContentId", "parentCommentId")
 _PAGES = 20  # pages of 250 permission assignments, or of 200 groups, read at most
 
 
-class Confluence(Integration):
+class Confluence(AtlassianSite):
     """Confluence Cloud, through the content permission check and space permissions."""
 
     name = "confluence"
@@ -78,44 +72,15 @@ class Confluence(Integration):
     )
     identity_modes = ("lookup",)
     keys = (
-        ConfigKey(
-            "auth",
-            "How the engine signs in: basic (email + API token, against url), scoped (email "
-            "+ scoped API token, against the API gateway) or oauth (a service account's OAuth "
-            "2.0 client credentials, against the API gateway).",
-            default="basic",
-            choices=("basic", "scoped", "oauth"),
-        ),
-        ConfigKey(
-            "email",
-            "The engine account's email (auth basic and scoped). The least privilege that "
-            "works: a dedicated account holding the Confluence Administrator global "
-            "permission (Confluence answers the check for another user to administrators "
-            "only) and nothing else; create its API token at "
+        *auth_keys(
+            "confluence",
+            " The least privilege that works: a dedicated account holding the Confluence "
+            "Administrator global permission (Confluence answers the check for another user "
+            "to administrators only) and nothing else; create its API token at "
             "https://id.atlassian.com/manage-profile/security/api-tokens (a scoped token: "
             "read:content.permission:confluence, read:content-details:confluence, "
             "read:space:confluence, read:space.permission:confluence, read:user:confluence, "
             "read:group:confluence).",
-        ),
-        ConfigKey(
-            "api_token", "The engine account's API token (auth basic and scoped).", secret=True
-        ),
-        ConfigKey("client_id", "The service account's OAuth 2.0 client id (auth oauth)."),
-        ConfigKey("client_secret", "The OAuth 2.0 client secret (auth oauth).", secret=True),
-        ConfigKey(
-            "cloud_id",
-            "The site's cloud id for the API gateway (auth scoped and oauth); discovered from "
-            "<url>/_edge/tenant_info when not given.",
-        ),
-        ConfigKey(
-            "gateway_url",
-            "The Atlassian API gateway; requests go to <gateway_url>/ex/confluence/<cloud_id>.",
-            default="https://api.atlassian.com",
-        ),
-        ConfigKey(
-            "token_url",
-            "The OAuth 2.0 token endpoint (auth oauth).",
-            default="https://auth.atlassian.com/oauth/token",
         ),
         ConfigKey(
             "not_found",
@@ -133,29 +98,12 @@ class Confluence(Integration):
         ),
     )
     actions = ACTIONS
+    request_headers: ClassVar[Mapping[str, str]] = {"X-Atlassian-Token": "no-check"}
+    answers: ClassVar[type | None] = dict
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.Lock()
-        self._cloud_id: str | None = self.options.get("cloud_id")
-        self._token: tuple[str, float] | None = None
         self._known: Remembered[tuple[str, str], Any] = Remembered()
-
-    # --- configuration ---------------------------------------------------------------
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "basic")
-        needs = ("client_id", "client_secret") if auth == "oauth" else ("email", "api_token")
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
-        for key in ("gateway_url", "token_url"):
-            check_url(options.get(key), key)
-        cloud_id = options.get("cloud_id")
-        if cloud_id is not None and not _CLOUD_ID.fullmatch(cloud_id):
-            raise ConfigError("must be a cloud id (letters, digits and '-')", "cloud_id")
-        if options.get("resource_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "resource_cache_ttl")
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -186,92 +134,7 @@ class Confluence(Integration):
             return Match(found.route, found.params, None)
         return found
 
-    # --- requests --------------------------------------------------------------------
-    def _base(self) -> str:
-        if self.options.get("auth", "basic") == "basic":
-            return self.config.url
-        gateway = str(self.options["gateway_url"]).rstrip("/")
-        return f"{gateway}/ex/confluence/{self._site_cloud_id()}"
-
-    def _site_cloud_id(self) -> str:
-        with self._lock:
-            if self._cloud_id is not None:
-                return self._cloud_id
-        what = "tell the site's cloud id (/_edge/tenant_info)"
-        data = self.fetch_json("GET", "/_edge/tenant_info", what=what, kind=None)
-        found = data.get("cloudId") if isinstance(data, dict) else None
-        if not isinstance(found, str) or not _CLOUD_ID.fullmatch(found):
-            raise LookupFailed("confluence's /_edge/tenant_info answer has no valid cloudId")
-        with self._lock:
-            self._cloud_id = found
-        return found
-
-    def _authorization(self) -> str:
-        if self.options.get("auth") == "oauth":
-            return f"Bearer {self._access_token()}"
-        pair = f"{self.options['email']}:{self.secret('api_token')}".encode()
-        return "Basic " + base64.b64encode(pair).decode("ascii")
-
-    def _access_token(self) -> str:
-        with self._lock:
-            if self._token is not None and time.monotonic() < self._token[1]:
-                return self._token[0]
-        body = {
-            "grant_type": "client_credentials",
-            "client_id": self.options["client_id"],
-            "client_secret": self.secret("client_secret"),
-        }
-        what = "issue an OAuth access token"
-        data = self.fetch_json("POST", str(self.options["token_url"]), what=what, json=body)
-        token, lifetime = data.get("access_token"), data.get("expires_in", 3600)
-        if not isinstance(token, str) or not token:
-            raise LookupFailed("confluence's OAuth token endpoint answered without access_token")
-        if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)) or lifetime <= 0:
-            raise LookupFailed("confluence's OAuth token endpoint gave no valid expires_in")
-        with self._lock:
-            self._token = (token, time.monotonic() + lifetime - min(60.0, lifetime / 10))
-        return token
-
-    def _api(
-        self,
-        method: str,
-        path: str,
-        *,
-        what: str,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        absent: tuple[int, ...] = (),
-    ) -> Any:
-        """The JSON object the site (or the gateway) answers; None for an ``absent`` status.
-        An OAuth token Confluence rejects is replaced once."""
-        for attempt in (1, 2):
-            authorization = self._authorization()
-            headers = {"Authorization": authorization, "X-Atlassian-Token": "no-check"}
-            url = path if path.startswith(("http://", "https://")) else self._base() + path
-            answer = self.answer(method, url, what=what, params=params, json=json, headers=headers)
-            if answer.status == 401 and self.options.get("auth") == "oauth" and attempt == 1:
-                with self._lock:
-                    self._token = None
-                continue
-            if answer.status in absent:
-                return None
-            if answer.status != 200:
-                raise self.failure(answer, what)
-            return self.parse(answer, what, dict)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def error_detail(self, data: Any) -> str | None:
-        """Confluence's ``message``, or Jira's ``errorMessages`` (the user search)."""
-        messages = data.get("errorMessages") if isinstance(data, dict) else None
-        if isinstance(messages, list) and messages and isinstance(messages[0], str):
-            return messages[0]
-        return super().error_detail(data)
-
-    def secret_values(self) -> Iterator[str]:
-        yield from super().secret_values()
-        if self._token is not None:
-            yield self._token[0]
-
+    # --- requests (signing in, the gateway: ``AtlassianSite``) ---------------------------
     def _listing(self, path: str, params: Mapping[str, str], what: str) -> Iterator[Any]:
         """The ``results`` of a paged list, following ``_links.next`` on the same site."""
 

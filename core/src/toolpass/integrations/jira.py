@@ -27,28 +27,23 @@ The cloud id is discovered from ``{url}/_edge/tenant_info`` when ``cloud_id`` is
 
 from __future__ import annotations
 
-import base64
 import re
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from toolpass.integrations import _fields
+from toolpass.integrations._atlassian import AtlassianSite, auth_keys
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
-    Integration,
     LookupFailed,
     ProbeResult,
     Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route, fields
-from toolpass.wire.errors import ConfigError
-from toolpass.wire.http import check_url
 from toolpass.wire.identity import same_email
 
 __all__ = ["Jira"]
@@ -56,7 +51,6 @@ __all__ = ["Jira"]
 _API = "/rest/api/3"
 _PAGE = 50
 _SCAN_LIMIT = 1000  # user search only ever scans up to the 1,000th user
-_CLOUD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,99}")
 _ACCOUNT_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
 _PROJECT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}|[0-9]{1,19}")
 _ISSUE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}-[0-9]{1,19}|[0-9]{1,19}")
@@ -156,7 +150,7 @@ def jql_bound(jql: str) -> tuple[str, str] | None:
     return None
 
 
-class Jira(Integration):
+class Jira(AtlassianSite):
     """Jira Cloud, through the bulk permission check for another account."""
 
     name = "jira"
@@ -167,35 +161,7 @@ class Jira(Integration):
     default_url = None
     identity_modes = ("lookup",)
     keys = (
-        ConfigKey(
-            "auth",
-            "How the engine signs in: basic (email + API token, against url), scoped "
-            "(email + scoped API token, against the API gateway) or oauth (a service "
-            "account's OAuth 2.0 client credentials, against the API gateway).",
-            default="basic",
-            choices=("basic", "scoped", "oauth"),
-        ),
-        ConfigKey("email", "The engine account's email (auth basic and scoped)."),
-        ConfigKey(
-            "api_token", "The engine account's API token (auth basic and scoped).", secret=True
-        ),
-        ConfigKey("client_id", "The service account's OAuth 2.0 client id (auth oauth)."),
-        ConfigKey("client_secret", "The OAuth 2.0 client secret (auth oauth).", secret=True),
-        ConfigKey(
-            "cloud_id",
-            "The site's cloud id for the API gateway (auth scoped and oauth); discovered "
-            "from <url>/_edge/tenant_info when not given.",
-        ),
-        ConfigKey(
-            "gateway_url",
-            "The Atlassian API gateway; requests go to <gateway_url>/ex/jira/<cloud_id>.",
-            default="https://api.atlassian.com",
-        ),
-        ConfigKey(
-            "token_url",
-            "The OAuth 2.0 token endpoint (auth oauth).",
-            default="https://auth.atlassian.com/oauth/token",
-        ),
+        *auth_keys("jira"),
         ConfigKey(
             "not_found",
             "What a 404 for the project or issue means: Jira answers it both for one that "
@@ -221,10 +187,6 @@ class Jira(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.Lock()
-        self._cloud_id: str | None = self.options.get("cloud_id")
-        self._token: tuple[str, float] | None = None  # (access token, refresh after)
-        self._token_lock = threading.Lock()
         self._ids: Remembered[tuple[str, str], tuple[str, str]] = Remembered()
         self._accounts: Remembered[str, bool] = Remembered()
 
@@ -304,129 +266,7 @@ class Jira(Integration):
         )
         return Match(narrowed, found.params, f"{kind}:{value}")
 
-    # --- configuration ---------------------------------------------------------------
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "basic")
-        needs = {
-            "basic": ("email", "api_token"),
-            "scoped": ("email", "api_token"),
-            "oauth": ("client_id", "client_secret"),
-        }[auth]
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
-        for key in ("gateway_url", "token_url"):
-            check_url(options.get(key), key)
-        cloud_id = options.get("cloud_id")
-        if cloud_id is not None and not _CLOUD_ID.fullmatch(cloud_id):
-            raise ConfigError("must be a cloud id (letters, digits and '-')", "cloud_id")
-        if options.get("resource_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "resource_cache_ttl")
-
-    # --- requests --------------------------------------------------------------------
-    @property
-    def _auth(self) -> str:
-        return str(self.options.get("auth", "basic"))
-
-    def _base(self) -> str:
-        if self._auth == "basic":
-            return self.config.url
-        gateway = str(self.options["gateway_url"]).rstrip("/")
-        return f"{gateway}/ex/jira/{self._site_cloud_id()}"
-
-    def _site_cloud_id(self) -> str:
-        with self._lock:
-            if self._cloud_id is not None:
-                return self._cloud_id
-        what = "tell the site's cloud id (/_edge/tenant_info)"
-        data = self.fetch_json("GET", "/_edge/tenant_info", what=what, kind=None)
-        found = data.get("cloudId") if isinstance(data, dict) else None
-        if not isinstance(found, str) or not _CLOUD_ID.fullmatch(found):
-            raise LookupFailed("jira's /_edge/tenant_info answer has no valid cloudId")
-        with self._lock:
-            self._cloud_id = found
-        return found
-
-    def _authorization(self) -> str:
-        if self._auth == "oauth":
-            return f"Bearer {self._access_token()}"
-        pair = f"{self.options['email']}:{self.secret('api_token')}".encode()
-        return "Basic " + base64.b64encode(pair).decode("ascii")
-
-    def _access_token(self) -> str:
-        with self._token_lock:
-            if self._token is not None and time.monotonic() < self._token[1]:
-                return self._token[0]
-            body = {
-                "grant_type": "client_credentials",
-                "client_id": self.options["client_id"],
-                "client_secret": self.secret("client_secret"),
-            }
-            url, what = str(self.options["token_url"]), "issue an OAuth access token"
-            data = self.fetch_json("POST", url, what=what, json=body, kind=None)
-            token = data.get("access_token") if isinstance(data, dict) else None
-            lifetime = data.get("expires_in") if isinstance(data, dict) else None
-            if not isinstance(token, str) or not token:
-                raise LookupFailed("jira's OAuth token endpoint answered without access_token")
-            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
-                lifetime = 3600
-            if lifetime <= 0:
-                raise LookupFailed("jira's OAuth token endpoint issued an expired token")
-            # Refresh before expiry: a minute early, or a tenth early for short lifetimes.
-            margin = min(60.0, lifetime / 10)
-            self._token = (token, time.monotonic() + lifetime - margin)
-            return token
-
-    def _forget_token(self, used: str) -> None:
-        with self._token_lock:
-            if self._token is not None and f"Bearer {self._token[0]}" == used:
-                self._token = None
-
-    def _api(
-        self,
-        method: str,
-        path: str,
-        *,
-        what: str,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        absent: tuple[int, ...] = (),
-    ) -> Any:
-        """The JSON answer of the site (or the gateway), an OAuth token refreshed once when
-        Jira rejects it; None for an ``absent`` status."""
-        for attempt in (1, 2):
-            authorization = self._authorization()
-            answer = self.answer(
-                method,
-                self._base() + path,
-                what=what,
-                params=params,
-                json=json,
-                headers={"Authorization": authorization},
-            )
-            if answer.status == 401 and self._auth == "oauth" and attempt == 1:
-                self._forget_token(authorization)  # revoked or expired early: once more
-                continue
-            if answer.status in absent:
-                return None
-            if answer.status != 200:
-                raise self.failure(answer, what)
-            return self.parse(answer, what, None)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def error_detail(self, data: Any) -> str | None:
-        """Jira's ``errorMessages`` first, else the common ``message``."""
-        messages = data.get("errorMessages") if isinstance(data, dict) else None
-        if isinstance(messages, list) and messages and isinstance(messages[0], str):
-            return messages[0]
-        return super().error_detail(data)
-
-    def secret_values(self) -> Iterator[str]:
-        yield from super().secret_values()
-        if self._token is not None:
-            yield self._token[0]
-
+    # --- requests (signing in, the gateway: ``AtlassianSite``) ---------------------------
     def _get(self, path: str, what: str, **params: str) -> Any:
         return self._api("GET", path, what=what, params=params)
 
