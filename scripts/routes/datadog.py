@@ -42,7 +42,7 @@ AREAS: dict[str, tuple[str, str, str]] = {
     "roles_api": ("users", "", ""),
     "service_accounts_api": ("users", "", ""),
     "security_monitoring_api": ("security_rules", "security-rule", "rule_id"),
-    "powerpack_api": ("dashboards", "powerpack", "powerpack_id"),
+    "powerpack_api": ("dashboards", "", ""),  # dashboards_* permissions; org-wide
     "reference_tables_api": ("reference_tables", "reference-table", "id"),
     "workflow_automation_api": ("workflows", "workflow", "workflow_id"),
     "app_builder_api": ("apps", "app-builder-app", "app_id"),

@@ -72,6 +72,31 @@ def test_role_permissions_and_restriction_policies_decide(
     assert d.decision == decision, d.reason
 
 
+def test_a_user_or_role_principal_grants_the_relation(tp: Toolpass, fake: FakeDatadog) -> None:
+    fake.policies["monitor:7"] = [{"relation": "editor", "principals": ["user:aaaaaaaa-0001"]}]
+    fake.policies["slo:s1"] = [{"relation": "viewer", "principals": ["role:role-ro"]}]
+    fake.roles["role-ro"].add("slos_read")
+    fake.roles["role-std"].add("slos_read")
+    assert tp.check("dana@example.com", "dd", "monitors.write", "monitor:7").allowed
+    assert tp.check("frank@example.com", "dd", "monitors.write", "monitor:7").decision == "deny"
+    assert tp.check("frank@example.com", "dd", "monitors.read", "monitor:7").allowed
+    assert tp.check("erin@example.com", "dd", "slos.read", "slo:s1").allowed
+    assert tp.check("dana@example.com", "dd", "slos.read", "slo:s1").decision == "deny"
+
+
+def test_a_malformed_policy_is_unknown(tp: Toolpass, fake: FakeDatadog) -> None:
+    fake.policies["monitor:9"] = [{"relation": "editor", "principals": "user:x"}]
+    d = tp.check("dana@example.com", "dd", "monitors.write", "monitor:9")
+    assert d.decision == "unknown", d.reason
+
+
+def test_a_users_permissions_are_read_once(fake: FakeDatadog) -> None:
+    with Toolpass([conn(fake, cache_ttl_allow=0)]) as tp:
+        for _ in range(3):
+            assert tp.check("dana@example.com", "dd", "monitors.write", "org").allowed
+    assert len(fake.seen("GET", r"/api/v2/users/aaaaaaaa-0001/permissions")) == 1
+
+
 def test_the_email_lookup_is_exact(tp: Toolpass, fake: FakeDatadog) -> None:
     fake.add_user("aaaaaaaa-0009", "xdana@example.com.evil", ["role-std"])
     assert tp.check("dana@example.com", "dd", "monitors.write", "org").allowed

@@ -5,9 +5,9 @@ their roles (``attributes.name``: ``dashboards_write``, ``monitors_read``, ...);
 needs the permission its row in ``actions/datadog.json`` names. On a resource a restriction
 policy can govern (``dashboard:ID``, ``monitor:ID``, ``slo:ID``, ...),
 ``GET /api/v2/restriction_policy/{type}:{id}`` is read too: when it binds the relation the
-action needs (``viewer`` for reads, ``editor`` for writes; ``editor`` also grants viewing), the
-user must be one of its principals (``user:UUID``, ``role:UUID`` of one of their roles,
-``team:ID`` of one of their teams, ``org:UUID`` of their organization). A policy without that
+action needs (``viewer`` for reads, ``editor`` for writes; an editor may also view), the user
+must be one of its principals (``user:UUID``, ``role:UUID`` of one of their roles, ``team:ID``
+of one of their teams, ``org:UUID`` of their organization). A policy without that
 relation leaves the role permission to decide. A disabled user is denied.
 
 Users are Datadog user UUIDs. The look-up ``email`` finds the user by exact email
@@ -173,13 +173,12 @@ class Datadog(Integration):
             return Decision.allow(f"Datadog user {uid}'s roles {granted}")
         relation = str(terms.terms.get("relation") or "viewer")
         bindings = self._policy(resource)
-        bound = [r for r in _RELATIONS[relation] if r in bindings]
-        if not bound:
+        if relation not in bindings:  # e.g. a monitor's policy binds editor only
             return Decision.allow(
                 f"Datadog user {uid} holds {needed}; {resource}'s restriction policy does not "
                 f"restrict {relation}s"
             )
-        if any(principals & bindings[r] for r in bound):
+        if any(principals & bindings.get(r, frozenset()) for r in _RELATIONS[relation]):
             return Decision.allow(
                 f"Datadog user {uid} holds {needed} and is a {relation} of {resource}"
             )
@@ -215,12 +214,14 @@ class Datadog(Integration):
             for p in perms
             if isinstance(p, dict)
             and isinstance(p.get("attributes"), dict)
-            and not p["attributes"].get("restricted")
             and "name" in p["attributes"]
         )
         what = "read the user's teams"
         teams = self.get_json(f"/api/v2/users/{quote(uid, safe='')}/memberships", what=what)
-        for m in teams.get("data") or []:
+        memberships = teams.get("data")
+        if not isinstance(memberships, list) or not all(isinstance(m, dict) for m in memberships):
+            raise LookupFailed(f"datadog's answer to {what} has no data list")
+        for m in memberships:
             team = ((m.get("relationships") or {}).get("team") or {}).get("data")
             if isinstance(team, dict) and "id" in team:
                 principals.add(f"team:{team['id']}")
