@@ -37,6 +37,8 @@ RORY_TOKEN = "hvs.rory-token-00000000000000000"
 RORY = "RoRyAcCeSsOr000000000000"
 ROOT_TOKEN = "hvs.root-token-00000000000000000"
 ROOT = "RoOtAcCeSsOr000000000000"
+ROLE_ID = "5a1d0000-0000-0000-0000-toolpass0001"
+SECRET_ID = "secret-id-0000-0000-0000-000000000001"
 
 
 def denied() -> Reply:
@@ -82,6 +84,8 @@ class FakeVault(FakeServer):
         self.tokens: dict[str, Token] = {}
         self.policies: dict[str, dict[str, list[str]]] = {}
         self.kv: dict[str, dict[str, Any]] = {}
+        self.approles: dict[str, tuple[str, str]] = {}  # role_id -> (secret_id, token)
+        self.lease = 2764800
         self._ids = itertools.count(1)
         self._install()
 
@@ -214,7 +218,25 @@ class FakeVault(FakeServer):
             self.kv[key] = dict(body.get("data") or {})
             return self._envelope({"version": 1, "created_time": "2026-01-01T00:00:00Z"})
 
+        def approle_login(request: Request) -> Reply | dict[str, Any]:
+            body = request.json()
+            known = self.approles.get(str(body.get("role_id")))
+            if known is None or known[0] != body.get("secret_id"):
+                return Reply(400, {"errors": ["invalid role or secret ID"]})
+            token = self.tokens[known[1]]
+            answer = self._envelope({})
+            answer["data"] = None
+            answer["auth"] = {
+                "client_token": token.token,
+                "accessor": token.accessor,
+                "policies": ["default", *token.policies],
+                "lease_duration": self.lease,
+                "renewable": True,
+            }
+            return answer
+
         for method in ("POST", "PUT"):
+            self.add(method, r"/v1/auth/approle/login", approle_login)
             self.add(method, r"/v1/sys/capabilities-accessor", capabilities_accessor)
             self.add(method, r"/v1/sys/capabilities-self", capabilities_self)
         self.add("GET", r"/v1/auth/token/lookup-self", lookup_self)
@@ -245,5 +267,6 @@ def populate(fake: FakeVault) -> FakeVault:
     fake.add_token(DANA_TOKEN, DANA, "oidc-dana@example.com", "app-rw")
     fake.add_token(RORY_TOKEN, RORY, "oidc-rory@example.com", "app-ro")
     fake.add_token(ROOT_TOKEN, ROOT, "root")
+    fake.approles[ROLE_ID] = (SECRET_ID, ENGINE_TOKEN)
     fake.kv["app/db"] = {"password": "s3cret"}
     return fake

@@ -14,9 +14,11 @@ from fakes.vault import (
     DANA,
     DANA_TOKEN,
     ENGINE_TOKEN,
+    ROLE_ID,
     ROOT,
     RORY,
     RORY_TOKEN,
+    SECRET_ID,
     FakeVault,
     populate,
 )
@@ -173,6 +175,44 @@ def test_the_namespace_is_sent(fake: FakeVault) -> None:
     assert fake.seen("POST", CAPS)[0].headers["x-vault-namespace"] == "team-a"
 
 
+def approle(fake: FakeVault, **extra: Any) -> dict[str, Any]:
+    settings = conn(fake, auth="approle", role_id=ROLE_ID, secret_id=literal(SECRET_ID))
+    del settings["token"]
+    return {**settings, **extra}
+
+
+def test_approle_logs_in_once_and_uses_its_token(fake: FakeVault) -> None:
+    with Toolpass([approle(fake, cache_ttl_allow=0, capability_cache_ttl=0)]) as tp:
+        assert check(tp, "dana@example.com", "read", DB).allowed
+        assert check(tp, "dana@example.com", "read", DB).allowed
+        (result,) = tp.probe().values()
+    assert result.ok, result.detail
+    (login,) = fake.seen("POST", r"/v1/auth/approle/login")
+    assert login.json() == {"role_id": ROLE_ID, "secret_id": SECRET_ID}
+    assert {r.headers["x-vault-token"] for r in fake.seen("POST", CAPS)} == {ENGINE_TOKEN}
+
+
+def test_a_refused_approle_token_logs_in_again(fake: FakeVault) -> None:
+    with Toolpass([approle(fake, cache_ttl_allow=0, capability_cache_ttl=0)]) as tp:
+        assert check(tp, "dana@example.com", "read", DB).allowed
+        fake.fail(403, body={"errors": ["permission denied"]}, path=CAPS)
+        d = check(tp, "dana@example.com", "read", DB)
+        assert d.decision == "unknown"
+        assert SECRET_ID not in d.reason
+        assert ENGINE_TOKEN not in d.reason
+        assert check(tp, "dana@example.com", "read", DB).allowed
+    assert len(fake.seen("POST", r"/v1/auth/approle/login")) == 2
+
+
+def test_a_bad_secret_id_is_unknown_and_never_shown(fake: FakeVault) -> None:
+    fake.approles[ROLE_ID] = ("another-secret-id", ENGINE_TOKEN)
+    with Toolpass([approle(fake)]) as tp:
+        d = check(tp, "dana@example.com", "read", DB)
+    assert d.decision == "unknown"
+    assert "invalid role or secret ID" in d.reason
+    assert SECRET_ID not in d.reason
+
+
 def test_probe(fake: FakeVault) -> None:
     with Toolpass([conn(fake)]) as tp:
         (result,) = tp.probe().values()
@@ -189,6 +229,8 @@ def test_probe(fake: FakeVault) -> None:
     ("extra", "key"),
     [
         ({"token": None}, "token"),
+        ({"token": None, "auth": "approle", "role_id": "r"}, "secret_id"),
+        ({"approle_mount": "../x"}, "approle_mount"),
         ({"namespace": "../x"}, "namespace"),
         ({"constrained_paths": ["/abs"]}, "constrained_paths"),
         ({"capability_cache_ttl": -1}, "capability_cache_ttl"),

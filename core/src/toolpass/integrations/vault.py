@@ -22,12 +22,18 @@ one). What capabilities do not cover is the operator's: Sentinel policies (Enter
 control groups, MFA and a policy's parameter constraints (``allowed_parameters``,
 ``denied_parameters``, ``required_parameters``) can still refuse a request Vault's ACL
 allows; ``constrained_paths`` lists path prefixes where an allow is answered unknown.
+
+Authentication of the engine (``auth``): ``token`` (a periodic token) or ``approle``
+(``role_id`` + ``secret_id``, logged in at ``auth/<approle_mount>/login``; the client token is
+kept until shortly before its lease ends, and dropped when Vault refuses it).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from toolpass.integrations.base import (
@@ -42,6 +48,7 @@ from toolpass.integrations.base import (
 )
 from toolpass.integrations.routes import Match, Request
 from toolpass.wire.errors import ConfigError
+from toolpass.wire.http import Response
 
 __all__ = ["Vault"]
 
@@ -81,11 +88,22 @@ class Vault(Integration):
     default_url = "https://127.0.0.1:8200"  # Vault's own default address (VAULT_ADDR)
     keys = (
         ConfigKey(
+            "auth",
+            "How the engine signs in: token (a Vault token, e.g. a periodic one) or approle "
+            "(role_id + secret_id, logged in at auth/<approle_mount>/login; the token it gets "
+            "is kept until shortly before its lease ends).",
+            default="token",
+            choices=("token", "approle"),
+        ),
+        ConfigKey(
             "token",
-            "The engine's Vault token (sent as X-Vault-Token); see the catalog's description "
-            "for its policy.",
+            "The engine's Vault token (auth token; sent as X-Vault-Token); see the catalog's "
+            "description for its policy.",
             secret=True,
         ),
+        ConfigKey("role_id", "The AppRole's role_id (auth approle)."),
+        ConfigKey("secret_id", "The AppRole's secret_id (auth approle).", secret=True),
+        ConfigKey("approle_mount", "Where the AppRole auth method is mounted.", default="approle"),
         ConfigKey(
             "namespace",
             "The Vault Enterprise namespace the engine and the users' tokens live in (sent as "
@@ -111,12 +129,20 @@ class Vault(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._caps: Remembered[tuple[str, str], frozenset[str]] = Remembered(10_000)
+        self._token: tuple[str, float] | None = None  # (AppRole client token, renew after)
+        self._login_lock = threading.Lock()
 
     # --- configuration ---------------------------------------------------------------
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        if options.get("token") is None:
-            raise ConfigError("a Vault connection needs token", "token")
+        auth = options.get("auth", "token")
+        for key in ("token",) if auth == "token" else ("role_id", "secret_id"):
+            if options.get(key) is None:
+                raise ConfigError(f"auth {auth} needs {key}", key)
+        if not re.fullmatch(
+            _SEGMENT + r"(?:/" + _SEGMENT + ")*", options.get("approle_mount", "approle")
+        ):
+            raise ConfigError("must be an auth mount path", "approle_mount")
         namespace = options.get("namespace")
         if namespace and not _NAMESPACE.fullmatch(str(namespace)):
             raise ConfigError("must be a namespace path (ns1/ns2)", "namespace")
@@ -128,11 +154,52 @@ class Vault(Integration):
 
     # --- requests --------------------------------------------------------------------
     def auth_headers(self) -> Mapping[str, str]:
-        headers = {"X-Vault-Token": self.secret("token")}
-        namespace = self.options.get("namespace")
-        if namespace:
-            headers["X-Vault-Namespace"] = str(namespace)
+        headers = self._plain_headers()
+        if self.options.get("auth") == "approle":
+            headers["X-Vault-Token"] = self._login()
+        else:
+            headers["X-Vault-Token"] = self.secret("token")
         return headers
+
+    def _plain_headers(self) -> dict[str, str]:
+        namespace = self.options.get("namespace")
+        return {"X-Vault-Namespace": str(namespace)} if namespace else {}
+
+    def _login(self) -> str:
+        """The AppRole login's client token, kept until shortly before its lease ends."""
+        with self._login_lock:
+            if self._token is not None and time.monotonic() < self._token[1]:
+                return self._token[0]
+            mount = self.options.get("approle_mount", "approle")
+            what = "log the engine in with its AppRole"
+            data = self.fetch_json(
+                "POST",
+                f"/v1/auth/{mount}/login",
+                what=what,
+                json={"role_id": self.options["role_id"], "secret_id": self.secret("secret_id")},
+                headers=self._plain_headers(),
+            )
+            auth = data.get("auth")
+            token = auth.get("client_token") if isinstance(auth, dict) else None
+            lease = auth.get("lease_duration") if isinstance(auth, dict) else None
+            if not isinstance(token, str) or not token:
+                raise LookupFailed(f"vault's answer to {what} has no client_token")
+            if isinstance(lease, bool) or not isinstance(lease, (int, float)) or lease < 0:
+                raise LookupFailed(f"vault's answer to {what} has no lease_duration")
+            life = float(lease) or 86400.0  # 0: a token that does not expire
+            self._token = (token, time.monotonic() + life - min(60.0, life / 10))
+            return token
+
+    def secret_values(self) -> Iterator[str]:
+        yield from super().secret_values()
+        if self._token is not None:
+            yield self._token[0]
+
+    def failure(self, answer: Response, what: str) -> LookupFailed:
+        """As the kit says; a refused AppRole token is dropped, so the next check logs in."""
+        if answer.status in (401, 403):
+            self._token = None
+        return super().failure(answer, what)
 
     def error_detail(self, data: Any) -> str | None:
         """Vault's ``{"errors": ["..."]}``."""
