@@ -161,6 +161,7 @@ RULES: list[tuple[str, str, str, str, str, str]] = [
     ),
     # workspace files, DBFS, secrets: no object id to check
     (READ, r"^/api/2\.0/(workspace/export|dbfs/read)$", "workspace.access", WS, "u", ""),
+    (READ, r"^/api/1\.2/commands/status$", "workspace.access", WS, "u", ""),
     (READ, r"^/api/2\.0/secrets/get$", "workspace.admin", WS, "", ""),
     # Unity Catalog
     (READ, UC + r"/tables/\{(full_name|table_name)\}", "table.read", "table:{\\1}", "", ""),

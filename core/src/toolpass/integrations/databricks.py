@@ -371,7 +371,8 @@ class Databricks(Integration):
         for entry in entries:
             if not isinstance(entry, dict):
                 continue
-            if same_email(entry.get("user_name"), name) or entry.get("group_name") in groups:
+            who = entry.get("user_name")
+            if who == name or same_email(who, name) or entry.get("group_name") in groups:
                 for p in entry.get("all_permissions") or []:
                     if isinstance(p, dict) and isinstance(p.get("permission_level"), str):
                         held.add(p["permission_level"])
