@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from toolpass.integrations.base import ConfigKey, Integration, LookupFailed
+from toolpass.integrations.base import ConfigKey, Integration, LookupFailed, issued_token
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import check_url
 
@@ -133,20 +133,8 @@ class AtlassianSite(Integration):
             }
             url, what = str(self.options["token_url"]), "issue an OAuth access token"
             data = self.fetch_json("POST", url, what=what, json=body, kind=None)
-            token = data.get("access_token") if isinstance(data, dict) else None
-            lifetime = data.get("expires_in") if isinstance(data, dict) else None
-            if not isinstance(token, str) or not token:
-                raise LookupFailed(
-                    f"{self.name}'s OAuth token endpoint answered without access_token"
-                )
-            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
-                lifetime = 3600
-            if lifetime <= 0:
-                raise LookupFailed(f"{self.name}'s OAuth token endpoint issued an expired token")
-            # Refresh before expiry: a minute early, or a tenth early for short lifetimes.
-            margin = min(60.0, lifetime / 10)
-            self._token = (token, time.monotonic() + lifetime - margin)
-            return token
+            self._token = issued_token(data, f"{self.name}'s OAuth token endpoint")
+            return self._token[0]
 
     def _forget_token(self, used: str) -> None:
         with self._token_lock:

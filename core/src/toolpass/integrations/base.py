@@ -102,6 +102,22 @@ def load_actions(system: str) -> tuple[Action, ...]:
     return tuple(actions)
 
 
+def issued_token(data: Any, who: str) -> tuple[str, float]:
+    """An OAuth token endpoint's answer as ``(access token, when to refresh it)`` on the
+    ``time.monotonic()`` clock: a minute before it expires, or a tenth of its lifetime early
+    for short ones (an hour when ``expires_in`` is missing); ``LookupFailed`` naming ``who``
+    when the answer holds no token or an expired one."""
+    token = data.get("access_token") if isinstance(data, dict) else None
+    lifetime = data.get("expires_in") if isinstance(data, dict) else None
+    if not isinstance(token, str) or not token:
+        raise LookupFailed(f"{who} answered without access_token")
+    if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
+        lifetime = 3600
+    if lifetime <= 0:
+        raise LookupFailed(f"{who} issued an expired token")
+    return token, time.monotonic() + lifetime - min(60.0, lifetime / 10)
+
+
 @dataclass(frozen=True, slots=True)
 class ProbeResult:
     """Whether a connection's credential works, live, and what was seen."""

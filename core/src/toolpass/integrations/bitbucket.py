@@ -44,6 +44,7 @@ from toolpass.integrations.base import (
     LookupFailed,
     ProbeResult,
     Remembered,
+    issued_token,
     load_actions,
 )
 from toolpass.wire.errors import ConfigError
@@ -187,15 +188,8 @@ class Bitbucket(Integration):
             if answer.status != 200:
                 raise self.failure(answer, what)
             data = self.parse(answer, what)
-            token, lifetime = data.get("access_token"), data.get("expires_in")
-            if not isinstance(token, str) or not token:
-                raise LookupFailed("bitbucket's OAuth token endpoint answered without access_token")
-            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
-                lifetime = 3600
-            if lifetime <= 0:
-                raise LookupFailed("bitbucket's OAuth token endpoint issued an expired token")
-            self._token = (token, time.monotonic() + lifetime - min(60.0, lifetime / 10))
-            return token
+            self._token = issued_token(data, "bitbucket's OAuth token endpoint")
+            return self._token[0]
 
     def secret_values(self) -> Iterator[str]:
         yield from super().secret_values()

@@ -47,6 +47,7 @@ from toolpass.integrations.base import (
     LookupFailed,
     ProbeResult,
     Remembered,
+    issued_token,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
@@ -228,15 +229,8 @@ class Databricks(Integration):
             if answer.status != 200:
                 raise self.failure(answer, what)
             data = self.parse(answer, what)
-            token, lifetime = data.get("access_token"), data.get("expires_in")
-            if not isinstance(token, str) or not token:
-                raise LookupFailed("databricks' token endpoint answered without access_token")
-            if isinstance(lifetime, bool) or not isinstance(lifetime, (int, float)):
-                lifetime = 3600
-            if lifetime <= 0:
-                raise LookupFailed("databricks' token endpoint issued an expired token")
-            self._token = (token, time.monotonic() + lifetime - min(60.0, lifetime / 10))
-            return token
+            self._token = issued_token(data, "databricks' token endpoint")
+            return self._token[0]
 
     def secret_values(self) -> Iterator[str]:
         yield from super().secret_values()
