@@ -863,3 +863,14 @@ class TestJiraConformance(IntegrationConformance):
 
     def connection(self, api: FakeJira, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+
+def test_a_token_the_engine_was_issued_is_kept_out_of_reasons(fake: FakeJira) -> None:
+    """The kit keeps ``issued`` (an OAuth access token, a Vault client token) among the
+    connection's secrets, for every system that holds one."""
+    with Toolpass([conn(fake)]) as tp:
+        site = tp.integration("jira-main")
+        assert "minted-token" not in list(site.secret_values())
+        site.issued = ("minted-token", 0.0)
+        assert "minted-token" in list(site.secret_values())
+        assert "classic-token" in list(site.secret_values())

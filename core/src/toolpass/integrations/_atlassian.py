@@ -13,7 +13,7 @@ import base64
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from toolpass.integrations.base import ConfigKey, Integration, LookupFailed, issued_token
@@ -76,7 +76,6 @@ class AtlassianSite(Integration):
         super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
         self._cloud_id: str | None = self.options.get("cloud_id")
-        self._token: tuple[str, float] | None = None  # (access token, refresh after)
         self._token_lock = threading.Lock()
 
     @classmethod
@@ -124,8 +123,8 @@ class AtlassianSite(Integration):
 
     def _access_token(self) -> str:
         with self._token_lock:
-            if self._token is not None and time.monotonic() < self._token[1]:
-                return self._token[0]
+            if self.issued is not None and time.monotonic() < self.issued[1]:
+                return self.issued[0]
             body = {
                 "grant_type": "client_credentials",
                 "client_id": self.options["client_id"],
@@ -133,13 +132,13 @@ class AtlassianSite(Integration):
             }
             url, what = str(self.options["token_url"]), "issue an OAuth access token"
             data = self.fetch_json("POST", url, what=what, json=body, kind=None)
-            self._token = issued_token(data, f"{self.name}'s OAuth token endpoint")
-            return self._token[0]
+            self.issued = issued_token(data, f"{self.name}'s OAuth token endpoint")
+            return self.issued[0]
 
     def _forget_token(self, used: str) -> None:
         with self._token_lock:
-            if self._token is not None and f"Bearer {self._token[0]}" == used:
-                self._token = None
+            if self.issued is not None and f"Bearer {self.issued[0]}" == used:
+                self.issued = None
 
     def _api(
         self,
@@ -181,8 +180,3 @@ class AtlassianSite(Integration):
         if isinstance(messages, list) and messages and isinstance(messages[0], str):
             return messages[0]
         return super().error_detail(data)
-
-    def secret_values(self) -> Iterator[str]:
-        yield from super().secret_values()
-        if self._token is not None:
-            yield self._token[0]

@@ -170,6 +170,9 @@ class Integration(ABC):
     _action_index: ClassVar[dict[str, Action] | None] = None
     _route_table: ClassVar[RouteTable | None] = None
     default_url: ClassVar[str | None] = None
+    #: A token the engine was issued and uses now (``issued_token``: the token, and when to
+    #: refresh it), kept out of reasons like the connection's own secrets.
+    issued: tuple[str, float] | None = None
     identity_modes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: ConnectionConfig, http: HTTPClient | None = None) -> None:
@@ -421,8 +424,10 @@ class Integration(ABC):
         raise LookupFailed(too_many)
 
     def secret_values(self) -> Iterator[str]:
-        """The connection's secrets, as far as they resolve now (to keep them out of
-        reasons)."""
+        """The connection's secrets, as far as they resolve now, and the token the engine
+        was issued (``issued``): to keep them out of reasons."""
+        if self.issued is not None:
+            yield self.issued[0]
         for value in self.options.values():
             if isinstance(value, Secret):
                 try:

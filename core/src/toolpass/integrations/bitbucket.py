@@ -32,7 +32,7 @@ import base64
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -133,7 +133,6 @@ class Bitbucket(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._token: tuple[str, float] | None = None  # (access token, refresh after)
         self._token_lock = threading.Lock()
         self._lists: Remembered[str, tuple[dict[str, Any], ...]] = Remembered(1000)
 
@@ -170,8 +169,8 @@ class Bitbucket(Integration):
 
     def _access_token(self) -> str:
         with self._token_lock:
-            if self._token is not None and time.monotonic() < self._token[1]:
-                return self._token[0]
+            if self.issued is not None and time.monotonic() < self.issued[1]:
+                return self.issued[0]
             pair = f"{self.options['client_id']}:{self.secret('client_secret')}".encode()
             headers = {
                 "Authorization": "Basic " + base64.b64encode(pair).decode("ascii"),
@@ -188,13 +187,8 @@ class Bitbucket(Integration):
             if answer.status != 200:
                 raise self.failure(answer, what)
             data = self.parse(answer, what)
-            self._token = issued_token(data, "bitbucket's OAuth token endpoint")
-            return self._token[0]
-
-    def secret_values(self) -> Iterator[str]:
-        yield from super().secret_values()
-        if self._token is not None:
-            yield self._token[0]
+            self.issued = issued_token(data, "bitbucket's OAuth token endpoint")
+            return self.issued[0]
 
     def error_detail(self, data: Any) -> str | None:
         """Bitbucket's ``{"type": "error", "error": {"message": ...}}``, else the common keys."""

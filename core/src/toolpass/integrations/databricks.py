@@ -35,7 +35,7 @@ import base64
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -166,7 +166,6 @@ class Databricks(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._token: tuple[str, float] | None = None
         self._token_lock = threading.Lock()
         self._kept: Remembered[str, Any] = Remembered(2000)
 
@@ -216,8 +215,8 @@ class Databricks(Integration):
 
     def _access_token(self) -> str:
         with self._token_lock:
-            if self._token is not None and time.monotonic() < self._token[1]:
-                return self._token[0]
+            if self.issued is not None and time.monotonic() < self.issued[1]:
+                return self.issued[0]
             pair = f"{self.options['client_id']}:{self.secret('client_secret')}".encode()
             headers = {
                 "Authorization": "Basic " + base64.b64encode(pair).decode("ascii"),
@@ -229,13 +228,8 @@ class Databricks(Integration):
             if answer.status != 200:
                 raise self.failure(answer, what)
             data = self.parse(answer, what)
-            self._token = issued_token(data, "databricks' token endpoint")
-            return self._token[0]
-
-    def secret_values(self) -> Iterator[str]:
-        yield from super().secret_values()
-        if self._token is not None:
-            yield self._token[0]
+            self.issued = issued_token(data, "databricks' token endpoint")
+            return self.issued[0]
 
     def error_detail(self, data: Any) -> str | None:
         """Databricks' ``{"error_code", "message"}``; SCIM's ``detail``; OAuth's

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from toolpass.integrations.base import (
@@ -129,7 +129,6 @@ class Vault(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._caps: Remembered[tuple[str, str], frozenset[str]] = Remembered(10_000)
-        self._token: tuple[str, float] | None = None  # (AppRole client token, renew after)
         self._login_lock = threading.Lock()
 
     # --- configuration ---------------------------------------------------------------
@@ -168,8 +167,8 @@ class Vault(Integration):
     def _login(self) -> str:
         """The AppRole login's client token, kept until shortly before its lease ends."""
         with self._login_lock:
-            if self._token is not None and time.monotonic() < self._token[1]:
-                return self._token[0]
+            if self.issued is not None and time.monotonic() < self.issued[1]:
+                return self.issued[0]
             mount = self.options.get("approle_mount", "approle")
             what = "log the engine in with its AppRole"
             data = self.fetch_json(
@@ -187,18 +186,13 @@ class Vault(Integration):
             if isinstance(lease, bool) or not isinstance(lease, (int, float)) or lease < 0:
                 raise LookupFailed(f"vault's answer to {what} has no lease_duration")
             life = float(lease) or 86400.0  # 0: a token that does not expire
-            self._token = (token, time.monotonic() + life - min(60.0, life / 10))
+            self.issued = (token, time.monotonic() + life - min(60.0, life / 10))
             return token
-
-    def secret_values(self) -> Iterator[str]:
-        yield from super().secret_values()
-        if self._token is not None:
-            yield self._token[0]
 
     def failure(self, answer: Response, what: str) -> LookupFailed:
         """As the kit says; a refused AppRole token is dropped, so the next check logs in."""
         if answer.status in (401, 403):
-            self._token = None
+            self.issued = None
         return super().failure(answer, what)
 
     def error_detail(self, data: Any) -> str | None:
