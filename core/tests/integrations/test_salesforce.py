@@ -217,6 +217,27 @@ def test_client_credentials_token_is_fetched_cached_and_replaced_once(
         assert "wrong-secret" not in d.reason
 
 
+def test_an_issued_token_echoed_in_an_error_stays_out_of_the_reason(
+    fake: FakeSalesforce,
+) -> None:
+    settings = conn(
+        fake,
+        auth="client_credentials",
+        client_id="client-1",
+        client_secret=literal("client-secret"),
+    )
+    del settings["access_token"]
+    with Toolpass([settings]) as tp:
+        assert check(tp, "dana@example.com", "record.edit", RECORD).allowed
+        (issued,) = (t for t in fake.tokens if t.startswith("00D!"))
+        echo = [{"message": f"session {issued} is locked", "errorCode": "LOCKED"}]
+        fake.fail(500, body=echo, path=r".*/query")
+        d = check(tp, "rory@example.com", "record.read", RECORD, fresh=True)
+        assert d.decision == "unknown"
+        assert "is locked" in d.reason
+        assert issued not in d.reason
+
+
 def test_query_pages_are_followed(tp: Toolpass, fake: FakeSalesforce) -> None:
     fake.page_size = 1
     fake.grant_object(DANA, "Contact", "Read", via="0PS00000000000YAAA")

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolpass.integrations.base import (
@@ -34,6 +35,7 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
+    issued_token,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
@@ -121,7 +123,6 @@ class Salesforce(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._token: str | None = None
         self._token_lock = threading.Lock()
 
     # --- configuration -----------------------------------------------------------------
@@ -166,8 +167,8 @@ class Salesforce(Integration):
         if self.options.get("auth", "token") == "token":
             return self.secret("access_token")
         with self._token_lock:
-            if self._token is not None:
-                return self._token
+            if self.issued is not None and time.monotonic() < self.issued[1]:
+                return self.issued[0]
         form = {
             "grant_type": "client_credentials",
             "client_id": str(self.options["client_id"]),
@@ -181,13 +182,10 @@ class Salesforce(Integration):
         )
         if answer.status != 200:
             raise self.failure(answer, what)
-        data = self.parse(answer, what)
-        token = data.get("access_token")
-        if not isinstance(token, str) or not token:
-            raise LookupFailed("salesforce's token answer has no access_token")
+        issued = issued_token(self.parse(answer, what), "salesforce's token endpoint")
         with self._token_lock:
-            self._token = token
-        return token
+            self.issued = issued
+        return issued[0]
 
     def _get(self, path: str, what: str, params: Mapping[str, str] | None = None) -> Any:
         """A GET with the engine's token; a client-credentials token rejected once is
@@ -196,9 +194,9 @@ class Salesforce(Integration):
             token = self._access_token()
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
             answer = self.answer("GET", path, what=what, params=params, headers=headers)
-            if answer.status == 401 and attempt == 1 and self._token == token:
+            if answer.status == 401 and attempt == 1 and self.issued and self.issued[0] == token:
                 with self._token_lock:
-                    self._token = None
+                    self.issued = None
                 continue
             if answer.status != 200:
                 raise self.failure(answer, what)
@@ -236,11 +234,6 @@ class Salesforce(Integration):
         if isinstance(data, dict) and isinstance(data.get("error_description"), str):
             return str(data["error_description"])
         return super().error_detail(data)
-
-    def secret_values(self) -> Iterator[str]:
-        yield from super().secret_values()
-        if self._token is not None:
-            yield self._token
 
     # --- identity ----------------------------------------------------------------------
     def _find(self, field: str, value: str) -> Sequence[str]:
