@@ -3,6 +3,7 @@
 Bottom to top (a layer may import only from the layers below it and from itself)::
 
     cli, demo       the command line and the demo: users of the public API
+    testing         an offline engine answering from a table, for examples and tests
     __init__        the public API, re-exported
     adapting        what every adapter shares
     toolkit         Toolkit, secured_tool, the pipeline, Session, approval, limits, untrusted
@@ -41,6 +42,7 @@ LAYERS: tuple[str, ...] = (
     "toolkit",
     "adapting",
     "__init__",
+    "testing",
     "demo",
     "cli",
 )
