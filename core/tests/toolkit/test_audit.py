@@ -2,6 +2,7 @@
 the call's outcome."""
 
 import asyncio
+import datetime
 import json
 import logging
 import threading
@@ -194,7 +195,9 @@ def test_the_event_records_the_call(drive, make_kit, events):
 
     event = events[-1]
     record = event.to_dict()
-    assert before <= record["time"] <= after
+    assert record["time"].endswith("Z")  # ISO-8601 UTC, to the millisecond
+    when = datetime.datetime.fromisoformat(record["time"].replace("Z", "+00:00")).timestamp()
+    assert before - 0.001 <= when <= after
     assert record["user"] == USER
     assert record["session"] == s.id
     assert (record["tool"], record["effect"]) == ("merge_pr", "write")

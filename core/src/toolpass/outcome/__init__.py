@@ -3,7 +3,7 @@
 The lowest layer the toolkit and the request hook share; it knows nothing of either.
 """
 
-from toolpass.outcome.audit import AuditEvent, JsonlSink, LogSink, emit
+from toolpass.outcome.audit import AuditEvent, DefaultSink, JsonlSink, LogSink, StderrSink, emit
 from toolpass.outcome.errors import CODES, ActionRefused, ApprovalPending, ToolError, ToolRefused
 
 __all__ = [
@@ -11,8 +11,10 @@ __all__ = [
     "ActionRefused",
     "ApprovalPending",
     "AuditEvent",
+    "DefaultSink",
     "JsonlSink",
     "LogSink",
+    "StderrSink",
     "ToolError",
     "ToolRefused",
     "emit",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import IO, Any, Literal
 
+from toolpass.outcome.audit_text import iso, line
 from toolpass.rules.redact import redact
 from toolpass.rules.secrets import scrub, secret_name
 from toolpass.rules.walk import plain
@@ -84,7 +86,7 @@ class AuditEvent:
         if self.arguments is not None:
             args = _clean(dict(self.arguments), secrets)
         return {
-            "time": self.time,
+            "time": iso(self.time),
             "user": self.user,
             "session": self.session_id,
             "tool": self.tool,
@@ -139,6 +141,61 @@ class JsonlSink:
         line = json.dumps(event.to_dict(), default=repr) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             f.write(line)
+
+
+class StderrSink:
+    """Writes one line per event to stderr (or ``stream``): readable text or JSON."""
+
+    def __init__(self, format: Literal["text", "json"] = "text", stream: IO[str] | None = None):
+        if format not in ("text", "json"):
+            raise ValueError(f"format must be 'text' or 'json', not {format!r}")
+        self.format = format
+        self.stream = stream
+        self._lock = threading.Lock()
+
+    def __call__(self, event: AuditEvent) -> None:
+        record = event.to_dict()
+        text = line(record) if self.format == "text" else json.dumps(record, default=repr)
+        stream = self.stream or sys.stderr
+        with self._lock:
+            stream.write(text + "\n")
+            stream.flush()
+
+
+#: The values ``TOOLPASS_AUDIT`` takes (``auto`` when unset).
+AUDIT_MODES = ("auto", "text", "json", "off")
+
+
+class DefaultSink:
+    """Where events go when a toolkit names no sink, as ``TOOLPASS_AUDIT`` says (read at
+    each call). ``auto`` (unset): JSON through logging (``toolpass.audit``, INFO) when the
+    application has configured logging, else one readable line on stderr. ``text`` or
+    ``json``: that format, through logging when it is configured, else on stderr. ``off``:
+    nowhere. An event goes one way only, never to both."""
+
+    def __init__(self) -> None:
+        self.logger = logging.getLogger("toolpass.audit")
+        self._text, self._json = StderrSink("text"), StderrSink("json")
+        self._warned = False
+
+    def __call__(self, event: AuditEvent) -> None:
+        mode = os.environ.get("TOOLPASS_AUDIT", "auto").strip().lower() or "auto"
+        if mode == "off":
+            return
+        if mode not in AUDIT_MODES:
+            if not self._warned:
+                self._warned = True
+                log.warning("TOOLPASS_AUDIT=%r is not one of %s; using auto", mode, AUDIT_MODES)
+            mode = "auto"
+        if self.logger.hasHandlers():
+            if self.logger.isEnabledFor(logging.INFO):
+                record = event.to_dict()
+                text = line(record) if mode == "text" else json.dumps(record, default=repr)
+                self.logger.info(text, extra={"toolpass_audit": record})
+        elif mode == "json":
+            self._json(event)
+        else:
+            self._text(event)
 
 
 def emit(event: AuditEvent, sinks: tuple[AuditSink, ...]) -> None:

@@ -1,6 +1,6 @@
 """The secure-tools API: every tool call passes one ordered pipeline of checks."""
 
-from toolpass.outcome.audit import AuditEvent, JsonlSink, LogSink
+from toolpass.outcome.audit import AuditEvent, DefaultSink, JsonlSink, LogSink, StderrSink
 from toolpass.outcome.errors import CODES, ApprovalPending, ToolError, ToolRefused
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest
 from toolpass.toolkit.authorize import PermissionCheck, permission_check
@@ -24,6 +24,7 @@ __all__ = [
     "ApprovalRequest",
     "AuditEvent",
     "CustomEffect",
+    "DefaultSink",
     "Effect",
     "JsonlSink",
     "LogSink",
@@ -31,6 +32,7 @@ __all__ = [
     "PermissionEngine",
     "Session",
     "Settings",
+    "StderrSink",
     "ToolCall",
     "ToolError",
     "ToolOptions",

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NewType, Protocol, TypedDict
 
 from toolpass.intercept.entitlements import Entitlements, Recorder
-from toolpass.outcome.audit import AuditEvent, JsonlSink, LogSink
+from toolpass.outcome.audit import AuditEvent, DefaultSink, JsonlSink, LogSink
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import ScopeRule
+from toolpass.store import Store, open_store
 from toolpass.toolkit.approval import ApprovalQueue
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ class ToolkitOptions(TypedDict, total=False):
     record: str | os.PathLike[str] | None
     entitlements: str | os.PathLike[str] | None
     effects: Iterable[str]
+    store: Store | str | None
 
 
 class ToolOptions(TypedDict, total=False):
@@ -112,7 +114,7 @@ class Settings:
     credentials: Credentials | None = None
     limits: Mapping[str, int] = dataclasses.field(default_factory=dict)  # by effect
     tool_limits: Mapping[str, int] = dataclasses.field(default_factory=dict)  # by tool name
-    audit: tuple[AuditSink, ...] = (LogSink(),)
+    audit: tuple[AuditSink, ...] = (DefaultSink(),)
     on_refuse: Callable[[ToolRefused], Any] | None = None
     exfiltration: Exfiltration = "approve"
     untrusted_inputs: UntrustedInputs = "check"
@@ -124,6 +126,7 @@ class Settings:
     record: Recorder | None = None
     entitlements: Entitlements | None = None
     effects: frozenset[str] = frozenset(EFFECTS)
+    store: Store | None = None
 
     def change(self, **options: Any) -> Settings:
         """These settings with ``options`` (as ``ToolkitOptions`` names them) changed."""
@@ -207,7 +210,7 @@ def _audit(value: Any) -> dict[str, Any]:
         given = (value,)
     else:
         given = tuple(value)
-    return {"audit": tuple(_sink(s) for s in given) or (LogSink(),)}
+    return {"audit": tuple(_sink(s) for s in given) or (DefaultSink(),)}
 
 
 def _approver(value: Any) -> dict[str, Any]:
@@ -301,4 +304,5 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "record": _record,
     "entitlements": _entitlements,
     "effects": _effects,
+    "store": lambda v: {"store": None if v is None else open_store(v)},
 }

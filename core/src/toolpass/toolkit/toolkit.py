@@ -45,13 +45,17 @@ class Toolkit:
     it), or a callable ``(name) -> secret``. ``limits``: calls per session by effect
     (``{"destructive": 3}``, or ``"tool:name"``/``"effect:name"`` keys); ``tool_limits``: by
     tool name. ``audit``: sinks (callables taking an ``AuditEvent``, file paths written as JSON
-    lines, or ``logging.Logger``s; ``LogSink()`` by default). ``on_refuse``: turns a refusal
-    into the tool's result (``str`` gives the model the message). ``exfiltration``:
-    ``"approve"`` or ``"refuse"``. ``untrusted_inputs``: what happens when the arguments of a
+    lines, or ``logging.Logger``s; by default ``DefaultSink()``: a readable line on stderr, or
+    JSON through logging once the application configures it, as ``TOOLPASS_AUDIT`` says).
+    ``on_refuse``: turns a refusal into the tool's result (``str`` gives the model the
+    message). ``exfiltration``: ``"approve"`` or ``"refuse"``. ``untrusted_inputs``: what happens when the arguments of a
     call that changes or sends something repeat untrusted text seen in the session:
     ``"check"`` (refused), ``"approve"`` (a person must approve) or ``"ignore"``
     (``on_untrusted_input`` is its older name: ``"refuse"`` or ``"approve"``). ``effects``:
-    effects of its own beside read, write and destructive (``["payment"]``).
+    effects of its own beside read, write and destructive (``["payment"]``). ``store``: where
+    conversations' sessions (limits, data flow, untrusted record) are kept, so that the worker
+    processes of one deployment share them (a ``toolpass.store`` URL or ``Store``; memory by
+    default).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -75,6 +79,7 @@ class Toolkit:
         #: every agent and adapter on this toolkit.
         self.conversations = Conversations()
         self._apply(Settings().change(**options))
+        self.conversations.use(self.settings.store)
 
     def configure(self, **options: Unpack[ToolkitOptions]) -> Toolkit:
         """Change settings; what is not named stays as it is. Takes effect on the next call."""
@@ -84,6 +89,8 @@ class Toolkit:
     def _apply(self, settings: Settings) -> None:
         before = getattr(self, "settings", None)
         self.settings = settings
+        if before is not None and settings.store is not before.store:
+            self.conversations.use(settings.store)
         engine = settings.permissions
         if before is None or engine is not before.permissions:
             self._router = None
