@@ -12,11 +12,18 @@
                                               an MCP server behind toolpass (needs toolpass-mcp)
     toolpass demo                             a scripted ops-agent session, no network
     toolpass lint MODULE [-config FILE]       each tool of a module's guards and its rule
+    toolpass audit tail [-n N] [--follow] [--json] FILE
+    toolpass audit filter [--user U] [--code C] [--tool T] [--outcome O] [--since S]
+                          [--json] FILE ...   events of JSON-lines audit files, one per line
+    toolpass audit summary [--json] FILE ...  counts per outcome, code, tool, user
 
 Flags may be written ``-config`` or ``--config``; FILE defaults to ``$TOOLPASS_CONFIG`` or
 ``toolpass.yaml``. Exit status: ``check`` gives 0 for allow, 1 for deny, 2 for unknown;
-``validate`` and ``probe`` give 0 when all is well and 1 otherwise; an error that stops a
-command (bad usage, an unreadable configuration) is one line on stderr and status 3.
+``validate`` and ``probe`` give 0 when all is well and 1 otherwise; ``audit filter`` gives 1
+when no event matched (lines that are not events are skipped and counted on stderr, never an
+error); an error that stops a command (bad usage, an unreadable configuration or audit file)
+is one line on stderr and status 3. ``probe`` prints a line per connection on stderr as each
+finishes when stderr is a terminal, or with ``--progress``.
 """
 
 from __future__ import annotations
@@ -94,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         "the configuration. Exit 0 when nothing is wrong, 1 otherwise.",
     )
     lint.add_argument("module")
+    _audit_parser(commands)
     serve = commands.add_parser("serve", help="Run the toolpass server (toolpass-server).")
     serve.add_argument("args", nargs="*", help="handed to the server as they are")
     proxy = commands.add_parser(
@@ -120,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "routes": _routes,
             "demo": _demo,
             "lint": _lint,
+            "audit": _audit,
         }[args.command]
         return command(args)
     except (_Fail, ToolpassError) as e:
@@ -312,6 +321,69 @@ def _import(name: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _audit_parser(commands: Any) -> None:
+    audit = commands.add_parser("audit", help="Read JSON-lines audit files.")
+    verbs = audit.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+    tail = verbs.add_parser("tail", help="The last events of a file, then new ones (--follow).")
+    tail.add_argument("-n", "--lines", type=int, default=10, metavar="N", help="default: 10")
+    tail.add_argument("-f", "--follow", action="store_true", help="wait for new events")
+    filt = verbs.add_parser("filter", help="The events that match every option given.")
+    filt.add_argument("--user", help="a user (a shell pattern: '*@example.com')")
+    filt.add_argument("--code", help="a refusal code, or an outcome (ok, error)")
+    filt.add_argument("--tool", help="a tool (a shell pattern: 'merge_*')")
+    filt.add_argument("--outcome", help="ok, refused, error, cancelled or unchecked")
+    filt.add_argument("--since", help="an ISO-8601 time, or a duration back from now: 15m, 2h")
+    summary = verbs.add_parser("summary", help="Counts per outcome, code, tool and user.")
+    for verb, many in ((tail, False), (filt, True), (summary, True)):
+        verb.add_argument("files", nargs="+" if many else 1, metavar="FILE")
+        verb.add_argument("--json", action="store_true", help="JSON lines, not text")
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from collections import deque
+
+    from toolpass.outcome import audit_read as ar
+    from toolpass.outcome.audit_text import line
+
+    tally = ar.Tally()
+
+    def show(record: ar.Record) -> None:
+        _out(json.dumps(record) if args.json else line(record))
+        sys.stdout.flush()
+
+    def notes() -> None:
+        for note in tally.report():
+            _err(f"toolpass: {note}")
+
+    try:
+        if args.verb == "summary":
+            counts = ar.summary(ar.read(args.files, tally))
+            notes()
+            for text in [json.dumps(counts)] if args.json else ar.summary_lines(counts):
+                _out(text)
+            return 0
+        if args.verb == "tail":
+            for record in deque(ar.read(args.files, tally), maxlen=max(args.lines, 0)):
+                show(record)
+            notes()
+            if args.follow:
+                for record in ar.follow(args.files[0], tally):
+                    show(record)
+            return 0
+        since = None if args.since is None else ar.moment(args.since)
+        test = ar.matcher(args.user, args.code, args.tool, args.outcome, since)
+        found = 0
+        for record in filter(test, ar.read(args.files, tally)):
+            found += 1
+            show(record)
+        notes()
+        return 0 if found else 1
+    except ValueError as e:
+        raise _Fail(str(e)) from None
+    except OSError as e:
+        raise _Fail(f"cannot read {e.filename}: {e.strerror}") from None
 
 
 def _describe(key: ConfigKey) -> str:

@@ -17,7 +17,7 @@ def iso(timestamp: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _plain(value: object) -> str:
+def plain(value: object) -> str:
     """One line of text: control characters (a newline, a terminal escape) shown escaped."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(value))
 
@@ -27,21 +27,21 @@ def reason(record: Mapping[str, Any]) -> str:
     else the message."""
     reasons = record.get("reasons") or []
     text = record.get("detail") or (reasons[-1] if reasons else "") or record.get("message")
-    text = " ".join(_plain(text or "").split())
+    text = " ".join(plain(text or "").split())
     return text if len(text) <= _REASON else text[: _REASON - 3] + "..."
 
 
 def line(record: Mapping[str, Any]) -> str:
     """One readable line: time, user, tool, outcome and code, duration, short reason."""
-    outcome = _plain(record.get("outcome") or "?")
+    outcome = plain(record.get("outcome") or "?")
     if record.get("code"):
-        outcome += f" {_plain(record['code'])}"
+        outcome += f" {plain(record['code'])}"
     when = record.get("time")
-    when = iso(when) if isinstance(when, (int, float)) else _plain(when or "-")
+    when = iso(when) if isinstance(when, (int, float)) else plain(when or "-")
     took = record.get("duration_ms")
     took = f" ({took:g} ms)" if isinstance(took, (int, float)) else ""
     why = reason(record)
     return (
-        f"{when} toolpass: {_plain(record.get('user') or '-')} {_plain(record.get('tool'))}"
+        f"{when} toolpass: {plain(record.get('user') or '-')} {plain(record.get('tool'))}"
         f" {outcome}{took}" + (f": {why}" if why else "")
     )
