@@ -1,4 +1,5 @@
-"""RS256 JSON Web Tokens (GitHub App authentication), signed with the ``crypto`` extra."""
+"""RS256 JSON Web Tokens (GitHub App authentication, Entra ID client assertions), signed with
+the ``crypto`` extra."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def rs256(claims: Mapping[str, Any], private_key_pem: str) -> str:
-    """A compact JWT of ``claims`` signed with an RSA private key (PEM, unencrypted)."""
+def rs256(
+    claims: Mapping[str, Any], private_key_pem: str, headers: Mapping[str, Any] | None = None
+) -> str:
+    """A compact JWT of ``claims`` signed with an RSA private key (PEM, unencrypted);
+    ``headers`` adds to the JOSE header (Entra ID's ``x5t``: the certificate's thumbprint)."""
     try:
         from cryptography.hazmat.primitives import hashes, serialization
         from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -29,7 +33,8 @@ def rs256(claims: Mapping[str, Any], private_key_pem: str) -> str:
         raise ConfigError("the private key is not an unencrypted PEM private key") from None
     if not isinstance(key, rsa.RSAPrivateKey):
         raise ConfigError("the private key is not an RSA key")
-    header = _b64(json.dumps({"alg": "RS256", "typ": "JWT"}, separators=(",", ":")).encode())
+    jose = {"alg": "RS256", "typ": "JWT", **(headers or {})}
+    header = _b64(json.dumps(jose, separators=(",", ":")).encode())
     payload = _b64(json.dumps(dict(claims), separators=(",", ":")).encode())
     signing_input = f"{header}.{payload}".encode()
     signature = key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())

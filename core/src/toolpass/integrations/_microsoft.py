@@ -1,0 +1,299 @@
+"""What Microsoft's systems (Azure Resource Manager, Microsoft 365 through Graph) share: how
+the engine signs in to Entra ID, and how it finds a user in the directory.
+
+The engine is an Entra ID application (``tenant_id`` + ``client_id``) that takes an access
+token per API (``https://management.azure.com/.default``, ``https://graph.microsoft.com/
+.default``, or the sovereign cloud's) from ``{authority_host}/{tenant}/oauth2/v2.0/token``
+with the client credentials grant. ``auth`` says how it proves who it is: ``secret`` (a
+client secret), ``certificate`` (a client assertion: a JWT signed RS256 with the
+certificate's private key, ``x5t`` its SHA-1 thumbprint; the ``crypto`` extra) or
+``workload_identity`` (a federated token a workload identity writes to a file, re-read for
+each new access token: AKS, GitHub Actions). ``cloud`` picks the authority host and the API
+audiences of AzureCloud, AzureUSGovernment or AzureChinaCloud; ``authority_host`` and
+``graph_url`` override them (sovereign clouds, tests). A token an API rejects (401) is
+dropped and taken again once.
+
+Users are Entra ID object ids. The look-up ``email`` reads ``GET /v1.0/users/{email}`` (a user
+whose userPrincipalName is the email), else ``$filter=mail eq '{email}'``, keeping only exact
+matches; a disabled account (``accountEnabled`` false) is remembered and denied.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+from toolpass.integrations.base import ConfigKey, Integration, LookupFailed, issued_token
+from toolpass.wire.errors import ConfigError
+from toolpass.wire.http import Response, check_url
+from toolpass.wire.identity import same_email
+from toolpass.wire.jwt import rs256
+
+#: cloud -> (authority host, Resource Manager endpoint, Graph endpoint)
+CLOUDS: dict[str, tuple[str, str, str]] = {
+    "AzureCloud": (
+        "https://login.microsoftonline.com",
+        "https://management.azure.com",
+        "https://graph.microsoft.com",
+    ),
+    "AzureUSGovernment": (
+        "https://login.microsoftonline.us",
+        "https://management.usgovcloudapi.net",
+        "https://graph.microsoft.us",
+    ),
+    "AzureChinaCloud": (
+        "https://login.chinacloudapi.cn",
+        "https://management.chinacloudapi.cn",
+        "https://microsoftgraph.chinacloudapi.cn",
+    ),
+}
+GUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,99}")
+_NEEDS = {
+    "secret": "client_secret",
+    "certificate": "certificate",
+    "workload_identity": "federated_token_file",
+}
+_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+def entra_keys(credential: str) -> tuple[ConfigKey, ...]:
+    """The keys of signing in to Entra ID; ``credential`` says what the app needs."""
+    return (
+        ConfigKey("tenant_id", "The Entra ID tenant (directory) id or domain.", required=True),
+        ConfigKey(
+            "client_id", f"The engine's application (client) id. {credential}", required=True
+        ),
+        ConfigKey(
+            "auth",
+            "How the engine proves who it is: secret (client_secret), certificate (a PEM with "
+            "the private key and the certificate, signed client assertions; the crypto extra) "
+            "or workload_identity (federated_token_file: AKS puts its path in "
+            "AZURE_FEDERATED_TOKEN_FILE).",
+            default="secret",
+            choices=tuple(_NEEDS),
+        ),
+        ConfigKey("client_secret", "The application's client secret (auth secret).", secret=True),
+        ConfigKey(
+            "certificate",
+            "A PEM holding the application certificate's unencrypted private key and the "
+            "certificate (auth certificate).",
+            secret=True,
+        ),
+        ConfigKey(
+            "federated_token_file",
+            "The file a workload identity writes its federated token to (auth "
+            "workload_identity); read anew for each access token.",
+        ),
+        ConfigKey(
+            "cloud",
+            "The Microsoft cloud: its authority host and API audiences.",
+            default="AzureCloud",
+            choices=tuple(CLOUDS),
+        ),
+        ConfigKey("authority_host", "The Entra ID authority host (default: the cloud's)."),
+        ConfigKey("graph_url", "The Microsoft Graph endpoint (default: the cloud's)."),
+    )
+
+
+class MicrosoftCloud(Integration):
+    """An Entra ID application: its access tokens, Graph requests and the directory look-up."""
+
+    identity_modes = ("email",)
+    #: The API the connection's ``url`` is: "arm" or "graph" (its token's audience).
+    api: ClassVar[str] = "arm"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cloud = CLOUDS[str(self.options.get("cloud") or "AzureCloud")]
+        self._authority = str(self.options.get("authority_host") or cloud[0]).rstrip("/")
+        self._graph = str(self.options.get("graph_url") or cloud[2]).rstrip("/")
+        self._audience = {"arm": cloud[1], "graph": cloud[2]}
+        self._tokens: dict[str, tuple[str, float]] = {}
+        self._token_lock = threading.Lock()
+        self._disabled: set[str] = set()
+
+    @classmethod
+    def validate(cls, options: Mapping[str, Any]) -> None:
+        auth = str(options.get("auth") or "secret")
+        if options.get(_NEEDS[auth]) is None:
+            raise ConfigError(f"auth {auth} needs {_NEEDS[auth]}", _NEEDS[auth])
+        if not _TENANT.fullmatch(str(options.get("tenant_id"))):
+            raise ConfigError("must be a tenant id or domain", "tenant_id")
+        for key in ("authority_host", "graph_url"):
+            if options.get(key) is not None:
+                check_url(options[key], key)
+
+    # --- tokens ----------------------------------------------------------------------------
+    def token(self, api: str) -> str:
+        """An access token for ``api`` ("arm" or "graph"), taken anew a minute before it
+        expires."""
+        with self._token_lock:
+            held = self._tokens.get(api)
+            if held is not None and time.monotonic() < held[1]:
+                return held[0]
+            url = f"{self._authority}/{quote(str(self.options['tenant_id']))}/oauth2/v2.0/token"
+            form = {
+                "grant_type": "client_credentials",
+                "client_id": str(self.options["client_id"]),
+                "scope": self._audience[api] + "/.default",
+                **self._proof(url),
+            }
+            body = "&".join(f"{k}={quote(v, safe='')}" for k, v in form.items()).encode()
+            headers = {"Content-Type": "application/x-www-form-urlencoded"}
+            what = "take an access token from Entra ID"
+            answer = self.answer("POST", url, what=what, headers=headers, body=body)
+            if answer.status != 200:
+                raise self.failure(answer, what)
+            got = issued_token(self.parse(answer, what), "Entra ID's token endpoint")
+            self._tokens[api] = got
+            self.issued = got
+            return got[0]
+
+    def _proof(self, token_url: str) -> dict[str, str]:
+        auth = str(self.options.get("auth") or "secret")
+        if auth == "secret":
+            return {"client_secret": self.secret("client_secret")}
+        if auth == "workload_identity":
+            path = Path(str(self.options["federated_token_file"]))
+            try:
+                assertion = path.read_text("utf-8").strip()
+            except OSError as e:
+                raise LookupFailed(f"the federated token file cannot be read ({e.strerror})")
+            if not assertion:
+                raise LookupFailed("the federated token file is empty")
+        else:
+            pem = self.secret("certificate")
+            now = int(time.time())
+            claims = {
+                "aud": token_url,
+                "iss": self.options["client_id"],
+                "sub": self.options["client_id"],
+                "jti": str(uuid.uuid4()),
+                "nbf": now,
+                "iat": now,
+                "exp": now + 600,
+            }
+            assertion = rs256(claims, pem, {"x5t": thumbprint(pem)})
+        return {"client_assertion_type": _ASSERTION, "client_assertion": assertion}
+
+    def _forget(self, api: str, used: str) -> None:
+        with self._token_lock:
+            if self._tokens.get(api, ("",))[0] == used:
+                del self._tokens[api]
+
+    def call(
+        self,
+        method: str,
+        url: str,
+        *,
+        api: str,
+        what: str,
+        params: Mapping[str, str | None] | None = None,
+        json: Any = None,
+    ) -> Response:
+        """One request to ``url`` with ``api``'s token, taken again once when rejected."""
+        for attempt in (1, 2):
+            token = self.token(api)
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            answer = self.answer(method, url, what=what, params=params, json=json, headers=headers)
+            if answer.status == 401 and attempt == 1:
+                self._forget(api, token)
+                continue
+            return answer
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def api_json(
+        self,
+        method: str,
+        url: str,
+        *,
+        api: str,
+        what: str,
+        params: Mapping[str, str | None] | None = None,
+        json: Any = None,
+        absent: tuple[int, ...] = (),
+    ) -> Any:
+        """The JSON object ``url`` answers (None for an ``absent`` status)."""
+        answer = self.call(method, url, api=api, what=what, params=params, json=json)
+        if answer.status in absent:
+            return None
+        if answer.status != 200:
+            raise self.failure(answer, what)
+        return self.parse(answer, what)
+
+    def graph(self, path: str, *, what: str, **kw: Any) -> Any:
+        """A Graph v1.0 GET (or ``method=``) of ``path``."""
+        method = kw.pop("method", "GET")
+        return self.api_json(method, f"{self._graph}/v1.0{path}", api="graph", what=what, **kw)
+
+    def error_detail(self, data: Any) -> str | None:
+        """ARM's and Graph's ``{"error": {"code", "message"}}``; Entra ID's
+        ``error_description``."""
+        if isinstance(data, dict):
+            error = data.get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                return f"{error.get('code')}: {error['message']}"
+            if isinstance(data.get("error_description"), str):
+                return str(data["error_description"]).splitlines()[0]
+        return super().error_detail(data)
+
+    def secret_values(self) -> Iterator[str]:
+        yield from super().secret_values()
+        yield from (t for t, _ in list(self._tokens.values()))
+
+    # --- the directory ---------------------------------------------------------------------
+    def lookup_email(self, email: str) -> Sequence[str]:
+        """The Entra ID user whose userPrincipalName or mail is ``email`` (exactly)."""
+        select = {"$select": "id,userPrincipalName,mail,accountEnabled"}
+        what = "find the user in Entra ID"
+        one = self.graph(
+            f"/users/{quote(email, safe='@')}", what=what, params=select, absent=(404,)
+        )
+        found = [one] if one is not None and same_email(one.get("userPrincipalName"), email) else []
+        if not found:
+            escaped = email.replace("'", "''")
+            params = {**select, "$filter": f"mail eq '{escaped}'"}
+            listed = self.graph("/users", what=what, params=params).get("value")
+            if not isinstance(listed, list):
+                raise LookupFailed(f"{self.name}: Graph's answer to {what} has no value list")
+            found = [u for u in listed if isinstance(u, dict) and same_email(u.get("mail"), email)]
+        ids = [
+            str(u["id"]) for u in found if isinstance(u.get("id"), str) and GUID.fullmatch(u["id"])
+        ]
+        for user in found:
+            if user.get("accountEnabled") is False:
+                self._disabled.add(str(user.get("id")).lower())
+        return ids
+
+    def disabled(self, oid: str) -> bool:
+        """Whether the look-up found ``oid``'s account disabled."""
+        return oid.lower() in self._disabled
+
+
+def thumbprint(pem: str) -> str:
+    """The base64url SHA-1 thumbprint (``x5t``) of the certificate in ``pem``."""
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives.serialization import Encoding
+    except ImportError:
+        raise ConfigError(
+            "a certificate credential needs the crypto extra: pip install 'toolpass-core[crypto]'"
+        ) from None
+    start = pem.find("-----BEGIN CERTIFICATE-----")
+    if start < 0:
+        raise ConfigError("the certificate PEM holds no CERTIFICATE block", "certificate")
+    try:
+        cert = x509.load_pem_x509_certificate(pem[start:].encode())
+    except ValueError:
+        raise ConfigError("the certificate PEM's CERTIFICATE block is not valid") from None
+    digest = hashlib.sha1(cert.public_bytes(Encoding.DER)).digest()  # noqa: S324 - x5t is SHA-1
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
