@@ -5,6 +5,7 @@ The lowest layer the toolkit and the request hook share; it knows nothing of eit
 
 from toolpass.outcome.audit import AuditEvent, DefaultSink, JsonlSink, LogSink, StderrSink, emit
 from toolpass.outcome.errors import CODES, ActionRefused, ApprovalPending, ToolError, ToolRefused
+from toolpass.outcome.otel import OtelSink
 
 __all__ = [
     "CODES",
@@ -14,6 +15,7 @@ __all__ = [
     "DefaultSink",
     "JsonlSink",
     "LogSink",
+    "OtelSink",
     "StderrSink",
     "ToolError",
     "ToolRefused",

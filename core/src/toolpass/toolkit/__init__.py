@@ -2,6 +2,7 @@
 
 from toolpass.outcome.audit import AuditEvent, DefaultSink, JsonlSink, LogSink, StderrSink
 from toolpass.outcome.errors import CODES, ApprovalPending, ToolError, ToolRefused
+from toolpass.outcome.otel import OtelSink
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest
 from toolpass.toolkit.authorize import PermissionCheck, permission_check
 from toolpass.toolkit.session import Session, current_session
@@ -28,6 +29,7 @@ __all__ = [
     "Effect",
     "JsonlSink",
     "LogSink",
+    "OtelSink",
     "PermissionCheck",
     "PermissionEngine",
     "Session",
