@@ -3,7 +3,8 @@
 ::
 
     toolpass validate [-config FILE]          the file, secret references, CA files; no network
-    toolpass probe [-config FILE] [ID ...]    each connection's credential, live
+    toolpass probe [-config FILE] [--progress] [ID ...]
+                                              each connection's credential, live
     toolpass check USER CONNECTION ACTION RESOURCE [-config FILE] [-fresh] [-json]
     toolpass catalog [NAME]                   the integrations, or one's keys and actions
     toolpass routes NAME [-action A] [-json]  an integration's route table
@@ -33,6 +34,7 @@ import importlib
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -78,6 +80,11 @@ def _parser() -> argparse.ArgumentParser:
     with_config("validate", "Check the configuration without using the network.")
     probe = with_config("probe", "Ask each connection's system whether its credential works.")
     probe.add_argument("connections", nargs="*", metavar="ID")
+    probe.add_argument(
+        "--progress",
+        action="store_true",
+        help="a line on stderr as each connection finishes (the default on a terminal)",
+    )
     check = with_config(
         "check",
         "One decision; exit 0 allow, 1 deny, 2 could not be answered, 3 bad usage, "
@@ -205,9 +212,18 @@ def _probe(args: argparse.Namespace) -> int:
         unknown = [c for c in args.connections if c not in tp.connections]
         if unknown:
             raise _Fail(f"no connection {unknown[0]!r} in {args.config}")
+        ids = list(args.connections or tp.connections)
+        progress = args.progress or sys.stderr.isatty()
         results = {}
-        for conn_id in args.connections or tp.connections:
-            results.update(tp.probe(conn_id))
+        for n, conn_id in enumerate(ids, 1):
+            started = time.monotonic()
+            found = tp.probe(conn_id)
+            results.update(found)
+            if progress:
+                ok = all(r.ok for r in found.values())
+                took = time.monotonic() - started
+                _err(f"[{n}/{len(ids)}] {conn_id}: {'ok' if ok else 'FAILED'} ({took:.1f} s)")
+                sys.stderr.flush()
     for conn_id, result in results.items():
         _out(f"{conn_id}: {'ok' if result.ok else 'FAILED'}: {result.detail}")
     return 0 if all(r.ok for r in results.values()) else 1
