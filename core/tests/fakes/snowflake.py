@@ -47,12 +47,13 @@ def error(status: int, code: str, message: str) -> Reply:
 
 
 def grant(kind: str, *names: str, privileges: tuple[str, ...] = ("USAGE",)) -> dict[str, Any]:
-    """A Grant row as the REST API answers it (names as identifiers)."""
+    """A Grant row as the REST API answers it (names as identifiers); a role granted to a user
+    names no privilege (snowflake.core's ``UserResource.grant_role`` sends none)."""
     keys = {1: ["name"], 2: ["database", "name"], 3: ["database", "schema", "name"]}[len(names)]
     return {
         "securable_type": kind,
         "securable": dict(zip(keys, names, strict=True)),
-        "privileges": list(privileges),
+        **({"privileges": list(privileges)} if privileges else {}),
         "grant_option": False,
         "granted_by": "SECURITYADMIN",
         "created_on": "2026-01-01T00:00:00Z",
@@ -110,7 +111,7 @@ class FakeSnowflake(FakeServer):
         if secondary is not None:
             user["default_secondary_roles"] = secondary
         self.users[fold(name)] = user
-        self.user_grants[fold(name)] = [grant("ROLE", r) for r in roles]
+        self.user_grants[fold(name)] = [grant("ROLE", r, privileges=()) for r in roles]
         return user
 
     def role(self, name: str, *rows: dict[str, Any]) -> None:

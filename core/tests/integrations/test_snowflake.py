@@ -137,6 +137,32 @@ def test_a_default_role_not_granted_is_public(fake: FakeSnowflake) -> None:
     assert "PUBLIC" in d.reason
 
 
+def test_a_default_role_held_through_another_is_the_primary(fake: FakeSnowflake) -> None:
+    fake.users["ERIN"].update(default_role="ANALYST", default_secondary_roles="NONE")
+    with Toolpass([conn(fake)]) as tp:
+        assert check(tp, "erin", "table.read", ORDERS).allowed  # ANALYST, below SALES_OWNER
+        d = check(tp, "erin", "table.manage", ORDERS)
+    assert d.decision == "deny"
+
+
+def test_role_grants_with_or_without_usage_and_ownership_of_a_role(
+    tp: Toolpass, fake: FakeSnowflake
+) -> None:
+    fake.role("AUDITOR", grant("ROLE", "ANALYST", privileges=()))
+    fake.role("ROLE_ADMIN", grant("ROLE", "SALES_OWNER", privileges=("OWNERSHIP",)))
+    fake.add_user("IVY", "AUDITOR", "ROLE_ADMIN", email="ivy@example.com")
+    assert check(tp, "ivy", "table.read", ORDERS).allowed  # a role named with no privilege
+    d = check(tp, "ivy", "table.manage", ORDERS)  # owning a role is not holding it
+    assert d.decision == "deny"
+
+
+def test_a_database_named_by_its_database_field(tp: Toolpass, fake: FakeSnowflake) -> None:
+    row = grant("DATABASE", "OTHER")
+    row["securable"] = {"database": "OTHER"}
+    fake.role("ANALYST", row)
+    assert check(tp, "dana", "database.use", "database:other").allowed
+
+
 def test_imported_privileges_hold_the_reads_of_a_shared_database(
     tp: Toolpass, fake: FakeSnowflake
 ) -> None:

@@ -74,6 +74,7 @@ _TABLES = frozenset(
         "HYBRID TABLE",
     }
 )
+_ONE_PART = frozenset({"DATABASE", "WAREHOUSE", "ROLE", "USER", "INTEGRATION"})
 _IMPORTED = "IMPORTED PRIVILEGES"
 _READS = frozenset({"USAGE", "SELECT"})
 _HANDLE = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -331,8 +332,8 @@ class Snowflake(Integration):
         granted = self._user_roles(name)
         default = info.get("default_role")
         primary = canonical(default) if isinstance(default, str) and default else PUBLIC
-        if ("ROLE", (primary,)) not in granted:
-            primary = PUBLIC
+        if ("ROLE", (primary,)) not in self._closure(granted):
+            primary = PUBLIC  # Snowflake starts with PUBLIC when the default is not held
         secondary = _secondary(info.get("default_secondary_roles"))
         if self.options.get("roles") == "any":
             return self._decide(name, declared, target, [granted], granted)
@@ -519,13 +520,19 @@ def _kind(row: Mapping[str, Any]) -> str:
 
 
 def _securable(row: Mapping[str, Any]) -> tuple[str, tuple[str, ...]] | None:
+    """The securable a grant row names, as ``(KIND, stored name parts)``: ``securable``'s
+    ``database``, ``schema`` and ``name`` that are set (a database named twice, or by
+    ``database`` alone, is one part)."""
     kind, found = _kind(row), row.get("securable")
     if kind == "ACCOUNT":
         return ("ACCOUNT", ())
-    if not kind or not isinstance(found, dict) or not isinstance(found.get("name"), str):
+    if not kind or not isinstance(found, dict):
         return None
-    parts = [found.get(k) for k in ("database", "schema")] + [found["name"]]
-    return (kind, tuple(canonical(p) for p in parts if isinstance(p, str) and p))
+    given = [found.get(k) for k in ("database", "schema", "name")]
+    parts = tuple(canonical(p) for p in given if isinstance(p, str) and p)
+    if kind in _ONE_PART and len(set(parts)) == 1:
+        parts = parts[:1]
+    return (kind, parts) if parts else None
 
 
 def _privileges(row: Mapping[str, Any]) -> set[str]:
@@ -534,13 +541,15 @@ def _privileges(row: Mapping[str, Any]) -> set[str]:
 
 
 def _edges(row: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
-    """The role a grant row makes its grantee hold (USAGE on a role or database role)."""
+    """The role a grant row makes its grantee hold: a role or database role granted with no
+    privilege named (as the REST API lists a role granted to a user) or with USAGE; a row
+    naming only OWNERSHIP of a role is a privilege on it, not a grant of it."""
     key = _securable(row)
-    if key is None or key[0] not in ("ROLE", "DATABASE ROLE") or "USAGE" not in _privileges(row):
+    privileges = _privileges(row)
+    if key is None or (privileges and "USAGE" not in privileges):
         return []
-    if key[0] == "ROLE" and len(key[1]) == 1:
-        return [key]
-    return [key] if key[0] == "DATABASE ROLE" and len(key[1]) == 2 else []
+    depth = {"ROLE": 1, "DATABASE ROLE": 2}.get(key[0])
+    return [key] if depth is not None and len(key[1]) == depth else []
 
 
 def _holds(
