@@ -7,6 +7,11 @@ OAuth token endpoint, ``token_uri``, for an access token of the connection's ``s
 ``metadata`` (the attached service account's token from the metadata server: on GCE, GKE
 with workload identity, Cloud Run) or ``token`` (an access token, by reference). Issued
 tokens are kept until a minute before they expire and dropped when Google rejects them.
+
+Route tables are generated from google-api-python-client's discovery documents with paths
+``/<host><path>``: a request to ``<service>.googleapis.com`` takes the route of its host; one
+to the connection's own host (a private endpoint, a fake) the one route its path fits among
+every host's, or none when hosts differ on it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlencode, urlsplit
 
 from toolpass.integrations.base import ConfigKey, Integration, LookupFailed, issued_token
+from toolpass.integrations.routes import Match, Request, Route, RouteTable
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import check_url, is_loopback
 from toolpass.wire.jwt import rs256
@@ -73,8 +79,7 @@ def auth_keys(scopes: tuple[str, ...], subject: str = "") -> tuple[ConfigKey, ..
 class GoogleIntegration(Integration):
     """A Google API: signing in (service account JWT, metadata server, token) and errors."""
 
-    #: What the token is asked for when ``subject`` is set per request (Workspace's Drive).
-    subject_scopes: ClassVar[tuple[str, ...]] = ()
+    _path_table: ClassVar[RouteTable | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -100,6 +105,54 @@ class GoogleIntegration(Integration):
         if not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes):
             raise ConfigError("must be a list of OAuth scopes", "scopes")
 
+    # --- requests the hook sees ---------------------------------------------------------
+    def serves(self, scheme: str, host: str, port: int) -> bool:
+        """Every Google API host (``*.googleapis.com``), over HTTPS."""
+        return scheme == "https" and host.lower().rstrip(".").endswith(".googleapis.com")
+
+    def match_request(self, request: Request) -> Match | None:
+        host = (request.host or request.headers.get("host", "")).lower().partition(":")[0]
+        host = host.rstrip(".")
+        if host.endswith(".googleapis.com"):
+            qualified = Request(
+                request.method,
+                f"/{host}/{request.path.lstrip('/')}",
+                request.query_string,
+                request.headers,
+                request.body,
+                host,
+            )
+            return self.route_table().match(qualified)
+        found = self._by_path().match(request)
+        return found if found is not None and found.action else None
+
+    @classmethod
+    def _by_path(cls) -> RouteTable:
+        """The table without hosts: a path two hosts route differently goes nowhere (its
+        action is empty)."""
+        table = cls.__dict__.get("_path_table")
+        if table is None:
+            rows: dict[tuple[str, str], Route] = {}
+            for r in cls.route_table().routes:
+                path = "/" + r.path.lstrip("/").partition("/")[2]
+                mine = Route(
+                    r.method,
+                    path,
+                    r.action,
+                    r.resource,
+                    r.effect,
+                    r.untrusted,
+                    r.sends_out,
+                    r.agent,
+                )
+                known = rows.get((r.method, path))
+                if known is not None and (known.action, known.resource) != (r.action, r.resource):
+                    mine = Route(r.method, path, "", "", "write")
+                rows[(r.method, path)] = mine
+            table = RouteTable(tuple(rows.values()))
+            cls._path_table = table
+        return table
+
     @property
     def _auth(self) -> str:
         return str(self.options.get("auth", "service_account"))
@@ -121,6 +174,11 @@ class GoogleIntegration(Integration):
     def access_token(self, subject: str | None = None, scopes: tuple[str, ...] = ()) -> str:
         """The engine's access token: its own, or one acting as ``subject`` (domain-wide
         delegation, service_account only) with ``scopes``; issued or kept until near expiry."""
+        if subject and self._auth != "service_account":
+            raise LookupFailed(
+                f"only a service account with domain-wide delegation can act as {subject} "
+                f"(auth {self._auth})"
+            )
         if self._auth == "token":
             return self.secret("access_token")
         subject = subject or self.options.get("subject") or None
@@ -133,8 +191,6 @@ class GoogleIntegration(Integration):
             if held is not None and time.monotonic() < held[1]:
                 return held[0]
             if self._auth == "metadata":
-                if subject:
-                    raise LookupFailed("the metadata server's token cannot act as another user")
                 url = str(self.options.get("metadata_url", METADATA_URL))
                 data = self.fetch_json(
                     "GET",

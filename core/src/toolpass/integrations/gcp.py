@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from toolpass.integrations._google import GoogleIntegration, auth_keys
 from toolpass.integrations.base import (
@@ -42,7 +42,7 @@ from toolpass.integrations.base import (
     ProbeResult,
     load_actions,
 )
-from toolpass.integrations.routes import Match, Request, Route, RouteTable
+from toolpass.integrations.routes import Match, Request
 from toolpass.wire.errors import ConfigError
 
 __all__ = ["GoogleCloud"]
@@ -101,7 +101,6 @@ class GoogleCloud(GoogleIntegration):
         ),
     )
     actions = ACTIONS
-    _path_table: ClassVar[RouteTable | None] = None
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -127,47 +126,10 @@ class GoogleCloud(GoogleIntegration):
         return Action(name, f"The IAM permission {name}.", effect, f"{name} on the resource")
 
     # --- requests ------------------------------------------------------------------------
-    def serves(self, scheme: str, host: str, port: int) -> bool:
-        """Every Google API host (``*.googleapis.com``), over HTTPS."""
-        return scheme == "https" and host.lower().rstrip(".").endswith(".googleapis.com")
-
     def match_request(self, request: Request) -> Match | None:
-        """A request to ``<service>.googleapis.com`` takes the route of that host; one to the
-        connection's own host (a private endpoint, a fake) the one route its path fits in
-        every service, or none when services differ on it."""
-        host = (request.host or request.headers.get("host", "")).lower().partition(":")[0]
-        host = host.rstrip(".")
-        if host.endswith(".googleapis.com"):
-            qualified = Request(
-                request.method,
-                f"/{host}/{request.path.lstrip('/')}",
-                request.query_string,
-                request.headers,
-                request.body,
-                host,
-            )
-            return _object_named(self.route_table().match(qualified))
-        found = self._by_path().match(request)
-        return _object_named(found) if found is not None and found.action else None
-
-    @classmethod
-    def _by_path(cls) -> RouteTable:
-        """The table without hosts: a path that two services route differently goes
-        nowhere (its action is empty)."""
-        table = cls.__dict__.get("_path_table")
-        if table is None:
-            rows: dict[tuple[str, str], Route] = {}
-            for r in cls.route_table().routes:
-                path = "/" + r.path.lstrip("/").partition("/")[2]
-                key = (r.method, path)
-                mine = Route(r.method, path, r.action, r.resource, r.effect, *_flags(r))
-                known = rows.get(key)
-                if known is not None and (known.action, known.resource) != (r.action, r.resource):
-                    mine = Route(r.method, path, "", "", "write")
-                rows[key] = mine
-            table = RouteTable(tuple(rows.values()))
-            cls._path_table = table
-        return table
+        """The route of the request's host (or path), a Cloud Storage object named even when
+        its name holds ``/``."""
+        return _object_named(super().match_request(request))
 
     # --- identity ------------------------------------------------------------------------
     def lookup_account(self, email: str) -> list[str]:
@@ -259,10 +221,6 @@ def _object_named(found: Match | None) -> Match | None:
         return found
     named = f"//storage.googleapis.com/projects/_/buckets/{bucket}/objects/{name}"
     return Match(found.route, found.params, named)
-
-
-def _flags(route: Route) -> tuple[bool, bool, bool]:
-    return route.untrusted, route.sends_out, route.agent
 
 
 INTEGRATION = GoogleCloud
