@@ -71,7 +71,8 @@ def kit(session: nox.Session) -> None:
 @nox.parametrize("name", list(ADAPTERS))
 def adapter(session: nox.Session, name: str, install: str) -> None:
     """One adapter in its own environment: its tests (the conformance suite through the
-    framework's real loop) and its integration test, from built wheels or the workspace."""
+    framework's real loop), its integration test and its example (examples/), from built
+    wheels or the workspace."""
     projects = [ROOT / "core", ROOT / "adapters" / name, ROOT / "packages/pytest-toolpass"]
     deps = [*test_group(ROOT / "adapters" / name), *SCENARIO]
     if install == "wheels":
@@ -86,6 +87,7 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         "pytest",
         f"adapters/{name}/tests",
         f"integration-tests/test_{module}.py",
+        "integration-tests/test_examples.py",  # runs examples/<module>_agent.py
         "-q",
         "-p",
         "no:cacheprovider",
