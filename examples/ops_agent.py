@@ -1,7 +1,8 @@
 """A scripted ops agent, run through toolpass with no network and no model.
 
-The scenario's code is ``toolpass/demo.py`` (in core, so ``toolpass demo`` runs it too):
-read it there. This file runs it.
+The scenario's code is ``toolpass/demo/story.py`` (in core, so ``toolpass demo`` runs it
+too), followed by ``toolpass/demo/live.py`` (the engine asking a small GitHub on 127.0.0.1,
+and the request hook): read them there. This file runs them.
 
     python examples/ops_agent.py
 """

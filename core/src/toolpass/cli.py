@@ -11,7 +11,7 @@
     toolpass serve [-config FILE] ...         the toolpass server (needs toolpass-server)
     toolpass mcp-proxy [-config FILE] (-- COMMAND ... | --url URL)
                                               an MCP server behind toolpass (needs toolpass-mcp)
-    toolpass demo                             a scripted ops-agent session, no network
+    toolpass demo                             a scripted ops agent, the live engine, no network
     toolpass lint MODULE [-config FILE]       each tool of a module's guards and its rule
     toolpass audit tail [-n N] [--follow] [--json] FILE
     toolpass audit filter [--user U] [--code C] [--tool T] [--outcome O] [--since S]
@@ -100,7 +100,10 @@ def _parser() -> argparse.ArgumentParser:
     routes.add_argument("name")
     routes.add_argument("-action", "--action", help="only the routes of this action")
     routes.add_argument("-json", "--json", action="store_true", help="one JSON row per route")
-    commands.add_parser("demo", help="A scripted ops-agent session, with no network.")
+    commands.add_parser(
+        "demo",
+        help="A scripted ops agent, the engine and the request hook on 127.0.0.1; no network.",
+    )
     lint = with_config(
         "lint",
         "Import MODULE (a dotted name or a .py file) and, for each toolpass guard it builds, "

@@ -1,10 +1,11 @@
-"""A scripted ops agent, run through toolpass with no network and no model.
+"""The demo's first part: a scripted ops agent, run through toolpass with no network and no
+model.
 
 The "agent" below is a fixed list of tool calls, the kind a model makes when an email it
 reads carries injected instructions. toolpass decides each one; the transcript shows what
 the model would read, and the audit log what the operator would.
 
-    toolpass demo            (or: python examples/ops_agent.py)
+    toolpass demo            (or: python examples/ops_agent.py; both run every part)
 """
 
 from __future__ import annotations
