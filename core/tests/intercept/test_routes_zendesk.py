@@ -1,0 +1,180 @@
+"""The Zendesk route table (generated from Zendesk's OpenAPI description)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from toolpass.engine import literal
+from toolpass.engine.config import parse_connections
+from toolpass.integrations.routes import Request, fields, load
+from toolpass.integrations.zendesk import _ID, Zendesk
+
+from .generators import generator as load_generator
+
+REPO = Path(__file__).resolve().parents[3]
+TABLE = REPO / "core/src/toolpass/integrations/routes/zendesk.json"
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def zendesk() -> Zendesk:
+    (config,) = parse_connections(
+        [
+            {
+                "id": "zd",
+                "integration": "zendesk",
+                "url": "https://acme.zendesk.com",
+                "email": "agent@example.com",
+                "api_token": literal("zd-token"),
+            }
+        ]
+    )
+    return Zendesk(config)
+
+
+def test_the_table_loads_with_its_source() -> None:
+    data = json.loads(TABLE.read_text())
+    assert data["generator"] == "scripts/routes/zendesk.py"
+    assert "api-evangelist/zendesk openapi/_original at aaa548006c2a" in data["source"]
+    assert len(load("zendesk")) == len(data["routes"]) >= 500
+    keys = [(r[1], r[0]) for r in data["routes"]]
+    assert keys == sorted(keys)
+    assert len(set(keys)) == len(keys)
+
+
+def test_every_action_is_declared_and_routed() -> None:
+    routed = {r.action for r in load("zendesk").routes}
+    assert routed | {"ticket.comment_public"} == {a.name for a in Zendesk.actions}
+
+
+def test_every_resource_template_is_a_resource_the_check_accepts() -> None:
+    for route in load("zendesk").routes:
+        resource = route.resource
+        for name in fields(resource):
+            resource = resource.replace("{" + name + "}", "42")
+        scope = Zendesk.action(route.action).terms["scope"]  # type: ignore[union-attr]
+        kind, _, rid = resource.partition(":")
+        if scope == "account":
+            assert resource == "account", route
+        else:
+            assert kind == scope, route
+            assert _ID.fullmatch(rid), route
+
+
+def test_every_delete_is_destructive_and_every_get_reads() -> None:
+    for route in load("zendesk").routes:
+        if route.method == "DELETE":
+            assert route.effect == "destructive", route
+        if route.method == "GET":
+            assert route.effect == "read", route
+
+
+def test_regenerating_from_the_description_gives_the_committed_table() -> None:
+    pytest.importorskip("yaml")
+    folder = Path(os.environ.get("TOOLPASS_ZENDESK_OAS", "/tmp/zd/orig"))
+    if not any(folder.glob("*-openapi-original.yml")):
+        pytest.skip("Zendesk's OpenAPI files are not here (TOOLPASS_ZENDESK_OAS)")
+    built = load_generator("zendesk").build()
+    assert built["routes"] == json.loads(TABLE.read_text())["routes"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "action", "resource", "flags"),
+    [
+        ("GET", "/api/v2/tickets/42", "ticket.view", "ticket:42", "u"),
+        ("GET", "/api/v2/tickets/42.json", "ticket.view", "ticket:42", "u"),
+        ("GET", "/api/v2/tickets/42/comments", "ticket.view", "ticket:42", "u"),
+        ("DELETE", "/api/v2/tickets/42", "ticket.delete", "ticket:42", ""),
+        ("PUT", "/api/v2/tickets/42/mark_as_spam", "ticket.delete", "ticket:42", ""),
+        ("POST", "/api/v2/tickets/42/merge", "ticket.merge", "ticket:42", ""),
+        ("PUT", "/api/v2/tickets/42/tags", "ticket.edit", "ticket:42", ""),
+        ("PUT", "/api/v2/tickets/42/comments/7/redact", "ticket.edit", "ticket:42", ""),
+        ("POST", "/api/v2/tickets", "ticket.create", "account", "s"),
+        ("POST", "/api/v2/requests.json", "ticket.create", "account", "s"),
+        ("PUT", "/api/v2/requests/42", "ticket.comment_public", "ticket:42", "s"),
+        ("GET", "/api/v2/requests/42/comments", "ticket.view", "ticket:42", "u"),
+        ("PUT", "/api/v2/tickets/update_many", "account.admin", "account", ""),
+        ("DELETE", "/api/v2/tickets/destroy_many", "account.admin", "account", ""),
+        ("GET", "/api/v2/tickets", "account.read", "account", "u"),
+        ("GET", "/api/v2/search", "account.read", "account", "u"),
+        ("GET", "/api/v2/users/me", "account.read", "account", "a"),
+        ("GET", "/api/v2/users/7", "user.view", "user:7", "u"),
+        ("PUT", "/api/v2/users/7", "user.manage", "user:7", ""),
+        ("DELETE", "/api/v2/users/7", "user.delete", "user:7", ""),
+        ("GET", "/api/v2/users/7/tickets/requested", "account.read", "account", "u"),
+        ("POST", "/api/v2/users/7/password", "account.admin", "account", ""),
+        ("PUT", "/api/v2/users/7/identities/3/request_verification", "user.manage", "user:7", "s"),
+        ("POST", "/api/v2/users", "account.write", "account", ""),
+        ("POST", "/api/v2/macros", "account.write", "account", ""),
+        ("PUT", "/api/v2/organizations/5", "account.write", "account", ""),
+        ("POST", "/api/v2/triggers", "account.admin", "account", ""),
+        ("PUT", "/api/v2/custom_roles/3", "account.admin", "account", ""),
+        ("POST", "/api/v2/group_memberships", "account.admin", "account", ""),
+        ("POST", "/api/v2/users/7/group_memberships", "account.admin", "account", ""),
+        ("GET", "/api/v2/audit_logs", "account.admin", "account", "u"),
+        ("POST", "/api/v2/views/preview", "account.read", "account", "u"),
+        ("PUT", "/api/v2/chat_redactions/42", "ticket.edit", "ticket:42", ""),
+    ],
+)
+def test_hand_checked_requests(
+    zendesk: Zendesk, method: str, path: str, action: str, resource: str, flags: str
+) -> None:
+    found = zendesk.match_request(Request(method, path))
+    assert found is not None
+    assert (found.action, found.resource, found.route.flags) == (action, resource, flags)
+
+
+@pytest.mark.parametrize(
+    ("body", "action"),
+    [
+        ({"ticket": {"status": "solved"}}, "ticket.edit"),
+        ({"ticket": {"comment": {"body": "x", "public": False}}}, "ticket.edit"),
+        ({"ticket": {"comment": {"body": "x"}}}, "ticket.comment_public"),
+        (
+            {"ticket": {"comment": {"body": "x", "public": True}, "status": "open"}},
+            "ticket.comment_public",
+        ),
+        ({"ticket": {"comment": "x"}}, "ticket.comment_public"),
+    ],
+)
+def test_a_ticket_update_with_a_public_comment_is_a_public_comment(
+    zendesk: Zendesk, body: dict[str, object], action: str
+) -> None:
+    request = Request("PUT", "/api/v2/tickets/42.json", "", JSON, json.dumps(body).encode())
+    found = zendesk.match_request(request)
+    assert found is not None
+    assert (found.action, found.resource) == (action, "ticket:42")
+    assert found.route.sends_out == (action == "ticket.comment_public")
+
+
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ({"Content-Type": "text/plain"}, b'{"ticket": {}}'),
+        (JSON, b'{"ticket": {"status": "open"}, "ticket": {"comment": {"body": "x"}}}'),
+    ],
+)
+def test_a_ticket_update_that_cannot_be_read_is_unresolved(
+    zendesk: Zendesk, headers: dict[str, str], body: bytes
+) -> None:
+    found = zendesk.match_request(Request("PUT", "/api/v2/tickets/42", "", headers, body))
+    assert found is not None
+    assert found.resource is None
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("POST", "/api/v9/tickets"), ("DELETE", "/tickets/42"), ("PATCH", "/api/v2/tickets/42")],
+)
+def test_requests_matching_no_route(zendesk: Zendesk, method: str, path: str) -> None:
+    assert zendesk.match_request(Request(method, path)) is None
+
+
+@pytest.mark.parametrize("path", ["/api/v2/tickets/..", "/api/v2/tickets/1%2F..%2F2"])
+def test_hostile_parameters_name_no_ticket(zendesk: Zendesk, path: str) -> None:
+    found = zendesk.match_request(Request("DELETE", path))
+    if found is not None and found.resource is not None:
+        assert _ID.fullmatch(found.resource.partition(":")[2]) is None
