@@ -187,6 +187,15 @@ def test_groups_from_a_callable(fake: FakeArgoCD) -> None:
         )
 
 
+def test_groups_from_a_file(fake: FakeArgoCD, tmp_path: Path) -> None:
+    path = tmp_path / "groups.json"
+    path.write_text('{"Sam@Example.com": ["sre"]}')
+    with Toolpass([conn(fake, groups=None, groups_file=str(path))]) as tp:
+        assert tp.check("sam@example.com", "argo", "applications.delete", "app:billing").allowed
+        d = tp.check("erin@example.com", "argo", "applications.get", "app:billing")
+        assert d.decision == "unknown"
+
+
 def test_a_moved_application_needs_both_projects(tp: Toolpass) -> None:
     assert tp.check("dana@example.com", "argo", "applications.sync", "app:guestbook@team-a").allowed
     d = tp.check("dana@example.com", "argo", "applications.sync", "app:guestbook@team-b")

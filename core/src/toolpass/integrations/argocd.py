@@ -28,6 +28,7 @@ of the ``scopes`` claims: ``email`` is the user's email, the others come from a 
 
 from __future__ import annotations
 
+import functools
 import os
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -52,6 +53,7 @@ from toolpass.wire import budget
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import NetOptions, check_url
 from toolpass.wire.identity import normalize_email
+from toolpass.wire.watched import WatchedFile, json_or_yaml
 
 __all__ = ["ArgoCD"]
 
@@ -72,6 +74,20 @@ CREDENTIAL = (
     "(a Role with resourceNames: [argocd-rbac-cm], verbs: [get]), or the ConfigMap mounted "
     "as a directory (policy_dir)."
 )
+
+
+def _groups_table(path: str, text: str) -> dict[str, Any]:
+    """A groups file: emails (normalised) to lists of groups."""
+    data = json_or_yaml(path, text, "groups file")
+    if not isinstance(data, dict):
+        raise LookupFailed(f"groups file {path} must map emails to lists of groups")
+    table: dict[str, Any] = {}
+    for email, groups in data.items():
+        try:
+            table[normalize_email(str(email))] = groups
+        except LookupFailed:
+            continue  # an address that could pose as another is no one's
+    return table
 
 
 class ArgoCD(Integration):
@@ -157,6 +173,10 @@ class ArgoCD(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._kept: Remembered[str, Any] = Remembered(5000)
+        path = str(self.options.get("groups_file") or "")
+        self._groups_table = WatchedFile(
+            path, functools.partial(_groups_table, path), "groups file"
+        )
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -345,7 +365,7 @@ class ArgoCD(Integration):
         given = {normalize_email(k): v for k, v in (o.get("groups") or {}).items()}
         groups = given.get(email)
         if groups is None and o.get("groups_file"):
-            groups = self._groups_file(str(o["groups_file"])).get(email)
+            groups = self._groups_table.get().get(email)
         elif groups is None and (o.get("groups_url") or o.get("groups_resolve")):
             groups = self._groups_source(email)
         if groups is None:
@@ -357,18 +377,6 @@ class ArgoCD(Integration):
         ):
             raise LookupFailed(f"the groups of {email} are not a list of group names")
         return found + groups
-
-    def _groups_file(self, path: str) -> dict[str, Any]:
-        from toolpass.wire.watched import json_or_yaml
-
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json_or_yaml(path, f.read(), "groups file")
-        except OSError as e:
-            raise LookupFailed(f"groups file {path} could not be read: {e.strerror}")
-        if not isinstance(data, dict):
-            raise LookupFailed(f"groups file {path} must map emails to lists of groups")
-        return {normalize_email(k): v for k, v in data.items() if isinstance(k, str)}
 
     def _groups_source(self, email: str) -> list[str] | None:
         hit = self._kept.get(f"groups:{email}", ())
