@@ -87,13 +87,20 @@ class FakeAzure(FakeServer):
 
     # --- seeding -------------------------------------------------------------------------
     def add_user(
-        self, n: int, name: str, groups: list[str] = (), enabled: bool = True, upn: str = ""
+        self,
+        n: int,
+        name: str,
+        groups: list[str] = (),
+        enabled: bool = True,
+        upn: str = "",
+        guest: bool = False,
     ) -> str:
         self.users[oid(n)] = {
             "upn": upn or f"{name}@example.com",
             "mail": f"{name}@example.com",
             "enabled": enabled,
             "groups": set(groups),
+            "type": "Guest" if guest else "Member",
         }
         return oid(n)
 
@@ -263,6 +270,7 @@ class FakeAzure(FakeServer):
             "userPrincipalName": u["upn"],
             "mail": u["mail"],
             "accountEnabled": u["enabled"],
+            "userType": u["type"],
         }
 
     def _user(self, request: Request) -> Reply:
@@ -285,7 +293,11 @@ class FakeAzure(FakeServer):
     def _users(self, request: Request) -> Reply:
         if (bad := self._authorized(request, GRAPH_API)) is not None:
             return bad
-        m = _MAIL.fullmatch(request.arg("$filter", "") or "")
+        text = request.arg("$filter")
+        if text is None:  # the whole directory, $top at a time
+            top = int(request.arg("$top", "100") or 100)
+            return Reply(200, {"value": [self._graph_user(uid) for uid in self.users][:top]})
+        m = _MAIL.fullmatch(text)
         if m is None:
             return Reply(400, {"error": {"code": "BadRequest", "message": "Invalid filter clause"}})
         mail = m.group(1).replace("''", "'").lower()

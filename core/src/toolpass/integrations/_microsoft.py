@@ -65,8 +65,10 @@ _NEEDS = {
 _ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
-def entra_keys(credential: str) -> tuple[ConfigKey, ...]:
-    """The keys of signing in to Entra ID; ``credential`` says what the app needs."""
+def entra_keys(credential: str, graph_url: bool = True) -> tuple[ConfigKey, ...]:
+    """The keys of signing in to Entra ID; ``credential`` says what the app needs;
+    ``graph_url`` for a system whose own url is not Graph's."""
+    graph = (ConfigKey("graph_url", "The Microsoft Graph endpoint (default: the cloud's)."),)
     return (
         ConfigKey("tenant_id", "The Entra ID tenant (directory) id or domain.", required=True),
         ConfigKey(
@@ -100,7 +102,7 @@ def entra_keys(credential: str) -> tuple[ConfigKey, ...]:
             choices=tuple(CLOUDS),
         ),
         ConfigKey("authority_host", "The Entra ID authority host (default: the cloud's)."),
-        ConfigKey("graph_url", "The Microsoft Graph endpoint (default: the cloud's)."),
+        *(graph if graph_url else ()),
     )
 
 
@@ -113,9 +115,16 @@ class MicrosoftCloud(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        cloud = CLOUDS[str(self.options.get("cloud") or "AzureCloud")]
+        name = str(self.options.get("cloud") or "AzureCloud")
+        cloud = CLOUDS[name]
+        if name != "AzureCloud" and self.config.url == self.default_url:
+            raise ConfigError(
+                f"connection {self.config.id!r}: url must be the {name} endpoint",
+                "url",
+            )
         self._authority = str(self.options.get("authority_host") or cloud[0]).rstrip("/")
-        self._graph = str(self.options.get("graph_url") or cloud[2]).rstrip("/")
+        graph = self.config.url if self.api == "graph" else self.options.get("graph_url")
+        self._graph = str(graph or cloud[2]).rstrip("/")
         self._audience = {"arm": cloud[1], "graph": cloud[2]}
         self._tokens: dict[str, tuple[str, float]] = {}
         self._token_lock = threading.Lock()
@@ -235,6 +244,37 @@ class MicrosoftCloud(Integration):
         method = kw.pop("method", "GET")
         return self.api_json(method, f"{self._graph}/v1.0{path}", api="graph", what=what, **kw)
 
+    def graph_list(
+        self, path: str, *, what: str, params: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]] | None:
+        """Every item of a Graph collection, page by page (``@odata.nextLink`` on Graph's own
+        host only); None when the collection's owner is not found (404)."""
+        base = f"{self._graph}/v1.0{path}"
+
+        def page(link: str | None) -> tuple[list[dict[str, Any]], str | None]:
+            if link and not link.startswith(self._graph + "/"):
+                raise LookupFailed(f"{self.name}: Graph's list to {what} points to another host")
+            data = self.api_json(
+                "GET",
+                link or base,
+                api="graph",
+                what=what,
+                params=None if link else params,
+                absent=() if link else (404,),
+            )
+            if data is None:
+                raise _Absent
+            items, nxt = data.get("value"), data.get("@odata.nextLink")
+            if not isinstance(items, list) or (nxt is not None and not isinstance(nxt, str)):
+                raise LookupFailed(f"{self.name}: Graph's answer to {what} has no value list")
+            return [i for i in items if isinstance(i, dict)], nxt
+
+        too_many = f"{self.name}: {what}: too many pages"
+        try:
+            return list(self.pages(page, limit=50, too_many=too_many))
+        except _Absent:
+            return None
+
     def error_detail(self, data: Any) -> str | None:
         """ARM's and Graph's ``{"error": {"code", "message"}}``; Entra ID's
         ``error_description``."""
@@ -274,9 +314,29 @@ class MicrosoftCloud(Integration):
                 self._disabled.add(str(user.get("id")).lower())
         return ids
 
+    def member_of(self, oid: str, groups: list[str]) -> set[str]:
+        """The ``groups`` the user is a (transitive) member of, through Graph."""
+        found: set[str] = set()
+        for i in range(0, len(groups), 20):
+            data = self.graph(
+                f"/directoryObjects/{oid}/checkMemberGroups",
+                what="check the user's group memberships",
+                method="POST",
+                json={"groupIds": groups[i : i + 20]},
+            )
+            value = data.get("value")
+            if not isinstance(value, list):
+                raise LookupFailed("Graph's checkMemberGroups answer has no value list")
+            found |= {str(v).lower() for v in value}
+        return found
+
     def disabled(self, oid: str) -> bool:
         """Whether the look-up found ``oid``'s account disabled."""
         return oid.lower() in self._disabled
+
+
+class _Absent(Exception):
+    """A collection's first page answered 404."""
 
 
 def thumbprint(pem: str) -> str:

@@ -122,14 +122,6 @@ class Azure(MicrosoftCloud):
         super().__init__(*args, **kwargs)
         self._kept: Remembered[str, tuple[_Grant, ...]] = Remembered(5000)
         self._roles: Remembered[str, tuple[Mapping[str, Any], ...]] = Remembered(2000)
-        if self.options.get("cloud", "AzureCloud") != "AzureCloud" and (
-            self.config.url == self.default_url
-        ):
-            raise ConfigError(
-                f"connection {self.config.id!r}: url must be the cloud's Resource Manager "
-                "endpoint (management.usgovcloudapi.net, management.chinacloudapi.cn)",
-                "url",
-            )
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -284,22 +276,6 @@ class Azure(MicrosoftCloud):
         if any(i.lower() == oid.lower() for i, _ in deny.excluded):
             return True
         return bool(groups) and bool(self.member_of(oid, groups))
-
-    def member_of(self, oid: str, groups: list[str]) -> set[str]:
-        """The ``groups`` the user is a (transitive) member of, through Graph."""
-        found: set[str] = set()
-        for i in range(0, len(groups), 20):
-            data = self.graph(
-                f"/directoryObjects/{oid}/checkMemberGroups",
-                what="check the user's group memberships",
-                method="POST",
-                json={"groupIds": groups[i : i + 20]},
-            )
-            value = data.get("value")
-            if not isinstance(value, list):
-                raise LookupFailed("Graph's checkMemberGroups answer has no value list")
-            found |= {str(v).lower() for v in value}
-        return found
 
     # --- the probe -----------------------------------------------------------------------
     def probe(self) -> ProbeResult:
