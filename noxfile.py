@@ -16,7 +16,17 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "typecheck", "core", "server", "kit", "adapter", "wheels", "demo"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "core",
+    "server",
+    "kit",
+    "adapter",
+    "wheels",
+    "demo",
+    "readme",
+]
 PYTHON = "3.11"
 #: adapters/<folder> -> the module it adds (toolpass.<module>) and its integration test.
 ADAPTERS = {
@@ -153,6 +163,15 @@ def demo(session: nox.Session) -> None:
     """The scripted ops-agent session of examples/ops_agent.py."""
     session.install("-e", "core")
     session.run("python", "examples/ops_agent.py")
+
+
+@nox.session(python=PYTHON)
+def readme(session: nox.Session) -> None:
+    """README.md as a new user reads it: every python block runs as written, and its "Use it"
+    block, followed literally in a new virtual environment, installs from the checkout and
+    runs an example."""
+    session.install("-e", "core[yaml]", "-e", "adapters/langchain", "PyGithub>=2.3", "pytest>=8")
+    session.run("pytest", "tests/readme", "-q", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)
