@@ -141,7 +141,7 @@ def typecheck(session: nox.Session) -> None:
         "mypy>=1.11",
         "types-PyYAML",
         "-e",
-        "core[yaml,crypto]",
+        "core[yaml,crypto,redis]",
         "urllib3>=2",
         "httpx>=0.27",
         "aiohttp>=3.9",

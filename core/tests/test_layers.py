@@ -11,6 +11,7 @@ Bottom to top (a layer may import only from the layers below it and from itself)
                     (``intercept.context.CallInProgress``), never through the toolkit
     engine          Toolpass, the decision cache, the remote client, config loading, Checker
     integrations    Integration base, one module per system, route types, tables, matching
+    store           shared state: the Store protocol, memory, SQLite and Redis stores
     wire            the engine's HTTP client, secrets, Decision, identity, watched files,
                     config key types, engine errors, the check budget, JWT
     outcome         refusal codes and errors (ToolRefused, ActionRefused, ...), AuditEvent, sinks
@@ -36,6 +37,7 @@ LAYERS: tuple[str, ...] = (
     "rules",
     "outcome",
     "wire",
+    "store",
     "integrations",
     "engine",
     "intercept",

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import toolpass
 from toolpass import AuditEvent, Decision, Session, Toolkit, ToolRefused
+from toolpass.store import Store, open_store
 
 USER = "dana@example.com"
 
@@ -91,6 +92,26 @@ def kit(make_kit: Callable[..., Toolkit]) -> Toolkit:
 def session() -> Iterator[Session]:
     """A session for ``USER``, active for the whole test (thread and tasks started from it)."""
     s = Session(USER, team="ops")
+    with s.active():
+        yield s
+
+
+@pytest.fixture(params=["in the session", "sqlite"])
+def state(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Store | None]:
+    """Where a session keeps its state: in the object, or a shared SQLite store (modules
+    whose checks count, flag or record in the session run against both)."""
+    if request.param == "in the session":
+        yield None
+        return
+    store = open_store(f"sqlite:///{tmp_path}/state.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def stored_session(state: Store | None) -> Iterator[Session]:
+    """``session``, its state kept as ``state`` says."""
+    s = Session(USER, id="conversation-1", store=state, team="ops")
     with s.active():
         yield s
 

@@ -23,8 +23,9 @@ class Clock:
 
 
 @pytest.fixture
-def queue():
-    return ApprovalQueue()
+def queue(state):
+    """A queue keeping its requests in memory, and one keeping them in SQLite."""
+    return ApprovalQueue(store=state)
 
 
 @pytest.fixture

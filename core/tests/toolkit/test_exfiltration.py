@@ -8,6 +8,12 @@ from toolpass import ApprovalQueue, Session
 
 
 @pytest.fixture
+def session(stored_session):
+    """Each test runs with the session's state in the object and in a shared store."""
+    return stored_session
+
+
+@pytest.fixture
 def agent(drive, make_kit):
     """The classic trio: a private read, an untrusted read, a tool that sends data out."""
     queue = ApprovalQueue()

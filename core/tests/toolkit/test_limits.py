@@ -9,6 +9,12 @@ import pytest
 from toolpass import ApprovalQueue, Session, ToolCall, ToolRefused
 
 
+@pytest.fixture
+def session(stored_session):
+    """Each test runs with the session's state in the object and in a shared store."""
+    return stored_session
+
+
 def test_a_cap_per_effect_is_shared_by_the_tools_of_that_effect(drive, make_kit, session):
     kit = make_kit(limits={"destructive": 3})
     drop = drive.tool(kit, lambda name: f"dropped {name}", effect="destructive")

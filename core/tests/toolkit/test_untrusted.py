@@ -18,6 +18,12 @@ EMAIL = (
 
 
 @pytest.fixture
+def session(stored_session):
+    """Each test runs with the session's state in the object and in a shared store."""
+    return stored_session
+
+
+@pytest.fixture
 def tools(drive, make_kit):
     """A mail reader (untrusted output) and a mail sender, in one toolkit."""
     queue = ApprovalQueue()

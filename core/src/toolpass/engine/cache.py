@@ -2,17 +2,24 @@
 
 Bounded (least recently used entries go first) and safe under threads. Concurrent identical
 questions share one look-up (single flight): the first asks, the others wait for its answer.
+With a shared store, a decision one process looked up serves the others until it expires; a
+store that fails is a miss (the system is asked), never an answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
+from toolpass.store import Store, StoreUnavailable
 from toolpass.wire.decision import Decision
+
+log = logging.getLogger("toolpass.cache")
 
 
 class _Flight:
@@ -28,12 +35,17 @@ class DecisionCache:
     """Cached decisions keyed by any hashable question."""
 
     def __init__(
-        self, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic
+        self,
+        max_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        store: Store | None = None,
     ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
         self._clock = clock
+        self._store = store
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[float, Decision]] = OrderedDict()
         self._flights: dict[Hashable, _Flight] = {}
@@ -41,7 +53,25 @@ class DecisionCache:
     def get(self, key: Hashable) -> Decision | None:
         """The cached decision (marked ``cached``), or None when absent or expired."""
         with self._lock:
-            return self._get_locked(key)
+            hit = self._get_locked(key)
+        return hit if hit is not None or self._store is None else self._shared(key)
+
+    def _shared(self, key: Hashable) -> Decision | None:
+        assert self._store is not None
+        try:
+            found = self._store.get(_name(key))
+            fields = {f.name for f in dataclasses.fields(Decision)}
+            decision = Decision(**{k: v for k, v in found["decision"].items() if k in fields})
+            left = float(found["until"]) - time.time()
+        except StoreUnavailable as exc:
+            log.warning("toolpass could not read the shared decision cache: %s", exc)
+            return None
+        except (TypeError, KeyError, ValueError, AttributeError):
+            return None  # nothing there, or not a decision
+        if decision.decision == "unknown" or left <= 0:
+            return None
+        self._keep(key, decision, left)
+        return decision
 
     def _get_locked(self, key: Hashable) -> Decision | None:
         entry = self._entries.get(key)
@@ -58,6 +88,15 @@ class DecisionCache:
         if decision.decision == "unknown" or ttl <= 0:
             return
         stored = dataclasses.replace(decision, cached=True)
+        self._keep(key, stored, ttl)
+        if self._store is not None:
+            value = {"decision": dataclasses.asdict(stored), "until": time.time() + ttl}
+            try:
+                self._store.update(_name(key), lambda _: (value, None), ttl=ttl)
+            except StoreUnavailable as exc:
+                log.warning("toolpass could not write the shared decision cache: %s", exc)
+
+    def _keep(self, key: Hashable, stored: Decision, ttl: float) -> None:
         with self._lock:
             self._entries[key] = (self._clock() + ttl, stored)
             self._entries.move_to_end(key)
@@ -110,10 +149,14 @@ class DecisionCache:
             flight.done.set()
 
     def clear(self) -> None:
-        """Forget every cached decision."""
+        """Forget every cached decision (of this process; shared ones expire)."""
         with self._lock:
             self._entries.clear()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+def _name(key: Hashable) -> str:
+    return "decision:" + hashlib.sha256(repr(key).encode("utf-8", "surrogatepass")).hexdigest()

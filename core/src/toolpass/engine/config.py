@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from toolpass.store import store_kind
 from toolpass.wire.errors import ConfigError, LookupFailed
 from toolpass.wire.http import NetOptions, tls_context
 from toolpass.wire.http import check_url as check_url  # re-exported
@@ -43,6 +44,8 @@ class Config:
     server: Mapping[str, Any] = field(default_factory=dict)
     path: str | None = None
     mcp: Mapping[str, Any] = field(default_factory=dict)
+    #: The ``store:`` URL shared by the processes of a deployment (``toolpass.store``).
+    store: str | None = None
 
 
 class Located(dict[str, Any]):
@@ -69,10 +72,10 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     if not isinstance(data, Located):
         raise ConfigError(f"{path}: expected a mapping with a 'connections' list")
     for key in data:
-        if key not in ("connections", "server", "mcp"):
+        if key not in ("connections", "server", "mcp", "store"):
             raise ConfigError(
                 f"{path}, line {data.lines[key]}: unknown top-level key {key!r} "
-                "(expected connections, server, mcp)"
+                "(expected connections, server, mcp, store)"
             )
     raw = data.get("connections")
     if not isinstance(raw, list):
@@ -84,8 +87,15 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     mcp = data.get("mcp", {})
     if not isinstance(mcp, dict):
         raise ConfigError(f"{path}, line {data.lines['mcp']}: 'mcp' must be a mapping")
+    store = data.get("store")
+    if store is not None:
+        try:
+            store_kind(store if isinstance(store, str) else "")
+        except ValueError as e:
+            raise ConfigError(f"{path}, line {data.lines['store']}: 'store': {e}") from None
     base = os.path.dirname(os.path.abspath(path))
-    return Config(parse_connections(raw, source=path, base_dir=base), server, path, mcp)
+    connections = parse_connections(raw, source=path, base_dir=base)
+    return Config(connections, server, path, mcp, store)
 
 
 def _loader(yaml: Any, path: str) -> Any:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from toolpass.engine.cache import DecisionCache
 from toolpass.engine.checker import Checker
 from toolpass.engine.config import Config, ConnectionConfig, load_config, parse_connections
+from toolpass.store import Store, open_store
 from toolpass.wire import budget
 from toolpass.wire.decision import Decision, Where
 from toolpass.wire.errors import ConfigError, LookupFailed
@@ -30,18 +31,31 @@ class Toolpass(Checker):
 
     ``Toolpass(connections=[{...}])`` in code, or ``Toolpass.from_config("toolpass.yaml")``.
     Decisions are cached per connection (allow and deny only); ``fresh=True`` asks anew.
+    ``store`` (a ``toolpass.store`` URL or ``Store``) shares the cache between processes.
     """
 
     def __init__(
-        self, connections: Iterable[Mapping[str, Any]] = (), *, cache_size: int = 10_000
+        self,
+        connections: Iterable[Mapping[str, Any]] = (),
+        *,
+        cache_size: int = 10_000,
+        store: Store | str | None = None,
     ) -> None:
-        self._setup(Config(parse_connections(connections)), cache_size)
+        self._setup(Config(parse_connections(connections)), cache_size, store)
 
     @classmethod
-    def from_config(cls, path: str | os.PathLike[str], *, cache_size: int = 10_000) -> Toolpass:
-        """The engine for the connections of a YAML file (needs the ``yaml`` extra)."""
+    def from_config(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        cache_size: int = 10_000,
+        store: Store | str | None = None,
+    ) -> Toolpass:
+        """The engine for the connections of a YAML file (needs the ``yaml`` extra); its
+        ``store:`` key, unless ``store`` is given, shares the decision cache."""
         tp = cls.__new__(cls)
-        tp._setup(load_config(path), cache_size)
+        config = load_config(path)
+        tp._setup(config, cache_size, store if store is not None else config.store)
         return tp
 
     @staticmethod
@@ -58,10 +72,11 @@ class Toolpass(Checker):
 
         return RemoteToolpass(url, api_key, timeout=timeout, ca_file=ca_file)
 
-    def _setup(self, config: Config, cache_size: int) -> None:
+    def _setup(self, config: Config, cache_size: int, store: Store | str | None) -> None:
         self.config = config
         self._http = HTTPClient()
-        self._cache = DecisionCache(cache_size)
+        shared = None if store is None else open_store(store)
+        self._cache = DecisionCache(cache_size, store=shared)
         self._conns: dict[str, ConnectionConfig] = {c.id: c for c in config.connections}
         self._integrations: dict[str, Integration] = {}
         for c in config.connections:

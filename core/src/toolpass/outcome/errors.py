@@ -20,6 +20,7 @@ CODES: dict[str, str] = {
     "approval_denied": "a person denied this call",
     "credential_unavailable": "the credential the tool needs could not be had",
     "check_error": "a check failed unexpectedly, so the call was refused",
+    "store_unavailable": "the shared store of sessions, limits and approvals failed",
     "unmapped_action": "a write request matches no known action",
     "unresolved_resource": "a request does not name the resource it acts on",
     "unentitled_action": "a request is not among the tool's recorded actions",

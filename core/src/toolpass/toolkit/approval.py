@@ -11,6 +11,7 @@ from typing import Any
 
 from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.secrets import find_secret, secret_name
+from toolpass.store import Store, open_store
 
 DEFAULT_TTL = 15 * 60.0
 #: How much of one argument a preview shows before it says what it left out.
@@ -39,10 +40,13 @@ def _shown(name: str, value: Any) -> str:
 
 
 class ApprovalRequest:
-    """One call waiting for (or holding) a person's decision."""
+    """One call waiting for (or holding) a person's decision.
+
+    ``arguments`` holds the call's own values in the process that made the request, and
+    each value as Python writes it (``repr``) in the others.
+    """
 
     __slots__ = (
-        "_in_use",
         "arguments",
         "created",
         "decided_at",
@@ -82,11 +86,11 @@ class ApprovalRequest:
         self.reasons = reasons
         self.preview = preview
         self.created = now
-        self.status = "pending"  # pending, approved, denied, spent, expired
+        #: pending, approved, denied, claimed (a call is about to run it), spent, expired
+        self.status = "pending"
         self.decided_by: str | None = None
         self.decided_at: float | None = None
         self.reason = ""
-        self._in_use = False
 
     def describe(self) -> str:
         """Who asks for what and why, with a preview, for the person deciding."""
@@ -98,6 +102,42 @@ class ApprovalRequest:
             f"Preview:\n{self.preview}\n"
             f"Request id: {self.id}"
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The request as JSON values (arguments as Python writes them)."""
+        return {
+            "id": self.id,
+            "user": self.user,
+            "session_id": self.session_id,
+            "tool": self.tool,
+            "effect": self.effect,
+            "arguments": {name: repr(value) for name, value in self.arguments.items()},
+            "reasons": list(self.reasons),
+            "preview": self.preview,
+            "created": self.created,
+            "status": self.status,
+            "decided_by": self.decided_by,
+            "decided_at": self.decided_at,
+            "reason": self.reason,
+        }
+
+    def _load(self, record: Mapping[str, Any]) -> ApprovalRequest:
+        self.status, self.decided_by = record["status"], record["decided_by"]
+        self.decided_at, self.reason = record["decided_at"], record["reason"]
+        return self
+
+    @classmethod
+    def _from(cls, record: Mapping[str, Any]) -> ApprovalRequest:
+        req = cls.__new__(cls)
+        req.id, req.key, req.user = record["id"], (record["digest"],), record["user"]
+        req.session_id, req.tool, req.effect = (
+            record["session_id"],
+            record["tool"],
+            record["effect"],
+        )
+        req.arguments, req.reasons = dict(record["arguments"]), tuple(record["reasons"])
+        req.preview, req.created = record["preview"], record["created"]
+        return req._load(record)
 
     def __repr__(self) -> str:
         return f"ApprovalRequest({self.id!r}, {self.tool!r}, user={self.user!r}, {self.status})"
@@ -119,26 +159,37 @@ class Grant:
 
     def release(self) -> None:
         """The call is over: a spent approval is dropped, an unspent one stays for a retry."""
-        self._queue._finish(self.request, spent=self.request.status == "spent")
+        self._queue._finish(self.request)
 
 
 class ApprovalQueue:
     """Holds approval requests until a person decides.
 
-    ``on_request(callback)`` hears each new request; ``approve(id, by=...)`` and
-    ``deny(id, by=..., reason=...)`` decide. An approval is bound to the session, the tool,
-    the exact arguments, the reasons and the preview, runs its call once, and expires ``ttl``
-    seconds after it was granted (a request nobody decides expires ``ttl`` after it was made).
+    ``on_request(callback)`` hears each new request made in this process; ``approve(id,
+    by=...)`` and ``deny(id, by=..., reason=...)`` decide. An approval is bound to the user,
+    the session, the tool, the exact arguments, the reasons and the preview, runs its call
+    once, and expires ``ttl`` seconds after it was granted (a request nobody decides expires
+    ``ttl`` after it was made).
+
+    ``store`` (a ``toolpass.store`` URL or ``Store``; memory by default) is where requests are
+    kept: with SQLite or Redis, a request made in one process can be decided in another (an
+    approvals page) and run once across all of them, and survives a restart. ``clock`` gives
+    the time in seconds, the same in every process (``time.time``).
     """
 
     def __init__(
-        self, *, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        ttl: float = DEFAULT_TTL,
+        clock: Callable[[], float] = time.time,
+        store: Store | str | None = None,
     ) -> None:
         self.ttl = ttl
+        self.store = open_store(store)
         self._clock = clock
         self._lock = threading.Lock()
-        self._by_id: dict[str, ApprovalRequest] = {}
-        self._by_key: dict[tuple[Any, ...], ApprovalRequest] = {}
+        #: The requests this process has seen, by id, so each is one object here.
+        self._known: dict[str, ApprovalRequest] = {}
         self.listeners: list[Callable[[ApprovalRequest], object]] = []
 
     def on_request(
@@ -150,14 +201,22 @@ class ApprovalQueue:
 
     def pending(self) -> list[ApprovalRequest]:
         """Requests waiting for a decision."""
-        with self._lock:
-            self._expire()
-            return [r for r in self._by_id.values() if r.status == "pending"]
+        return [r for r in self.requests() if r.status == "pending"]
+
+    def requests(self) -> list[ApprovalRequest]:
+        """Every request not yet used up or expired, oldest first (decided ones too)."""
+        found = []
+        for name in self.store.keys(_RECORD):
+            record = self.store.get(name)
+            if record is not None and not self._expired(record):
+                found.append(self._object(record))
+        return sorted(found, key=lambda r: (r.created, r.id))
 
     def get(self, request_id: str) -> ApprovalRequest:
-        with self._lock:
-            self._expire()
-            return self._find(request_id)
+        record = self._record(request_id)
+        if record is None:
+            raise KeyError(f"no approval request {request_id!r} (unknown, used or expired)")
+        return self._object(record)
 
     def approve(self, request_id: str, *, by: str) -> ApprovalRequest:
         """Approve a pending request; its call runs on the next retry."""
@@ -169,38 +228,69 @@ class ApprovalQueue:
 
     # Internals used by the pipeline.
 
-    def _find(self, request_id: str) -> ApprovalRequest:
-        try:
-            return self._by_id[request_id]
-        except KeyError:
-            raise KeyError(f"no approval request {request_id!r} (unknown, used or expired)")
+    def _expired(self, record: Mapping[str, Any]) -> bool:
+        status = record["status"]
+        since = record["decided_at"] if status == "approved" else record["created"]
+        if status == "claimed":
+            since = record["claimed_at"]
+        return status in ("pending", "approved", "claimed") and self._clock() - since > self.ttl
+
+    def _object(self, record: Mapping[str, Any]) -> ApprovalRequest:
+        with self._lock:
+            known = self._known.get(record["id"])
+            if known is None:
+                known = self._known[record["id"]] = ApprovalRequest._from(record)
+            return known._load(record)
+
+    def _record(self, request_id: str) -> dict[str, Any] | None:
+        if not isinstance(request_id, str) or not request_id.isalnum():
+            return None
+        record: dict[str, Any] | None = self.store.get(_RECORD + request_id)
+        return None if record is None or self._expired(record) else record
+
+    def _change(
+        self, request_id: str, change: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any] | None:
+        """Apply ``change`` to the live record of ``request_id``; the record after it (None
+        once it is dropped), or None when there is no live record."""
+
+        def apply(record: dict[str, Any] | None) -> tuple[Any, Any]:
+            if record is None or self._expired(record):
+                return None, None
+            change(record)
+            kept = None if record["status"] in ("spent-done", "dropped") else record
+            return kept, record
+
+        result: dict[str, Any] | None = self.store.update(
+            _RECORD + request_id, apply, ttl=self._keep()
+        )
+        if result is not None and result["status"] in ("spent-done", "dropped"):
+            self.store.update(_KEY + result["digest"], _unless_other(request_id))
+            with self._lock:
+                self._known.pop(request_id, None)
+        return result
+
+    def _keep(self) -> float:
+        return 2 * self.ttl + 60  # a record outlives every time it can be used in
 
     def _decide(self, request_id: str, status: str, by: str, reason: str) -> ApprovalRequest:
         if not by:
             raise ValueError("say who decides: by='name'")
-        with self._lock:
-            self._expire()
-            req = self._find(request_id)
-            if req.status != "pending":
-                raise ValueError(f"approval request {request_id} is already {req.status}")
-            req.status, req.decided_by, req.reason = status, by, reason
-            req.decided_at = self._clock()
-            return req
-
-    def _expire(self) -> None:
         now = self._clock()
-        for req in list(self._by_id.values()):
-            since = req.created
-            if req.status == "approved" and req.decided_at is not None:
-                since = req.decided_at
-            if req.status in ("pending", "approved") and not req._in_use and now - since > self.ttl:
-                req.status = "expired"
-                self._drop(req)
+        problem: list[str] = []
 
-    def _drop(self, req: ApprovalRequest) -> None:
-        self._by_id.pop(req.id, None)
-        if self._by_key.get(req.key) is req:
-            del self._by_key[req.key]
+        def decide(record: dict[str, Any]) -> None:
+            problem[:] = [] if record["status"] == "pending" else [record["status"]]
+            if problem:
+                return
+            record.update(status=status, decided_by=by, reason=reason, decided_at=now)
+
+        record = self._change(request_id, decide)
+        if record is None:
+            raise KeyError(f"no approval request {request_id!r} (unknown, used or expired)")
+        if problem:
+            raise ValueError(f"approval request {request_id} is already {problem[0]}")
+        return self._object(record)
 
     def _claim(
         self, key: tuple[Any, ...], make: Callable[[float], ApprovalRequest]
@@ -210,38 +300,72 @@ class ApprovalQueue:
         Raises ``ApprovalPending`` while the request waits and ``ToolRefused`` once denied.
         Returns ``(None, request)`` for a new request, so the caller can notify listeners.
         """
-        with self._lock:
-            self._expire()
-            req = self._by_key.get(key)
-            if req is None:
-                req = make(self._clock())
-                self._by_id[req.id] = req
-                self._by_key[key] = req
+        digest = hashlib.sha256(repr(key).encode("utf-8", "surrogatepass")).hexdigest()
+        now = self._clock()
+        seen: str | None = self.store.get(_KEY + digest)
+        existing = seen if seen is not None and self._record(seen) is not None else None
+        if existing is None:  # none yet, or used up or expired: a new request takes the key
+            req = make(now)
+            record = {**req.to_dict(), "digest": digest, "claimed_at": None}
+            self.store.update(_RECORD + req.id, lambda _: (record, None), ttl=self._keep())
+
+            def link(found: str | None) -> tuple[str | None, str | None]:
+                if found is None or found == seen:
+                    return req.id, None
+                return found, found  # another process linked its request first
+
+            existing = self.store.update(_KEY + digest, link, ttl=self._keep())
+            if existing is None:
+                with self._lock:
+                    self._known[req.id] = req
                 return None, req
-            if req.status == "denied":
-                self._drop(req)
-                why = f" Their reason: {req.reason}." if req.reason else ""
-                raise ToolRefused(
-                    "approval_denied",
-                    f"{req.decided_by} denied this call (request {req.id}).{why} "
-                    "Do not retry it; tell the user it was denied.",
-                    detail=f"denied by {req.decided_by}: {req.reason}",
-                )
-            if req.status == "approved" and not req._in_use:
-                req._in_use = True
-                return Grant(self, req), req
-            raise pending(req, running=req._in_use)
+            self.store.update(_RECORD + req.id, lambda _: (None, None))
+        outcome: list[str] = []
+
+        def claim(record: dict[str, Any]) -> None:
+            outcome[:] = [record["status"]]
+            if record["status"] == "approved":
+                record.update(status="claimed", claimed_at=now)
+            elif record["status"] == "denied":
+                record["status"] = "dropped"
+
+        claimed = self._change(existing, claim)
+        if claimed is None:  # expired between the two reads: ask again
+            self.store.update(_KEY + digest, _unless_other(existing))
+            return self._claim(key, make)
+        req = self._object(claimed)
+        if outcome[0] == "denied":
+            why = f" Their reason: {req.reason}." if req.reason else ""
+            raise ToolRefused(
+                "approval_denied",
+                f"{req.decided_by} denied this call (request {req.id}).{why} "
+                "Do not retry it; tell the user it was denied.",
+                detail=f"denied by {req.decided_by}: {req.reason}",
+            )
+        if outcome[0] == "approved":
+            return Grant(self, req), req
+        raise pending(req, running=outcome[0] in ("claimed", "spent"))
 
     def _spend(self, req: ApprovalRequest) -> None:
-        with self._lock:
-            req.status = "spent"
+        self._change(req.id, lambda record: record.__setitem__("status", "spent"))
+        req.status = "spent"
 
-    def _finish(self, req: ApprovalRequest, *, spent: bool) -> None:
-        with self._lock:
-            req._in_use = False
-            if spent:
-                req.status = "spent"
-                self._drop(req)
+    def _finish(self, req: ApprovalRequest) -> None:
+        def finish(record: dict[str, Any]) -> None:
+            record["status"] = "spent-done" if record["status"] == "spent" else "approved"
+
+        self._change(req.id, finish)
+        if req.status != "spent":
+            req.status = "approved"
+
+
+_RECORD = "approval:"
+_KEY = "approval-key:"
+
+
+def _unless_other(request_id: str) -> Callable[[Any], tuple[Any, None]]:
+    """Unlink a key from ``request_id``, and only from it."""
+    return lambda found: (None if found == request_id else found, None)
 
 
 def pending(req: ApprovalRequest, *, running: bool = False) -> ApprovalPending:

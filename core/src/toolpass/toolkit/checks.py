@@ -19,6 +19,7 @@ from toolpass.outcome.audit import AuditEvent
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.secrets import find_secret_in
 from toolpass.rules.walk import non_finite, strings_in
+from toolpass.store import StoreUnavailable
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending, preview_of
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.authorize import refusal, verdict
@@ -60,6 +61,13 @@ class CallState:
 
 
 def check_error(what: str, exc: BaseException) -> ToolRefused:
+    if isinstance(exc, StoreUnavailable):
+        return ToolRefused(
+            "store_unavailable",
+            "toolpass could not reach the state it shares between processes, so the call was "
+            "not allowed. Try again later, or tell the user.",
+            detail=f"{what}: {exc}",
+        )
     return ToolRefused(
         "check_error",
         "A safety check could not be completed, so the call was not made. "
@@ -323,7 +331,7 @@ def _ask(c: CallState) -> Steps:
         )
 
     event.preview = preview
-    key = (call.session.id, spec.key, canonical(call.arguments), reasons, preview)
+    key = (call.user, call.session.id, spec.key, canonical(call.arguments), reasons, preview)
     if isinstance(approver, ApprovalQueue):
         c.grant, request = approver._claim(key, make)
         event.approval_id = request.id

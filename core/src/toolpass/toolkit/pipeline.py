@@ -21,6 +21,7 @@ from toolpass.intercept.context import CallScope
 from toolpass.outcome.audit import emit
 from toolpass.outcome.errors import ToolError, ToolRefused
 from toolpass.rules.redact import usable
+from toolpass.store import StoreUnavailable
 from toolpass.toolkit import checks
 from toolpass.toolkit.checks import EXFILTRATION_REASON, CallState, check_error, credential
 from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, Hook, Step
@@ -97,11 +98,16 @@ def steps(
         c.event.outcome, c.event.detail = "error", str(exc)
         raise
     except Exception as exc:
-        if c.reached:
+        if c.reached and not isinstance(exc, StoreUnavailable):
             c.event.outcome, c.event.detail = "error", f"{type(exc).__name__}: {exc}"
             raise
         failed = check_error("toolpass", exc)
-        log.exception("toolpass check failed for %s", spec.name)
+        log.log(
+            logging.WARNING if failed.code == "store_unavailable" else logging.ERROR,
+            "toolpass check failed for %s",
+            spec.name,
+            exc_info=failed.code != "store_unavailable",
+        )
         c.event.outcome, c.event.code, c.event.message = "refused", failed.code, failed.message
         c.event.detail = failed.detail
         raise failed from exc
@@ -109,10 +115,7 @@ def steps(
         c.event.outcome = "cancelled"
         raise
     finally:
-        if c.held is not None:  # taken from the session's counts
-            c.session.give_back(c.held)
-        if c.grant is not None:
-            c.grant.release()
+        _let_go(c)
         event = c.event
         event.finish()
         if event.secrets:
@@ -134,15 +137,15 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         given = NO_KWARGS
         event.secrets = usable((call_kwargs["credential"],))
 
+    if spec.reads_private:
+        session.note_private()
+    if spec.untrusted_output:
+        session.tainted = True
     # From here the slot and the approval are spent.
     if c.grant is not None:
         c.grant.spend()  # released (and dropped) when the call ends
     c.held = None
     c.reached = True
-    if spec.reads_private:
-        session.note_private()
-    if spec.untrusted_output:
-        session.tainted = True
     scope = None
     if kit.permissions is not None:  # the request hook watches the body
         # A person who approved sending data out approved it for the body's requests too.
@@ -184,6 +187,18 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
     result = output(spec, session, result, event.secrets, untrusted)
     event.outcome = "ok"
     return result
+
+
+def _let_go(c: CallState) -> None:
+    """Give back the slot of a call whose body never ran, and release its approval; a store
+    that fails here is logged (the call's outcome is decided already)."""
+    try:
+        if c.held is not None:  # taken from the session's counts
+            c.session.give_back(c.held)
+        if c.grant is not None:
+            c.grant.release()
+    except StoreUnavailable:
+        log.warning("toolpass could not give back %s's slot or approval", c.spec.name)
 
 
 def _record(kit: Settings, spec: ToolSpec, arguments: Mapping[str, Any], actions: Any) -> None:

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from contextvars import ContextVar, Token
 from typing import Any
 
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import has_control
+from toolpass.store import Store
 from toolpass.toolkit.untrusted import MAX_TEXT, UntrustedIndex
+
+#: How long a shared session's state is kept after its last change: a day.
+SESSION_TTL = 24 * 3600.0
 
 _current: ContextVar[Session | None] = ContextVar("toolpass_session", default=None)
 
@@ -24,33 +31,58 @@ class Session:
     characters of untrusted text it remembers (default ``MAX_TEXT``, with proportionally many
     six-word runs); past it, calls that change or send something are refused or sent for
     approval for the rest of the session.
+
+    With a shared ``store`` (see :mod:`toolpass.store`), the session's counts, data flow and
+    untrusted record live there under ``id`` and ``user``: every process that opens a session
+    with the same id, user and store shares them (for ``ttl`` seconds after the last change).
+    Without one they live in this object.
     """
 
     __slots__ = (
+        "_key",
+        "_local",
         "_lock",
+        "_private_from",
+        "_read",
+        "_store",
+        "_tainted",
+        "_ttl",
         "attributes",
         "counts",
         "id",
-        "private_from",
-        "tainted",
-        "untrusted",
         "user",
     )
 
-    def __init__(self, user: str, *, untrusted_limit: int | None = None, **attributes: Any) -> None:
+    def __init__(
+        self,
+        user: str,
+        *,
+        id: str | None = None,
+        store: Store | None = None,
+        ttl: float = SESSION_TTL,
+        untrusted_limit: int | None = None,
+        **attributes: Any,
+    ) -> None:
         if not isinstance(user, str) or not user.strip() or has_control(user):
             raise ValueError(
                 "Session needs the user's identity as a non-empty string without control characters"
             )
+        if id is not None and (not isinstance(id, str) or not id or has_control(id)):
+            raise ValueError("a session id is a non-empty string without control characters")
         self.user = user
         self.attributes: Mapping[str, Any] = attributes
-        self.id = secrets.token_hex(8)
+        self.id = secrets.token_hex(8) if id is None else id
         self.counts: dict[str, int] = {}
         limit = MAX_TEXT if untrusted_limit is None else untrusted_limit
-        self.untrusted = UntrustedIndex(max_text=limit)
-        self.private_from: set[str] = set()  # where private data was read ("*": not said)
-        self.tainted = False  # a tool whose output is untrusted has run
+        self._local = UntrustedIndex(max_text=limit)
+        self._private_from: set[str] = set()  # where private data was read ("*": not said)
+        self._tainted = False  # a tool whose output is untrusted has run
         self._lock = threading.Lock()
+        self._store = store
+        self._ttl = ttl
+        self._read = 0  # untrusted texts of the store already in ``_local``
+        digest = hashlib.sha256(json.dumps([self.id, user]).encode()).hexdigest()[:32]
+        self._key = f"session:{digest}"
 
     def __repr__(self) -> str:
         return f"Session({self.user!r}, id={self.id!r})"
@@ -62,6 +94,8 @@ class Session:
     # Limits: a slot is taken before the body and given back if the body never runs.
     def take(self, keys: tuple[tuple[str, int], ...]) -> str | None:
         """Take one slot under each ``(key, cap)``; return the first key that is full."""
+        if self._store is not None:
+            return self._store.update(self._key + ":counts", _taking(keys), ttl=self._ttl)
         with self._lock:
             counts = self.counts
             for key, cap in keys:
@@ -72,23 +106,124 @@ class Session:
             return None
 
     def give_back(self, keys: tuple[tuple[str, int], ...]) -> None:
+        if self._store is not None:
+            self._store.update(self._key + ":counts", _giving_back(keys), ttl=self._ttl)
+            return
         with self._lock:
             for key, _ in keys:
                 self.counts[key] -= 1
 
+    # Data flow: what the session has read.
     def note_private(self, source: str = "*") -> None:
         """Private data was read, from ``source`` (a connection and resource) if known."""
-        self.private_from.add(source)
+        if self._store is None:
+            self._private_from.add(source)
+        elif source not in self.private_from:
+
+            def add(flow: dict[str, Any]) -> None:
+                if source not in flow["private"]:
+                    flow["private"].append(source)
+
+            self._flow(add)
+
+    @property
+    def private_from(self) -> AbstractSet[str]:
+        """Where private data was read in this session (``"*"``: not said)."""
+        if self._store is None:
+            return self._private_from
+        return frozenset(self._flow_now()["private"])
 
     @property
     def private(self) -> bool:
         """Whether private data was read in this session."""
         return bool(self.private_from)
 
+    @property
+    def tainted(self) -> bool:
+        """Whether a tool whose output is untrusted has run in this session."""
+        return self._tainted if self._store is None else bool(self._flow_now()["tainted"])
+
+    @tainted.setter
+    def tainted(self, value: bool) -> None:
+        if self._store is None:
+            self._tainted = value
+        elif value != self.tainted:
+            self._flow(lambda flow: flow.__setitem__("tainted", value))
+
+    @property
+    def untrusted(self) -> UntrustedIndex:
+        """The record of untrusted text read in this session (synced from the store)."""
+        if self._store is not None:
+            texts = self._store.items(self._key + ":untrusted", self._read)
+            for text in texts:
+                self._local.add(text)
+            self._read += len(texts)
+            if not self._local.full and self._flow_now()["full"]:
+                self._local.fill()
+        return self._local
+
     def record_untrusted(self, text: str) -> None:
         """Remember text from an untrusted source, so arguments repeating it are caught."""
-        self.tainted = True
-        self.untrusted.add(text)
+        if self._store is None:
+            self._tainted = True
+            self._local.add(text)
+            return
+        limit = self._local.max_text
+
+        def reserve(flow: dict[str, Any]) -> bool:
+            flow["tainted"] = True
+            if flow["full"] or flow["chars"] + len(text) > limit:
+                flow["full"] = True
+                return False
+            flow["chars"] += len(text)
+            return True
+
+        if self._flow(reserve):
+            self._store.append(self._key + ":untrusted", text, ttl=self._ttl)
+
+    def _flow_now(self) -> dict[str, Any]:
+        assert self._store is not None
+        return self._store.get(self._key + ":flow") or _new_flow()
+
+    def _flow(self, change: Callable[[dict[str, Any]], Any]) -> Any:
+        assert self._store is not None
+
+        def apply(flow: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+            flow = flow or _new_flow()
+            return flow, change(flow)
+
+        return self._store.update(self._key + ":flow", apply, ttl=self._ttl)
+
+
+def _new_flow() -> dict[str, Any]:
+    return {"private": [], "tainted": False, "chars": 0, "full": False}
+
+
+def _taking(
+    keys: tuple[tuple[str, int], ...],
+) -> Callable[[dict[str, int] | None], tuple[dict[str, int], str | None]]:
+    def take(counts: dict[str, int] | None) -> tuple[dict[str, int], str | None]:
+        counts = counts or {}
+        for key, cap in keys:
+            if counts.get(key, 0) >= cap:
+                return counts, key
+        for key, _ in keys:
+            counts[key] = counts.get(key, 0) + 1
+        return counts, None
+
+    return take
+
+
+def _giving_back(
+    keys: tuple[tuple[str, int], ...],
+) -> Callable[[dict[str, int] | None], tuple[dict[str, int], None]]:
+    def give_back(counts: dict[str, int] | None) -> tuple[dict[str, int], None]:
+        counts = counts or {}
+        for key, _ in keys:
+            counts[key] = max(0, counts.get(key, 0) - 1)
+        return counts, None
+
+    return give_back
 
 
 class _Activation:
@@ -112,10 +247,10 @@ class _Activation:
         self.__exit__()
 
 
-def session_for(user: object) -> Session:
+def session_for(user: object, *, id: str | None = None, store: Store | None = None) -> Session:
     """A new session for ``user``; a user that cannot be one is refused (``no_session``)."""
     try:
-        return Session(user)  # type: ignore[arg-type]
+        return Session(user, id=id, store=store)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ToolRefused(
             "no_session",
@@ -135,17 +270,26 @@ class Conversations:
     same conversation, continued by another run, another agent or another adapter of the same
     toolkit, keeps its limits, untrusted-content record and data flow."""
 
-    def __init__(self, limit: int = 1024) -> None:
+    def __init__(self, limit: int = 1024, *, store: Store | None = None) -> None:
         self.limit = limit
+        self.store = store
         self._sessions: OrderedDict[tuple[str, str], Session] = OrderedDict()
         self._lock = threading.Lock()
+
+    def use(self, store: Store | None) -> None:
+        """Keep new sessions in ``store`` (None: in memory); forget the ones held here."""
+        with self._lock:
+            self.store = store
+            self._sessions.clear()
 
     def get(self, conversation: str, user: str) -> Session:
         slot = (conversation, user)
         with self._lock:
             session = self._sessions.get(slot)
             if session is None:
-                session = self._sessions[slot] = session_for(user)
+                session = self._sessions[slot] = session_for(
+                    user, id=conversation if self.store is not None else None, store=self.store
+                )
                 if len(self._sessions) > self.limit:
                     self._sessions.popitem(last=False)
             else:

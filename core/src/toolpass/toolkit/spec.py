@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import inspect
-import itertools
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -28,7 +29,9 @@ class Owner(Protocol):
     def sinks(self) -> tuple[AuditSink, ...]: ...
 
 
-_serial = itertools.count(1)
+#: How many tools were declared so far from each function under each name.
+_declared: collections.Counter[str] = collections.Counter()
+_declaring = threading.Lock()
 
 
 class ToolSpec:
@@ -60,11 +63,17 @@ class ToolSpec:
         self.fn = fn
         self.toolkit = toolkit
         self.name = name
-        # Unique per declared tool: one inner function wrapped under many names must not
-        # share per-tool limits or approvals. ``key`` names a tool that is the same whoever
-        # declares it (an adapter's, by its name: a guard made anew continues its limits).
-        where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', name)}"
-        self.key = key or f"{where}#{next(_serial)}"
+        # Unique per declared tool: one inner function wrapped under many names, or declared
+        # twice, must not share per-tool limits or approvals; the same in every process of
+        # one program (a shared store), whatever else it declares. ``key`` names a tool that
+        # is the same whoever declares it (an adapter's, by its name: a guard made anew
+        # continues its limits).
+        where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', name)}:{name}"
+        if key is None:
+            with _declaring:
+                _declared[where] += 1
+                key = f"{where}#{_declared[where]}"
+        self.key = key
         self.effect = effect
         self.is_async = inspect.iscoroutinefunction(fn)
         self.binder = binder

@@ -299,6 +299,11 @@ class UntrustedIndex:
         """Whether more untrusted text was read than this record can hold."""
         return self._full
 
+    def fill(self) -> None:
+        """Make the record full, as if more text had been read than it holds."""
+        with self._lock:
+            self._full, self._runs = True, set()
+
     def add(self, text: str) -> None:
         """Remember ``text`` and the copies encoded in it."""
         if self._full:

@@ -1,0 +1,41 @@
+"""What every store is: the protocol, and the error a failing one raises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
+
+#: What ``Store.update`` calls with the value now stored (None when there is none): it
+#: returns the value to store (None deletes it) and what ``update`` returns. It may be called
+#: more than once (a store may retry it after a concurrent write), so it must only compute.
+Change = Callable[[Any], "tuple[Any, T]"]
+
+
+class StoreUnavailable(Exception):
+    """The shared store could not be read or written; what depends on it must refuse."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Atomic updates of JSON values by key, and append-only lists of strings."""
+
+    def get(self, key: str) -> Any:
+        """The value stored at ``key``, or None."""
+
+    def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
+        """Replace the value at ``key`` by what ``change`` makes of it, atomically across
+        every process using the store; ``ttl``: seconds the new value is kept."""
+
+    def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
+        """Add ``item`` at the end of the list at ``key``; its new length."""
+
+    def items(self, key: str, start: int = 0) -> list[str]:
+        """The list at ``key`` from position ``start`` on."""
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every key of a value (not a list) that starts with ``prefix``."""
+
+    def close(self) -> None:
+        """Release connections."""

@@ -1,0 +1,66 @@
+"""A store in this process's memory."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from toolpass.store.base import Change, T
+
+
+class MemoryStore:
+    """A store in this process's memory: the default, shared by nothing else."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._values: dict[str, tuple[Any, float | None]] = {}
+        self._lists: dict[str, tuple[list[str], float | None]] = {}
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
+
+    def _expires(self, ttl: float | None) -> float | None:
+        return None if ttl is None else self._clock() + ttl
+
+    def _live(self, found: tuple[Any, float | None] | None) -> Any:
+        if found is None or (found[1] is not None and found[1] <= self._clock()):
+            return None
+        return found[0]
+
+    def get(self, key: str) -> Any:
+        with self._lock:
+            return copy.deepcopy(self._live(self._values.get(key)))
+
+    def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
+        with self._lock:
+            value, result = change(copy.deepcopy(self._live(self._values.get(key))))
+            if value is None:
+                self._values.pop(key, None)
+            else:
+                self._values[key] = (copy.deepcopy(value), self._expires(ttl))
+            return result
+
+    def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
+        with self._lock:
+            found = self._lists.get(key)
+            items = self._live(found) or []
+            items.append(item)
+            self._lists[key] = (items, self._expires(ttl))
+            return len(items)
+
+    def items(self, key: str, start: int = 0) -> list[str]:
+        with self._lock:
+            return list((self._live(self._lists.get(key)) or [])[start:])
+
+    def keys(self, prefix: str) -> list[str]:
+        with self._lock:
+            return sorted(
+                k for k, v in self._values.items() if k.startswith(prefix) and self._live(v)
+            )
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,102 @@
+"""A store in Redis: shared by every process of a deployment, on any host.
+
+Updates are optimistic transactions (``WATCH``, read, ``MULTI``/``EXEC``) retried while
+another process writes the same key; a Redis that cannot be reached, refuses, or keeps
+losing the race raises :class:`StoreUnavailable`. Needs the ``redis`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolpass.store.base import Change, StoreUnavailable, T
+
+#: Attempts at one update while other processes keep writing the key.
+_ATTEMPTS = 100
+
+
+class RedisStore:
+    """A :class:`~toolpass.store.Store` in the Redis at ``url``; keys start with ``prefix``."""
+
+    def __init__(self, url: str, *, prefix: str = "toolpass:", timeout: float = 2.0) -> None:
+        try:
+            import redis
+        except ImportError:
+            raise ImportError(
+                "a Redis store needs the redis package: pip install 'toolpass-core[redis]'"
+            ) from None
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError,)
+        self._watch_error: type[BaseException] = redis.WatchError
+        self.url = url
+        self.prefix = prefix
+        # redis-py's types say bytes | str for every answer: decode_responses makes it str.
+        self._redis: Any = redis.Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
+        )
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self._redis.connection_pool.connection_kwargs.get('host')!r})"
+
+    def _failed(self, exc: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(f"the Redis store failed: {type(exc).__name__}: {exc}")
+
+    def get(self, key: str) -> Any:
+        try:
+            raw = self._redis.get(self.prefix + "v:" + key)
+        except self._errors as exc:
+            raise self._failed(exc) from None
+        return None if raw is None else json.loads(raw)
+
+    def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
+        name = self.prefix + "v:" + key
+        try:
+            with self._redis.pipeline() as pipe:
+                for _ in range(_ATTEMPTS):
+                    try:
+                        pipe.watch(name)
+                        raw = pipe.get(name)
+                        value, result = change(None if raw is None else json.loads(raw))
+                        pipe.multi()
+                        if value is None:
+                            pipe.delete(name)
+                        else:
+                            ms = None if ttl is None else max(1, int(ttl * 1000))
+                            pipe.set(name, json.dumps(value), px=ms)
+                        pipe.execute()
+                        return result
+                    except self._watch_error:
+                        continue
+        except self._errors as exc:
+            raise self._failed(exc) from None
+        raise StoreUnavailable(f"the Redis store: {key} kept changing under {_ATTEMPTS} updates")
+
+    def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
+        name = self.prefix + "l:" + key
+        try:
+            with self._redis.pipeline() as pipe:
+                pipe.rpush(name, item)
+                if ttl is not None:
+                    pipe.pexpire(name, max(1, int(ttl * 1000)))
+                length = pipe.execute()[0]
+        except self._errors as exc:
+            raise self._failed(exc) from None
+        return int(length)
+
+    def items(self, key: str, start: int = 0) -> list[str]:
+        try:
+            return list(self._redis.lrange(self.prefix + "l:" + key, start, -1))
+        except self._errors as exc:
+            raise self._failed(exc) from None
+
+    def keys(self, prefix: str) -> list[str]:
+        head = self.prefix + "v:"
+        pattern = head + "".join(f"\\{c}" if c in "*?[]\\" else c for c in prefix) + "*"
+        try:
+            found = self._redis.scan_iter(match=pattern, count=500)
+            return sorted(k[len(head) :] for k in found)
+        except self._errors as exc:
+            raise self._failed(exc) from None
+
+    def close(self) -> None:
+        self._redis.close()

@@ -1,0 +1,137 @@
+"""A store in one SQLite file: shared by the processes of one host, kept across restarts.
+
+Each update is one ``BEGIN IMMEDIATE`` transaction, so writers queue on the file's lock
+(WAL mode lets readers go on); a lock held past ``timeout`` seconds, a full disk or a file
+that is not a database raise :class:`StoreUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from toolpass.store.base import Change, StoreUnavailable, T
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS toolpass_values "
+    "(key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL)",
+    "CREATE TABLE IF NOT EXISTS toolpass_lists "
+    "(key TEXT NOT NULL, seq INTEGER NOT NULL, item TEXT NOT NULL, expires REAL, "
+    "PRIMARY KEY (key, seq))",
+)
+#: Expired rows are deleted by one update in this many.
+_PURGE_EVERY = 1000
+
+
+class SQLiteStore:
+    """A :class:`~toolpass.store.Store` in the SQLite file at ``path`` (created if needed)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
+        self.path = os.fspath(path)
+        self.timeout = timeout
+        self._local = threading.local()
+        self._updates = 0
+        with self._transaction() as db:
+            for statement in _SCHEMA:
+                db.execute(statement)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    def _connection(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None or getattr(self._local, "pid", None) != os.getpid():
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._local.db, self._local.pid = db, os.getpid()
+        return db
+
+    @contextmanager
+    def _transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        try:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"the SQLite store {self.path} failed: {exc}") from None
+
+    def get(self, key: str) -> Any:
+        with self._transaction(write=False) as db:
+            row = db.execute(
+                "SELECT value FROM toolpass_values WHERE key = ? AND "
+                "(expires IS NULL OR expires > ?)",
+                (key, time.time()),
+            ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
+        now = time.time()
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT value FROM toolpass_values WHERE key = ? AND "
+                "(expires IS NULL OR expires > ?)",
+                (key, now),
+            ).fetchone()
+            value, result = change(None if row is None else json.loads(row[0]))
+            if value is None:
+                db.execute("DELETE FROM toolpass_values WHERE key = ?", (key,))
+            else:
+                db.execute(
+                    "INSERT OR REPLACE INTO toolpass_values VALUES (?, ?, ?)",
+                    (key, json.dumps(value), None if ttl is None else now + ttl),
+                )
+            self._updates += 1
+            if self._updates % _PURGE_EVERY == 0:
+                db.execute("DELETE FROM toolpass_values WHERE expires <= ?", (now,))
+                db.execute("DELETE FROM toolpass_lists WHERE expires <= ?", (now,))
+        return result
+
+    def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
+        now = time.time()
+        with self._transaction() as db:
+            db.execute("DELETE FROM toolpass_lists WHERE key = ? AND expires <= ?", (key, now))
+            (length,) = db.execute(
+                "SELECT count(*) FROM toolpass_lists WHERE key = ?", (key,)
+            ).fetchone()
+            expires = None if ttl is None else now + ttl
+            db.execute(
+                "INSERT INTO toolpass_lists VALUES (?, ?, ?, ?)", (key, length, item, expires)
+            )
+            db.execute("UPDATE toolpass_lists SET expires = ? WHERE key = ?", (expires, key))
+        return int(length) + 1
+
+    def items(self, key: str, start: int = 0) -> list[str]:
+        with self._transaction(write=False) as db:
+            rows = db.execute(
+                "SELECT item FROM toolpass_lists WHERE key = ? AND seq >= ? AND "
+                "(expires IS NULL OR expires > ?) ORDER BY seq",
+                (key, start, time.time()),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def keys(self, prefix: str) -> list[str]:
+        with self._transaction(write=False) as db:
+            rows = db.execute(
+                "SELECT key FROM toolpass_values WHERE substr(key, 1, ?) = ? AND "
+                "(expires IS NULL OR expires > ?) ORDER BY key",
+                (len(prefix), prefix, time.time()),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None

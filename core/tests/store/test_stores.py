@@ -1,0 +1,163 @@
+"""Every store keeps the same promises: atomic updates across processes, lists, keys by
+prefix, expiry, and a clear StoreUnavailable when it cannot answer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from toolpass.store import MemoryStore, Store, StoreUnavailable, open_store
+
+from .conftest import finish, free_port, run_worker
+
+
+def test_update_get_and_delete(url: str) -> None:
+    store = open_store(url)
+    assert isinstance(store, Store)
+    assert store.get("k") is None
+    assert store.update("k", lambda v: ({"n": 1, "tags": ["a"]}, v)) is None
+    assert store.update("k", lambda v: ({**v, "n": v["n"] + 1}, v["n"])) == 1
+    assert store.get("k") == {"n": 2, "tags": ["a"]}
+    assert store.update("k", lambda v: (None, "gone")) == "gone"
+    assert store.get("k") is None
+    store.close()
+
+
+def test_a_value_read_is_a_copy(url: str) -> None:
+    store = open_store(url)
+    store.update("k", lambda v: ({"list": [1]}, None))
+    store.get("k")["list"].append(2)
+    assert store.get("k") == {"list": [1]}
+
+
+def test_a_failed_change_writes_nothing(url: str) -> None:
+    store = open_store(url)
+    store.update("k", lambda v: (1, None))
+
+    def broken(value: object) -> tuple[object, None]:
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        store.update("k", broken)
+    assert store.get("k") == 1
+
+
+def test_lists_append_and_read_from_a_position(url: str) -> None:
+    store = open_store(url)
+    assert store.items("log") == []
+    assert [store.append("log", t) for t in ("a", "b", "c")] == [1, 2, 3]
+    assert store.items("log") == ["a", "b", "c"]
+    assert store.items("log", 2) == ["c"]
+    assert store.items("log", 5) == []
+
+
+def test_keys_by_prefix_with_glob_characters(url: str) -> None:
+    store = open_store(url)
+    for key in ("approval:1", "approval:2", "approval*:3", "other:1"):
+        store.update(key, lambda v: (True, None))
+    assert store.keys("approval:") == ["approval:1", "approval:2"]
+    assert store.keys("approval*") == ["approval*:3"]
+    assert store.keys("nothing") == []
+
+
+def test_values_and_lists_expire(url: str) -> None:
+    store = open_store(url)
+    store.update("short", lambda v: (1, None), ttl=0.2)
+    store.update("long", lambda v: (1, None), ttl=60)
+    store.append("log", "x", ttl=0.2)
+    assert store.get("short") == 1
+    assert store.items("log") == ["x"]
+    time.sleep(0.4)
+    assert store.get("short") is None
+    assert store.items("log") == []
+    assert store.keys("") == ["long"]
+    assert store.update("short", lambda v: (v, v)) is None  # an expired value is no value
+
+
+def test_updates_are_atomic_across_threads(url: str) -> None:
+    store = open_store(url)
+
+    def add() -> None:
+        for _ in range(50):
+            store.update("n", lambda v: ((v or 0) + 1, None))
+
+    threads = [threading.Thread(target=add) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.get("n") == 200
+
+
+def test_updates_are_atomic_across_processes(shared_url: str) -> None:
+    workers = [run_worker("increment", shared_url, "100") for _ in range(4)]
+    assert [finish(w) for w in workers] == ["done"] * 4
+    assert open_store(shared_url).get("counter") == 400
+
+
+def test_a_sqlite_store_survives_a_restart(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/state.db"
+    first = open_store(url)
+    first.update("kept", lambda v: ({"a": 1}, None))
+    first.append("log", "line")
+    first.close()
+    again = open_store(url)
+    assert again.get("kept") == {"a": 1}
+    assert again.items("log") == ["line"]
+
+
+def test_a_store_that_cannot_answer_raises_store_unavailable(tmp_path: Path) -> None:
+    redis = open_store(f"redis://127.0.0.1:{free_port()}/0")
+    with pytest.raises(StoreUnavailable, match="Redis"):
+        redis.get("k")
+    with pytest.raises(StoreUnavailable):
+        redis.update("k", lambda v: (1, None))
+    (tmp_path / "not-a-db").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreUnavailable, match="SQLite"):
+        open_store(f"sqlite:///{tmp_path}/not-a-db")
+    with pytest.raises(StoreUnavailable, match="SQLite"):
+        open_store(f"sqlite:///{tmp_path}/no/such/dir/state.db")
+
+
+def test_a_locked_sqlite_store_gives_up_after_its_timeout(tmp_path: Path) -> None:
+    from toolpass.store.sqlite import SQLiteStore
+
+    path = tmp_path / "state.db"
+    holder = SQLiteStore(path)
+    waiter = SQLiteStore(path, timeout=0.1)
+    entered, leave = threading.Event(), threading.Event()
+
+    def hold(value: object) -> tuple[object, None]:
+        entered.set()
+        leave.wait(5)
+        return 1, None
+
+    thread = threading.Thread(target=holder.update, args=("k", hold))
+    thread.start()
+    entered.wait(5)
+    try:
+        with pytest.raises(StoreUnavailable, match="locked"):
+            waiter.update("k", lambda v: (2, None))
+    finally:
+        leave.set()
+        thread.join()
+    assert waiter.get("k") == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["", "sqlite:///", "sqlite:///:memory:", "sqlite://relative.db", "postgres://x", "memory"],
+)
+def test_urls_that_name_no_store_are_refused_with_the_forms_named(url: str) -> None:
+    with pytest.raises(ValueError, match=r"memory:, sqlite:///path/to/state\.db or redis://"):
+        open_store(url)
+
+
+def test_open_store_takes_a_store_or_nothing() -> None:
+    mine = MemoryStore()
+    assert open_store(mine) is mine
+    assert isinstance(open_store(None), MemoryStore)
+    with pytest.raises(TypeError, match="a URL or a Store"):
+        open_store(42)  # type: ignore[arg-type]
