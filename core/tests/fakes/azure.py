@@ -154,7 +154,7 @@ class FakeAzure(FakeServer):
         self,
         scope: str,
         actions: list[str],
-        principals: list[str],
+        principals: list[str | tuple[str, str]],
         exclude: list[tuple[str, str]] = (),
         children: bool = True,
         condition: str | None = None,
@@ -178,7 +178,12 @@ class FakeAzure(FakeServer):
                         }
                     ],
                     "doNotApplyToChildScopes": not children,
-                    "principals": [{"id": p, "type": "User"} for p in principals],
+                    "principals": [
+                        {"id": p, "type": "User"}
+                        if isinstance(p, str)
+                        else {"id": p[0], "type": p[1]}
+                        for p in principals
+                    ],
                     "excludePrincipals": [{"id": i, "type": t} for i, t in exclude],
                     "isSystemProtected": True,
                     "condition": condition,
@@ -353,7 +358,12 @@ class FakeAzure(FakeServer):
                 props = item["properties"]
                 at = props["scope"].lower()
                 above = at == "/" or at == scope or scope.startswith(at + "/")
+                group = "/providers/microsoft.management/managementgroups/"
+                if at.startswith(group) and scope.startswith("/subscriptions/"):
+                    above = True  # every management group of the fake holds the subscription
                 below = at.startswith(scope.rstrip("/") + "/")
+                if at.startswith(group) and scope.startswith(group) and "atScope()" not in text:
+                    below = True  # another management group: above or below, by its id unknown
                 if "atScope()" in text and not above:
                     continue
                 if not (above or below):

@@ -187,10 +187,37 @@ def test_assignments_are_read_at_the_scope_with_the_documented_filter(
     [listed] = fake.seen(
         "GET", r"(?i).*/virtualmachines/vm1/providers/Microsoft.Authorization/roleAssignments"
     )
-    assert listed.arg("$filter") == f"atScope() and assignedTo('{oid(1)}')"
+    assert listed.arg("$filter") == f"assignedTo('{oid(1)}')"
     assert listed.arg("api-version") == "2022-04-01"
     [denies] = fake.seen("GET", r"(?i).*/vm1/providers/Microsoft.Authorization/denyAssignments")
-    assert denies.arg("$filter") == f"assignedTo('{oid(1)}')"
+    assert denies.arg("$filter") == "atScope()"
+
+
+def test_a_deny_for_a_group_of_the_user_denies(tp: Toolpass, fake: FakeAzure) -> None:
+    fake.deny(RG, ["*/write"], [(ENGINEERS, "Group")])
+    d = tp.check("dana@example.com", "az", "Microsoft.Compute/virtualMachines/write", VM)
+    assert d.decision == "deny", d.reason
+    assert tp.check(
+        "frank@example.com", "az", "Microsoft.Compute/virtualMachines/write", VM
+    ).allowed
+
+
+def test_an_assignment_below_the_scope_grants_nothing_there(tp: Toolpass, fake: FakeAzure) -> None:
+    d = tp.check("dana@example.com", "az", "Microsoft.Compute/virtualMachines/write", RG + "x")
+    assert d.decision == "deny", d.reason
+
+
+def test_management_groups(tp: Toolpass, fake: FakeAzure) -> None:
+    root = "/providers/Microsoft.Management/managementGroups/contoso"
+    other = "/providers/Microsoft.Management/managementGroups/other"
+    fake.assign(oid(2), OWNER, root)
+    assert tp.check("erin@example.com", "az", "Microsoft.Compute/virtualMachines/write", VM).allowed
+    assert tp.check(
+        "erin@example.com", "az", "Microsoft.Management/managementGroups/write", root
+    ).allowed
+    d = tp.check("erin@example.com", "az", "Microsoft.Management/managementGroups/write", other)
+    assert d.decision == "unknown", d.reason
+    assert "management group" in d.reason
 
 
 def test_pages_are_followed_and_definitions_kept(fake: FakeAzure) -> None:

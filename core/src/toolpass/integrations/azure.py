@@ -6,19 +6,21 @@ For a user (an Entra ID object id), ``action`` (an Azure operation such as
 and ``resource`` (an ARM resource id: ``/subscriptions/{s}/resourceGroups/{rg}/providers/
 {namespace}/{type}/{name}``, a resource group, a subscription, a management group or ``/``):
 
-1. ``GET {resource}/providers/Microsoft.Authorization/roleAssignments?$filter=atScope() and
-   assignedTo('{oid}')`` lists the assignments at or above the resource that apply to the
-   user, directly or through their (nested) groups; PIM-eligible assignments that are not
-   active are not among them.
+1. ``GET {resource}/providers/Microsoft.Authorization/roleAssignments?$filter=
+   assignedTo('{oid}')`` lists the assignments at, above and below the resource that apply to
+   the user, directly or through their (nested) groups; those at or above it count (a
+   management group's is above any subscription; for a management-group scope, another
+   management group's cannot be placed from its id: unknown). PIM-eligible assignments that
+   are not active are not among them.
 2. Each assignment's role definition (``GET {roleDefinitionId}``) gives ``permissions[]``:
    an action is granted by a permission whose ``actions`` (``dataActions``) match it and whose
    ``notActions`` (``notDataActions``) do not; ``*`` matches any characters, names compare
    without case.
-3. ``GET {resource}/providers/Microsoft.Authorization/denyAssignments?$filter=
-   assignedTo('{oid}')`` lists deny assignments for the user; one at or above the resource
-   (at it only with ``doNotApplyToChildScopes``) whose permissions match the action denies it,
-   unless the user is among its ``excludePrincipals`` (groups asked through Graph's
-   ``checkMemberGroups``).
+3. ``GET {resource}/providers/Microsoft.Authorization/denyAssignments?$filter=atScope()``
+   lists the deny assignments at or above the resource; one (at the resource only with
+   ``doNotApplyToChildScopes``) whose permissions match the action denies it when its
+   ``principals`` hold the user (the user, Everyone, or one of their groups: Graph's
+   ``checkMemberGroups``, transitive) and its ``excludePrincipals`` do not.
 
 An assignment with an ABAC ``condition`` cannot be evaluated without the request's attributes:
 an allow that rests only on conditional assignments is unknown, and so is an allow that a
@@ -67,6 +69,7 @@ _DOTS = frozenset({".", ".."})
 _READ_POSTS = ("list", "get")
 _META = frozenset({"operations", "providers"})
 _PAGES = 50
+_EVERYONE = "00000000-0000-0000-0000-000000000000"
 CREDENTIAL = (
     "Least privilege: an Entra ID app registration (Entra ID > App registrations > New "
     "registration; a client secret, a certificate or a federated credential under Certificates "
@@ -88,6 +91,7 @@ class _Grant:
     permissions: tuple[Mapping[str, Any], ...]
     condition: str
     children: bool = True  # applies below its scope (deny: not doNotApplyToChildScopes)
+    principals: tuple[tuple[str, str], ...] = ()  # (id, type) of a deny's principals
     excluded: tuple[tuple[str, str], ...] = ()  # (id, type) of excludePrincipals
 
 
@@ -180,25 +184,31 @@ class Azure(MicrosoftCloud):
             return Decision.deny(f"the Entra ID account {oid} is disabled")
         data = action.startswith("data:")
         operation = action.removeprefix("data:")
-        grants = [
-            g
-            for g in self._assignments(scope, oid, "roleAssignments")
-            if _applies(g, scope) and _permits(self._role(g.role), operation, data)
-        ]
-        if not grants:
+        grants: list[_Grant] = []
+        above: list[_Grant] = []
+        for g in self._assignments(scope, oid, "roleAssignments"):
+            applies = _applies(g, scope)
+            if applies is not False and _permits(self._role(g.role), operation, data):
+                (grants if applies else above).append(g)
+        if not grants and not above:
             return Decision.deny(f"no Azure role assignment grants {oid} {action} at {scope}")
         sure = [g for g in grants if not g.condition]
         denies = [
             d
             for d in self._assignments(scope, oid, "denyAssignments")
-            if _applies(d, scope)
+            if _applies(d, scope) is not False  # listed atScope(): at or above
             and _permits(d.permissions, operation, data)
-            and not self._excluded(oid, d)
+            and self._denied(oid, d)
         ]
         for deny in denies:
             if not deny.condition:
                 return Decision.deny(f"the Azure deny assignment {deny.role} denies {oid} {action}")
         if not sure:
+            if not grants:
+                return Decision.unknown(
+                    f"only a role assignment at another management group grants {oid} {action} "
+                    f"({above[0].scope}): whether it is above {scope} is not in its id"
+                )
             return Decision.unknown(
                 f"only conditional role assignments grant {oid} {action} at {scope} "
                 f"(condition: {grants[0].condition[:160]}); toolpass cannot evaluate it"
@@ -217,17 +227,15 @@ class Azure(MicrosoftCloud):
 
     def _assignments(self, scope: str, oid: str, kind: str) -> tuple[_Grant, ...]:
         """The role (or deny) assignments of ``kind`` for the user at or above ``scope``."""
-        key = f"{kind}|{scope}|{oid.lower()}"
+        key = f"{kind}|{scope}|{oid.lower() if kind == 'roleAssignments' else ''}"
         hit = self._kept.get(key)
         if hit is not None:
             return hit
         where = "" if scope == "/" else scope
         base = f"{self.config.url}{quote(where)}/providers/Microsoft.Authorization/{kind}"
-        query = (
-            f"atScope() and assignedTo('{oid}')"
-            if kind == "roleAssignments"
-            else (f"assignedTo('{oid}')")
-        )
+        # The user's role assignments, also through groups, at, above and below the scope;
+        # every deny assignment at or above it (its principals are evaluated here).
+        query = f"assignedTo('{oid}')" if kind == "roleAssignments" else "atScope()"
         what = f"list the {kind} for {oid} at {scope}"
 
         def page(link: str | None) -> tuple[Iterable[Any], str | None]:
@@ -270,12 +278,21 @@ class Azure(MicrosoftCloud):
         self._roles.put(key, found, self._ttl("definition_cache_ttl", 3600.0))
         return found
 
-    def _excluded(self, oid: str, deny: _Grant) -> bool:
-        """Whether the user is one of the deny assignment's excluded principals."""
-        groups = [i for i, kind in deny.excluded if kind.lower() == "group" and GUID.fullmatch(i)]
-        if any(i.lower() == oid.lower() for i, _ in deny.excluded):
-            return True
-        return bool(groups) and bool(self.member_of(oid, groups))
+    def _denied(self, oid: str, deny: _Grant) -> bool:
+        """Whether a deny assignment's principals hold the user (themselves, Everyone, or a
+        group of theirs) and its excludePrincipals do not."""
+        me = oid.lower()
+
+        def holds(principals: tuple[tuple[str, str], ...]) -> bool:
+            ids = {i for i, _ in principals}
+            if me in ids or (principals is deny.principals and _EVERYONE in ids):
+                return True
+            groups = sorted(
+                i for i, kind in principals if kind.lower() == "group" and GUID.fullmatch(i)
+            )
+            return bool(groups) and bool(self.member_of(oid, groups))
+
+        return holds(deny.principals) and not holds(deny.excluded)
 
     # --- the probe -----------------------------------------------------------------------
     def probe(self) -> ProbeResult:
@@ -312,10 +329,13 @@ def _grant(item: Any, kind: str) -> _Grant:
             raise LookupFailed("azure's role assignment has no roleDefinitionId")
         return _Grant(scope, role, (), str(condition))
     name = str(props.get("denyAssignmentName") or item.get("name") or "?")
-    excluded = tuple(
-        (str(p.get("id")), str(p.get("type") or ""))
-        for p in props.get("excludePrincipals") or []
-        if isinstance(p, dict)
+    principals, excluded = (
+        tuple(
+            (str(p.get("id")).lower(), str(p.get("type") or ""))
+            for p in props.get(key) or []
+            if isinstance(p, dict)
+        )
+        for key in ("principals", "excludePrincipals")
     )
     return _Grant(
         scope,
@@ -323,6 +343,7 @@ def _grant(item: Any, kind: str) -> _Grant:
         _permissions(props, f"read the deny assignment {name}"),
         str(condition),
         not props.get("doNotApplyToChildScopes"),
+        principals,
         excluded,
     )
 
@@ -341,15 +362,19 @@ def _permissions(props: Any, what: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(perms)
 
 
-def _applies(grant: _Grant, scope: str) -> bool:
-    """Whether an assignment at ``grant.scope`` covers ``scope`` (both lower-cased)."""
+def _applies(grant: _Grant, scope: str) -> bool | None:
+    """Whether an assignment at ``grant.scope`` covers ``scope`` (both lower-cased); None when
+    its id cannot tell (another management group, listed for a management group's scope:
+    above it or below)."""
     if grant.scope == scope:
         return True
     if not grant.children:
         return False
-    if grant.scope == "/" or grant.scope.startswith("/providers/microsoft.management/"):
-        return True  # listed at or above the scope: a management group holds it
-    return scope.startswith(grant.scope + "/")
+    if grant.scope == "/" or scope.startswith(grant.scope + "/"):
+        return True
+    if grant.scope.startswith("/providers/microsoft.management/managementgroups/"):
+        return True if scope.startswith("/subscriptions/") else None
+    return False
 
 
 def _permits(permissions: Iterable[Mapping[str, Any]], operation: str, data: bool) -> bool:
