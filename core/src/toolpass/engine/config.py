@@ -44,8 +44,9 @@ class Config:
     server: Mapping[str, Any] = field(default_factory=dict)
     path: str | None = None
     mcp: Mapping[str, Any] = field(default_factory=dict)
-    #: The ``store:`` URL shared by the processes of a deployment (``toolpass.store``).
-    store: str | None = None
+    #: The ``store:`` URL shared by the processes of a deployment (``toolpass.store``); in
+    #: the file it may be a secret reference (``env:NAME``, ``file:/path``) to the URL.
+    store: str | None = field(default=None, repr=False)
 
 
 class Located(dict[str, Any]):
@@ -87,15 +88,39 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     mcp = data.get("mcp", {})
     if not isinstance(mcp, dict):
         raise ConfigError(f"{path}, line {data.lines['mcp']}: 'mcp' must be a mapping")
+    base = os.path.dirname(os.path.abspath(path))
     store = data.get("store")
     if store is not None:
-        try:
-            store_kind(store if isinstance(store, str) else "")
-        except ValueError as e:
-            raise ConfigError(f"{path}, line {data.lines['store']}: 'store': {e}") from None
-    base = os.path.dirname(os.path.abspath(path))
+        store = _store_url(store, f"{path}, line {data.lines['store']}: 'store'", base)
     connections = parse_connections(raw, source=path, base_dir=base)
     return Config(connections, server, path, mcp, store)
+
+
+def _store_url(raw: object, where: str, base: str) -> str:
+    """The store URL ``raw`` gives, reading it from the secret ``env:NAME`` or ``file:/path``
+    refers to (a Redis URL may hold a password); never echoes a secret's value."""
+    if isinstance(raw, str) and raw.startswith(("env:", "file:")):
+        try:
+            secret = parse_secret(raw, allow_literal=False)
+            if secret.reference.startswith("file:"):
+                secret = Secret("file", os.path.join(base, secret.reference[5:]))
+            url = secret.get().strip()
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        try:
+            store_kind(url)
+        except ValueError:
+            raise ConfigError(
+                f"{where}: the secret {raw} is not a store URL "
+                "(memory:, sqlite:///path/to/state.db or redis://host:6379/0)"
+            ) from None
+        return url
+    try:
+        store_kind(raw if isinstance(raw, str) else "")
+    except ValueError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    assert isinstance(raw, str)
+    return raw
 
 
 def _loader(yaml: Any, path: str) -> Any:
