@@ -221,6 +221,14 @@ def test_every_page_of_users_is_read(fake: FakeSnowflake, monkeypatch: pytest.Mo
     assert len(fake.seen("GET", r"/api/v2/users")) >= 3
 
 
+def test_a_lower_case_user_name_is_folded_once(fake: FakeSnowflake) -> None:
+    fake.add_user('"kim"', "ANALYST", email="kim@example.com", default_role="ANALYST")
+    fake.add_user("KIM", email="other@example.com")
+    with Toolpass([conn(fake)]) as tp:
+        assert tp.check("kim@example.com", "sf", "table.read", ORDERS).allowed
+    assert fake.seen("GET", r"/api/v2/users/%22kim%22")
+
+
 def test_a_quoted_user_name_is_asked_quoted(tp: Toolpass, fake: FakeSnowflake) -> None:
     check(tp, "gail", "table.read", ORDERS)
     assert fake.seen("GET", r"/api/v2/users/%22gail%40example\.com%22")
@@ -481,7 +489,7 @@ def test_the_hook_refuses_before_sending(
 class TestSnowflakeConformance(IntegrationConformance):
     integration = "snowflake"
     user, action, resource = "dana@example.com", "table.read", ORDERS
-    system_user, template = "DANA", None
+    system_user, template = "DANA", "{local}"  # dana folds to DANA
     credential = "sf-engine-token"
 
     @pytest.fixture

@@ -23,7 +23,11 @@ user could activate. Not evaluated: future grants (they do not apply to existing
 row access and masking policies, network and authentication policies, grants to
 applications; a disabled user is denied.
 
-Identifiers fold as Snowflake does: unquoted parts upper-case, quoted parts exact.
+Identifiers fold as Snowflake does: unquoted parts upper-case, quoted parts exact. Users are
+Snowflake user names written as identifiers (``dana`` is DANA, ``"dana@example.com"`` exact);
+the look-ups ``email`` and ``login_name`` find the one user whose EMAIL or LOGIN_NAME is the
+address (exact, case-insensitive) in the paged user list (``GET /api/v2/users``, whose
+filters match names only).
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ _TABLES = frozenset(
         "HYBRID TABLE",
     }
 )
+_Node = tuple[str, tuple[str, ...]]  # (ROLE | DATABASE ROLE | a securable kind, name parts)
 _ONE_PART = frozenset({"DATABASE", "WAREHOUSE", "ROLE", "USER", "INTEGRATION"})
 _IMPORTED = "IMPORTED PRIVILEGES"
 _READS = frozenset({"USAGE", "SELECT"})
@@ -281,7 +286,7 @@ class Snowflake(Integration):
 
     def _lookup(self, email: str, field: str) -> Sequence[str]:
         found = [
-            canonical(u["name"])
+            str(u["name"])  # as an identifier: the check folds it
             for u in self._users()
             if isinstance(u.get(field), str) and u[field].strip().lower() == email.lower()
         ]
@@ -314,11 +319,8 @@ class Snowflake(Integration):
         info = self._kept_read(f"/api/v2/users/{_path(name)}", f"read the user {name}")
         if info is None:
             text = f"Snowflake has no user {name} the engine can see (404)"
-            return (
-                Decision.deny(text)
-                if self.options.get("not_found") == "deny"
-                else (Decision.unknown(text))
-            )
+            deny = self.options.get("not_found") == "deny"
+            return Decision.deny(text) if deny else Decision.unknown(text)
         if not isinstance(info, dict):
             raise LookupFailed(f"snowflake's user {name} is not an object")
         if info.get("disabled") in (True, "true", "TRUE"):
@@ -349,9 +351,9 @@ class Snowflake(Integration):
         return self._decide(name, declared, target, *self._session(primary, granted, secondary))
 
     def _session(
-        self, primary: str, granted: set[tuple[str, tuple[str, ...]]], secondary: bool
-    ) -> tuple[list[set[tuple[str, tuple[str, ...]]]], set[tuple[str, tuple[str, ...]]]]:
-        first: set[tuple[str, tuple[str, ...]]] = {("ROLE", (primary,)), ("ROLE", (PUBLIC,))}
+        self, primary: str, granted: set[_Node], secondary: bool
+    ) -> tuple[list[set[_Node]], set[_Node]]:
+        first: set[_Node] = {("ROLE", (primary,)), ("ROLE", (PUBLIC,))}
         return [first], (first | granted) if secondary else first
 
     def _decide(
@@ -359,8 +361,8 @@ class Snowflake(Integration):
         name: str,
         action: Action,
         target: tuple[str, ...],
-        creators: list[set[tuple[str, tuple[str, ...]]]],
-        active: set[tuple[str, tuple[str, ...]]],
+        creators: list[set[_Node]],
+        active: set[_Node],
     ) -> Decision:
         """Whether ``active`` roles hold what ``action`` needs on ``target``; a CREATE
         privilege must be held by one of the role sets in ``creators``."""
@@ -399,19 +401,17 @@ class Snowflake(Integration):
         got = ", ".join(f"{p} on {'.'.join(n) or 'the account'}" for _, n, p in needs)
         return Decision.allow(f"Snowflake grants {name} {got}")
 
-    def _user_roles(self, name: str) -> set[tuple[str, tuple[str, ...]]]:
+    def _user_roles(self, name: str) -> set[_Node]:
         rows = self._kept_read(f"/api/v2/users/{_path(name)}/grants", f"read the grants of {name}")
         if not isinstance(rows, list):
             raise LookupFailed(f"snowflake's grants of {name} are not a list")
         return {edge for row in rows for edge in _edges(row)}
 
-    def _closure(
-        self, roles: Iterable[tuple[str, tuple[str, ...]]]
-    ) -> dict[tuple[str, tuple[str, ...]], set[str]]:
+    def _closure(self, roles: Iterable[_Node]) -> dict[_Node, set[str]]:
         """Every privilege the roles hold, through the roles granted to them (PUBLIC too)."""
-        held: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+        held: dict[_Node, set[str]] = {}
         todo = [*roles, ("ROLE", (PUBLIC,))]
-        seen: set[tuple[str, tuple[str, ...]]] = set()
+        seen: set[_Node] = set()
         while todo:
             role = todo.pop()
             if role in seen:
@@ -428,7 +428,7 @@ class Snowflake(Integration):
                     held.setdefault(key, set()).update(_privileges(row))
         return held
 
-    def _role_grants(self, role: tuple[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    def _role_grants(self, role: _Node) -> list[dict[str, Any]]:
         kind, parts = role
         if kind == "ROLE":
             path = f"/api/v2/roles/{_path(parts[0])}/grants"
@@ -519,7 +519,7 @@ def _kind(row: Mapping[str, Any]) -> str:
     return str(value).upper().replace("_", " ").strip() if isinstance(value, str) else ""
 
 
-def _securable(row: Mapping[str, Any]) -> tuple[str, tuple[str, ...]] | None:
+def _securable(row: Mapping[str, Any]) -> _Node | None:
     """The securable a grant row names, as ``(KIND, stored name parts)``: ``securable``'s
     ``database``, ``schema`` and ``name`` that are set (a database named twice, or by
     ``database`` alone, is one part)."""
@@ -540,7 +540,7 @@ def _privileges(row: Mapping[str, Any]) -> set[str]:
     return {p.upper() for p in got if isinstance(p, str)} if isinstance(got, list) else set()
 
 
-def _edges(row: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+def _edges(row: Mapping[str, Any]) -> list[_Node]:
     """The role a grant row makes its grantee hold: a role or database role granted with no
     privilege named (as the REST API lists a role granted to a user) or with USAGE; a row
     naming only OWNERSHIP of a role is a privilege on it, not a grant of it."""
@@ -553,7 +553,7 @@ def _edges(row: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _holds(
-    held: Mapping[tuple[str, tuple[str, ...]], set[str]],
+    held: Mapping[_Node, set[str]],
     types: frozenset[str],
     parts: tuple[str, ...],
     privilege: str,
