@@ -486,6 +486,38 @@ def test_the_hook_refuses_before_sending(
     assert fake.seen("GET", r"/api/v2/roles/ANALYST/grants")  # the engine asked
 
 
+def test_the_hook_checks_rest_resource_calls_under_httpx(
+    kit: tuple[Toolkit, list[Any]], fake: FakeSnowflake
+) -> None:
+    import httpx
+
+    toolkit, events = kit
+    fake.tokens.add("tool-token")
+    headers = {
+        "Authorization": "Bearer tool-token",
+        "X-Snowflake-Authorization-Token-Type": "PROGRAMMATIC_ACCESS_TOKEN",
+    }
+
+    @toolkit.tool()
+    def drop_table() -> int:
+        url = f"{fake.url}/api/v2/databases/SALES/schemas/PUBLIC/tables/ORDERS"
+        return httpx.delete(url, headers=headers, timeout=10).status_code
+
+    @toolkit.tool()
+    def users() -> int:
+        return httpx.get(f"{fake.url}/api/v2/users", headers=headers, timeout=10).status_code
+
+    with Session("dana@example.com").active(), pytest.raises(ActionRefused):
+        drop_table()
+    assert fake.seen("DELETE") == []
+    refused = events[-1].actions[-1]
+    assert (refused["action"], refused["resource"]) == ("table.manage", ORDERS)
+    with Session("erin@example.com").active():
+        assert drop_table() == 404  # the owner's request is sent (the fake has no such route)
+        assert users() == 200
+    assert len(fake.seen("DELETE")) == 1
+
+
 class TestSnowflakeConformance(IntegrationConformance):
     integration = "snowflake"
     user, action, resource = "dana@example.com", "table.read", ORDERS
