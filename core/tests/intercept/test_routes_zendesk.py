@@ -151,6 +151,24 @@ def test_a_ticket_update_with_a_public_comment_is_a_public_comment(
 
 
 @pytest.mark.parametrize(
+    ("body", "action", "resource"),
+    [
+        ({"user": {"name": "Ivy", "phone": "123"}}, "user.manage", "user:7"),
+        ({"user": {"role": "admin"}}, "account.admin", "account"),
+        ({"user": {"name": "x", "custom_role_id": 3}}, "account.admin", "account"),
+        ({"user": {"suspended": False}}, "account.admin", "account"),
+    ],
+)
+def test_a_profile_update_setting_a_role_administers_the_account(
+    zendesk: Zendesk, body: dict[str, object], action: str, resource: str
+) -> None:
+    request = Request("PUT", "/api/v2/users/7.json", "", JSON, json.dumps(body).encode())
+    found = zendesk.match_request(request)
+    assert found is not None
+    assert (found.action, found.resource) == (action, resource)
+
+
+@pytest.mark.parametrize(
     ("headers", "body"),
     [
         ({"Content-Type": "text/plain"}, b'{"ticket": {}}'),

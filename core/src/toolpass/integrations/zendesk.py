@@ -50,6 +50,22 @@ ACTIONS: tuple[Action, ...] = load_actions("zendesk")
 _ID = re.compile(r"[1-9][0-9]{0,19}")
 _UPDATE = "/api/v2/tickets/{ticket_id}"
 _PUBLIC = Route("PUT", _UPDATE, "ticket.comment_public", "ticket:{ticket_id}", "write", False, True)
+_PROFILE = "/api/v2/users/{user_id}"
+_ADMIN = Route("PUT", _PROFILE, "account.admin", "account", "write")
+#: User fields only an administrator may change: a profile update setting one administers.
+_PRIVILEGED = frozenset(
+    {
+        "role",
+        "custom_role_id",
+        "ticket_restriction",
+        "restricted_agent",
+        "moderator",
+        "only_private_comments",
+        "suspended",
+        "default_group_id",
+        "agent_brand_ids",
+    }
+)
 _PROFILE_EDIT = ("edit", "full")
 CREDENTIAL = (
     "Least privilege: an API token (Admin Center > Apps and integrations > Zendesk API > "
@@ -150,7 +166,8 @@ class Zendesk(Integration):
 
     def match_request(self, request: Request) -> Match | None:
         """The table's route (a ``.json`` suffix, as Zenpy sends, is dropped); a ticket
-        update carrying a comment that is not ``"public": false`` adds a public comment."""
+        update carrying a comment that is not ``"public": false`` adds a public comment; a
+        profile update setting a role, restriction or suspension administers the account."""
         if request.path.endswith(".json"):
             request = Request(
                 request.method,
@@ -161,13 +178,25 @@ class Zendesk(Integration):
                 request.host,
             )
         found = self.route_table().match(request)
-        if found is None or found.route.path != _UPDATE or found.route.method != "PUT":
+        if (
+            found is None
+            or found.route.method != "PUT"
+            or found.route.path
+            not in (
+                _UPDATE,
+                _PROFILE,
+            )
+        ):
             return found
         form = request.form
-        ticket = form.get("ticket") if form is not UNREADABLE else AMBIGUOUS
-        if ticket is AMBIGUOUS:
+        key = "ticket" if found.route.path == _UPDATE else "user"
+        data = form.get(key) if form is not UNREADABLE else AMBIGUOUS
+        if data is AMBIGUOUS:
             return Match(found.route, found.params, None)
-        comment = ticket.get("comment") if isinstance(ticket, dict) else None
+        if key == "user":
+            privileged = isinstance(data, dict) and not _PRIVILEGED.isdisjoint(data)
+            return Match(_ADMIN, found.params, "account") if privileged else found
+        comment = data.get("comment") if isinstance(data, dict) else None
         if comment is None:
             return found
         if isinstance(comment, dict) and comment.get("public") is False:
