@@ -19,9 +19,9 @@ with graphql-core and writes one row per top-level field, keyed ``POST
   a team and its children ``team.manage``); every other mutation is ``workspace.admin`` when
   its name is one of ``ADMIN`` (settings, integrations, users, invites, auth, imports,
   exports), else ``workspace.write``;
-- a row ``#mutation.<field>?<argument>`` replaces the field's row when that argument is true
+- a row ``#mutation.<field>?<argument>`` replaces the field's row when that argument is given
   (``issueDelete(permanentlyDelete: true)`` is an admin's, ``issueArchive(trash: true)`` a
-  delete).
+  delete, ``issueUpdate(input: {teamId})`` a move between two teams, refused).
 
 Every mutation must be placed by these rules (the script fails on one it cannot place), so
 a schema with new mutations needs a decision here. ``types`` holds, for every object and
@@ -123,10 +123,13 @@ CREATES: dict[str, str | None] = {
 #: Name prefixes of workspace objects whose names start with a kind (releases of issues; a
 #: new team, which members may create unless the workspace restricts it).
 WORKSPACE = ("issueToRelease", "teamCreate")
-#: Rows taken when an argument is true.
-WHEN_TRUE = {
+#: Rows taken when an argument (``input.field`` for a field of an input) is given: true, or
+#: a value.
+WHEN_SET = {
     ("issueDelete", "permanentlyDelete"): ("workspace.admin", "workspace", "destructive"),
     ("issueArchive", "trash"): ("issue.delete", "issue:{id}", "destructive"),
+    # a move to another team writes two teams: it names no single resource and is refused
+    ("issueUpdate", "input.teamId"): ("issue.write", "", "write"),
 }
 #: Mutations that send data out of Linear (notifications, e-mail, posts to other services,
 #: fetched URLs).
@@ -230,9 +233,9 @@ def build() -> dict[str, Any]:
         action, resource, effect, flags = _mutation(name, set(field.args))
         _check_template(schema, name, resource)
         rows.append(["POST", f"/graphql#mutation.{name}", action, resource, effect, flags])
-        for (mutation, argument), (action, resource, effect) in WHEN_TRUE.items():
+        for (mutation, argument), (action, resource, effect) in WHEN_SET.items():
             if mutation == name:
-                assert argument in field.args, (name, argument)
+                _check_template(schema, name, "{" + argument + "}")
                 path = f"/graphql#mutation.{name}?{argument}"
                 rows.append(["POST", path, action, resource, effect, ""])
     objects = (GraphQLObjectType, GraphQLInterfaceType, GraphQLUnionType)

@@ -8,7 +8,7 @@ integration's GraphQL reader (operations, fragments, aliases, variables):
 - a mutation is placed when every root field has a row, each row's resource template
   (``issue:{id}``, ``team:{input.teamId}``) is filled from its arguments, and all of them
   name one action on one resource; a row ``#mutation.<field>?<argument>`` replaces the field's row
-  when that argument is true. An unknown field, a batch, a missing or odd argument, or two
+  when that argument is given. An unknown field, a batch, a missing or odd argument, or two
   resources answer None or an unresolved resource: the write is refused;
 - a query's root field with a resource template (``issue(id:)``, ``team(id:)``,
   ``comment(id:)``, ...) reads that resource, unless a field below it leads to other issues,
@@ -86,6 +86,17 @@ def _table() -> tuple[dict[str, Route], dict[str, str], dict[str, dict[str, str]
     data = json.loads(folder.joinpath("linear.json").read_text("utf-8"))
     rows = {r[1].partition("#")[2]: Route.row(r) for r in data["routes"]}
     return rows, data["roots"], data["types"]
+
+
+@functools.cache
+def _conditions() -> dict[str, list[tuple[str, Route]]]:
+    """Mutation -> [(argument path, the row taken when it is given)]."""
+    found: dict[str, list[tuple[str, Route]]] = {}
+    for key, route in _table()[0].items():
+        name, sep, argument = key.removeprefix("mutation.").partition("?")
+        if sep and key.startswith("mutation."):
+            found.setdefault(name, []).append((argument, route))
+    return found
 
 
 def _base(type_name: str) -> str:
@@ -180,9 +191,13 @@ def _mutation(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Ma
         if route is None:
             return None
         values = _resolve(args, variables)
-        for argument, value in values.items():
-            if value is True and f"mutation.{name}?{argument}" in rows:
-                route = rows[f"mutation.{name}?{argument}"]
+        for argument, conditional in _conditions().get(name, ()):
+            value: Any = values
+            for part in argument.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if value not in (None, False, "", [], {}):
+                route = conditional
+                break
         placed.setdefault((route.action, _fill(route.resource, values)), []).append(route)
     if not placed:
         return None
