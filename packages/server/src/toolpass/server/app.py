@@ -46,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolpass.engine.checker import Checker
+from toolpass.server.approvals import ApprovalsPage
 from toolpass.server.config import ServerConfig, parse_server_config
 from toolpass.wire.errors import ConfigError
 
@@ -314,6 +315,7 @@ def create_app(tp: Checker, config: ServerConfig | Mapping[str, Any] | None = No
 
     ``config`` is a :class:`ServerConfig`, a ``server:`` mapping (validated as code), or None
     for ``tp.config.server`` (the ``server:`` section of the file ``tp`` was loaded from).
+    With ``approvals:`` in it, the app also serves the approvals page (``/approvals``).
     API keys are resolved now: a missing or unusable key raises ``ConfigError``. The caller
     keeps ``tp`` and closes it.
     """
@@ -325,25 +327,37 @@ def create_app(tp: Checker, config: ServerConfig | Mapping[str, Any] | None = No
             if not isinstance(path, str):
                 raise ConfigError("no server configuration: pass config= to create_app")
             config = parse_server_config(
-                section, source=path, base_dir=os.path.dirname(os.path.abspath(path))
+                section,
+                source=path,
+                base_dir=os.path.dirname(os.path.abspath(path)),
+                store=getattr(loaded, "store", None),
             )
         else:
-            config = parse_server_config(config)
+            store = getattr(getattr(tp, "config", None), "store", None)
+            config = parse_server_config(config, store=store)
     service = _Service(tp, config)
     threads = config.threads
+    page = None
+    if config.approvals is not None:
+        page = ApprovalsPage(config.approvals, tls=config.tls_cert_file is not None)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # tp.acheck runs each uncached look-up in the loop's default executor.
         executor = ThreadPoolExecutor(threads, thread_name_prefix="toolpass-check")
         asyncio.get_running_loop().set_default_executor(executor)
-        yield
+        try:
+            yield
+        finally:
+            if page is not None:
+                page.close()
 
     app = Starlette(
         lifespan=lifespan,
         routes=[
             Route("/check", service.check, methods=["POST"]),
             Route("/healthz", service.healthz, methods=["GET"]),
+            *(page.routes() if page is not None else ()),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _crash},
     )

@@ -17,6 +17,7 @@
       keep_alive_timeout: 30          # seconds an idle kept-alive connection stays open
       tls_cert_file: /etc/toolpass/tls/tls.crt   # serve https (both or neither)
       tls_key_file: /etc/toolpass/tls/tls.key
+      approvals: {...}                # the approvals page (see approvals_config.py)
 
 Unknown keys, wrong types and bad references are errors naming the file, the line and the
 key. Keys are resolved (and checked) when the app is created, never printed.
@@ -32,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpass.server.approvals_config import ApprovalsConfig, parse_approvals
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.secrets import Secret, parse_secret
 
@@ -52,6 +54,7 @@ KEYS: dict[str, tuple[str, Any]] = {
     "keep_alive_timeout": ("Seconds an idle kept-alive connection stays open.", 30.0),
     "tls_cert_file": ("PEM certificate chain; serve https (needs tls_key_file).", None),
     "tls_key_file": ("PEM private key of tls_cert_file.", None),
+    "approvals": ("The approvals page: its login, audit tail and session length.", None),
 }
 
 
@@ -82,6 +85,7 @@ class ServerConfig:
     keep_alive_timeout: float = 30.0
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    approvals: ApprovalsConfig | None = None
     origin: str = field(default="server", compare=False)
 
     @property
@@ -99,31 +103,36 @@ class ServerConfig:
         Every reference must resolve to printable ASCII without spaces, at least
         ``MIN_KEY_LENGTH`` characters long, and no two keys may share a value.
         """
-        resolved: list[tuple[str, bytes]] = []
-        seen: dict[bytes, str] = {}
-        for key in self.api_keys:
-            try:
-                value = key.secret.get()
-            except ConfigError as e:
-                raise ConfigError(f"{key.origin}: {e}") from None
-            if not _KEY_CHARS.fullmatch(value):
-                raise ConfigError(
-                    f"{key.origin}: secret {key.secret.reference}: an API key must be "
-                    "printable ASCII without spaces"
-                )
-            if len(value) < MIN_KEY_LENGTH:
-                raise ConfigError(
-                    f"{key.origin}: secret {key.secret.reference}: an API key must be at least "
-                    f"{MIN_KEY_LENGTH} characters long"
-                )
-            digest = hashlib.sha256(value.encode("ascii")).digest()
-            if digest in seen:
-                raise ConfigError(
-                    f"{key.origin}: API key {key.name!r} has the same value as {seen[digest]!r}"
-                )
-            seen[digest] = key.name
-            resolved.append((key.name, digest))
-        return tuple(resolved)
+        return resolve_keys(self.api_keys)
+
+
+def resolve_keys(keys: Sequence[APIKey]) -> tuple[tuple[str, bytes], ...]:
+    """``(name, sha256 of the value)`` for each of ``keys`` (see ServerConfig.resolve_keys)."""
+    resolved: list[tuple[str, bytes]] = []
+    seen: dict[bytes, str] = {}
+    for key in keys:
+        try:
+            value = key.secret.get()
+        except ConfigError as e:
+            raise ConfigError(f"{key.origin}: {e}") from None
+        if not _KEY_CHARS.fullmatch(value):
+            raise ConfigError(
+                f"{key.origin}: secret {key.secret.reference}: an API key must be "
+                "printable ASCII without spaces"
+            )
+        if len(value) < MIN_KEY_LENGTH:
+            raise ConfigError(
+                f"{key.origin}: secret {key.secret.reference}: an API key must be at least "
+                f"{MIN_KEY_LENGTH} characters long"
+            )
+        digest = hashlib.sha256(value.encode("ascii")).digest()
+        if digest in seen:
+            raise ConfigError(
+                f"{key.origin}: API key {key.name!r} has the same value as {seen[digest]!r}"
+            )
+        seen[digest] = key.name
+        resolved.append((key.name, digest))
+    return tuple(resolved)
 
 
 def parse_server_config(
@@ -131,11 +140,13 @@ def parse_server_config(
     *,
     source: str | None = None,
     base_dir: str | None = None,
+    store: str | None = None,
 ) -> ServerConfig:
     """Validate a ``server:`` mapping. ``source`` is the file it came from (None: code).
 
     In code a key may also be a :class:`~toolpass.Secret` (``toolpass.engine.literal`` too);
-    relative ``file:`` references and TLS paths are taken from ``base_dir``.
+    relative ``file:`` references and TLS paths are taken from ``base_dir``. ``store`` is
+    the configuration's ``store:`` URL, which the approvals page needs.
     """
     in_code = source is None
     origin = "server" if in_code else f"{source}, server"
@@ -192,7 +203,15 @@ def parse_server_config(
                 raise ConfigError(f"{where(key)}: no such file")
             values[key] = path
     keys = _api_keys(section.get("api_keys"), where, in_code, base_dir)
-    return ServerConfig(keys, origin=origin, **values)
+
+    def approver_keys(raw: object, label: str) -> tuple[APIKey, ...]:
+        def at(key: str, line: int | None = None) -> str:
+            return str(where(f"approvals.{key}", line))
+
+        return _api_keys(raw, at, in_code, base_dir)
+
+    approvals = parse_approvals(section.get("approvals"), store, where, approver_keys, base_dir)
+    return ServerConfig(keys, origin=origin, approvals=approvals, **values)
 
 
 def _api_keys(raw: object, where: Any, in_code: bool, base_dir: str | None) -> tuple[APIKey, ...]:

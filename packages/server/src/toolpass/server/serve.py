@@ -92,7 +92,10 @@ def load(path: str) -> tuple[Toolpass, ServerConfig]:
     tp = Toolpass.from_config(path)
     try:
         base = os.path.dirname(os.path.abspath(path))
-        return tp, parse_server_config(tp.config.server, source=path, base_dir=base)
+        server = parse_server_config(
+            tp.config.server, source=path, base_dir=base, store=tp.config.store
+        )
+        return tp, server
     except BaseException:
         tp.close()
         raise

@@ -1,0 +1,417 @@
+"""The approvals page: people decide the requests tools keep in the shared store.
+
+``GET /approvals`` shows the pending requests (who, which tool, its effect, why, the whole
+preview), the decided ones and the audit tail; ``POST /approvals/decide`` approves or denies
+one. The decider's name is the signed-in identity, never a form field.
+
+Login: an approver key (``approvals.api_keys``, compared as ``POST /check`` keys are) opens a
+session, or an identity header from a configured proxy address (``approvals.proxy``). A
+session is a random id in a signed cookie (HttpOnly, SameSite=Strict, Secure over TLS) whose
+record, with its CSRF token and expiry, lives in the store, so every worker sees it and sign
+out ends it. Every POST needs the session's CSRF token (compared in constant time) and a
+same-origin ``Origin`` (or ``Referer``); GET changes nothing but the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from urllib.parse import parse_qsl, urlsplit
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+from toolpass.outcome.audit_read import event
+from toolpass.server import approvals_html as views
+from toolpass.server.approvals_config import ApprovalsConfig
+from toolpass.server.config import resolve_keys
+from toolpass.store import Store, StoreUnavailable, open_store
+from toolpass.toolkit.approval import ApprovalQueue
+
+log = logging.getLogger("toolpass.server.approvals")
+COOKIE = "toolpass_approvals"
+LOGIN_COOKIE = "toolpass_approvals_login"
+_SIGNING = "approvals-page:signing"
+_SESSION = "approvals-page:session:"
+_REASON_LIMIT = 500
+#: Sent with every page: nothing but this server's own script and style, no framing.
+PAGE_HEADERS = {
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",
+}
+
+
+@dataclass(frozen=True)
+class Who:
+    """A signed-in person: the name decisions carry, how they signed in, their session."""
+
+    name: str
+    via: str  # "key" or "proxy"
+    session: str
+    csrf: str
+
+
+class ApprovalsPage:
+    """The page's routes over ``ApprovalQueue(store=config.store)``."""
+
+    def __init__(self, config: ApprovalsConfig, *, tls: bool) -> None:
+        self.config = config
+        self.tls = tls
+        self.keys = resolve_keys(config.api_keys)
+        self.store: Store = open_store(config.store)
+        self.queue = ApprovalQueue(store=self.store, ttl=config.ttl)
+        self._secret: bytes | None = None
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/approvals", self.show, methods=["GET"]),
+            Route("/approvals/login", self.login_form, methods=["GET"]),
+            Route("/approvals/login", self.login, methods=["POST"]),
+            Route("/approvals/logout", self.logout, methods=["POST"]),
+            Route("/approvals/decide", self.decide, methods=["POST"]),
+            Route("/approvals/live", self.live, methods=["GET"]),
+            Route("/approvals/static/{name}", self.static, methods=["GET"]),
+        ]
+
+    def close(self) -> None:
+        self.store.close()
+
+    # --- sessions ---------------------------------------------------------------------
+
+    def secret(self) -> bytes:
+        """The key cookies are signed with: made once, kept in the store for every worker."""
+        if self._secret is None:
+            made = secrets.token_hex(32)
+            value: str = self.store.update(_SIGNING, lambda v: (v or made, v or made))
+            self._secret = bytes.fromhex(value)
+        return self._secret
+
+    def _sign(self, value: str) -> str:
+        mac = hmac.new(self.secret(), value.encode(), hashlib.sha256).hexdigest()
+        return f"{value}.{mac}"
+
+    def _unsign(self, signed: str | None) -> str | None:
+        value, _, mac = (signed or "").rpartition(".")
+        if not value or not mac:
+            return None
+        good = hmac.new(self.secret(), value.encode(), hashlib.sha256).hexdigest()
+        return value if hmac.compare_digest(good, mac) else None
+
+    def _new_session(self, name: str, via: str) -> Who:
+        sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        seconds = self.config.session_minutes * 60
+        record = {"name": name, "via": via, "csrf": csrf, "expires": time.time() + seconds}
+        self.store.update(_SESSION + sid, lambda _: (record, None), ttl=seconds)
+        return Who(name, via, sid, csrf)
+
+    def _session(self, request: Request) -> Who | None:
+        sid = self._unsign(request.cookies.get(COOKIE))
+        if sid is None:
+            return None
+        record = self.store.get(_SESSION + sid)
+        if not isinstance(record, dict) or record.get("expires", 0) < time.time():
+            return None
+        return Who(record["name"], record["via"], sid, record["csrf"])
+
+    def _proxy_user(self, request: Request) -> str | None:
+        proxy = self.config.proxy
+        if proxy is None:
+            return None
+        name = request.headers.get(proxy.user_header, "").strip()
+        if not name:
+            return None
+        client = request.client.host if request.client else None
+        if not proxy.trusts(client):
+            log.warning("ignored %s from %s: not a configured proxy", proxy.user_header, client)
+            return None
+        if proxy.email_header:
+            email = request.headers.get(proxy.email_header, "").strip()
+            if email and email != name:
+                return f"{name} <{email}>"
+        return name
+
+    def who(self, request: Request) -> tuple[Who | None, bool]:
+        """The signed-in person (None: nobody), and whether the session is new (a cookie to
+        set). A proxy's header must name the session's person, else a new session starts."""
+        session = self._session(request)
+        proxied = self._proxy_user(request)
+        if proxied is not None:
+            if session is not None and session.via == "proxy" and session.name == proxied:
+                return session, False
+            return self._new_session(proxied, "proxy"), True
+        if session is not None and session.via == "proxy":
+            return None, False  # the proxy no longer vouches for this person
+        return session, False
+
+    def _cookie(self, response: Response, name: str, value: str, seconds: int) -> None:
+        response.set_cookie(
+            name,
+            self._sign(value),
+            max_age=seconds,
+            path="/approvals",
+            secure=self.tls,
+            httponly=True,
+            samesite="strict",
+        )
+
+    def _same_origin(self, request: Request) -> bool:
+        expected = self.config.public_url or f"{request.url.scheme}://{request.url.netloc}"
+        origin = request.headers.get("origin")
+        if origin is None:
+            referer = urlsplit(request.headers.get("referer", ""))
+            if not referer.scheme or not referer.netloc:
+                return False
+            origin = f"{referer.scheme}://{referer.netloc}"
+        return hmac.compare_digest(origin.lower().encode(), expected.lower().encode())
+
+    # --- routes -----------------------------------------------------------------------
+
+    async def show(self, request: Request) -> Response:
+        return await self._guarded(request, self._show)
+
+    def _show(self, request: Request, who: Who | None) -> Response:
+        if who is None:
+            return RedirectResponse("/approvals/login", 303)
+        return self._page(who)
+
+    def _page(self, who: Who, problem: str = "", status: int = 200) -> Response:
+        html = views.page(
+            user=who.name,
+            via=who.via,
+            csrf=who.csrf,
+            requests=self.queue.requests(),
+            audit=self.audit_tail(),
+            audit_configured=self.config.audit_file is not None,
+            ttl=self.config.ttl,
+            problem=problem,
+        )
+        return HTMLResponse(html, status, headers=PAGE_HEADERS)
+
+    async def login_form(self, request: Request) -> Response:
+        return await self._guarded(request, self._login_form)
+
+    def _login_form(self, request: Request, who: Who | None, problem: str = "") -> Response:
+        if who is not None:
+            return RedirectResponse("/approvals", 303)
+        if not self.keys:
+            return self._message(
+                "Sign in through your proxy",
+                "This page signs people in through the organisation's sign-in proxy only.",
+                401,
+            )
+        nonce = secrets.token_urlsafe(24)
+        response = HTMLResponse(
+            views.login(self._login_token(nonce), problem),
+            401 if problem else 200,
+            headers=PAGE_HEADERS,
+        )
+        self._cookie(response, LOGIN_COOKIE, nonce, 600)
+        return response
+
+    def _login_token(self, nonce: str) -> str:
+        return hmac.new(self.secret(), f"login|{nonce}".encode(), hashlib.sha256).hexdigest()
+
+    async def login(self, request: Request) -> Response:
+        form = await _form(request)
+        key, token = form.get("key", ""), form.get("token", "")
+
+        def run(request: Request, who: Who | None) -> Response:
+            if not self._same_origin(request):
+                return self._forbidden("the sign-in did not come from this page")
+            nonce = self._unsign(request.cookies.get(LOGIN_COOKIE))
+            good = self._login_token(nonce) if nonce else ""
+            if not nonce or not hmac.compare_digest(good.encode(), token.encode()):
+                return self._login_form(request, None, "The sign-in form expired; try again.")
+            name = self._key_name(key)
+            if name is None:
+                return self._login_form(request, None, "That is not an approver's key.")
+            new = self._new_session(name, "key")
+            response = RedirectResponse("/approvals", 303)
+            self._cookie(response, COOKIE, new.session, self.config.session_minutes * 60)
+            response.delete_cookie(LOGIN_COOKIE, path="/approvals")
+            log.info("approvals page: %s signed in with a key", name)
+            return response
+
+        return await self._guarded(request, run)
+
+    def _key_name(self, key: str) -> str | None:
+        """The name of the approver key ``key``: every configured key is compared, each time."""
+        try:
+            presented = hashlib.sha256(key.strip().encode("latin-1")).digest()
+        except UnicodeEncodeError:
+            return None
+        found = None
+        for name, digest in self.keys:
+            if hmac.compare_digest(presented, digest) and found is None:
+                found = name
+        return found
+
+    async def logout(self, request: Request) -> Response:
+        form = await _form(request)
+
+        def run(request: Request, who: Who | None) -> Response:
+            refused = self._post_check(request, who, form.get("csrf", ""))
+            if refused is not None:
+                return refused
+            assert who is not None
+            self.store.update(_SESSION + who.session, lambda _: (None, None))
+            response = RedirectResponse("/approvals/login", 303)
+            response.delete_cookie(COOKIE, path="/approvals")
+            return response
+
+        return await self._guarded(request, run)
+
+    async def decide(self, request: Request) -> Response:
+        form = await _form(request)
+        fields = {k: form.get(k, "") for k in ("csrf", "id", "decision", "reason")}
+
+        def run(request: Request, who: Who | None) -> Response:
+            refused = self._post_check(request, who, fields["csrf"])
+            if refused is not None:
+                return refused
+            assert who is not None
+            return self._decide(who, fields["id"], fields["decision"], fields["reason"].strip())
+
+        return await self._guarded(request, run)
+
+    def _decide(self, who: Who, request_id: str, decision: str, reason: str) -> Response:
+        if decision not in ("approve", "deny"):
+            return self._page(who, "Choose approve or deny.", 400)
+        if len(reason) > _REASON_LIMIT or not reason.isprintable():
+            return self._page(
+                who, f"A reason is one line of at most {_REASON_LIMIT} characters.", 400
+            )
+        if decision == "deny" and not reason:
+            return self._page(who, "Say why you deny it: the reason is shown to the agent.", 400)
+        try:
+            if decision == "approve":
+                self.queue.approve(request_id, by=who.name)
+            else:
+                self.queue.deny(request_id, by=who.name, reason=reason)
+        except KeyError:
+            return self._page(who, "That request is gone (used, expired or unknown).", 404)
+        except ValueError as e:
+            return self._page(who, str(e), 409)
+        log.info("approvals page: %s %sd request %s", who.name, decision, request_id)
+        return RedirectResponse("/approvals", 303)
+
+    def _post_check(self, request: Request, who: Who | None, csrf: str) -> Response | None:
+        """A refusal for a POST without a session, its CSRF token or a same-origin source."""
+        if who is None:
+            return self._message("Signed out", "Sign in again: your session has ended.", 401)
+        if not self._same_origin(request):
+            return self._forbidden("the form did not come from this page (Origin/Referer)")
+        if not hmac.compare_digest(who.csrf.encode(), csrf.encode()):
+            return self._forbidden("the form's token does not match your session; reload")
+        return None
+
+    async def live(self, request: Request) -> Response:
+        def run(request: Request, who: Who | None) -> Response:
+            if who is None:
+                return JSONResponse({"error": "sign in first"}, 401)
+            pending = [r.id for r in self.queue.pending()]
+            return JSONResponse({"pending": pending, "audit": self.audit_tail()})
+
+        return await self._guarded(request, run)
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        kinds = {"approvals.js": "text/javascript", "approvals.css": "text/css"}
+        if name not in kinds:
+            return JSONResponse({"error": "no such path"}, 404)
+        text = (
+            resources.files("toolpass.server").joinpath("static").joinpath(name).read_text("utf-8")
+        )
+        return Response(text, media_type=kinds[name], headers=PAGE_HEADERS)
+
+    # --- helpers ----------------------------------------------------------------------
+
+    async def _guarded(
+        self, request: Request, handler: Callable[[Request, Who | None], Response]
+    ) -> Response:
+        """Run ``handler(request, who)`` in a thread (the store blocks); a store that cannot
+        be reached is a 503 page, never a page without its checks."""
+
+        def run() -> Response:
+            who, new = self.who(request)
+            response = handler(request, who)
+            if new and who is not None:
+                self._cookie(response, COOKIE, who.session, self.config.session_minutes * 60)
+            return response
+
+        try:
+            result: Awaitable[Response] = run_in_threadpool(run)
+            return await result
+        except StoreUnavailable as e:
+            log.error("approvals page: the store cannot be reached: %s", e)
+            return self._message("Unavailable", "The approvals store cannot be reached.", 503)
+
+    def _forbidden(self, why: str) -> Response:
+        return self._message("Refused", f"Refused: {why}.", 403)
+
+    def _message(self, title: str, text: str, status: int) -> Response:
+        return HTMLResponse(views.message(title, text), status, headers=PAGE_HEADERS)
+
+    def audit_tail(self) -> list[dict[str, str]]:
+        """The last ``audit_lines`` events of the audit file, latest first."""
+        path = self.config.audit_file
+        if path is None:
+            return []
+        try:
+            lines = _last_lines(path, self.config.audit_lines)
+        except OSError:
+            return []
+        records = [r for r in (event(line) for line in lines) if r is not None]
+        return [views.audit_row(r) for r in reversed(records[-self.config.audit_lines :])]
+
+
+async def _form(request: Request, limit: int = 16384) -> dict[str, str]:
+    """An ``application/x-www-form-urlencoded`` body's fields (the first of each); anything
+    else, or a larger body, is no form (every field empty, so every check fails)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return {}
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return {}
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), max_num_fields=20)
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        form.setdefault(name, value)
+    return form
+
+
+def _last_lines(path: str, count: int, limit: int = 4 << 20) -> list[str]:
+    """The complete lines at the end of ``path`` (a torn last line left out), reading
+    backwards in blocks and at most ``limit`` bytes."""
+    with open(path, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        data = b""
+        at = end
+        while at > 0 and data.count(b"\n") <= count and end - at < limit:
+            step = min(65536, at)
+            at -= step
+            f.seek(at)
+            data = f.read(step) + data
+    lines = data.split(b"\n")
+    lines.pop()  # after the last newline: empty, or a write in progress
+    if at > 0:
+        lines = lines[1:]  # the first may be a part of a line
+    return [line.decode("utf-8", "replace") for line in lines[-count * 2 :]]

@@ -1,0 +1,163 @@
+"""The approvals page's HTML: plain server-rendered markup, every value escaped.
+
+Previews, reasons, tool and user names are attacker-influenced text: each goes through
+:func:`esc` (``html.escape`` with quotes) and nowhere else; nothing is marked safe.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from toolpass.outcome.audit_text import iso, plain, reason
+from toolpass.toolkit.approval import ApprovalRequest
+
+STATIC = "/approvals/static"
+
+
+def esc(value: object) -> str:
+    """``value`` as text inside HTML (element content or a quoted attribute)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def document(title: str, body: str) -> str:
+    return (
+        "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title>"
+        f'<link rel=stylesheet href="{STATIC}/approvals.css">'
+        f'<script src="{STATIC}/approvals.js" defer></script>'
+        f"</head><body>{body}</body></html>\n"
+    )
+
+
+def login(token: str, problem: str = "") -> str:
+    note = f"<p class=problem role=alert id=problem>{esc(problem)}</p>" if problem else ""
+    return document(
+        "Sign in: toolpass approvals",
+        "<main class=narrow><h1>toolpass approvals</h1>"
+        f"{note}"
+        '<form method=post action="/approvals/login" id=login>'
+        f'<input type=hidden name=token value="{esc(token)}">'
+        "<label for=key>Your approver key</label>"
+        "<input type=password name=key id=key autocomplete=current-password required>"
+        "<button type=submit>Sign in</button></form></main>",
+    )
+
+
+def _when(seconds: float | None) -> str:
+    return iso(seconds) if isinstance(seconds, (int, float)) else "-"
+
+
+def _pending(r: ApprovalRequest, csrf: str, ttl: float) -> str:
+    reasons = "".join(f"<li>{esc(x)}</li>" for x in r.reasons) or "<li>-</li>"
+    left = max(0, int(r.created + ttl - time.time()))
+    effect = f" <span class=effect>{esc(r.effect)}</span>" if r.effect else ""
+    return (
+        f'<article class=request id="request-{esc(r.id)}" data-id="{esc(r.id)}">'
+        f"<h3><span class=user>{esc(r.user)}</span> wants to run "
+        f"<code class=tool>{esc(r.tool)}</code>{effect}</h3>"
+        f"<p class=meta>request <code>{esc(r.id)}</code> · asked {esc(_when(r.created))}"
+        f" · expires in {left // 60} min · session <code>{esc(r.session_id)}</code></p>"
+        f"<h4>Why approval is needed</h4><ul class=reasons>{reasons}</ul>"
+        f"<h4>Preview</h4><pre class=preview>{esc(r.preview)}</pre>"
+        '<form method=post action="/approvals/decide" class=decide>'
+        f'<input type=hidden name=csrf value="{esc(csrf)}">'
+        f'<input type=hidden name=id value="{esc(r.id)}">'
+        f'<label for="reason-{esc(r.id)}">Reason (required to deny)</label>'
+        f'<input type=text name=reason id="reason-{esc(r.id)}" maxlength=500>'
+        "<button type=submit name=decision value=approve class=approve>Approve</button>"
+        "<button type=submit name=decision value=deny class=deny>Deny</button>"
+        "</form></article>"
+    )
+
+
+def _decided(r: ApprovalRequest) -> str:
+    return (
+        f'<tr data-id="{esc(r.id)}"><td><code>{esc(r.id)}</code></td><td>{esc(r.user)}</td>'
+        f"<td><code>{esc(r.tool)}</code></td><td class=status>{esc(r.status)}</td>"
+        f"<td>{esc(r.decided_by or '-')}</td><td>{esc(_when(r.decided_at))}</td>"
+        f"<td>{esc(r.reason or '')}</td></tr>"
+    )
+
+
+def audit_row(record: Mapping[str, Any]) -> dict[str, str]:
+    """One audit event as the strings the tail shows."""
+    outcome = plain(record.get("outcome") or "?")
+    when = record.get("time")
+    return {
+        "time": iso(when) if isinstance(when, (int, float)) else plain(when or "-"),
+        "user": plain(record.get("user") or "-"),
+        "tool": plain(record.get("tool") or "-"),
+        "outcome": outcome + (f" {plain(record['code'])}" if record.get("code") else ""),
+        "why": reason(record),
+    }
+
+
+def _audit(rows: Iterable[Mapping[str, str]], configured: bool) -> str:
+    if not configured:
+        return "<p class=meta>No audit file is configured (approvals.audit_file).</p>"
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(row[k])}</td>" for k in AUDIT_COLUMNS) + "</tr>" for row in rows
+    )
+    heads = "".join(f"<th>{esc(k)}</th>" for k in AUDIT_COLUMNS)
+    return (
+        f"<table class=audit><thead><tr>{heads}</tr></thead>"
+        f"<tbody id=audit-rows>{body}</tbody></table>"
+    )
+
+
+AUDIT_COLUMNS = ("time", "user", "tool", "outcome", "why")
+
+
+def page(
+    *,
+    user: str,
+    via: str,
+    csrf: str,
+    requests: list[ApprovalRequest],
+    audit: list[dict[str, str]],
+    audit_configured: bool,
+    ttl: float,
+    problem: str = "",
+) -> str:
+    pending = [r for r in requests if r.status == "pending"]
+    decided = [r for r in requests if r.status != "pending"]
+    note = f"<p class=problem role=alert id=problem>{esc(problem)}</p>" if problem else ""
+    pending_html = "".join(_pending(r, csrf, ttl) for r in pending) or (
+        "<p class=meta id=none-pending>Nothing is waiting for approval.</p>"
+    )
+    decided_html = (
+        "<table class=decided><thead><tr><th>id</th><th>user</th><th>tool</th><th>status</th>"
+        "<th>decided by</th><th>at</th><th>reason</th></tr></thead><tbody>"
+        + "".join(_decided(r) for r in decided)
+        + "</tbody></table>"
+        if decided
+        else "<p class=meta>None yet.</p>"
+    )
+    ids = " ".join(r.id for r in pending)
+    logout = (
+        '<form method=post action="/approvals/logout" class=logout>'
+        f'<input type=hidden name=csrf value="{esc(csrf)}"><button type=submit>Sign out</button>'
+        "</form>"
+        if via == "key"
+        else ""
+    )
+    return document(
+        "toolpass approvals",
+        f"<header><h1>toolpass approvals</h1><p>Signed in as <strong id=me>{esc(user)}</strong>"
+        f" ({esc('API key' if via == 'key' else 'your sign-in proxy')})</p>{logout}</header>"
+        f'<main data-pending="{esc(ids)}">{note}'
+        f"<section id=pending><h2>Waiting for a decision ({len(pending)})</h2>"
+        f"<p class=meta id=new-requests hidden>New requests are waiting: "
+        f'<a href="/approvals">reload</a>.</p>{pending_html}</section>'
+        f"<section id=decided><h2>Decided</h2>{decided_html}</section>"
+        f"<section id=audit><h2>Audit (latest first)</h2>"
+        f"{_audit(audit, audit_configured)}</section></main>",
+    )
+
+
+def message(title: str, text: str) -> str:
+    return document(title, f"<main class=narrow><h1>{esc(title)}</h1><p>{esc(text)}</p></main>")
