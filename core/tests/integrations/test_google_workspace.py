@@ -103,6 +103,17 @@ def test_drive_is_asked_as_the_user(tp: Toolpass, fake: FakeWorkspace) -> None:
     }
 
 
+def test_a_shared_drive_is_asked_with_the_scope_drives_get_takes(
+    tp: Toolpass, fake: FakeWorkspace
+) -> None:
+    assert tp.check("alice@example.com", "gws", "drive.drive.manage", "drive:drive/drv1").allowed
+    [req] = fake.seen("GET", r"/drive/v3/drives/drv1")
+    assert fake.caller(req) == {
+        "sub": "alice@example.com",
+        "scope": "https://www.googleapis.com/auth/drive.readonly",
+    }
+
+
 def test_the_directory_is_asked_as_the_admin(tp: Toolpass, fake: FakeWorkspace) -> None:
     tp.check("alice@example.com", "gws", "admin.users.read", "customer")
     [req] = fake.seen("GET", r"/admin/directory/v1/customer/my_customer/roleassignments")

@@ -7,7 +7,9 @@ service account's email, bare; ``fullResourceName``: ``//<service>.googleapis.co
 (the engine could not read some policy or group membership) or ``UNKNOWN_CONDITIONAL``
 (a condition needs context): unknown. Allow policies up the resource hierarchy (project,
 folders, organization), group memberships and deny policies are all evaluated by Google.
-``testIamPermissions`` is not used: it answers only for the caller.
+``testIamPermissions`` is not used: it answers only for the caller. Policy Troubleshooter
+does not count Cloud Storage ACLs (fine-grained buckets) nor VPC Service Controls: access that
+only an object ACL grants is denied here (fail closed).
 
 Actions are IAM permissions (the set is open: any ``service.resource.verb``; the common ones
 are listed in ``actions/gcp.json``); resources are full resource names
@@ -77,8 +79,8 @@ class GoogleCloud(GoogleIntegration):
     description = (
         "Google Cloud: whether a principal holds an IAM permission on a resource "
         "(POST /v3/iam:troubleshoot of Policy Troubleshooter: allow and deny policies, "
-        "inherited through folders and the organization, group memberships), asked live. "
-        + CREDENTIAL
+        "inherited through folders and the organization, group memberships), asked live; "
+        "Cloud Storage ACLs are not counted (access only an ACL grants is denied). " + CREDENTIAL
     )
     default_url = "https://policytroubleshooter.googleapis.com"
     identity_modes = ("account",)

@@ -58,6 +58,7 @@ DIRECTORY_SCOPES = tuple(
     )
 )
 DRIVE_SCOPES = (_SCOPE + "drive.metadata.readonly",)
+SHARED_DRIVE_SCOPES = (_SCOPE + "drive.readonly",)  # drives.get takes no metadata scope
 CALENDAR_SCOPES = (_SCOPE + "calendar.calendarlist.readonly",)
 GMAIL_SCOPES = (_SCOPE + "gmail.settings.basic",)
 _ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -68,8 +69,10 @@ CREDENTIAL = (
     "Accounts; a JSON key) with domain-wide delegation (Admin console > Security > API "
     "controls > Domain-wide delegation: its client id) for only these read-only scopes: "
     + ", ".join((*DIRECTORY_SCOPES, *DRIVE_SCOPES, *CALENDAR_SCOPES, *GMAIL_SCOPES))
-    + "; and, as subject, an admin account with a custom admin role holding only the read "
-    "privileges Users > Read, Groups > Read and Admin roles > Read (not a super admin)."
+    + " (and drive.readonly only where shared drives' actions drive.drive.* are checked: "
+    "drives.get accepts no narrower scope); and, as subject, an admin account with a custom "
+    "admin role holding only the read privileges Users > Read, Groups > Read and Admin "
+    "roles > Read (not a super admin)."
 )
 
 
@@ -199,8 +202,9 @@ class GoogleWorkspace(GoogleIntegration):
         if kind == "drive:file":
             params["supportsAllDrives"] = "true"
         what = f"read the {noun} {rid}'s capabilities as {uid}"
+        scopes = DRIVE_SCOPES if kind == "drive:file" else SHARED_DRIVE_SCOPES
         data = self.google(
-            "GET", path, what=what, params=params, absent=(404,), subject=uid, scopes=DRIVE_SCOPES
+            "GET", path, what=what, params=params, absent=(404,), subject=uid, scopes=scopes
         )
         if data is None:
             return Decision.deny(f"the {noun} {rid} is not visible to {uid}")
