@@ -5,6 +5,8 @@ decisions reaching the tool, the audit tail."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -504,3 +506,34 @@ async def test_the_page_script_and_style_are_served_here(client: httpx.AsyncClie
     assert "innerHTML" not in js.text  # values are set as text
     assert (await client.get("/approvals/static/approvals.css")).status_code == 200
     assert (await client.get("/approvals/static/..%2fapp.py")).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("top", "approvals", "message"),
+    [
+        ("store: sqlite:///{dir}/s.db\n", "audit_file: a.jsonl", "needs a login"),
+        ("", "api_keys: [env:TP_APPROVER]", "needs a shared store"),
+        ("store: sqlite:///{dir}/s.db\n", "api_keys: [env:TP_NOT_SET]", "env:TP_NOT_SET"),
+    ],
+)
+def test_toolpass_serve_refuses_to_start_without_a_login_or_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, top: str, approvals: str, message: str
+) -> None:
+    monkeypatch.setenv("TP_SERVICE", BOT_KEY)
+    monkeypatch.setenv("TP_APPROVER", LEE_KEY)
+    config = tmp_path / "toolpass.yaml"
+    config.write_text(
+        "connections: []\n"
+        + top.format(dir=tmp_path)
+        + f"server:\n  api_keys: [env:TP_SERVICE]\n  approvals:\n    {approvals}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "toolpass.cli", "serve", "-config", str(config), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"toolpass serve: {config}, line ")
+    assert message in line

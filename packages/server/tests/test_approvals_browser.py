@@ -1,0 +1,134 @@
+"""The approvals page in a real browser: headless Chromium (Debian's, driven by Playwright)
+against ``toolpass serve`` in its own process, over a SQLite store that a real secured tool in
+this process asks through. CI installs chromium (.ci/run); there a missing one fails."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ServerProcess
+from toolpass import ApprovalPending, ApprovalQueue, Session, Toolkit
+
+APPROVER_KEY = "approver-lee-browser-0123456789"
+SERVICE_KEY = "tp-service-browser-0123456789"
+HOSTILE = "<script>alert('pwned')</script></pre><img src=x onerror=alert(2)>"
+
+
+def _needed(what: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(
+            f"{what} is not installed (.ci/run installs chromium; playwright is in the test group)"
+        )
+    pytest.skip(f"{what} is not installed")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _needed("playwright")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        _needed("chromium")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=binary)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Callable[..., ServerProcess]
+) -> tuple[ServerProcess, str, Path]:
+    monkeypatch.setenv("TP_SERVICE_KEY", SERVICE_KEY)
+    monkeypatch.setenv("TP_APPROVER_LEE", APPROVER_KEY)
+    store = f"sqlite:///{tmp_path}/state.db"
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "toolpass.yaml"
+    config.write_text(
+        textwrap.dedent(f"""\
+            connections: []
+            store: {store}
+            server:
+              api_keys: [env:TP_SERVICE_KEY]
+              shutdown_timeout: 5
+              approvals:
+                api_keys:
+                  - name: lee@example.com
+                    key: env:TP_APPROVER_LEE
+                audit_file: {audit}
+            """)
+    )
+    return start("-config", str(config), "--port", "0"), store, audit
+
+
+def test_approve_in_the_browser_and_the_retry_runs_once(
+    browser: Any, served: tuple[ServerProcess, str, Path]
+) -> None:
+    from playwright.sync_api import expect
+
+    server, store, audit = served
+    runs: list[str] = []
+    kit = Toolkit(approver=ApprovalQueue(store=store), audit=[str(audit)])
+
+    @kit.secured_tool(effect="write", approve=True)
+    def deploy(service: str, note: str) -> str:
+        runs.append(service)
+        return f"deployed {service}"
+
+    with Session("dana@example.com", id="conv-browser").active():
+        with pytest.raises(ApprovalPending) as waiting:
+            deploy("web", HOSTILE)
+        request_id = waiting.value.request_id
+
+        page = browser.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(f"{server.url}/approvals")
+        assert page.url.endswith("/approvals/login")  # nothing without signing in
+        page.fill("#key", APPROVER_KEY)
+        page.click("#login button[type=submit]")
+        page.wait_for_selector("#me")
+        assert page.inner_text("#me") == "lee@example.com"
+
+        card = page.locator(f"#request-{request_id}")
+        assert card.locator(".user").inner_text() == "dana@example.com"
+        assert card.locator(".tool").inner_text() == "deploy"
+        assert card.locator(".effect").inner_text() == "write"
+        assert "this tool always needs approval" in card.locator(".reasons").inner_text()
+        # The hostile preview is text on the page: its tags are shown, none of them ran.
+        preview = card.locator(".preview").inner_text()
+        assert HOSTILE in preview.replace("\\'", "'")
+        assert page.locator("img").count() == 0
+        assert page.locator("script").count() == 1  # the page's own
+        # The audit tail shows the request (through the page's polling of /approvals/live).
+        expect(page.locator("#audit-rows")).to_contain_text("approval_pending")
+
+        card.locator("button.approve").click()
+        page.wait_for_selector(f"#decided tr[data-id='{request_id}']")
+        row = page.locator(f"#decided tr[data-id='{request_id}']").inner_text()
+        assert "approved" in row
+        assert "lee@example.com" in row
+        assert page.locator(f"#request-{request_id}").count() == 0
+
+        assert deploy("web", HOSTILE) == "deployed web"
+        assert runs == ["web"]
+        with pytest.raises(ApprovalPending):  # used up: the same call asks again
+            deploy("web", HOSTILE)
+        assert runs == ["web"]
+
+        # The page sees the new request and the call that ran, without a click.
+        expect(page.locator("article.request")).to_have_count(1, timeout=10000)
+        ok = page.locator("#audit-rows td").filter(has_text=re.compile(r"^ok$"))
+        expect(ok).to_have_count(1, timeout=10000)
+        assert dialogs == []
