@@ -308,3 +308,46 @@ def test_config_changes_roll_the_pods() -> None:
         one["checksum/config"]
         != two["Deployment"]["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
     )
+
+
+def test_helm_store_url_is_the_configs_store(tmp_path: Path) -> None:
+    docs = render({"store": {"url": "redis://toolpass-redis:6379/0"}})
+    text = docs["ConfigMap"]["data"]["toolpass.yaml"]
+    assert yaml.safe_load(text)["store"] == "redis://toolpass-redis:6379/0"
+    path = tmp_path / "toolpass.yaml"
+    path.write_text(text)
+    assert load_config(path).store == "redis://toolpass-redis:6379/0"
+    (container,) = docs["Deployment"]["spec"]["template"]["spec"]["containers"]
+    assert "TOOLPASS_STORE_URL" not in [e["name"] for e in container["env"]]
+
+
+def test_helm_store_url_from_an_existing_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    approvals = {"api_keys": [{"name": "lee@example.com", "key": "env:TOOLPASS_APPROVER_LEE"}]}
+    config = {
+        "connections": [],
+        "server": {"api_keys": ["env:TOOLPASS_API_KEY"], "approvals": approvals},
+    }
+    docs = render(
+        {"store": {"existingSecret": "toolpass-redis-url", "secretKey": "url"}, "config": config}
+    )
+    (container,) = docs["Deployment"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("valueFrom", {}).get("secretKeyRef") for e in container["env"]}
+    assert env["TOOLPASS_STORE_URL"] == {"name": "toolpass-redis-url", "key": "url"}
+    text = docs["ConfigMap"]["data"]["toolpass.yaml"]
+    assert "redis://" not in text  # the URL (and its password) stays in the Secret
+    path = tmp_path / "toolpass.yaml"
+    path.write_text(text)
+    monkeypatch.setenv("TOOLPASS_STORE_URL", "redis://:pw@toolpass-redis:6379/0")
+    loaded = load_config(path)
+    assert loaded.store == "redis://:pw@toolpass-redis:6379/0"
+    server = parse_server_config(loaded.server, source=str(path), store=loaded.store)
+    assert server.approvals is not None
+    assert server.approvals.store == loaded.store
+
+
+def test_helm_refuses_two_store_urls() -> None:
+    sdk = helm_sdk()
+    with pytest.raises(sdk.HelmError, match=r"store\.url and store\.existingSecret"):
+        render({"store": {"url": "redis://r:6379/0", "existingSecret": "s"}})

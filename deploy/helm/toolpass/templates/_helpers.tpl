@@ -54,5 +54,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $server "tls_key_file" "/etc/toolpass/tls/tls.key" }}
 {{- end }}
 {{- $_ := set $config "server" $server }}
+{{- if and .Values.store.url .Values.store.existingSecret }}
+{{- fail "store.url and store.existingSecret: give one of them" }}
+{{- end }}
+{{- if .Values.store.existingSecret }}
+{{- $_ := set $config "store" "env:TOOLPASS_STORE_URL" }}
+{{- else if .Values.store.url }}
+{{- $_ := set $config "store" .Values.store.url }}
+{{- end }}
 {{- toYaml $config }}
 {{- end }}
