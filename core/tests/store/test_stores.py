@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from toolpass.store import MemoryStore, Store, StoreUnavailable, open_store
+from toolpass.store.sqlite import SQLiteStore
 
 from .conftest import finish, free_port, run_worker
 
@@ -62,18 +63,44 @@ def test_keys_by_prefix_with_glob_characters(url: str) -> None:
     assert store.keys("nothing") == []
 
 
-def test_values_and_lists_expire(url: str) -> None:
-    store = open_store(url)
-    store.update("short", lambda v: (1, None), ttl=0.2)
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_values_and_lists_expire(kind: str, tmp_path: Path) -> None:
+    clock = Clock()
+    store: Store = (
+        MemoryStore(clock=clock)
+        if kind == "memory"
+        else SQLiteStore(tmp_path / "s.db", clock=clock)
+    )
+    store.update("short", lambda v: (1, None), ttl=10)
     store.update("long", lambda v: (1, None), ttl=60)
-    store.append("log", "x", ttl=0.2)
+    store.append("log", "x", ttl=10)
+    clock.now += 9
     assert store.get("short") == 1
     assert store.items("log") == ["x"]
-    time.sleep(0.4)
+    clock.now += 2
     assert store.get("short") is None
     assert store.items("log") == []
     assert store.keys("") == ["long"]
     assert store.update("short", lambda v: (v, v)) is None  # an expired value is no value
+
+
+def test_redis_values_and_lists_expire(redis_server: str) -> None:
+    store = open_store(redis_server)
+    store.update("short", lambda v: (1, None), ttl=0.5)
+    store.append("log", "x", ttl=0.5)
+    store.update("long", lambda v: (1, None), ttl=60)
+    time.sleep(0.8)
+    assert store.get("short") is None
+    assert store.items("log") == []
+    assert "long" in store.keys("")
 
 
 def test_updates_are_atomic_across_threads(url: str) -> None:
@@ -122,8 +149,6 @@ def test_a_store_that_cannot_answer_raises_store_unavailable(tmp_path: Path) -> 
 
 
 def test_a_locked_sqlite_store_gives_up_after_its_timeout(tmp_path: Path) -> None:
-    from toolpass.store.sqlite import SQLiteStore
-
     path = tmp_path / "state.db"
     holder = SQLiteStore(path)
     waiter = SQLiteStore(path, timeout=0.1)

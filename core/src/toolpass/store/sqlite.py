@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,9 +32,16 @@ _PURGE_EVERY = 1000
 class SQLiteStore:
     """A :class:`~toolpass.store.Store` in the SQLite file at ``path`` (created if needed)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.path = os.fspath(path)
         self.timeout = timeout
+        self._clock = clock
         self._local = threading.local()
         self._updates = 0
         with self._transaction() as db:
@@ -72,12 +79,12 @@ class SQLiteStore:
             row = db.execute(
                 "SELECT value FROM toolpass_values WHERE key = ? AND "
                 "(expires IS NULL OR expires > ?)",
-                (key, time.time()),
+                (key, self._clock()),
             ).fetchone()
         return None if row is None else json.loads(row[0])
 
     def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
-        now = time.time()
+        now = self._clock()
         with self._transaction() as db:
             row = db.execute(
                 "SELECT value FROM toolpass_values WHERE key = ? AND "
@@ -99,7 +106,7 @@ class SQLiteStore:
         return result
 
     def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
-        now = time.time()
+        now = self._clock()
         with self._transaction() as db:
             db.execute("DELETE FROM toolpass_lists WHERE key = ? AND expires <= ?", (key, now))
             (length,) = db.execute(
@@ -117,7 +124,7 @@ class SQLiteStore:
             rows = db.execute(
                 "SELECT item FROM toolpass_lists WHERE key = ? AND seq >= ? AND "
                 "(expires IS NULL OR expires > ?) ORDER BY seq",
-                (key, start, time.time()),
+                (key, start, self._clock()),
             ).fetchall()
         return [row[0] for row in rows]
 
@@ -126,7 +133,7 @@ class SQLiteStore:
             rows = db.execute(
                 "SELECT key FROM toolpass_values WHERE substr(key, 1, ?) = ? AND "
                 "(expires IS NULL OR expires > ?) ORDER BY key",
-                (len(prefix), prefix, time.time()),
+                (len(prefix), prefix, self._clock()),
             ).fetchall()
         return [row[0] for row in rows]
 
