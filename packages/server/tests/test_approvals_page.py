@@ -4,9 +4,13 @@ decisions reaching the tool, the audit tail."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -537,3 +541,54 @@ def test_toolpass_serve_refuses_to_start_without_a_login_or_store(
     [line] = done.stderr.splitlines()
     assert line.startswith(f"toolpass serve: {config}, line ")
     assert message in line
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A redis-server of this test's own on 127.0.0.1 (CI installs it; elsewhere a missing
+    one skips)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not installed (.ci/run installs it)")
+        pytest.skip("redis-server is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail("redis-server did not start")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_the_page_over_redis(engine: Toolpass, redis_url: str, audit_file: Path) -> None:
+    tool = Tool(redis_url, audit_file)
+    request_id = tool.ask()
+    app = create_app(engine, server_config(redis_url))
+    async with client_for(app) as c:
+        page = await sign_in(c)
+        assert f'id="request-{request_id}"' in page.text
+        data = {"csrf": csrf_of(page.text), "id": request_id, "decision": "approve"}
+        answer = await c.post("/approvals/decide", data=data, headers={"Origin": ORIGIN})
+        assert answer.status_code == 200
+    assert ApprovalQueue(store=redis_url).get(request_id).decided_by == "lee@example.com"
+    assert tool.retry() == "deployed web"
+    assert tool.runs == ["web"]
