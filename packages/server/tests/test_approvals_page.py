@@ -592,3 +592,11 @@ async def test_the_page_over_redis(engine: Toolpass, redis_url: str, audit_file:
     assert ApprovalQueue(store=redis_url).get(request_id).decided_by == "lee@example.com"
     assert tool.retry() == "deployed web"
     assert tool.runs == ["web"]
+
+
+async def test_repeated_failed_sign_ins_are_slowed(client: httpx.AsyncClient) -> None:
+    for _ in range(10):
+        assert (await sign_in(client, "not-the-key-0000000000")).status_code == 401
+    blocked = await sign_in(client)  # even the right key, from this address, for a while
+    assert blocked.status_code == 429
+    assert "Too many failed sign-ins" in blocked.text

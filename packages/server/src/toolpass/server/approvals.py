@@ -42,6 +42,9 @@ LOGIN_COOKIE = "toolpass_approvals_login"
 _SIGNING = "approvals-page:signing"
 _SESSION = "approvals-page:session:"
 _REASON_LIMIT = 500
+_FAILED = "approvals-page:failed:"
+_FAILURES = 10  # failed sign-ins from one address before it must wait
+_FAILURE_WINDOW = 300.0
 #: Sent with every page: nothing but this server's own script and style, no framing.
 PAGE_HEADERS = {
     "content-security-policy": (
@@ -234,8 +237,17 @@ class ApprovalsPage:
             good = self._login_token(nonce) if nonce else ""
             if not nonce or not hmac.compare_digest(good.encode(), token.encode()):
                 return self._login_form(request, None, "The sign-in form expired; try again.")
+            client = request.client.host if request.client else "unknown"
+            if self._failures(client, 0) >= _FAILURES:
+                return self._message(
+                    "Too many tries",
+                    "Too many failed sign-ins from this address; wait a few minutes.",
+                    429,
+                )
             name = self._key_name(key)
             if name is None:
+                self._failures(client, 1)
+                log.warning("approvals page: a failed sign-in from %s", client)
                 return self._login_form(request, None, "That is not an approver's key.")
             new = self._new_session(name, "key")
             response = RedirectResponse("/approvals", 303)
@@ -245,6 +257,16 @@ class ApprovalsPage:
             return response
 
         return await self._guarded(request, run)
+
+    def _failures(self, client: str, add: int) -> int:
+        """Failed sign-ins from ``client`` in the last few minutes, after adding ``add``."""
+
+        def count(n: int | None) -> tuple[int | None, int]:
+            total = (n or 0) + add
+            return (total or None), total
+
+        result: int = self.store.update(_FAILED + client, count, ttl=_FAILURE_WINDOW)
+        return result
 
     def _key_name(self, key: str) -> str | None:
         """The name of the approver key ``key``: every configured key is compared, each time."""
