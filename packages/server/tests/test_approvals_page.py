@@ -215,6 +215,13 @@ async def test_the_cookie_is_secure_over_tls(engine: Toolpass, store: str) -> No
         assert "HttpOnly" in cookie
 
 
+async def test_the_cookie_is_secure_behind_an_https_proxy(engine: Toolpass, store: str) -> None:
+    config = server_config(store, public_url="https://toolpass.example.com")
+    async with client_for(create_app(engine, config)) as c:
+        cookie = (await c.get("/approvals/login")).headers["set-cookie"]
+    assert "Secure" in cookie
+
+
 async def test_the_login_form_needs_its_own_token(client: httpx.AsyncClient) -> None:
     await client.get("/approvals/login")
     answer = await client.post(

@@ -71,7 +71,8 @@ class ApprovalsPage:
 
     def __init__(self, config: ApprovalsConfig, *, tls: bool) -> None:
         self.config = config
-        self.tls = tls
+        # Secure cookies over TLS here, or behind a proxy that serves the page over https.
+        self.tls = tls or (config.public_url or "").startswith("https://")
         self.keys = resolve_keys(config.api_keys)
         self.store: Store = open_store(config.store)
         self.queue = ApprovalQueue(store=self.store, ttl=config.ttl)
@@ -133,7 +134,7 @@ class ApprovalsPage:
         if proxy is None:
             return None
         name = request.headers.get(proxy.user_header, "").strip()
-        if not name:
+        if not name or len(name) > 256 or not name.isprintable():
             return None
         client = request.client.host if request.client else None
         if not proxy.trusts(client):
@@ -141,7 +142,7 @@ class ApprovalsPage:
             return None
         if proxy.email_header:
             email = request.headers.get(proxy.email_header, "").strip()
-            if email and email != name:
+            if email and email != name and len(email) <= 256 and email.isprintable():
                 return f"{name} <{email}>"
         return name
 
