@@ -140,6 +140,6 @@ def test_modes_are_checked_when_declared(make_kit):
     with pytest.raises(ValueError, match="exfiltration"):
         make_kit(exfiltration="allow")
     with pytest.raises(ValueError, match="exfiltration"):
-        make_kit().secured_tool(lambda: None, sends_out=True, exfiltration="ignore")
+        make_kit().secured_tool(lambda: None, sends_out=True, exfiltration="off")
     with pytest.raises(ValueError, match="on_untrusted_input"):
         make_kit().secured_tool(lambda: None, on_untrusted_input="allow")

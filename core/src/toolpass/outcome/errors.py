@@ -16,6 +16,8 @@ CODES: dict[str, str] = {
     "not_configured": "toolpass is not set up for this check",
     "untrusted_input": "the arguments repeat untrusted content seen in this session",
     "exfiltration": "sending data out after reading private and untrusted data",
+    "untrusted_destination": "a destination of the call was found only in untrusted content",
+    "not_granted": "the request was not granted this tool or effect",
     "approval_pending": "a person must approve this call first",
     "approval_denied": "a person denied this call",
     "credential_unavailable": "the credential the tool needs could not be had",

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from toolpass.rules.scope import escapes
 
@@ -133,3 +134,50 @@ def path_under(root: str) -> Validator:
         return True
 
     return check
+
+
+def email_domain(*domains: str) -> Validator:
+    """An email address at one of ``domains`` (or any, when none is named); the argument is
+    a destination, checked against where its value came from."""
+    allowed = tuple(d.casefold().lstrip("@") for d in domains)
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, str) or not _ADDRESS.fullmatch(value.strip()):
+            raise ValueError("must be an email address")
+        domain = value.strip().rsplit("@", 1)[1].casefold()
+        if allowed and domain not in allowed:
+            raise ValueError(f"must be an address at {' or '.join(allowed)}")
+        return True
+
+    check.destination = True  # type: ignore[attr-defined]
+    return check
+
+
+def url_host(*hosts: str) -> Validator:
+    """An http(s) URL on one of ``hosts`` or their subdomains (or any, when none is named);
+    the argument is a destination, checked against where its value came from."""
+    allowed = tuple(h.casefold().rstrip(".") for h in hosts)
+
+    def check(value: Any) -> bool:
+        try:
+            parts = urlsplit(value) if isinstance(value, str) else None
+            host = (parts.hostname or "").rstrip(".") if parts else ""
+        except ValueError:
+            host = ""
+        if not parts or parts.scheme not in ("http", "https") or not host:
+            raise ValueError("must be an http or https URL")
+        if allowed and not any(host == h or host.endswith("." + h) for h in allowed):
+            raise ValueError(f"must be a URL on {' or '.join(allowed)}")
+        return True
+
+    check.destination = True  # type: ignore[attr-defined]
+    return check
+
+
+def is_destination(validator: Any) -> bool:
+    """Whether ``validator`` marks its argument as a destination (``email_domain``,
+    ``url_host``, or any callable with ``destination = True``)."""
+    return getattr(validator, "destination", False) is True
+
+
+_ADDRESS = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")

@@ -12,6 +12,7 @@ from toolpass.outcome.errors import ToolError, ToolRefused
 from toolpass.rules.redact import contains, leaks, redact
 from toolpass.rules.walk import plain, strings_in
 from toolpass.toolkit.drivers import PLAIN
+from toolpass.toolkit.provenance import wanted
 from toolpass.toolkit.session import Session
 from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.untrusted import fence
@@ -33,21 +34,56 @@ async def acollect(stream: AsyncIterator[Any]) -> list[Any]:
 def output(
     spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...], untrusted: bool
 ) -> Any:
-    if type(result) in PLAIN and not secrets and not untrusted:
+    """The body's result as the model gets it: redacted of ``secrets``; its values recorded
+    with where they came from; untrusted text (all of it, or the tool's ``untrusted_fields``)
+    recorded for the untrusted-input check and the whole result fenced."""
+    kind = type(result)
+    if kind in PLAIN and not secrets and not untrusted:
+        if not wanted.now or kind is int or kind is bool or result is None:
+            return result
+        texts = result if kind is str else strings_in(result)
+        session.record_values(texts, spec.trust, spec.name)
         return result
     if isinstance(result, Iterator):
         result = list(result)  # a generator's chunks, checked (and joined) as a whole
     if secrets:
         result = redact(result, secrets)
-    if untrusted:
+    if not untrusted:
+        if wanted.now:
+            session.record_values(strings_in(result), spec.trust, spec.name)
+        return result
+    vouched: list[str] = []
+    if spec.untrusted_fields is None:
         texts = strings_in(result)
         found = [text for text in texts if text]
         if not found and texts.complete:
             return result  # no text in it (a status code, a count): nothing to fence
-        for text in found:
-            session.record_untrusted(text)
-        result = fence(result if isinstance(result, str) else readable(result), spec.name)
-    return result
+    else:
+        found, vouched = _split(plain(result), spec.untrusted_fields, [], [])
+    for text in found:
+        session.record_untrusted(text)
+    session.record_values(found, "untrusted", spec.name)
+    session.record_values(vouched, spec.trust, spec.name)
+    return fence(result if isinstance(result, str) else readable(result), spec.name)
+
+
+def _split(
+    value: Any, fields: frozenset[str], untrusted: list[str], trusted: list[str]
+) -> tuple[list[str], list[str]]:
+    """The texts of ``value`` (plain data) under the keys ``fields`` names, at any depth, and
+    the rest."""
+    if isinstance(value, str):
+        trusted.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key in fields:
+                untrusted.extend(t for t in strings_in(item) if t)
+            else:
+                _split(item, fields, untrusted, trusted)
+    elif isinstance(value, list):
+        for item in value:
+            _split(item, fields, untrusted, trusted)
+    return untrusted, trusted
 
 
 def readable(value: Any) -> str:
@@ -84,6 +120,7 @@ def body_error(
     message = redact(f"{type(exc).__name__}: {exc}", secrets)
     if untrusted:
         session.record_untrusted(message)
+        session.record_values(message, "untrusted", "an error it raised")
         message = fence(message)
     if leaked:
         clear_frames(exc)

@@ -20,7 +20,7 @@ from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
 from toolpass.outcome.audit import emit
 from toolpass.outcome.errors import ToolError, ToolRefused
-from toolpass.rules.redact import usable
+from toolpass.rules.redact import redact, usable
 from toolpass.store import StoreUnavailable
 from toolpass.toolkit import checks
 from toolpass.toolkit.checks import EXFILTRATION_REASON, CallState, check_error, credential
@@ -46,10 +46,12 @@ CHECKS: tuple[Check, ...] = (
     checks.session,
     checks.arguments,
     checks.effect,
+    checks.grants,
     checks.limits,
     checks.authorization,
     checks.entitlements,
     checks.untrusted_input,
+    checks.destinations,
     checks.exfiltration,
     checks.approval,
 )
@@ -67,6 +69,8 @@ def plan(spec: ToolSpec, kit: Settings) -> tuple[Check, ...]:
         skip.add(checks.authorization)
     if not spec.sends_out:
         skip.add(checks.exfiltration)
+    if not spec.destinations:
+        skip.add(checks.destinations)
     planned = tuple(check for check in CHECKS if check not in skip)
     spec.plan = (kit, planned)
     return planned
@@ -184,9 +188,25 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         raise wrapped
     if type(result) not in PLAIN and isinstance(result, AsyncIterator):
         result = yield Hook(collect, (result,), afn=acollect)
+    if kit.on_output or spec.on_output is not None:
+        yield from _output_hooks(c, result)
     result = output(spec, session, result, event.secrets, untrusted)
     event.outcome = "ok"
     return result
+
+
+def _output_hooks(c: CallState, result: Any) -> Generator[Step, Any, None]:
+    """The toolkit's and the tool's ``on_output`` hooks, each given the call and its output
+    (redacted of the credential); one that fails keeps the output from the model."""
+    seen = redact(result, c.event.secrets) if c.event.secrets else result
+    hooks = c.kit.on_output + ((c.spec.on_output,) if c.spec.on_output is not None else ())
+    for hook in hooks:
+        try:
+            yield Hook(hook, (c.call, seen))
+        except ToolRefused:
+            raise
+        except Exception as exc:
+            raise check_error("an output hook", exc)
 
 
 def _let_go(c: CallState) -> None:

@@ -7,7 +7,7 @@ import json
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from contextvars import ContextVar, Token
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import has_control
 from toolpass.store import Store
+from toolpass.toolkit.provenance import Label, Provenance
 from toolpass.toolkit.untrusted import MAX_TEXT, UntrustedIndex
 
 #: How long a shared session's state is kept after its last change: a day.
@@ -32,6 +33,14 @@ class Session:
     six-word runs); past it, calls that change or send something are refused or sent for
     approval for the rest of the session.
 
+    What this request may do, as the application knows it: ``request`` is the user's own
+    words and ``trusted`` values the user vouches for (addresses, accounts, links: a call may
+    send to them even when untrusted content names them too); ``allow_effects`` and
+    ``allow_tools`` grant the effects and tools the request may use (None: any), and ``grant``
+    is a callable ``(call) -> bool | str`` deciding per call (a string says why not);
+    ``limits`` caps calls per effect (or ``"tool:name"``) for this session, beside the
+    toolkit's caps.
+
     With a shared ``store`` (see :mod:`toolpass.store`), the session's counts, data flow and
     untrusted record live there under ``id`` and ``user``: every process that opens a session
     with the same id, user and store shares them (for ``ttl`` seconds after the last change).
@@ -43,13 +52,20 @@ class Session:
         "_local",
         "_lock",
         "_private_from",
+        "_provenance",
         "_read",
         "_store",
         "_tainted",
         "_ttl",
+        "_values_read",
+        "allow_effects",
+        "allow_tools",
         "attributes",
         "counts",
+        "grant",
         "id",
+        "limits",
+        "request",
         "user",
     )
 
@@ -61,6 +77,12 @@ class Session:
         store: Store | None = None,
         ttl: float = SESSION_TTL,
         untrusted_limit: int | None = None,
+        request: str | None = None,
+        trusted: Iterable[str] = (),
+        allow_effects: Iterable[str] | None = None,
+        allow_tools: Iterable[str] | None = None,
+        grant: Callable[[Any], Any] | None = None,
+        limits: Mapping[str, int] | None = None,
         **attributes: Any,
     ) -> None:
         if not isinstance(user, str) or not user.strip() or has_control(user):
@@ -83,6 +105,28 @@ class Session:
         self._read = 0  # untrusted texts of the store already in ``_local``
         digest = hashlib.sha256(json.dumps([self.id, user]).encode()).hexdigest()[:32]
         self._key = f"session:{digest}"
+        if request is not None and not isinstance(request, str):
+            raise TypeError("a session's request is the user's words, a string")
+        trusted = (trusted,) if isinstance(trusted, str) else tuple(trusted)
+        if not all(isinstance(t, str) for t in trusted):
+            raise TypeError("a session's trusted values are strings")
+        if grant is not None and not callable(grant):
+            raise TypeError("a session's grant is a callable (call) -> bool | str")
+        self.request = request
+        self.allow_effects = _names("allow_effects", allow_effects)
+        self.allow_tools = _names("allow_tools", allow_tools)
+        self.grant = grant
+        self.limits: Mapping[str, int] = dict(limits or {})
+        for key, cap in self.limits.items():
+            if not isinstance(key, str) or isinstance(cap, bool) or not isinstance(cap, int):
+                raise TypeError("a session's limits map an effect or 'tool:name' to a count")
+            if cap < 0:
+                raise ValueError(f"the session's limit on {key} is negative")
+        self._provenance = Provenance()
+        self._values_read = 0  # provenance entries of the store already in ``_provenance``
+        vouched = ([request] if request else []) + list(trusted)
+        if vouched:
+            self._provenance.add(vouched, "trusted", "the user")
 
     def __repr__(self) -> str:
         return f"Session({self.user!r}, id={self.id!r})"
@@ -181,6 +225,28 @@ class Session:
         if self._flow(reserve):
             self._store.append(self._key + ":untrusted", text, ttl=self._ttl)
 
+    @property
+    def provenance(self) -> Provenance:
+        """The values this session has read, by source (synced from the store)."""
+        if self._store is not None:
+            entries = self._store.items(self._key + ":values", self._values_read)
+            for entry in entries:
+                label, source, texts = json.loads(entry)
+                self._provenance.add(texts, label, source)
+            self._values_read += len(entries)
+        return self._provenance
+
+    def record_values(self, texts: str | Iterable[str], label: Label, source: str) -> None:
+        """Remember the values of ``texts`` (one text, or several) read with ``label`` from
+        ``source`` (a tool's output, or a field of it)."""
+        if self._store is None:
+            self._provenance.add(texts, label, source)
+            return
+        listed = [texts] if isinstance(texts, str) else list(texts)
+        if listed:
+            entry = json.dumps([label, source, listed])
+            self._store.append(self._key + ":values", entry, ttl=self._ttl)
+
     def _flow_now(self) -> dict[str, Any]:
         assert self._store is not None
         return self._store.get(self._key + ":flow") or _new_flow()
@@ -193,6 +259,15 @@ class Session:
             return flow, change(flow)
 
         return self._store.update(self._key + ":flow", apply, ttl=self._ttl)
+
+
+def _names(what: str, names: Iterable[str] | None) -> frozenset[str] | None:
+    if names is None:
+        return None
+    found = frozenset((names,) if isinstance(names, str) else names)
+    if not all(isinstance(n, str) and n for n in found):
+        raise TypeError(f"a session's {what} are names")
+    return found
 
 
 def _new_flow() -> dict[str, Any]:

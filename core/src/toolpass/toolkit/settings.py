@@ -32,7 +32,9 @@ EFFECTS: tuple[str, ...] = ("read", "write", "destructive")
 #: named as ``effect=CustomEffect("payment")`` (so a misspelled plain string is a type error).
 CustomEffect = NewType("CustomEffect", str)
 UntrustedInputs = Literal["check", "approve", "ignore"]
-Exfiltration = Literal["approve", "refuse"]
+Exfiltration = Literal["approve", "refuse", "ignore"]
+ProvenanceMode = Literal["check", "approve", "ignore"]
+OutputHook = Callable[..., Any]
 UnknownHost = Literal["allow", "refuse_writes", "refuse"]
 ActAs = Literal["user", "agent"]
 Approver = ApprovalQueue | Callable[..., Any]
@@ -42,7 +44,8 @@ AuditTarget = AuditSink | str | os.PathLike[str] | logging.Logger
 MODES: dict[str, tuple[str, ...]] = {
     "on_untrusted_input": ("refuse", "approve"),
     "untrusted_inputs": ("check", "approve", "ignore"),
-    "exfiltration": ("approve", "refuse"),
+    "exfiltration": ("approve", "refuse", "ignore"),
+    "provenance": ("check", "approve", "ignore"),
     "unknown_host": ("allow", "refuse_writes", "refuse"),
     "act_as": ("user", "agent"),
 }
@@ -80,6 +83,8 @@ class ToolkitOptions(TypedDict, total=False):
     entitlements: str | os.PathLike[str] | None
     effects: Iterable[str]
     store: Store | str | None
+    provenance: ProvenanceMode
+    on_output: OutputHook | Iterable[OutputHook] | None
 
 
 class ToolOptions(TypedDict, total=False):
@@ -103,6 +108,10 @@ class ToolOptions(TypedDict, total=False):
     resources: ScopeRule | None
     on_refuse: Callable[[ToolRefused], Any] | None
     as_tool: Callable[[Callable[..., Any]], Any] | None
+    destinations: Iterable[str] | None
+    untrusted_fields: Iterable[str] | None
+    provenance: ProvenanceMode | None
+    on_output: OutputHook | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,6 +136,8 @@ class Settings:
     entitlements: Entitlements | None = None
     effects: frozenset[str] = frozenset(EFFECTS)
     store: Store | None = None
+    provenance: ProvenanceMode = "check"
+    on_output: tuple[OutputHook, ...] = ()
 
     def change(self, **options: Any) -> Settings:
         """These settings with ``options`` (as ``ToolkitOptions`` names them) changed."""
@@ -286,6 +297,13 @@ def _effects(value: Any) -> dict[str, Any]:
     return {"effects": frozenset((*EFFECTS, *names))}
 
 
+def _hooks(name: str, value: Any) -> tuple[OutputHook, ...]:
+    hooks = () if value is None else (value,) if callable(value) else tuple(value)
+    if not all(callable(h) for h in hooks):
+        raise TypeError(f"{name} takes a callable (call, output) or a list of them")
+    return hooks
+
+
 _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "approver": _approver,
     "credentials": _credentials,
@@ -305,4 +323,6 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "entitlements": _entitlements,
     "effects": _effects,
     "store": lambda v: {"store": None if v is None else open_store(v)},
+    "provenance": _mode("provenance"),
+    "on_output": lambda v: {"on_output": _hooks("on_output", v)},
 }

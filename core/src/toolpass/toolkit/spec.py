@@ -11,10 +11,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolpass.toolkit.arguments import Binder, TypeCheck, type_check
+from toolpass.toolkit.provenance import wanted
 from toolpass.toolkit.session import Session
 
 if TYPE_CHECKING:
     from toolpass.intercept.router import Router
+    from toolpass.toolkit.provenance import Label
     from toolpass.toolkit.settings import AuditSink, Settings
 
 
@@ -59,6 +61,10 @@ class ToolSpec:
         exfiltration: str | None,
         resources: Callable[[Any], bool] | None = None,
         key: str | None = None,
+        destinations: tuple[str, ...] = (),
+        untrusted_fields: frozenset[str] | None = None,
+        provenance: str | None = None,
+        on_output: Callable[..., Any] | None = None,
     ) -> None:
         self.fn = fn
         self.toolkit = toolkit
@@ -92,6 +98,14 @@ class ToolSpec:
         self.untrusted_inputs = untrusted_inputs  # None: the toolkit's
         self.exfiltration = exfiltration
         self.resources = resources  # globs on the resources the body's requests act on
+        self.destinations = destinations  # arguments naming where the call sends or acts
+        if destinations:
+            wanted.now = True
+        self.untrusted_fields = untrusted_fields  # None: all the output, when untrusted
+        self.provenance = provenance  # None: the toolkit's
+        self.on_output = on_output
+        #: How the values of its trusted output are labelled.
+        self.trust: Label = "private" if reads_private else "trusted"
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
         self.plan: tuple[Any, tuple[Any, ...]] = (None, ())  # (settings, checks): pipeline.plan
         self.effect_key = f"effect:{effect}"

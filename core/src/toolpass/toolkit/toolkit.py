@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from toolpass.intercept.entitlements import Recorder
 from toolpass.intercept.router import Router
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import ScopeRule, compile_scope
+from toolpass.rules.validators import is_destination
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import steps
@@ -48,14 +49,18 @@ class Toolkit:
     lines, or ``logging.Logger``s; by default ``DefaultSink()``: a readable line on stderr, or
     JSON through logging once the application configures it, as ``TOOLPASS_AUDIT`` says).
     ``on_refuse``: turns a refusal into the tool's result (``str`` gives the model the
-    message). ``exfiltration``: ``"approve"`` or ``"refuse"``. ``untrusted_inputs``: what happens when the arguments of a
-    call that changes or sends something repeat untrusted text seen in the session:
-    ``"check"`` (refused), ``"approve"`` (a person must approve) or ``"ignore"``
-    (``on_untrusted_input`` is its older name: ``"refuse"`` or ``"approve"``). ``effects``:
-    effects of its own beside read, write and destructive (``["payment"]``). ``store``: where
-    conversations' sessions (limits, data flow, untrusted record) are kept, so that the worker
-    processes of one deployment share them (a ``toolpass.store`` URL or ``Store``; memory by
-    default).
+    message). ``exfiltration``: ``"approve"``, ``"refuse"`` or ``"ignore"`` (the trifecta;
+    credentials in the arguments of a tool that sends out are caught either way).
+    ``untrusted_inputs``: what happens when the arguments of a call that changes or sends
+    something repeat untrusted text seen in the session: ``"check"`` (refused), ``"approve"``
+    (a person must approve) or ``"ignore"`` (``on_untrusted_input`` is its older name:
+    ``"refuse"`` or ``"approve"``). ``provenance``: what happens when a tool's destination
+    argument holds a value read only in untrusted content: ``"check"`` (refused),
+    ``"approve"`` or ``"ignore"``. ``on_output``: callables ``(call, output)`` that see every
+    tool's output (redacted), in order. ``effects``: effects of its own beside read, write and
+    destructive (``["payment"]``). ``store``: where conversations' sessions (limits, data
+    flow, untrusted record) are kept, so that the worker processes of one deployment share
+    them (a ``toolpass.store`` URL or ``Store``; memory by default).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -182,6 +187,13 @@ def _by_call_or_arguments(hook: Any, names: frozenset[str]) -> Any:
     return functools.wraps(hook)(lambda call: hook(**pick(call)))
 
 
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    found = (names,) if isinstance(names, str) else tuple(names)
+    if not all(isinstance(n, str) and n for n in found):
+        raise TypeError(f"expected names (strings), not {names!r}")
+    return found
+
+
 def _secure(
     fn: Callable[..., Any],
     kit: Toolkit,
@@ -204,6 +216,10 @@ def _secure(
     resources: ScopeRule | None = None,
     on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
     as_tool: Callable[[Callable[..., Any]], Any] | None = None,
+    destinations: Iterable[str] | None = None,
+    untrusted_fields: Iterable[str] | None = None,
+    provenance: str | None = None,
+    on_output: Callable[..., Any] | None = None,
 ) -> Any:
     if not callable(fn):
         raise TypeError(f"secured_tool decorates a function, not {fn!r}")
@@ -218,6 +234,12 @@ def _secure(
         )
     inputs = untrusted_mode(untrusted_inputs, on_untrusted_input)
     check_mode("exfiltration", exfiltration)
+    check_mode("provenance", provenance)
+    if on_output is not None and not callable(on_output):
+        raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
+    fields = None if untrusted_fields is None else frozenset(_names(untrusted_fields))
+    if fields is not None:
+        untrusted_output = True  # some of its output is untrusted
     if limit is not None:
         caps("limit", {"limit": limit})
     signature = inspect.signature(fn)
@@ -239,6 +261,11 @@ def _secure(
             raise TypeError(
                 f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take"
             )
+    chosen = _names(destinations or ())
+    unknown = [n for n in chosen if n not in binder.names]
+    if unknown:
+        raise TypeError(f"{tool_name}: destinations names {', '.join(unknown)}, not its argument")
+    inferred = [n for n, v in (validators or {}).items() if is_destination(v)]
     is_async = inspect.iscoroutinefunction(fn)
     for arg, validator in (validators or {}).items():
         if not callable(validator):
@@ -267,6 +294,10 @@ def _secure(
         untrusted_inputs=inputs,
         exfiltration=exfiltration,
         resources=None if resources is None else compile_scope(resources),
+        destinations=tuple(dict.fromkeys([*chosen, *inferred])),
+        untrusted_fields=fields,
+        provenance=provenance,
+        on_output=on_output,
     )
     bind = getattr(authorize, "bind", None)
     if callable(bind):
