@@ -144,6 +144,7 @@ def typecheck(session: nox.Session) -> None:
         "core[yaml,crypto,redis]",
         "urllib3>=2",
         "httpx>=0.27",
+        "httpx2>=2.16",
         "aiohttp>=3.9",
         "websocket-client>=1.6",
         "websockets>=14",

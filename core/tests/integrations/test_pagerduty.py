@@ -1,6 +1,6 @@
 """The PagerDuty integration, through ``Toolpass``, against a fake PagerDuty on 127.0.0.1; the
 fake driven by PagerDuty's own client (pagerduty 7, on httpx2); and the request hook under
-requests (pagerduty 7's httpx2 is a transport the hook does not know: see the xfail below)."""
+requests and under pagerduty 7's own httpx2."""
 
 from __future__ import annotations
 
@@ -204,7 +204,6 @@ def _acknowledge(fake: FakePagerDuty, incident: str) -> str:
     return str(answer.json()["incident"]["status"])
 
 
-@pytest.mark.xfail(strict=True, reason="the request hook does not know httpx2 (pagerduty 7)")
 def test_the_hook_refuses_pagerdutys_own_client(tmp_path: Path) -> None:
     certs = make_certs(tmp_path)
     with FakePagerDuty(tls=(certs.cert_file, certs.key_file)) as fake:

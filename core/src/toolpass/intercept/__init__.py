@@ -35,6 +35,8 @@ LIBRARIES = (
     "urllib3",
     "httpx",
     "httpcore",
+    "httpx2",
+    "httpcore2",
     "aiohttp",
     "websocket",
     "websockets",

@@ -1,76 +1,15 @@
-"""httpcore (under httpx's own transports, or used directly): each protocol connection's
-``handle_request``, the layer every pool, proxy and connection reaches. A request httpx
-checked already (its extensions dict marks it) is not checked again; a proxy's ``CONNECT``
-is not a request of the tool's."""
+"""httpcore: the hooks of ``_httpcore``."""
 
 from __future__ import annotations
 
-import importlib.util
-from typing import Any
-
 import httpcore
 
-from toolpass.intercept.check import acheck, apeek, check, checked_above, peek
 from toolpass.intercept.clients import Patch
+from toolpass.intercept.clients._httpcore import patches_for
 
 DISTRIBUTION = "httpcore"
 TESTED = ">=1.0,<2"
-_PORTS = {b"http": 80, b"https": 443, b"ws": 80, b"wss": 443}
-
-
-def _url(url: httpcore.URL) -> str:
-    target = url.target.decode("ascii")
-    if target.startswith(("http://", "https://")):
-        return target  # the absolute form, through a forwarding proxy
-    host = url.host.decode("ascii")
-    if ":" in host:
-        host = f"[{host}]"
-    port = url.port or _PORTS.get(url.scheme, 0)
-    return f"{url.scheme.decode('ascii')}://{host}:{port}{target}"
-
-
-def _headers(request: httpcore.Request) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for name, value in request.headers:
-        key, text = name.decode("latin-1"), value.decode("latin-1")
-        found[key] = f"{found[key]}, {text}" if key in found else text
-    return found
-
-
-def _skip(request: httpcore.Request) -> bool:
-    return request.method == b"CONNECT" or checked_above.get() is request.extensions
-
-
-def _handle(original: Any) -> Any:
-    def handle_request(self: Any, request: httpcore.Request) -> Any:
-        if not _skip(request):
-            seen, request.stream = peek(request.stream)
-            check(request.method.decode("ascii"), _url(request.url), _headers(request), seen)
-        return original(self, request)
-
-    return handle_request
-
-
-def _ahandle(original: Any) -> Any:
-    async def handle_async_request(self: Any, request: httpcore.Request) -> Any:
-        if not _skip(request):
-            seen, request.stream = await apeek(request.stream)  # type: ignore[arg-type]
-            method = request.method.decode("ascii")
-            await acheck(method, _url(request.url), _headers(request), seen)
-        return await original(self, request)
-
-    return handle_async_request
 
 
 def patches() -> list[Patch]:
-    params = ("self", "request")
-    found = [
-        Patch(httpcore.HTTP11Connection, "handle_request", _handle, params),
-        Patch(httpcore.AsyncHTTP11Connection, "handle_async_request", _ahandle, params),
-    ]
-    if importlib.util.find_spec("h2") is not None:
-        found += [
-            Patch(httpcore.HTTP2Connection, "handle_request", _handle, params),
-            Patch(httpcore.AsyncHTTP2Connection, "handle_async_request", _ahandle, params),
-        ]
-    return found
+    return patches_for(httpcore)
