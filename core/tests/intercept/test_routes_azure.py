@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
@@ -209,6 +209,7 @@ def test_a_derived_resource_is_a_clean_arm_id_inside_the_path(
     method: str, parts: list[str]
 ) -> None:
     path = f"{RG}/" + "/".join(parts)
+    assume("//" not in path)  # the hook matches paths without empty segments (it drops them)
     found = Azure.match_request(_AZ, Request(method, path, "", None, b""))
     if found is None or found.resource is None:
         return
