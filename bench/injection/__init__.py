@@ -1,0 +1,1 @@
+"""Prompt injection, measured: scripted agent tasks under each toolpass policy (run.py)."""
