@@ -34,12 +34,12 @@ Run ``python scripts/routes/gcp.py``; it writes
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from _discovery import methods  # scripts/routes/_discovery.py, beside this file
 from _table import dump  # scripts/routes/_table.py, beside this file
 
 OUT = Path(__file__).resolve().parents[2] / "core/src/toolpass/integrations/routes/gcp.json"
@@ -199,46 +199,23 @@ def resource(api: str, host: str, path: str, method: dict[str, Any]) -> str:
     return f"//{RESOURCE_HOST.get(api, host)}/" + "/".join(kept)
 
 
-def _methods(resources: dict[str, Any]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    for res in resources.values():
-        found.extend(res.get("methods", {}).values())
-        found.extend(_methods(res.get("resources", {})))
-    return found
-
-
 def build() -> dict[str, object]:
     from importlib.metadata import version
 
-    import googleapiclient
-
-    docs = Path(googleapiclient.__file__).parent / "discovery_cache/documents"
     routes: dict[tuple[str, str], list[str]] = {}
-    for name in SERVICES:
-        doc = json.loads((docs / f"{name}.json").read_text("utf-8"))
-        host = doc["rootUrl"].split("//", 1)[1].rstrip("/")
-        api = doc["name"]
-        methods = [*doc.get("methods", {}).values(), *_methods(doc.get("resources", {}))]
-        for m in methods:
-            path = m.get("flatPath") or m["path"]
-            if "{+" in path:
-                continue  # a path that takes any number of segments: no route, refused
-            verb = m["id"].rsplit(".", 1)[1]
-            http = m["httpMethod"]
-            reads = http in ("GET", "HEAD") or (http == "POST" and bool(_READ_VERB.match(verb)))
-            effect = "read" if reads else "destructive" if http == "DELETE" else "write"
-            action = permission(m["id"])
-            flags = ("u" if reads and _UNTRUSTED.match(m["id"]) else "") + (
-                "s" if _SENDS.match(m["id"]) else ""
-            )
-            target = resource(api, host, m["path"] if api == "storage" else path, m)
-            paths = [f"/{host}/{doc['servicePath']}{path}"]
-            for proto in (m.get("mediaUpload") or {}).get("protocols", {}).values():
-                if "{+" not in proto["path"]:  # else no route: such an upload is refused
-                    paths.append(f"/{host}{proto['path']}")
-            for full in paths:
-                full = re.sub(r"/+", "/", full)
-                routes[(full, http)] = [http, full, action, target, effect, flags]
+    for m in methods(SERVICES):
+        reads = m.http in ("GET", "HEAD") or (m.http == "POST" and bool(_READ_VERB.match(m.verb)))
+        effect = "read" if reads else "destructive" if m.http == "DELETE" else "write"
+        mid = m.method["id"]
+        action = permission(mid)
+        flags = ("u" if reads and _UNTRUSTED.match(mid) else "") + (
+            "s" if _SENDS.match(mid) else ""
+        )
+        target = resource(
+            m.api, m.host, m.method["path"] if m.api == "storage" else m.path, m.method
+        )
+        for full in m.paths():
+            routes[(full, m.http)] = [m.http, full, action, target, effect, flags]
     for row in AGENT_ROUTES:
         routes[(row[1], row[0])] = row
     rows = [routes[k] for k in sorted(routes)]

@@ -30,12 +30,11 @@ Run ``python scripts/routes/google_workspace.py``; it writes
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
+from _discovery import methods  # scripts/routes/_discovery.py, beside this file
 from _table import dump  # scripts/routes/_table.py, beside this file
 
 OUT = (
@@ -54,14 +53,6 @@ AGENT_ROUTES = [
     ["POST", "/oauth2.googleapis.com/token", "agent.token", "site", "read", "a"],
     ["GET", "/oauth2.googleapis.com/tokeninfo", "agent.token", "site", "read", "a"],
 ]
-
-
-def _methods(resources: dict[str, Any]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    for res in resources.values():
-        found.extend(res.get("methods", {}).values())
-        found.extend(_methods(res.get("resources", {})))
-    return found
 
 
 def place(api: str, method_id: str, path: str, reads: bool, http: str) -> tuple[str, str]:
@@ -117,35 +108,17 @@ def place(api: str, method_id: str, path: str, reads: bool, http: str) -> tuple[
 def build() -> dict[str, object]:
     from importlib.metadata import version
 
-    import googleapiclient
-
-    docs = Path(googleapiclient.__file__).parent / "discovery_cache/documents"
     routes: dict[tuple[str, str], list[str]] = {}
-    for name in DOCUMENTS:
-        doc = json.loads((docs / f"{name}.json").read_text("utf-8"))
-        host = doc["rootUrl"].split("//", 1)[1].rstrip("/")
-        api = doc["name"]
-        methods = [*doc.get("methods", {}).values(), *_methods(doc.get("resources", {}))]
-        for m in methods:
-            path = m.get("flatPath") or m["path"]
-            if "{+" in path:
-                continue  # a path of any number of segments: no route, refused
-            verb = m["id"].rsplit(".", 1)[1]
-            http = m["httpMethod"]
-            reads = http in ("GET", "HEAD") or (http == "POST" and bool(_READ_VERB.match(verb)))
-            if verb == "watch":
-                reads = False  # a push channel sends changes to an address out
-            action, resource = place(api, m["id"], path, reads, http)
-            effect = "read" if reads else "destructive" if http == "DELETE" else "write"
-            flags = "u" if reads and api in ("drive", "docs", "sheets", "gmail", "calendar") else ""
-            flags += "s" if _SENDS.match(m["id"]) or verb == "watch" else ""
-            paths = [f"/{host}/{doc['servicePath']}{path}"]
-            for proto in (m.get("mediaUpload") or {}).get("protocols", {}).values():
-                if "{+" not in proto["path"]:
-                    paths.append(f"/{host}{proto['path']}")
-            for full in paths:
-                full = re.sub(r"/+", "/", full)
-                routes[(full, http)] = [http, full, action, resource, effect, flags]
+    for m in methods(DOCUMENTS):
+        reads = m.http in ("GET", "HEAD") or (m.http == "POST" and bool(_READ_VERB.match(m.verb)))
+        if m.verb == "watch":
+            reads = False  # a push channel sends changes to an address out
+        action, resource = place(m.api, m.method["id"], m.path, reads, m.http)
+        effect = "read" if reads else "destructive" if m.http == "DELETE" else "write"
+        flags = "u" if reads and m.api in ("drive", "docs", "sheets", "gmail", "calendar") else ""
+        flags += "s" if _SENDS.match(m.method["id"]) or m.verb == "watch" else ""
+        for full in m.paths():
+            routes[(full, m.http)] = [m.http, full, action, resource, effect, flags]
     for row in AGENT_ROUTES:
         routes[(row[1], row[0])] = row
     rows = [routes[k] for k in sorted(routes)]
