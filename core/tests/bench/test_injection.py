@@ -89,12 +89,6 @@ def test_the_provenance_policies_beat_the_trifecta(bench: ModuleType, results: A
     assert share(best, "utility") >= 0.85
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a destination that is a name (a hotel, a restaurant, a chat user) is keyed only as "
-    "a whole value, so one written inside an injected sentence is never untrusted: trusting "
-    "the listings' name fields then lets those bookings and messages through",
-)
 def test_trusted_fields_alone_prevent_more_than_the_trifecta(
     bench: ModuleType, results: Any
 ) -> None:

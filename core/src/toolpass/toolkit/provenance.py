@@ -37,6 +37,8 @@ MAX_KEYS = 200_000
 MAX_TEXT = 8_000_000
 #: Longer texts are searched for addresses, links and numbers, but not kept whole.
 WHOLE = 256
+#: A destination this long or longer is also looked for as words within what was read.
+MIN_WORDS_VALUE = 3
 
 _EMAIL = re.compile(r"(?:mailto:)?([\w.+%-]+@[\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
 _URL = re.compile(r"\b(?:https?|ftp)://[^\s<>\"'`)\]]+", re.IGNORECASE)
@@ -109,13 +111,23 @@ class Provenance:
     keys the record is full: no destination can be vouched for any more.
     """
 
-    __slots__ = ("_chars", "_keys", "_lock", "_pending", "_sources", "_untrusted", "full")
+    __slots__ = (
+        "_chars",
+        "_keys",
+        "_lock",
+        "_pending",
+        "_read",
+        "_sources",
+        "_untrusted",
+        "full",
+    )
 
     def __init__(self) -> None:
         self._pending: list[tuple[str | tuple[str, ...], str, str]] = []
         self._chars = 0
         self._keys: dict[str, int] = {}  # key -> bits of the labels it was read with
         self._sources: dict[str, str] = {}  # untrusted key -> where it was first read
+        self._read: list[tuple[str, int, str]] = []  # each text normalised, its label, source
         self._untrusted = False
         self._lock = threading.Lock()
         #: More was read than is kept: no destination can be vouched for.
@@ -143,7 +155,7 @@ class Provenance:
 
     def _fill(self) -> None:
         self.full = True
-        self._pending, self._keys, self._sources = [], {}, {}
+        self._pending, self._keys, self._sources, self._read = [], {}, {}, []
 
     def _flush(self) -> None:
         with self._lock:
@@ -151,6 +163,7 @@ class Provenance:
             for texts, label, source in pending:
                 bit = _BITS[label]
                 for text in (texts,) if type(texts) is str else texts:
+                    self._read.append((_plain(text), bit, source))
                     for key in keys(text):
                         self._keys[key] = self._keys.get(key, 0) | bit
                         if bit == _UNTRUSTED:
@@ -159,16 +172,30 @@ class Provenance:
                 self._fill()
 
     def untrusted_only(self, text: str) -> tuple[str, str] | None:
-        """``(value, source)`` of a key of ``text`` read only in untrusted content, or None."""
+        """``(value, source)`` when ``text`` was read in untrusted content and never vouched
+        for: none of its keys read in a trusted or private source, nor the value itself
+        within such a text (a name, a title: as words of a longer text). Else None."""
         if self._pending:
             self._flush()
         if self.full:
             return "(too much read to tell)", ""
+        seen, first = 0, None
         for key in sorted(destination_keys(text)):
-            if self._keys.get(key) == _UNTRUSTED:
-                return key.split(":", 1)[1], self._sources.get(key, "")
-        return None
+            bits = self._keys.get(key, 0)
+            seen |= bits
+            if bits == _UNTRUSTED and first is None:
+                first = key.split(":", 1)[1], self._sources.get(key, "")
+        value = _plain(text)
+        if len(value) >= MIN_WORDS_VALUE and not seen & _VOUCHED:
+            within = re.compile(rf"(?<!\w){re.escape(value)}(?!\w)")
+            for read, bit, source in self._read:
+                if not seen & bit and within.search(read):
+                    seen |= bit
+                    if bit == _UNTRUSTED and first is None:
+                        first = value, source
+        return first if seen & _UNTRUSTED and not seen & _VOUCHED else None
 
 
 _UNTRUSTED = 4
+_VOUCHED = 1 | 2  # trusted or private
 _BITS: dict[str, int] = {"trusted": 1, "private": 2, "untrusted": _UNTRUSTED}
