@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from _table import progress  # scripts/routes/_table.py, beside this file
+
 
 class Method(NamedTuple):
     doc: dict[str, Any]  # the whole discovery document
@@ -36,7 +38,7 @@ def methods(names: tuple[str, ...]) -> Iterator[Method]:
     import googleapiclient
 
     folder = Path(googleapiclient.__file__).parent / "discovery_cache/documents"
-    for name in names:
+    for name in progress(names, "discovery documents"):
         doc = json.loads((folder / f"{name}.json").read_text("utf-8"))
         host = doc["rootUrl"].split("//", 1)[1].rstrip("/")
         for m in [*doc.get("methods", {}).values(), *_nested(doc.get("resources", {}))]:

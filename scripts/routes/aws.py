@@ -62,6 +62,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from _table import progress  # scripts/routes/_table.py, beside this file
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "core/src/toolpass/integrations/routes/aws.json.gz"
 sys.path.insert(0, str(ROOT / "core/src"))
@@ -700,7 +702,7 @@ def members_of(model: dict[str, Any], op: dict[str, Any]) -> tuple[dict[str, Any
 def generate(models: dict[str, tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], list[Any]]:
     services: dict[str, Any] = {}
     rows: list[list[str]] = []
-    for service, (api, model) in sorted(models.items()):
+    for service, (api, model) in progress(sorted(models.items()), "services"):
         meta = model["metadata"]
         signing = meta.get("signingName") or meta["endpointPrefix"]
         prefix = PREFIX.get(service, signing)

@@ -25,7 +25,9 @@ def _load(module_name: str, path: Path) -> ModuleType:
 
 
 def generator(name: str) -> ModuleType:
-    """``scripts/routes/<name>.py`` as a module, with the ``_table`` it imports."""
-    if "_table" not in sys.modules:
-        sys.modules["_table"] = _load("_table", SCRIPTS / "_table.py")
+    """``scripts/routes/<name>.py`` as a module, with the shared modules it imports
+    (``_table``, ``_discovery``)."""
+    for shared in ("_table", "_discovery"):
+        if shared not in sys.modules:
+            sys.modules[shared] = _load(shared, SCRIPTS / f"{shared}.py")
     return _load(f"routes_{name}_generator", SCRIPTS / f"{name}.py")
