@@ -17,7 +17,8 @@ The same options mean the same thing in every adapter:
 - ``session``: what one session (limits, untrusted-content record, data flow) lasts for:
   ``"run"`` (one agent run), ``"conversation"`` (the framework's thread or conversation id
   when the run has one, else the run; the default), or a callable given the same object as
-  ``user`` that returns an id (None: the run).
+  ``user`` that returns an id (None: the run) or the application's own ``Session`` (with
+  the request's grants, trusted values and limits).
 - ``on_refuse``: what the model reads for a refusal (``refusal_text``, or the framework's
   own failed-tool result); None lets the refusal end the run.
 """
@@ -55,6 +56,7 @@ __all__ = [
     "ToolArguments",
     "ToolRefused",
     "Toolkit",
+    "Traits",
     "UserSource",
     "refusal_text",
     "source_failed",
@@ -87,7 +89,44 @@ class Rule:
         return f"{self.connection} {self.action} {self.resource}{fresh}"
 
 
-RuleLike = Rule | tuple[str, str, str]
+@dataclass(frozen=True, slots=True)
+class Traits:
+    """What a framework tool does, as the application declares it (a value of ``rules``
+    beside or instead of a ``Rule``): its ``effect``; whether it ``sends_out`` data,
+    ``reads_private`` data, or returns untrusted content (``untrusted_output``, or only the
+    ``untrusted_fields`` of its result); its ``destinations`` (argument names); what happens
+    to a destination read only in untrusted content (``provenance``: check, approve, ignore);
+    and its permission ``rule``, if any. Untrusted output is recorded for the checks, not
+    fenced: the framework owns the tool's result."""
+
+    effect: str | None = None
+    sends_out: bool = False
+    reads_private: bool = False
+    untrusted_output: bool = False
+    untrusted_fields: tuple[str, ...] = ()
+    destinations: tuple[str, ...] = ()
+    provenance: Literal["check", "approve", "ignore"] | None = None
+    rule: Rule | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("sends_out", "reads_private", "untrusted_output"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"Traits.{name} is True or False, not {getattr(self, name)!r}")
+        if self.effect is not None and not (isinstance(self.effect, str) and self.effect):
+            raise TypeError(f"Traits.effect is an effect's name, not {self.effect!r}")
+        for name in ("untrusted_fields", "destinations"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+                raise TypeError(f"Traits.{name} is a tuple of names, not {value!r}")
+        if self.provenance not in (None, "check", "approve", "ignore"):
+            raise ValueError(
+                f"Traits.provenance is check, approve or ignore, not {self.provenance!r}"
+            )
+        if self.rule is not None and not isinstance(self.rule, Rule):
+            raise TypeError(f"Traits.rule is a Rule, not {self.rule!r}")
+
+
+RuleLike = Rule | tuple[str, str, str] | Traits
 #: Tool name (or a tuple of names sharing a rule) -> rule.
 Rules = Mapping[str | tuple[str, ...], RuleLike]
 #: Where an adapter finds the user: the name of an attribute (or key) of the run's context
@@ -206,7 +245,7 @@ class Guard:
         self.user = user
         self.session_source = session
         self.on_refuse = on_refuse
-        self.rules = _rules(rules)
+        self.rules, self.traits = _rules(rules)
         _check_engine(engine, bool(self.rules))
         self._checks = {
             name: _permission_check(engine, name, rule) for name, rule in self.rules.items()
@@ -217,7 +256,24 @@ class Guard:
         self.tools_complete = False
         self._warned: set[str] = set()
         self._specs: dict[str, ToolSpec] = {}
+        self._bodies_only = False  # see for_bodies
         self._sessions = _RunSessions(self.held_sessions, self.toolkit.conversations)
+
+    def for_bodies(self) -> Guard:
+        """A guard for the bodies of calls this one has already checked (for frameworks
+        whose hook decides before the tool runs and wraps the body apart): the same toolkit,
+        sources and traits, but only the session and the body: no check, limit slot or
+        approval a second time; the output is recorded as the tools' traits say."""
+        body = Guard(
+            self.engine,
+            None,
+            toolkit=self.toolkit,
+            user=self.user,
+            session=self.session_source,
+            on_refuse=self.on_refuse,
+        )
+        body.traits, body._bodies_only = self.traits, True
+        return body
 
     def rule(self, tool: str) -> Rule | None:
         return self.rules.get(tool)
@@ -291,8 +347,10 @@ class Guard:
                 ) from None
         if value is None:
             return run
+        if isinstance(value, Session):
+            return value  # the application's own session (its grants, request, limits)
         if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-            detail = f"a session id is a non-empty string or a number, not {value!r}"
+            detail = f"a session id is a non-empty string, a number or a Session, not {value!r}"
             raise source_failed("The session of this call", detail)
         return _Conversation(str(value))
 
@@ -304,11 +362,13 @@ class Guard:
             authorize: Callable[[Any], Any] | None = self._checks.get(tool)
             if authorize is None and self.strict:
                 authorize = _no_rule
+            traits = self.traits.get(tool, _NO_TRAITS)
+            fields = frozenset(traits.untrusted_fields) or None
             spec = ToolSpec(
                 _framework_tool,
                 toolkit=self.toolkit,
                 name=tool,
-                effect=None,
+                effect=traits.effect,
                 binder=Binder.passthrough(),
                 scope=(),
                 validators=(),
@@ -317,12 +377,17 @@ class Guard:
                 approve=False,
                 preview=None,
                 credential=None,
-                reads_private=False,
-                untrusted_output=False,
-                sends_out=False,
+                reads_private=traits.reads_private,
+                untrusted_output=traits.untrusted_output or fields is not None,
+                sends_out=traits.sends_out,
                 untrusted_inputs=None,
                 exfiltration=None,
                 key=f"framework tool {tool}",  # one tool, whichever guard checks it
+                destinations=traits.destinations,
+                untrusted_fields=fields,
+                provenance=traits.provenance,
+                fences=False,  # the framework owns the result: recorded, not rewritten
+                checked_elsewhere=self._bodies_only,
             )
             self._specs[tool] = spec
         return spec
@@ -480,20 +545,30 @@ class Explanation:
         return "\n".join(lines)
 
 
-def _rules(rules: Rules | None) -> dict[str, Rule]:
+def _rules(rules: Rules | None) -> tuple[dict[str, Rule], dict[str, Traits]]:
+    """The rules by tool name, and the tools' declared traits."""
     if rules is None:
-        return {}
+        return {}, {}
     if not isinstance(rules, Mapping):
         raise TypeError(f"rules map tool names to rules, not {_kind(rules)}")
     found: dict[str, Rule] = {}
+    traits: dict[str, Traits] = {}
     for names, value in rules.items():
         for name in (names,) if isinstance(names, str) else names:
             if not isinstance(name, str) or not name:
                 raise TypeError(f"a rule's key is a tool name or a tuple of names: {names!r}")
-            if name in found:
+            if name in found or name in traits:
                 raise ValueError(f"{name!r} has two rules")
-            found[name] = _rule(value)
-    return found
+            if isinstance(value, Traits):
+                traits[name] = value
+                if value.rule is not None:
+                    found[name] = value.rule
+            else:
+                found[name] = _rule(value)
+    return found, traits
+
+
+_NO_TRAITS = Traits()
 
 
 def _check_engine(engine: Any, needed: bool) -> None:
@@ -590,6 +665,13 @@ class _RunSessions:
         self._lock = threading.Lock()
 
     def get(self, key: Any, user: str) -> Session:
+        if isinstance(key, Session):
+            if key.user != user:
+                raise source_failed(
+                    "The session of this call",
+                    f"the session source gave {key.user!r}'s session for {user!r}",
+                )
+            return key
         if isinstance(key, _Conversation):
             return self._conversations.get(key.id, user)
         slot = (id(key), user)

@@ -64,26 +64,55 @@ def output(
         session.record_untrusted(text)
     session.record_values(found, "untrusted", spec.name)
     session.record_values(vouched, spec.trust, spec.name)
+    if not spec.fences:
+        return result
     return fence(result if isinstance(result, str) else readable(result), spec.name)
 
 
 def _split(
     value: Any, fields: frozenset[str], untrusted: list[str], trusted: list[str]
 ) -> tuple[list[str], list[str]]:
-    """The texts of ``value`` (plain data) under the keys ``fields`` names, at any depth, and
-    the rest."""
+    """The texts of ``value`` (plain data) under the keys ``fields`` names, at any depth (in
+    JSON text too), and the rest. When no such key is found at all, every text is untrusted:
+    a result shaped otherwise than declared vouches for nothing."""
+    found = _split_into(value, fields, untrusted, trusted)
+    if not found:
+        return [*untrusted, *trusted], []
+    return untrusted, trusted
+
+
+def _split_into(
+    value: Any, fields: frozenset[str], untrusted: list[str], trusted: list[str]
+) -> bool:
     if isinstance(value, str):
+        parsed = _json(value)
+        if parsed is not None:
+            return _split_into(parsed, fields, untrusted, trusted)
         trusted.append(value)
-    elif isinstance(value, dict):
+        return False
+    found = False
+    if isinstance(value, dict):
         for key, item in value.items():
             if key in fields:
                 untrusted.extend(t for t in strings_in(item) if t)
+                found = True
             else:
-                _split(item, fields, untrusted, trusted)
+                found = _split_into(item, fields, untrusted, trusted) or found
     elif isinstance(value, list):
         for item in value:
-            _split(item, fields, untrusted, trusted)
-    return untrusted, trusted
+            found = _split_into(item, fields, untrusted, trusted) or found
+    return found
+
+
+def _json(text: str) -> Any:
+    """``text`` as JSON data when it is a JSON object or array, else None."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, (dict, list)) else None
 
 
 def readable(value: Any) -> str:

@@ -62,6 +62,9 @@ def plan(spec: ToolSpec, kit: Settings) -> tuple[Check, ...]:
     would return at once): worked out once per tool and settings."""
     if spec.plan[0] is kit:
         return spec.plan[1]
+    if spec.checked_elsewhere:
+        spec.plan = (kit, (checks.session, checks.arguments))
+        return spec.plan[1]
     skip: set[Check] = set()
     if kit.entitlements is None:
         skip |= {checks.effect, checks.entitlements}

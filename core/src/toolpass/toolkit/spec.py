@@ -65,6 +65,8 @@ class ToolSpec:
         untrusted_fields: frozenset[str] | None = None,
         provenance: str | None = None,
         on_output: Callable[..., Any] | None = None,
+        fences: bool = True,
+        checked_elsewhere: bool = False,
     ) -> None:
         self.fn = fn
         self.toolkit = toolkit
@@ -104,6 +106,10 @@ class ToolSpec:
         self.untrusted_fields = untrusted_fields  # None: all the output, when untrusted
         self.provenance = provenance  # None: the toolkit's
         self.on_output = on_output
+        self.fences = fences  # untrusted output is fenced (False: recorded only)
+        #: Its calls were checked before (a framework hook that decides apart from the body):
+        #: only the session and the body run here.
+        self.checked_elsewhere = checked_elsewhere
         #: How the values of its trusted output are labelled.
         self.trust: Label = "private" if reads_private else "trusted"
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None

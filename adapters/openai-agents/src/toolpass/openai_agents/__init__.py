@@ -102,9 +102,9 @@ class ToolpassGuardrails:
             session=session,
             on_refuse=on_refuse,
         )
-        # Runs the body of a call the guardrail already allowed: session and request hook,
-        # no second question to the engine.
-        self._body = Guard(engine, None, toolkit=self.guard.toolkit)
+        # Runs the body of a call the guardrail already allowed: session, request hook and
+        # the output recorded as the tool's traits say; no second question to the engine.
+        self._body = self.guard.for_bodies()
         self.on_refuse = on_refuse
         #: The tool input guardrail; also usable alone in ``function_tool(tool_input_guardrails=
         #: [...])`` (then the body gets no session: prefer ``apply`` or ``guard_tool``).
@@ -227,7 +227,8 @@ class ToolpassGuardrails:
                 user, key, _ = self._call(ctx, None)
                 if user == decided[0]:  # allowed by the guardrail: run it in the session
                     with self.guard.session(user, key):
-                        if self.guard.toolkit.permissions is None:
+                        quiet = ctx.tool_name not in self._body.traits  # nothing to record
+                        if self.guard.toolkit.permissions is None and quiet:
                             return await body()
                         arguments = _arguments(input)  # the request hook needs them
                         return await self._body.arun(user, ctx.tool_name, arguments, body, key=key)
