@@ -39,7 +39,7 @@ from toolpass.outcome.errors import ToolRefused
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.drivers import run_async, run_sync
-from toolpass.toolkit.pipeline import steps
+from toolpass.toolkit.pipeline import adecided, decided, steps
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
 from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
@@ -494,7 +494,7 @@ class Guard:
     ) -> ToolRefused | None:
         """For hooks that only decide: the refusal, or None when the call may run."""
         try:
-            self.run(user, tool, arguments, _allowed, key=key)
+            self.run(user, tool, arguments, decided, key=key)
         except ToolRefused as refused:
             return refused
         return None
@@ -503,7 +503,7 @@ class Guard:
         self, user: str | None, tool: str, arguments: Mapping[str, Any], *, key: Any = None
     ) -> ToolRefused | None:
         try:
-            await self.arun(user, tool, arguments, _aallowed, key=key)
+            await self.arun(user, tool, arguments, adecided, key=key)
         except ToolRefused as refused:
             return refused
         return None
@@ -715,11 +715,3 @@ def _no_rule(call: Any) -> bool:
         f"toolpass has no rule for {call.name}, so it was not run. Tell the user; an operator "
         "must add one.",
     )
-
-
-def _allowed() -> None:
-    return None
-
-
-async def _aallowed() -> None:
-    return None

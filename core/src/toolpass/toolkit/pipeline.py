@@ -191,11 +191,23 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         raise wrapped
     if type(result) not in PLAIN and isinstance(result, AsyncIterator):
         result = yield Hook(collect, (result,), afn=acollect)
-    if kit.on_output or spec.on_output is not None:
+    if (kit.on_output or spec.on_output is not None) and c.body not in DECIDING:
         yield from _output_hooks(c, result)
     result = output(spec, session, result, event.secrets, untrusted)
     event.outcome = "ok"
     return result
+
+
+def decided() -> None:
+    """The body of a pipeline that only decides, for a framework hook that runs the tool
+    itself: every check runs, and no output is seen (output hooks are not called)."""
+
+
+async def adecided() -> None:
+    """``decided`` for the async driver."""
+
+
+DECIDING = (decided, adecided)
 
 
 def _output_hooks(c: CallState, result: Any) -> Generator[Step, Any, None]:

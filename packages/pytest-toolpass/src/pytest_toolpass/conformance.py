@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytest
-from toolpass import Decision, Session, current_session
+from toolpass import Decision, Session, Toolkit, current_session
 from toolpass.adapting import Rule, Traits
 
 from pytest_toolpass.engine import ScriptedEngine
@@ -348,6 +348,16 @@ class AdapterConformance:
         out, tools = self._go(mode, engine, rules, script, ERIN, session=lambda _: granted)
         assert tools.ran == []
         assert "check_error" in out.outputs[0]
+
+    def test_output_hooks_see_each_tools_output(self, mode: str) -> None:
+        seen: list[tuple[str, str]] = []
+        kit = Toolkit(audit=[], on_output=lambda call, out: seen.append((call.name, str(out))))
+        script = [Call("read_file", {"path": "a.md"}), Call("whoami")]
+        _, tools = self._go(mode, ScriptedEngine(), {}, script, DANA, toolkit=kit)
+        assert tools.names() == ["read_file", "whoami"]
+        assert len(seen) == 2  # one output each; names are the framework's own
+        assert "contents of a.md" in seen[0][1]
+        assert f"acting for {DANA}" in seen[1][1]
 
     def test_bad_options_fail_when_the_adapter_is_built(self) -> None:
         bad: list[tuple[dict[str, Any], dict[str, Any]]] = [

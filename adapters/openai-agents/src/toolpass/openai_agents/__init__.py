@@ -227,7 +227,9 @@ class ToolpassGuardrails:
                 user, key, _ = self._call(ctx, None)
                 if user == decided[0]:  # allowed by the guardrail: run it in the session
                     with self.guard.session(user, key):
-                        quiet = ctx.tool_name not in self._body.traits  # nothing to record
+                        # Nothing to record, hook or watch: the body alone.
+                        quiet = ctx.tool_name not in self._body.traits
+                        quiet = quiet and not self.guard.toolkit.on_output
                         if self.guard.toolkit.permissions is None and quiet:
                             return await body()
                         arguments = _arguments(input)  # the request hook needs them
