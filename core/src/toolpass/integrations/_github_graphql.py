@@ -405,19 +405,32 @@ def _valid(resource: str | None) -> str | None:
     return resource if resource is not None and parse_resource(resource) else None
 
 
-def match_graphql(request: Request) -> Match | None:
-    """The action and resource of a GraphQL request; None when it cannot be placed."""
+def operation(request: Request) -> tuple[str, list[Any], _Walk, Mapping[str, Any]] | None:
+    """The one operation a GraphQL request runs: its kind (query, mutation, ...), its root
+    fields, a walk over them and its variables; None when the body cannot be read or does
+    not name exactly one operation. (Linear's matcher uses it too.)"""
     found = _body(request)
     if found is None:
         return None
     query, op_name, variables = found
     try:
         ops, fragments = _Parser(query).document()
-        chosen = [op for op in ops if op_name is None or op[1] == op_name]
-        if len(chosen) != 1:
-            return None
-        kind, _, roots = chosen[0]
-        walk = _Walk(fragments, variables)
+    except (_Unreadable, ValueError, RecursionError):
+        return None
+    chosen = [op for op in ops if op_name is None or op[1] == op_name]
+    if len(chosen) != 1:
+        return None
+    kind, _, roots = chosen[0]
+    return kind, roots, _Walk(fragments, variables), variables
+
+
+def match_graphql(request: Request) -> Match | None:
+    """The action and resource of a GraphQL request; None when it cannot be placed."""
+    found = operation(request)
+    if found is None:
+        return None
+    kind, roots, walk, variables = found
+    try:
         if kind == "query":
             return walk.query(roots)
         if kind != "mutation":

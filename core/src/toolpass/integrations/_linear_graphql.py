@@ -29,7 +29,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
 
-from toolpass.integrations._github_graphql import _body, _Parser, _resolve, _Unreadable, _Walk
+from toolpass.integrations._github_graphql import _resolve, _Unreadable, _Walk, operation
 from toolpass.integrations.routes import Match, Request, Route
 
 __all__ = ["match_graphql"]
@@ -213,17 +213,11 @@ def match_graphql(request: Request) -> Match | None:
         form = {k: v[0] for k, v in parse_qs(request.query_string).items() if len(v) == 1}
         body = json.dumps(form).encode()
         request = Request("POST", request.path, "", {"content-type": "application/json"}, body)
-    found = _body(request)
+    found = operation(request)
     if found is None:
         return None
-    query, op_name, variables = found
+    kind, roots, walk, variables = found
     try:
-        ops, fragments = _Parser(query).document()
-        chosen = [op for op in ops if op_name is None or op[1] == op_name]
-        if len(chosen) != 1:
-            return None
-        kind, _, roots = chosen[0]
-        walk = _Walk(fragments, variables)
         if kind == "query":
             return _query(walk, roots, variables)
         if kind == "mutation":
