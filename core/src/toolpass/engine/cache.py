@@ -60,15 +60,18 @@ class DecisionCache:
         assert self._store is not None
         try:
             found = self._store.get(_name(key))
-            fields = {f.name for f in dataclasses.fields(Decision)}
-            decision = Decision(**{k: v for k, v in found["decision"].items() if k in fields})
-            left = float(found["until"]) - time.time()
         except StoreUnavailable as exc:
             log.warning("toolpass could not read the shared decision cache: %s", exc)
             return None
+        if found is None:
+            return None
+        try:
+            fields = {f.name for f in dataclasses.fields(Decision)}
+            decision = Decision(**{k: v for k, v in found["decision"].items() if k in fields})
+            left = float(found["until"]) - time.time()
         except (TypeError, KeyError, ValueError, AttributeError):
-            return None  # nothing there, or not a decision
-        if decision.decision == "unknown" or left <= 0:
+            return None  # not a decision this version wrote: asked anew
+        if decision.decision not in ("allow", "deny") or left <= 0:
             return None
         self._keep(key, decision, left)
         return decision

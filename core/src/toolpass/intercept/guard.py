@@ -387,9 +387,10 @@ def _local_checks(
                 f"This session has used all the {route.effect} actions it may take, "
                 "so the request was not sent. Tell the user the limit was reached.",
             )
-    if session.untrusted and _checks_untrusted(scope, route):
+    untrusted = session.untrusted  # read once: a shared store is asked per read
+    if untrusted and _checks_untrusted(scope, route):
         for text in (unquote(url), request.text):
-            phrase = session.untrusted.find(text)
+            phrase = untrusted.find(text)
             if phrase is not None:
                 raise _refuse(
                     scope,

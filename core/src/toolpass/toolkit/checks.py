@@ -276,13 +276,13 @@ def _entitled(c: CallState) -> Steps:
 def untrusted_input(c: CallState) -> None:
     """5. A call that changes or sends something and repeats untrusted text read earlier in
     the session is refused (or sent for approval, or let through: ``untrusted_inputs``)."""
-    session, spec = c.session, c.spec
-    if not session.untrusted:
+    spec, record = c.spec, c.session.untrusted  # read once: a shared store is asked per read
+    if not record:
         return
     mode = spec.untrusted_inputs or c.kit.untrusted_inputs
     if mode == "ignore" or not _changes_or_sends(c):
         return
-    phrase = session.untrusted.find_in(_texts(c.arguments))
+    phrase = record.find_in(_texts(c.arguments))
     if phrase is None:
         return
     if mode == "approve":
