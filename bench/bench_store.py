@@ -1,0 +1,65 @@
+"""What a shared store costs per call: a write tool in a conversation session, its state in
+memory, in SQLite and (when a redis-server can be started here) in Redis, in one run.
+
+    TOOLPASS_AUDIT=off python bench/bench_store.py
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+from toolpass import Toolkit
+
+CALLS, ROUNDS = 300, 5
+
+
+def per_call(store: str | None) -> float:
+    """Best seconds per call of a capped write tool in a conversation kept in ``store``."""
+    kit = Toolkit(limits={"write": 10**12}, audit=[lambda event: None], store=store)
+    tool = kit.secured_tool(lambda x: x, name="deploy", effect="write")
+    best = float("inf")
+    with kit.conversations.get("conversation-1", "dana@example.com").active():
+        for _ in range(ROUNDS):
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                tool("v1")
+            best = min(best, (time.perf_counter() - start) / CALLS)
+    return best
+
+
+def redis_url() -> tuple[str, subprocess.Popen[bytes]] | None:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+        stdout=subprocess.DEVNULL,
+    )
+    time.sleep(0.3)
+    return f"redis://127.0.0.1:{port}/0", server
+
+
+def main() -> None:
+    memory = per_call(None)
+    print(f"memory  {memory * 1e6:8.1f} us per call")
+    sqlite = per_call(f"sqlite:///{tempfile.mkdtemp()}/state.db")
+    print(f"sqlite  {sqlite * 1e6:8.1f} us per call ({sqlite / memory:.1f}x memory)")
+    found = redis_url()
+    if found is not None:
+        url, server = found
+        try:
+            redis = per_call(url)
+            print(f"redis   {redis * 1e6:8.1f} us per call ({redis / memory:.1f}x memory)")
+        finally:
+            server.terminate()
+
+
+if __name__ == "__main__":
+    main()
