@@ -6,6 +6,7 @@ memory, in SQLite and (when a redis-server can be started here) in Redis, in one
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import socket
 import subprocess
@@ -33,7 +34,7 @@ def per_call(store: str | None) -> float:
 
 def redis_url() -> tuple[str, subprocess.Popen[bytes]] | None:
     binary = shutil.which("redis-server")
-    if binary is None:
+    if binary is None or importlib.util.find_spec("redis") is None:
         return None
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
