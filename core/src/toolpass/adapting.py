@@ -36,12 +36,13 @@ from typing import Any, Literal, TypeVar
 
 from toolpass.outcome.audit import AuditEvent, emit
 from toolpass.outcome.errors import ToolRefused
+from toolpass.toolkit.approval import preview_of
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import adecided, decided, steps
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
-from toolpass.toolkit.spec import ToolSpec
+from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
 __all__ = [
@@ -375,7 +376,7 @@ class Guard:
                 limit=None,
                 authorize=authorize,
                 approve=False,
-                preview=None,
+                preview=_preview,  # the binder knows no names: show every argument given
                 credential=None,
                 reads_private=traits.reads_private,
                 untrusted_output=traits.untrusted_output or fields is not None,
@@ -702,6 +703,11 @@ class _RunSessions:
                 weak.pop(slot, None)
 
         return forget
+
+
+def _preview(call: ToolCall) -> str:
+    """What a person approving a framework tool's call reads: every argument it was given."""
+    return preview_of(call.arguments)
 
 
 def _framework_tool(**arguments: Any) -> Any:

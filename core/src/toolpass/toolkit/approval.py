@@ -175,6 +175,10 @@ class ApprovalQueue:
     kept: with SQLite or Redis, a request made in one process can be decided in another (an
     approvals page) and run once across all of them, and survives a restart. ``clock`` gives
     the time in seconds, the same in every process (``time.time``).
+
+    Nobody approves a call made for themselves (``PermissionError``): the approver's name is
+    compared with the request's user, ignoring case, and a name written ``Name <address>``
+    by either part of it. ``self_approval=True`` allows it. Denying is always allowed.
     """
 
     def __init__(
@@ -183,8 +187,12 @@ class ApprovalQueue:
         ttl: float = DEFAULT_TTL,
         clock: Callable[[], float] = time.time,
         store: Store | str | None = None,
+        self_approval: bool = False,
     ) -> None:
+        if not isinstance(self_approval, bool):
+            raise TypeError(f"self_approval is True or False, not {self_approval!r}")
         self.ttl = ttl
+        self.self_approval = self_approval
         self.store = open_store(store)
         self._clock = clock
         self._lock = threading.Lock()
@@ -219,7 +227,8 @@ class ApprovalQueue:
         return self._object(record)
 
     def approve(self, request_id: str, *, by: str) -> ApprovalRequest:
-        """Approve a pending request; its call runs on the next retry."""
+        """Approve a pending request; its call runs on the next retry. ``PermissionError``
+        when ``by`` is the person the call is made for (unless ``self_approval``)."""
         return self._decide(request_id, "approved", by, "")
 
     def deny(self, request_id: str, *, by: str, reason: str = "") -> ApprovalRequest:
@@ -281,6 +290,8 @@ class ApprovalQueue:
 
         def decide(record: dict[str, Any]) -> None:
             problem[:] = [] if record["status"] == "pending" else [record["status"]]
+            if not problem and status == "approved" and not self.self_approval:
+                problem[:] = ["self"] if same_person(by, record["user"]) else []
             if problem:
                 return
             record.update(status=status, decided_by=by, reason=reason, decided_at=now)
@@ -288,6 +299,11 @@ class ApprovalQueue:
         record = self._change(request_id, decide)
         if record is None:
             raise KeyError(f"no approval request {request_id!r} (unknown, used or expired)")
+        if problem == ["self"]:
+            raise PermissionError(
+                f"{by} may not approve request {request_id}: it is a call made for themselves; "
+                "another person must approve it"
+            )
         if problem:
             raise ValueError(f"approval request {request_id} is already {problem[0]}")
         return self._object(record)
@@ -357,6 +373,21 @@ class ApprovalQueue:
         self._change(req.id, finish)
         if req.status != "spent":
             req.status = "approved"
+
+
+def same_person(name: str, user: str) -> bool:
+    """Whether approver ``name`` is ``user``: equal ignoring case and spaces, with a name
+    written ``Name <address>`` matched by either part."""
+
+    def parts(text: str) -> set[str]:
+        text = text.strip().casefold()
+        found = {text}
+        if text.endswith(">") and "<" in text:
+            shown, _, address = text[:-1].rpartition("<")
+            found |= {shown.strip(), address.strip()}
+        return found - {""}
+
+    return bool(parts(name) & parts(user))
 
 
 _RECORD = "approval:"
