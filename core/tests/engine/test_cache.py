@@ -132,3 +132,18 @@ def test_a_failing_look_up_reaches_every_waiter() -> None:
 def test_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         DecisionCache(0)
+
+
+def test_the_kits_remembered_values_are_not_answered_in_a_fresh_check() -> None:
+    """Every integration's own cache (``Remembered``) is bypassed by ``fresh=True``, which
+    the engine passes down to the check; what the fresh check learns is kept."""
+    from toolpass.integrations.base import Remembered, asking_fresh, fresh_lookups
+
+    kept: Remembered[str, str] = Remembered()
+    kept.put("dana", "admin", ttl=60)
+    with fresh_lookups():
+        assert asking_fresh()
+        assert kept.get("dana") is None
+        kept.put("dana", "member", ttl=60)
+    assert not asking_fresh()
+    assert kept.get("dana") == "member"

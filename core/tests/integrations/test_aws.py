@@ -933,6 +933,85 @@ def test_decisions_are_cached_but_not_unknowns(fake: FakeAWS) -> None:
     assert len(simulate_params(fake)) == 5
 
 
+def test_fresh_asks_anew_for_the_role_assignments_too(fake: FakeAWS) -> None:
+    """A revoked permission set takes effect on the next fresh check, not when the identity
+    cache (an hour by default) expires."""
+    identity_center(fake)
+    tp = engine(fake, **ic_keys(fake))
+    assert tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT).allowed
+    fake.assignments = [a for a in fake.assignments if a[1] != "u-dana"]  # revoked
+    d = tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT, fresh=True)
+    assert d.decision == "unknown", d.reason
+    assert "maps to no aws user" in d.reason
+    assert fake.actions().count("ListAccountAssignmentsForPrincipal") == 2
+
+
+def test_a_fresh_check_refreshes_the_identity_cache_for_later_checks(fake: FakeAWS) -> None:
+    identity_center(fake)
+    tp = engine(fake, **ic_keys(fake))
+    assert tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT).allowed
+    fake.assignments = [a for a in fake.assignments if a[1] != "u-dana"]
+    tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT, fresh=True)
+    fake.assignments.append(("USER", "u-dana", ACCOUNT, DEV_SET))  # granted again
+    assert tp.check("dana@example.com", "aws-main", "s3:PutObject", REPORT, fresh=True).allowed
+    asked = fake.actions().count("GetUserId")
+    assert tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT + ".bak").allowed
+    assert fake.actions().count("GetUserId") == asked  # the fresh answer was kept
+
+
+def test_deployments_sharing_a_store_never_answer_from_each_others_cache(
+    fake: FakeAWS, tmp_path: Path
+) -> None:
+    """Two deployments name their connection aws-main; only one lets dana read reports."""
+    store = f"sqlite:///{tmp_path}/state.db"
+    with FakeAWS(account=ACCOUNT) as other:
+        other.add_key(KEY, SECRET, ENGINE)
+        other.add_principal(ENGINE, READ_ALL)
+        other.add_principal(DANA, {"Version": "2012-10-17", "Statement": []})
+        with Toolpass([conn(fake)], store=store) as first:
+            assert first.check("dana@example.com", "aws-main", "s3:GetObject", REPORT).allowed
+        with Toolpass([conn(other)], store=store) as second:
+            d = second.check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
+        assert d.decision == "deny", d.reason
+        assert not d.cached
+        assert len(simulate_params(other)) == 1
+        with Toolpass([conn(fake)], store=store) as third:  # the same deployment shares
+            assert third.check("dana@example.com", "aws-main", "s3:GetObject", REPORT).cached
+
+
+@settings(max_examples=40)
+@given(
+    key=st.sampled_from(["url", "account_id", "implicit_deny", "identity", "access_key_id"]),
+    value=st.integers(min_value=0, max_value=10**11),
+)
+def test_any_setting_that_differs_separates_the_cache(key: str, value: int) -> None:
+    base: dict[str, Any] = {
+        "id": "aws-main",
+        "integration": "aws",
+        "url": "https://iam.amazonaws.com",
+        "credentials": "static",
+        "access_key_id": literal(KEY),
+        "secret_access_key": literal(SECRET),
+        "account_id": ACCOUNT,
+        "identity": TEMPLATE,
+    }
+    changed = {
+        "url": f"https://iam-{value}.example.com",
+        "account_id": f"{value:012d}" if f"{value:012d}" != ACCOUNT else "000000000000",
+        "implicit_deny": "unknown",
+        "identity": {**TEMPLATE, "template": f"arn:aws:iam::{value:012d}x:role/{{local}}"},
+        "access_key_id": f"env:KEY_{value}",
+    }
+    with (
+        Toolpass([base]) as a,
+        Toolpass([base]) as same,
+        Toolpass([{**base, key: changed[key]}]) as b,
+    ):
+        scope = a.integration("aws-main").cache_scope()
+        assert same.integration("aws-main").cache_scope() == scope
+        assert b.integration("aws-main").cache_scope() != scope
+
+
 # --- probe ---------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from toolpass.store import Store, open_store
 from toolpass.wire import budget
 from toolpass.wire.decision import Decision, Where
 from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.fresh import fresh_lookups
 from toolpass.wire.http import HTTPClient
 from toolpass.wire.secrets import Secret
 
@@ -30,8 +31,11 @@ class Toolpass(Checker):
     """Asks the system that owns a resource whether a user may act on it.
 
     ``Toolpass(connections=[{...}])`` in code, or ``Toolpass.from_config("toolpass.yaml")``.
-    Decisions are cached per connection (allow and deny only); ``fresh=True`` asks anew.
-    ``store`` (a ``toolpass.store`` URL or ``Store``) shares the cache between processes.
+    Decisions are cached per connection (allow and deny only); ``fresh=True`` asks anew,
+    past every cache of the integration too (identity, account state, role assignments).
+    ``store`` (a ``toolpass.store`` URL or ``Store``) shares the cache between processes; a
+    cached decision is keyed by the connection's system, URL and settings as well as its
+    name, so deployments configured differently never answer from each other's decisions.
     """
 
     def __init__(
@@ -79,12 +83,18 @@ class Toolpass(Checker):
         self._cache = DecisionCache(cache_size, store=shared)
         self._conns: dict[str, ConnectionConfig] = {c.id: c for c in config.connections}
         self._integrations: dict[str, Integration] = {}
+        self._scopes: dict[str, str] = {}
         for c in config.connections:
             try:
                 self._integrations[c.id] = c.integration(c, self._http)
             except ConfigError as e:
                 key = f", key {e.key!r}" if e.key else ""
                 raise ConfigError(f"{c.origin}, connection {c.id!r}{key}: {e}") from None
+            self._scopes[c.id] = self._integrations[c.id].cache_scope()
+
+    def _key(self, connection: str, user: str, action: str, resource: str) -> tuple[str, ...]:
+        """The decision cache's key: the question and which system it was asked of."""
+        return (connection, self._scopes.get(connection, ""), user, action, resource)
 
     @property
     def connections(self) -> tuple[str, ...]:
@@ -104,7 +114,7 @@ class Toolpass(Checker):
         self, user: str, connection: str, action: str, resource: str, *, fresh: bool = False
     ) -> Decision:
         """May ``user`` do ``action`` on ``resource`` in ``connection``? See :class:`Checker`."""
-        key = (connection, user, action, resource)
+        key = self._key(connection, user, action, resource)
         if not fresh:
             hit = self._cache.get(key)
             if hit is not None:
@@ -127,13 +137,15 @@ class Toolpass(Checker):
         if not isinstance(user, str) or not user or not isinstance(resource, str) or not resource:
             return Decision.unknown("a check needs a user and a resource", **where)
         return self._cache.lookup(
-            key, lambda: self._ask(conn, user, action, resource), conn.ttl, fresh=fresh
+            key, lambda: self._ask(conn, user, action, resource, fresh), conn.ttl, fresh=fresh
         )
 
-    def _ask(self, conn: ConnectionConfig, user: str, action: str, resource: str) -> Decision:
+    def _ask(
+        self, conn: ConnectionConfig, user: str, action: str, resource: str, fresh: bool
+    ) -> Decision:
         where: Where = {"user": user, "connection": conn.id, "action": action, "resource": resource}
         try:
-            with budget.budget(conn.timeout):
+            with budget.budget(conn.timeout), fresh_lookups(fresh):
                 decision = self.integration(conn.id).check(user, action, resource)
             if not isinstance(decision, Decision) or decision.decision not in (
                 "allow",
@@ -152,7 +164,7 @@ class Toolpass(Checker):
         return dataclasses.replace(decision, **where)
 
     def _peek(self, user: str, connection: str, action: str, resource: str) -> Decision | None:
-        return self._cache.get((connection, user, action, resource))
+        return self._cache.get(self._key(connection, user, action, resource))
 
     def probe(self, connection: str | None = None) -> dict[str, ProbeResult]:
         """Ask each connection's system (or just ``connection``'s) whether its credential works."""

@@ -15,14 +15,22 @@ against the system's documented API. The kit gives it the rest:
 - :meth:`Integration.pages`: a list read page by page, bounded.
 - identity: the shared modes come from ``wire.identity``; a system's own look-ups are
   methods ``lookup_<mode>`` for each mode listed in ``identity_modes``.
-- :class:`Remembered`: a small, bounded, thread-safe cache with lifetimes.
+- :class:`Remembered`: a small, bounded, thread-safe cache with lifetimes, which a check
+  asked with ``fresh=True`` never answers from (it stores what that check learns).
+- :func:`asking_fresh`: whether the check under way was asked with ``fresh=True``; an
+  integration's own cache that is not a :class:`Remembered` consults it (the identity
+  look-ups already do).
+- :meth:`Integration.cache_scope`: what tells this connection's system apart from another
+  deployment's connection of the same name, in the decision cache's key.
 
 Failures are raised as :class:`LookupFailed`; the engine turns them into ``unknown``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import json as jsonlib
 import threading
 import time
@@ -39,6 +47,7 @@ from toolpass.integrations.routes import Match, Request, Route, RouteTable, load
 from toolpass.wire import budget
 from toolpass.wire.decision import Decision
 from toolpass.wire.errors import ConfigError, LookupFailed
+from toolpass.wire.fresh import asking_fresh, fresh_lookups
 from toolpass.wire.http import HTTPClient, HTTPError, MalformedResponse, NetOptions, Response
 from toolpass.wire.identity import IdentityResolver
 from toolpass.wire.keys import ConfigKey, ConnectionConfig
@@ -56,6 +65,8 @@ __all__ = [
     "ProbeResult",
     "Remembered",
     "Route",
+    "asking_fresh",
+    "fresh_lookups",
     "load_actions",
 ]
 
@@ -135,7 +146,10 @@ class Remembered(Generic[K, V]):
         self._items: OrderedDict[K, tuple[float, V]] = OrderedDict()
 
     def get(self, key: K, default: V | None = None) -> V | None:
-        """The value kept for ``key`` if it has not expired, else ``default``."""
+        """The value kept for ``key`` if it has not expired, else ``default`` (always
+        ``default`` inside a check asked with ``fresh=True``)."""
+        if asking_fresh():
+            return default
         with self._lock:
             hit = self._items.get(key)
         if hit is None or hit[0] <= time.monotonic():
@@ -186,6 +200,14 @@ class Integration(ABC):
             lookup=self.lookup_user if self.identity_modes else None,
             http=self.http,
         )
+
+    def cache_scope(self) -> str:
+        """A digest of what this connection asks: its system, URL and settings (the account,
+        the organisation, identity mapping; secrets by reference, never by value). Two
+        deployments sharing a store share decisions only when it is the same."""
+        c = self.config
+        material = (self.name, c.url, _stable(c.options), _stable(c.identity))
+        return hashlib.sha256(repr(material).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     @classmethod  # noqa: B027 - an optional hook
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -441,3 +463,22 @@ class Integration(ABC):
             if len(secret) >= 4:
                 text = text.replace(secret, REDACTED)
         return text
+
+
+def _stable(value: Any) -> Any:
+    """``value`` as plain data that reads the same in every process: secrets as their
+    references, callables by name, mappings sorted."""
+    if isinstance(value, Secret):
+        return ("secret", value.reference)
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _stable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_stable(v) for v in value]
+        return tuple(sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return tuple((f.name, _stable(getattr(value, f.name))) for f in dataclasses.fields(value))
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if callable(value):
+        return ("callable", getattr(value, "__module__", ""), getattr(value, "__qualname__", ""))
+    return ("object", type(value).__qualname__)

@@ -34,6 +34,7 @@ from urllib.parse import urlencode
 
 from toolpass.wire import budget
 from toolpass.wire.errors import ConfigError, LookupFailed, UnknownUser
+from toolpass.wire.fresh import asking_fresh
 from toolpass.wire.http import HTTPClient, NetOptions, check_url
 from toolpass.wire.secrets import Secret, parse_secret
 from toolpass.wire.watched import WatchedFile, json_or_yaml
@@ -277,7 +278,7 @@ class IdentityResolver:
             return self._one(email, self._file.get().get(email, []))
         now = time.monotonic()
         with self._lock:
-            hit = self._cache.get(email)
+            hit = None if asking_fresh() else self._cache.get(email)
             if hit is not None and hit[0] > now:
                 return hit[1]
         user = self._one(email, self._find(email))
