@@ -455,8 +455,9 @@ def conclude(question: Question, decision: Decision) -> None:
         scope,
         record,
         "authorization_error",
-        f"Whether the user may {what} could not be checked right now{because}, so the "
-        "request was not sent. Try again later, or tell the user.",
+        f"Whether the user may {what} could not be checked right now, so the request was "
+        "not sent. Try again later, or tell the user.",  # the reason (a URL, a socket
+        # error) is the audit's, never the model's
         reason,
     )
 

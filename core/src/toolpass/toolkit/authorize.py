@@ -56,9 +56,9 @@ def refusal(decision: str, reason: str, what: str, cause: str = "") -> ToolRefus
             "someone with access.",
             detail=reason,
         )
-    return ToolRefused(
-        "authorization_error",
-        f"Whether the user may {what} could not be checked right now{because}. "
+    return ToolRefused(  # a failed look-up's reason names a URL or a socket error: the
+        "authorization_error",  # audit's (detail), never the model's
+        f"Whether the user may {what} could not be checked right now. "
         "Try again later, or tell the user.",
         detail=reason,
     )
