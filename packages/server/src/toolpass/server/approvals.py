@@ -5,11 +5,16 @@ preview), the decided ones and the audit tail; ``POST /approvals/decide`` approv
 one. The decider's name is the signed-in identity, never a form field.
 
 Login: an approver key (``approvals.api_keys``, compared as ``POST /check`` keys are) opens a
-session, or an identity header from a configured proxy address (``approvals.proxy``). A
-session is a random id in a signed cookie (HttpOnly, SameSite=Strict, Secure over TLS) whose
-record, with its CSRF token and expiry, lives in the store, so every worker sees it and sign
-out ends it. Every POST needs the session's CSRF token (compared in constant time) and a
-same-origin ``Origin`` (or ``Referer``); GET changes nothing but the session.
+session, or an identity header (``approvals.proxy``) from one of ``approvals.trusted_proxies``.
+A request's address is its peer's, or, from a trusted proxy, the last address of
+``X-Forwarded-For`` that is not one (no header is trusted from anyone else). A session is a
+random id in a signed cookie (HttpOnly, SameSite=Strict, Secure over TLS) whose record, with
+its CSRF token and expiry, lives in the store, so every worker sees it and sign out ends it; a
+key's session is checked against the configured keys on every request, so removing (or
+changing) a key ends its sessions. Nobody approves a call made for themselves unless
+``approvals.self_approval`` is true (the queue enforces it). Every POST needs the session's
+CSRF token (compared in constant time) and a same-origin ``Origin`` (or ``Referer``); GET
+changes nothing but the session.
 """
 
 from __future__ import annotations
@@ -75,7 +80,9 @@ class ApprovalsPage:
         self.tls = tls or (config.public_url or "").startswith("https://")
         self.keys = resolve_keys(config.api_keys)
         self.store: Store = open_store(config.store)
-        self.queue = ApprovalQueue(store=self.store, ttl=config.ttl)
+        self.queue = ApprovalQueue(
+            store=self.store, ttl=config.ttl, self_approval=config.self_approval
+        )
         self._secret: bytes | None = None
 
     def routes(self) -> list[Route]:
@@ -113,10 +120,16 @@ class ApprovalsPage:
         good = hmac.new(self.secret(), value.encode(), hashlib.sha256).hexdigest()
         return value if hmac.compare_digest(good, mac) else None
 
-    def _new_session(self, name: str, via: str) -> Who:
+    def _new_session(self, name: str, via: str, key: str = "") -> Who:
         sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         seconds = self.config.session_minutes * 60
-        record = {"name": name, "via": via, "csrf": csrf, "expires": time.time() + seconds}
+        record = {
+            "name": name,
+            "via": via,
+            "key": key,
+            "csrf": csrf,
+            "expires": time.time() + seconds,
+        }
         self.store.update(_SESSION + sid, lambda _: (record, None), ttl=seconds)
         return Who(name, via, sid, csrf)
 
@@ -127,7 +140,30 @@ class ApprovalsPage:
         record = self.store.get(_SESSION + sid)
         if not isinstance(record, dict) or record.get("expires", 0) < time.time():
             return None
+        if record["via"] == "key" and record.get("key") not in self._key_marks():
+            return None  # the key it signed in with is no longer an approver's
         return Who(record["name"], record["via"], sid, record["csrf"])
+
+    def _key_mark(self, name: str, digest: bytes) -> str:
+        """What a session keeps of the key it signed in with: it names the key (and its
+        name) without being the key's digest."""
+        named = b"key|" + name.encode() + b"|" + digest
+        return hmac.new(self.secret(), named, hashlib.sha256).hexdigest()
+
+    def _key_marks(self) -> set[str]:
+        return {self._key_mark(name, digest) for name, digest in self.keys}
+
+    def client(self, request: Request) -> str:
+        """The request's address: its peer's, or, from a trusted proxy, the last address of
+        ``X-Forwarded-For`` that is not a trusted proxy's."""
+        peer = request.client.host if request.client else "unknown"
+        if not self.config.trusts(peer):
+            return peer
+        forwarded = ",".join(request.headers.getlist("x-forwarded-for"))
+        for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()]):
+            if not self.config.trusts(hop):
+                return hop[:64]
+        return peer
 
     def _proxy_user(self, request: Request) -> str | None:
         proxy = self.config.proxy
@@ -136,9 +172,9 @@ class ApprovalsPage:
         name = request.headers.get(proxy.user_header, "").strip()
         if not name or len(name) > 256 or not name.isprintable():
             return None
-        client = request.client.host if request.client else None
-        if not proxy.trusts(client):
-            log.warning("ignored %s from %s: not a configured proxy", proxy.user_header, client)
+        peer = request.client.host if request.client else None
+        if not self.config.trusts(peer):
+            log.warning("ignored %s from %s: not a trusted proxy", proxy.user_header, peer)
             return None
         if proxy.email_header:
             email = request.headers.get(proxy.email_header, "").strip()
@@ -238,19 +274,20 @@ class ApprovalsPage:
             good = self._login_token(nonce) if nonce else ""
             if not nonce or not hmac.compare_digest(good.encode(), token.encode()):
                 return self._login_form(request, None, "The sign-in form expired; try again.")
-            client = request.client.host if request.client else "unknown"
+            client = self.client(request)
             if self._failures(client, 0) >= _FAILURES:
                 return self._message(
                     "Too many tries",
                     "Too many failed sign-ins from this address; wait a few minutes.",
                     429,
                 )
-            name = self._key_name(key)
-            if name is None:
+            found = self._key_name(key)
+            if found is None:
                 self._failures(client, 1)
                 log.warning("approvals page: a failed sign-in from %s", client)
                 return self._login_form(request, None, "That is not an approver's key.")
-            new = self._new_session(name, "key")
+            name, digest = found
+            new = self._new_session(name, "key", self._key_mark(name, digest))
             response = RedirectResponse("/approvals", 303)
             self._cookie(response, COOKIE, new.session, self.config.session_minutes * 60)
             response.delete_cookie(LOGIN_COOKIE, path="/approvals")
@@ -269,8 +306,9 @@ class ApprovalsPage:
         result: int = self.store.update(_FAILED + client, count, ttl=_FAILURE_WINDOW)
         return result
 
-    def _key_name(self, key: str) -> str | None:
-        """The name of the approver key ``key``: every configured key is compared, each time."""
+    def _key_name(self, key: str) -> tuple[str, bytes] | None:
+        """The name and digest of the approver key ``key``: every configured key is
+        compared, each time."""
         try:
             presented = hashlib.sha256(key.strip().encode("latin-1")).digest()
         except UnicodeEncodeError:
@@ -278,7 +316,7 @@ class ApprovalsPage:
         found = None
         for name, digest in self.keys:
             if hmac.compare_digest(presented, digest) and found is None:
-                found = name
+                found = (name, digest)
         return found
 
     async def logout(self, request: Request) -> Response:
@@ -325,6 +363,9 @@ class ApprovalsPage:
                 self.queue.deny(request_id, by=who.name, reason=reason)
         except KeyError:
             return self._page(who, "That request is gone (used, expired or unknown).", 404)
+        except PermissionError:
+            why = "This call was made for you: another approver must approve it."
+            return self._page(who, why, 403)
         except ValueError as e:
             return self._page(who, str(e), 409)
         log.info("approvals page: %s %sd request %s", who.name, decision, request_id)

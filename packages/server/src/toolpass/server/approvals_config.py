@@ -12,7 +12,10 @@
         proxy:                            # or trust an OIDC proxy's identity header
           user_header: X-Forwarded-User   #   the decider's name
           email_header: X-Forwarded-Email #   shown beside it (optional)
-          trusted: [127.0.0.1, 10.0.0.0/8]  # only from these addresses
+        trusted_proxies: [10.0.0.0/8]     # the proxies in front: the only peers whose
+                                          #   X-Forwarded-For and identity headers count
+                                          #   (default: none, so no header is trusted)
+        self_approval: false              # may a person approve a call made for them
         audit_file: /var/log/toolpass/audit.jsonl   # the live tail (optional)
         audit_lines: 50                   # events the tail shows
         session_minutes: 480              # a sign-in lasts this long
@@ -20,7 +23,8 @@
         public_url: https://toolpass.example.com    # the page's origin, when a proxy rewrites it
 
 A page with neither ``api_keys`` nor ``proxy`` is refused when the server starts: it is never
-open to all. So is one without a shared ``store:`` (a memory store sees no other process).
+open to all. So is one without a shared ``store:`` (a memory store sees no other process), and
+a ``proxy`` login without ``trusted_proxies``.
 """
 
 from __future__ import annotations
@@ -45,27 +49,21 @@ KEYS = (
     "session_minutes",
     "ttl",
     "public_url",
+    "trusted_proxies",
+    "self_approval",
 )
-PROXY_KEYS = ("user_header", "email_header", "trusted")
+PROXY_KEYS = ("user_header", "email_header")
 _HEADER = re.compile(r"[A-Za-z0-9-]{1,100}")
 _ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
 
 
 @dataclass(frozen=True)
 class ProxyLogin:
-    """Trust ``user_header`` (and ``email_header``) only from the ``trusted`` networks."""
+    """Sign in the person ``user_header`` names (with ``email_header`` beside it), when the
+    request comes from one of the ``trusted_proxies``."""
 
     user_header: str
     email_header: str | None
-    trusted: tuple[Network, ...]
-
-    def trusts(self, address: str | None) -> bool:
-        """Whether a request from ``address`` comes from a configured proxy."""
-        try:
-            ip = ipaddress.ip_address(address or "")
-        except ValueError:
-            return False
-        return any(ip in net for net in self.trusted)
 
 
 @dataclass(frozen=True)
@@ -80,6 +78,16 @@ class ApprovalsConfig:
     session_minutes: int = 480
     ttl: float = DEFAULT_TTL
     public_url: str | None = None
+    trusted_proxies: tuple[Network, ...] = ()
+    self_approval: bool = False
+
+    def trusts(self, address: str | None) -> bool:
+        """Whether ``address`` (a request's peer) is one of the ``trusted_proxies``."""
+        try:
+            ip = ipaddress.ip_address(address or "")
+        except ValueError:
+            return False
+        return any(ip in net for net in self.trusted_proxies)
 
 
 def parse_approvals(
@@ -100,10 +108,10 @@ def parse_approvals(
             raise ConfigError(
                 f"{where(f'approvals.{key}')}: unknown key (expected one of {', '.join(KEYS)})"
             )
-    enabled = raw.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise ConfigError(f"{where('approvals.enabled')}: must be true or false")
-    if not enabled:
+    for key in ("enabled", "self_approval"):
+        if not isinstance(raw.get(key, False), bool):
+            raise ConfigError(f"{where(f'approvals.{key}')}: must be true or false")
+    if not raw.get("enabled", True):
         return None
     if not store or store.startswith("memory:"):
         raise ConfigError(
@@ -116,7 +124,14 @@ def parse_approvals(
         values["api_keys"] = parse_keys(raw["api_keys"], "approvals.api_keys")
     if raw.get("proxy") is not None:
         values["proxy"] = _proxy(raw["proxy"], where)
-    if not values:
+    if raw.get("trusted_proxies") is not None:
+        values["trusted_proxies"] = _networks(raw["trusted_proxies"], where)
+    if "proxy" in values and not values.get("trusted_proxies"):
+        raise ConfigError(
+            f"{where('approvals.trusted_proxies')}: the proxy login needs the proxy's addresses "
+            "or networks (its identity header from any other address is ignored)"
+        )
+    if not values.keys() & {"api_keys", "proxy"}:
         raise ConfigError(
             f"{where('approvals')}: the approvals page needs a login: approvals.api_keys "
             "(people sign in with a key) or approvals.proxy (an OIDC proxy's header); it is "
@@ -148,13 +163,18 @@ def parse_approvals(
                 "https://toolpass.example.com (no path)"
             )
         values["public_url"] = url.rstrip("/")
-    return ApprovalsConfig(store, **values)
+    return ApprovalsConfig(store, self_approval=raw.get("self_approval", False), **values)
 
 
 def _proxy(raw: object, where: Callable[[str], str]) -> ProxyLogin:
     if not isinstance(raw, Mapping):
         raise ConfigError(
             f"{where('approvals.proxy')}: must be a mapping ({', '.join(PROXY_KEYS)})"
+        )
+    if "trusted" in raw:
+        raise ConfigError(
+            f"{where('approvals.proxy.trusted')}: moved to approvals.trusted_proxies (it also "
+            "says whose X-Forwarded-For counts)"
         )
     for key in raw:
         if key not in PROXY_KEYS:
@@ -175,21 +195,23 @@ def _proxy(raw: object, where: Callable[[str], str]) -> ProxyLogin:
             f"{where('approvals.proxy.user_header')}: missing (the header holding the "
             "signed-in user, e.g. X-Forwarded-User)"
         )
-    trusted = raw.get("trusted")
-    if isinstance(trusted, str) or not isinstance(trusted, list) or not trusted:
+    user_header = headers["user_header"]
+    assert user_header is not None
+    return ProxyLogin(user_header, headers["email_header"])
+
+
+def _networks(raw: object, where: Callable[[str], str]) -> tuple[Network, ...]:
+    if isinstance(raw, str) or not isinstance(raw, list):
         raise ConfigError(
-            f"{where('approvals.proxy.trusted')}: must list the proxy's addresses or networks "
-            "(a header from any other address is ignored)"
+            f"{where('approvals.trusted_proxies')}: must list the proxies' addresses or networks"
         )
     networks: list[Network] = []
-    for item in trusted:
+    for item in raw:
         try:
             networks.append(ipaddress.ip_network(str(item), strict=False))
         except ValueError:
             raise ConfigError(
-                f"{where('approvals.proxy.trusted')}: {str(item)[:60]!r} is not an address or "
+                f"{where('approvals.trusted_proxies')}: {str(item)[:60]!r} is not an address or "
                 "network"
             ) from None
-    user_header = headers["user_header"]
-    assert user_header is not None
-    return ProxyLogin(user_header, headers["email_header"], tuple(networks))
+    return tuple(networks)

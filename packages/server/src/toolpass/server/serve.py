@@ -145,6 +145,10 @@ def _uvicorn_options(config: ServerConfig) -> dict[str, Any]:
         "access_log": False,  # ours has the key's name and the decision
         "server_header": False,
         "lifespan": "on",
+        # uvicorn would take X-Forwarded-For (and the scheme) from any local process: the
+        # approvals page reads them itself, from its trusted_proxies only.
+        "proxy_headers": False,
+        "forwarded_allow_ips": "",
         "timeout_graceful_shutdown": math.ceil(config.shutdown_timeout),
         "timeout_keep_alive": math.ceil(config.keep_alive_timeout),
         "ssl_certfile": config.tls_cert_file,
