@@ -13,7 +13,8 @@ Speaks what the integration and python-gitlab use:
 - ``GET /projects/:id`` and ``/groups/:id`` (ids or URL-encoded paths; hidden ones are
   ``404 Project Not Found`` / ``404 Group Not Found``), ``.../members/all/:user_id``
   (``404 Not found`` for non-members);
-- ``GET /projects/:id/protected_branches`` (and ``/:name``), ``/merge_requests/:iid``,
+- ``GET /projects/:id/protected_branches`` (and ``/:name``), ``/protected_tags``,
+  ``/merge_requests/:iid``,
   ``/issues/:iid``, ``/groups/:id/saml_users``, ``/groups/:id/saml/:uid``;
 - offset pagination: ``page``/``per_page`` with ``X-Page``, ``X-Per-Page``, ``X-Next-Page``,
   ``X-Prev-Page``, ``X-Total``, ``X-Total-Pages`` and a ``Link`` header.
@@ -51,6 +52,7 @@ class FakeGitLab(FakeServer):
         # (kind, full path) -> {user id: {"access_level": n, "membership_state": ...}}
         self.members: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
         self.protected: dict[str, list[dict[str, Any]]] = {}
+        self.protected_tags: dict[str, list[dict[str, Any]]] = {}
         self.merge_requests: dict[tuple[str, int], dict[str, Any]] = {}
         self.issues: dict[tuple[str, int], dict[str, Any]] = {}
         self.saml: dict[str, dict[str, int]] = {}  # top-level group -> extern_uid -> user
@@ -190,6 +192,28 @@ class FakeGitLab(FakeServer):
                 "inherited": False,
             }
         )
+
+    def protect_tag(
+        self, project: str, name: str, *, create: list[dict[str, Any]] | int = 40
+    ) -> None:
+        """A protected tag (or wildcard) as ``GET /projects/:id/protected_tags`` lists it:
+        ``create`` is an access level (0: No one) or a list of entries (``access_level``,
+        ``user_id``, ``group_id`` or ``deploy_key_id``)."""
+        entries = [{"access_level": create}] if isinstance(create, int) else create
+        levels = []
+        for e in entries:
+            level = e.get("access_level", 40)
+            entry = {
+                "id": next(self._ids),
+                "access_level": level,
+                "access_level_description": {0: "No one", 30: "Developers + Maintainers"}.get(
+                    level, "Maintainers"
+                ),
+            }
+            entry.update({k: e[k] for k in ("user_id", "group_id", "deploy_key_id") if k in e})
+            levels.append(entry)
+        rule = {"name": name, "create_access_levels": levels}
+        self.protected_tags.setdefault(project, []).append(rule)
 
     def add_merge_request(
         self, project: str, iid: int, *, source: str, target: str = "main", fork: bool = False
@@ -498,6 +522,13 @@ class FakeGitLab(FakeServer):
             if found is None:
                 return Reply(404, {"message": "404 Project Not Found"})
             return self._page(request, self.protected.get(found["path_with_namespace"], []))
+
+        @get(f"/projects/{ID}/protected_tags")
+        def protected_tags(request: Request, caller: dict[str, Any]) -> Any:
+            found = visible_project(request, caller)
+            if found is None:
+                return Reply(404, {"message": "404 Project Not Found"})
+            return self._page(request, self.protected_tags.get(found["path_with_namespace"], []))
 
         @get(f"/projects/{ID}/protected_branches/(?P<name>.+)")
         def protected_one(request: Request, caller: dict[str, Any]) -> Any:

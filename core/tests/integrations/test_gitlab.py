@@ -837,10 +837,9 @@ def test_instance_actions_are_unknown_when_the_token_cannot_tell(world: World) -
     assert "administrator" in d.reason
 
 
-def test_tags_and_notes_need_a_maintainer(tp: Toolpass) -> None:
-    for action in ("tag.create", "tag.delete", "note.manage"):
-        assert tp.check("dana@example.com", "gl", action, PROJECT).decision == "deny"  # Developer
-        assert tp.check("omar@example.com", "gl", action, PROJECT).allowed  # Owner
+def test_notes_need_a_maintainer(tp: Toolpass) -> None:
+    assert tp.check("dana@example.com", "gl", "note.manage", PROJECT).decision == "deny"
+    assert tp.check("omar@example.com", "gl", "note.manage", PROJECT).allowed  # Owner
     assert tp.check("hank@example.com", "gl", "snippet.write", PROJECT).allowed  # Reporter
     assert tp.check("dana@example.com", "gl", "pipeline.delete", PROJECT).decision == "deny"
 
@@ -848,6 +847,115 @@ def test_tags_and_notes_need_a_maintainer(tp: Toolpass) -> None:
 def test_group_settings_need_the_groups_owner(tp: Toolpass) -> None:
     assert tp.check("gina@example.com", "gl", "group.settings", "group:partners").allowed
     assert tp.check("dana@example.com", "gl", "group.settings", "group:acme").decision == "deny"
+
+
+def test_reading_every_issue_needs_reporter_even_where_guests_read(tp: Toolpass) -> None:
+    """A list or search of issues returns confidential ones too: Reporter, in the project
+    (or, across a group, in the group), whatever the project's visibility."""
+    assert tp.check("erin@example.com", "gl", "issue.read", PROJECT).allowed  # a Guest
+    d = tp.check("erin@example.com", "gl", "issue.read_all", PROJECT)
+    assert d.decision == "deny", d.reason
+    site = "project:acme/site"  # public; gina is no member
+    assert tp.check("gina@example.com", "gl", "issue.read", site).allowed
+    assert tp.check("gina@example.com", "gl", "issue.read_all", site).decision == "deny"
+    assert tp.check("hank@example.com", "gl", "issue.read_all", PROJECT).allowed  # Reporter
+    assert tp.check("hank@example.com", "gl", "group.read_all", "group:acme/platform").allowed
+    assert tp.check("erin@example.com", "gl", "group.read_all", "group:acme").decision == "deny"
+
+
+# --- protected tags (tags and releases) ----------------------------------------------------
+TAG = "tag:acme/platform/api@"
+
+
+@pytest.fixture
+def tagged(world: World) -> World:
+    fake = world.fake
+    fake.protect_tag("acme/platform/api", "v*")  # Maintainers
+    fake.protect_tag("acme/platform/api", "frozen-*", create=0)  # No one
+    fake.protect_tag("acme/platform/api", "dana-*", create=[{"user_id": world.dana}])
+    fake.protect_tag("acme/platform/api", "team-*", create=[{"group_id": 77}])
+    fake.protect_tag("acme/platform/api", "ci-*", create=[{"deploy_key_id": 5}])
+    return world
+
+
+@pytest.mark.parametrize(
+    ("who", "action", "tag", "expected"),
+    [
+        ("dana", "tag.create", "feature-1", "allow"),  # Developer, not protected
+        ("dana", "tag.create", "v1.0", "deny"),  # Maintainers only
+        ("omar", "tag.create", "v1.0", "allow"),
+        ("omar", "tag.create", "frozen-1", "deny"),  # No one: not even the Owner
+        ("dana", "tag.create", "dana-1", "allow"),  # a user entry
+        ("omar", "tag.create", "dana-1", "deny"),  # ... names no one else
+        ("omar", "tag.create", "team-1", "unknown"),  # a group entry is not evaluated
+        ("omar", "tag.create", "ci-1", "deny"),  # a deploy key is no user
+        ("hank", "tag.create", "feature-1", "deny"),  # Reporter
+        ("dana", "release.create", "feature-1", "allow"),
+        ("dana", "release.create", "v1.0", "deny"),  # a release for a protected tag
+        ("omar", "release.create", "frozen-1", "deny"),
+        ("dana", "tag.delete", "feature-1", "allow"),
+        ("dana", "tag.delete", "v1.0", "deny"),  # a protected tag: Maintainer
+        ("omar", "tag.delete", "v1.0", "allow"),
+        ("frank", "tag.create", "feature-1", "deny"),  # blocked, whatever the role
+    ],
+)
+def test_protected_tags_decide_tags_and_releases(
+    tagged: World, tp: Toolpass, who: str, action: str, tag: str, expected: str
+) -> None:
+    d = tp.check(f"{who}@example.com", "gl", action, TAG + tag)
+    assert d.decision == expected, d.reason
+
+
+def test_tag_actions_on_a_project_are_unknown(tagged: World, tp: Toolpass) -> None:
+    for action in ("tag.create", "tag.delete", "release.create"):
+        d = tp.check("omar@example.com", "gl", action, PROJECT)
+        assert d.decision == "unknown"
+        assert "tag:group/project@name" in d.reason
+
+
+def test_python_gitlab_cannot_create_a_tag_no_one_may(tagged: World) -> None:
+    """Through the request hook: python-gitlab's tag and release writes are checked on their
+    tag, and a refused one never reaches GitLab."""
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    fake, events = tagged.fake, []
+    with tagged.engine() as engine:
+        kit = Toolkit(permissions=engine, audit=[events.append])
+
+        @kit.tool()
+        def release(tag: str) -> str:
+            client = gitlab.Gitlab(fake.url, private_token=BOT_TOKEN)
+            client.projects.get("acme/platform/api", lazy=True).releases.create(
+                {"tag_name": tag, "ref": "main"}
+            )
+            return "released"
+
+        try:
+            with Session("omar@example.com").active(), pytest.raises(ActionRefused) as info:
+                release("frozen-2")
+            with Session("dana@example.com").active(), pytest.raises(ActionRefused):
+                release("v2.0")
+        finally:
+            intercept.uninstall()
+    assert info.value.code == "not_authorized"
+    assert fake.seen("POST", rf"{API}/projects/.*/releases") == []
+    [action] = events[0].actions
+    assert (action["action"], action["resource"]) == (
+        "release.create",
+        "tag:acme/platform/api@frozen-2",
+    )
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_hostile_tag_names_never_parse_into_another_resource(name: str) -> None:
+    try:
+        target = parse_resource(f"tag:acme/api@{name}")
+    except LookupFailed:
+        return
+    assert (target.kind, target.path, target.branch) == ("tag", "acme/api", name)
+    assert ".." not in name
+    assert "\x00" not in name
 
 
 # --- the shared conformance suite ----------------------------------------------------------

@@ -211,7 +211,49 @@ def test_coverage_every_operation_of_the_installed_python_gitlab() -> None:
             "/api/v4/projects/42/repository/tags",
             "tag_name=v1&ref=main",
             None,
-            ("tag.create", "project:42", "write", ""),
+            ("tag.create", "tag:42@v1", "write", ""),
+        ),
+        (
+            "DELETE",
+            "/api/v4/projects/42/repository/tags/release%2Fv1",
+            "",
+            None,
+            ("tag.delete", "tag:42@release/v1", "destructive", ""),
+        ),
+        (
+            "POST",
+            "/api/v4/projects/acme%2Fapi/releases",
+            "",
+            {"tag_name": "v2.0", "ref": "main"},
+            ("release.create", "tag:acme/api@v2.0", "write", ""),
+        ),
+        (
+            "PUT",
+            "/api/v4/projects/42/releases/v2.0",
+            "",
+            {"description": "notes"},
+            ("release.create", "tag:42@v2.0", "write", ""),
+        ),
+        (
+            "DELETE",
+            "/api/v4/projects/42/releases/v2.0",
+            "",
+            None,
+            ("release.create", "tag:42@v2.0", "destructive", ""),
+        ),
+        (
+            "POST",
+            "/api/v4/projects/42/releases/v2.0/assets/links",
+            "",
+            {"name": "bin", "url": "https://example.com/bin"},
+            ("release.create", "tag:42@v2.0", "write", ""),
+        ),
+        (
+            "POST",
+            "/api/v4/projects/42/releases",
+            "",
+            {"tag_name": "v..1"},
+            ("release.create", None, "write", ""),
         ),
         (
             "POST",
@@ -267,7 +309,7 @@ def test_coverage_every_operation_of_the_installed_python_gitlab() -> None:
             "/api/v4/groups/acme%2Fplatform/issues",
             "",
             None,
-            ("group.read", "group:acme/platform", "read", "u"),
+            ("group.read_all", "group:acme/platform", "read", "u"),
         ),
         (
             "POST",
@@ -334,6 +376,37 @@ def test_hand_checked_requests(
     found = gl.match_request(Request(method, path, query, JSON, data))
     assert found is not None
     assert (found.action, found.resource, found.effect, found.route.flags) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "expected"),
+    [
+        ("/api/v4/projects/42/search", "scope=issues&search=x", ("issue.read_all", "project:42")),
+        ("/api/v4/projects/42/search", "scope=notes&search=x", ("issue.read_all", "project:42")),
+        ("/api/v4/projects/42/search", "scope=blobs&search=x", ("repository.read", "project:42")),
+        ("/api/v4/projects/42/search", "scope=merge_requests&search=x", ("mr.read", "project:42")),
+        ("/api/v4/projects/42/search", "scope=wiki_blobs&search=x", ("wiki.read", "project:42")),
+        ("/api/v4/projects/42/search", "scope=secrets&search=x", ("instance.read", "project:42")),
+        ("/api/v4/projects/42/issues", "", ("issue.read_all", "project:42")),
+        ("/api/v4/projects/42/issues", "confidential=false", ("issue.read", "project:42")),
+        ("/api/v4/groups/acme/search", "scope=blobs&search=x", ("group.read_all", "group:acme")),
+        ("/api/v4/groups/acme/search", "scope=projects&search=x", ("group.read", "group:acme")),
+        ("/api/v4/groups/acme/issues", "", ("group.read_all", "group:acme")),
+        ("/api/v4/groups/acme/issues", "confidential=false", ("group.read", "group:acme")),
+        ("/api/v4/groups/acme/merge_requests", "", ("group.read_all", "group:acme")),
+        ("/api/v4/groups/acme/variables", "", ("group.settings", "group:acme")),
+        ("/api/v4/groups/acme/hooks", "", ("group.settings", "group:acme")),
+        ("/api/v4/groups/acme/labels", "", ("group.read", "group:acme")),
+    ],
+)
+def test_lists_and_searches_need_what_they_can_return(
+    gl: GitLab, path: str, query: str, expected: tuple[str, str]
+) -> None:
+    """The agent's token answers a list or a search with all it sees: confidential issues,
+    internal notes, code of every project in a group, a group's secrets."""
+    found = gl.match_request(Request("GET", path, query))
+    assert found is not None
+    assert (found.action, found.resource, found.effect) == (*expected, "read")
 
 
 def test_a_connection_url_ending_in_api_v4(gl: GitLab) -> None:

@@ -74,6 +74,7 @@ ROLE = {
 LEVELS = (GUEST, PLANNER, REPORTER, DEVELOPER, MAINTAINER, OWNER, ADMIN)
 
 BranchOp = Literal["push", "merge", "force_push", "delete", "create", "pipeline"]
+TagOp = Literal["create", "delete", "release"]
 Scope = Literal["project", "group", "instance"]
 
 
@@ -88,6 +89,7 @@ class Rule:
     ``scope``: project, group, or the instance (administrators only).
     ``issue`` (on ``issue:`` resources): ``confidential`` issues need Reporter, the author or
     an assignee; ``own``: the author or an assignee (at least Guest) may, whatever the role.
+    ``tag``: protected-tag semantics apply (the resource must name a tag).
     """
 
     level: int
@@ -96,6 +98,7 @@ class Rule:
     branch: BranchOp | None = None
     scope: Scope = "project"
     issue: Literal["confidential", "own"] | None = None
+    tag: TagOp | None = None
 
 
 ACTIONS: tuple[Action, ...] = load_actions("gitlab")
@@ -111,9 +114,9 @@ _ACTIVE = "active"
 class Target:
     """A parsed resource."""
 
-    kind: Literal["project", "group", "branch", "mr", "issue", "instance"]
+    kind: Literal["project", "group", "branch", "tag", "mr", "issue", "instance"]
     path: str
-    branch: str | None = None
+    branch: str | None = None  # the branch, or the tag of a tag: resource
     iid: int | None = None
 
     @property
@@ -124,8 +127,8 @@ class Target:
 
 def parse_resource(resource: str) -> Target:
     """``project:group/sub/name``, ``group:group/sub``, ``branch:group/name@main``,
-    ``mr:group/name!12``, ``issue:group/name#34`` (a numeric id may replace a path), or
-    ``instance``."""
+    ``tag:group/name@v1.0``, ``mr:group/name!12``, ``issue:group/name#34`` (a numeric id may
+    replace a path), or ``instance``."""
     if resource == "instance":
         return Target("instance", "")
     kind, sep, rest = resource.partition(":")
@@ -135,10 +138,10 @@ def parse_resource(resource: str) -> Target:
     iid: int | None = None
     if kind in ("project", "group"):
         path = rest
-    elif kind == "branch":
+    elif kind in ("branch", "tag"):
         path, at, branch = rest.partition("@")
         if not at or not _valid_branch(branch):
-            raise BadResource(f"resource {resource!r}: expected branch:group/project@branch")
+            raise BadResource(f"resource {resource!r}: expected {kind}:group/project@name")
     elif kind in ("mr", "issue"):
         path, mark, number = rest.rpartition("!" if kind == "mr" else "#")
         if not mark or not number.isascii() or not number.isdigit() or len(number) > 12:
@@ -147,7 +150,7 @@ def parse_resource(resource: str) -> Target:
         iid = int(number)
     else:
         raise BadResource(
-            f"resource {resource!r}: the kind must be project, group, branch, mr or issue "
+            f"resource {resource!r}: the kind must be project, group, branch, tag, mr or issue "
             "(or the resource instance)"
         )
     if not _valid_path(path):
@@ -302,7 +305,16 @@ class GitLab(Integration):
         edit = route.method == "PUT" and route.path == "/api/v4/projects/{project_id}"
         if edit and _fields.either(request, "visibility") is not None:
             route = _variant(route, "project.visibility", route.resource)
-        return Match(route, params, _fields.fill(route.resource, _value_of(request, params)))
+        listed = _listing_action(route, request)
+        if listed is not None:
+            route = _variant(route, listed, route.resource)
+        value_of = _value_of(request, params)
+        tagged = _tag_route(route)
+        if tagged is not None:
+            project, tag = value_of("project_id"), value_of(tagged[1])
+            resource = f"tag:{project}@{tag}" if project and tag else None
+            return Match(_variant(route, tagged[0], tagged[2]), params, resource)
+        return Match(route, params, _fields.fill(route.resource, value_of))
 
     # --- requests ----------------------------------------------------------------------
     def auth_headers(self) -> dict[str, str]:
@@ -462,6 +474,10 @@ class GitLab(Integration):
                 f"{action} depends on the branch's protection: name it "
                 "(branch:group/project@name or mr:group/project!iid)"
             )
+        if rule.tag and target.kind != "tag":
+            return Decision.unknown(
+                f"{action} depends on the tag's protection: name it (tag:group/project@name)"
+            )
         uid = self._uid(user)
         source = "groups" if target.kind == "group" else "projects"
         noun = "group" if target.kind == "group" else "project"
@@ -512,6 +528,8 @@ class GitLab(Integration):
                 return confidential
         if rule.branch:
             return self._branch(rule.branch, action, target, uid, level, who, reason)
+        if rule.tag:
+            return self._tag(rule.tag, target, uid, level, who, reason)
         return Decision.allow(reason)
 
     def _archived(
@@ -710,6 +728,47 @@ class GitLab(Integration):
             )
         return Decision.deny(f"{who} is not allowed to {'/'.join(kinds)} to {branch}: {protected}")
 
+    # --- protected tags ----------------------------------------------------------------
+    def _tag(
+        self, op: TagOp, target: Target, uid: int, level: int, who: str, reason: str
+    ) -> Decision:
+        """Protected tags (``GET /projects/:id/protected_tags``, wildcards included): creating
+        a protected tag, or a release for one, needs a matching rule's ``create_access_levels``
+        entry (the most permissive rule applies); deleting one needs Maintainer."""
+        tag = target.branch
+        assert tag is not None
+        what = f"the protected tags of {target.path}"
+        rules = [
+            r
+            for r in self._pages(f"/projects/{target.encoded}/protected_tags", {}, what)
+            if isinstance(r.get("name"), str) and branch_matches(r["name"], tag)
+        ]
+        if not rules:
+            return Decision.allow(f"{reason}; tag {tag} is not protected")
+        protected = f"tag {tag} is protected ({', '.join(sorted({r['name'] for r in rules}))})"
+        if op == "delete":
+            if level >= MAINTAINER:
+                return Decision.allow(f"{reason}; {protected} and Maintainers may delete it")
+            return Decision.deny(f"{who}: {protected}; deleting it needs Maintainer")
+        groups: set[int] = set()
+        for rule in rules:
+            entries = rule.get("create_access_levels")
+            if not isinstance(entries, list):
+                raise MalformedResponse("gitlab's protected tag has no create_access_levels")
+            verdict = _entry_allows(entries, uid, level)
+            if verdict is True:
+                return Decision.allow(f"{reason}; {protected} and allows {who} to create it")
+            if isinstance(verdict, set):
+                groups |= verdict
+        doing = "create a release for it" if op == "release" else "create it"
+        if groups:
+            ids = ", ".join(map(str, sorted(groups)))
+            return Decision.unknown(
+                f"{protected}: whether {who} may {doing} depends on membership of group(s) "
+                f"{ids}, which this integration does not evaluate"
+            )
+        return Decision.deny(f"{who} is not allowed to {doing}: {protected}")
+
     # --- the probe ---------------------------------------------------------------------
     def probe(self) -> ProbeResult:
         me = self._get("/user", "read the engine's own user")
@@ -758,7 +817,7 @@ def _entry_allows(entries: list[Any], uid: int, level: int) -> bool | set[int] |
     groups: set[int] = set()
     for entry in entries:
         if not isinstance(entry, dict):
-            raise MalformedResponse("gitlab's protected branch holds a non-object access level")
+            raise MalformedResponse("gitlab's protected ref holds a non-object access level")
         user_id, group_id = _int(entry.get("user_id")), _int(entry.get("group_id"))
         if user_id is not None:
             if user_id == uid and level >= DEVELOPER:
@@ -770,7 +829,7 @@ def _entry_allows(entries: list[Any], uid: int, level: int) -> bool | set[int] |
         else:
             needed = _int(entry.get("access_level"))
             if needed is None:
-                raise MalformedResponse("gitlab's protected branch access level has no level")
+                raise MalformedResponse("gitlab's protected ref access level has no level")
             if needed > 0 and level >= needed:
                 return True
     return groups or None
@@ -791,6 +850,98 @@ def _variant(route: Route, action: str, resource: str) -> Route:
 
 
 ACTION_EFFECT = {a.name: a.effect for a in ACTIONS}
+_TAGS = "/api/v4/projects/{project_id}/repository/tags"
+_RELEASES = "/api/v4/projects/{project_id}/releases"
+
+
+_SEARCH_SCOPES = {
+    "project": {
+        "blobs": "repository.read",
+        "commits": "repository.read",
+        "issues": "issue.read_all",
+        "notes": "issue.read_all",
+        "merge_requests": "mr.read",
+        "milestones": "project.read",
+        "wiki_blobs": "wiki.read",
+        "users": "project.read",
+    },
+    "group": {
+        **dict.fromkeys(("projects", "milestones", "users"), "group.read"),
+        **dict.fromkeys(
+            ("issues", "merge_requests", "notes", "blobs", "commits", "wiki_blobs", "epics"),
+            "group.read_all",
+        ),
+    },
+}
+_GROUP_ADMIN_READS = frozenset(
+    [
+        "access_requests",
+        "access_tokens",
+        "audit_events",
+        "billable_members",
+        "clusters",
+        "custom_attributes",
+        "deploy_tokens",
+        "export",
+        "hooks",
+        "import",
+        "invitations",
+        "ldap_group_links",
+        "member_roles",
+        "push_rule",
+        "runners",
+        "saml_group_links",
+        "service_accounts",
+        "variables",
+    ]
+)
+
+
+def _listing_action(route: Route, request: Request) -> str | None:
+    """The action of a read that lists or searches what a project or group holds, by what
+    it can return (the agent's token sees more than the user may): a search by its
+    ``scope`` (an unknown scope: ``instance.read``, which only administrators pass), an
+    issue list by whether it may hold confidential issues (``confidential=false`` cannot),
+    a group's merge requests and epics across its projects, a group's settings and secrets.
+    None when the route's own action stands."""
+    if route.method != "GET":
+        return None
+    kind, _, rest = route.path.removeprefix("/api/v4/").partition("s/{")
+    tail = rest.partition("}/")[2]
+    if kind not in ("project", "group") or "/" in tail:
+        return None
+    if tail == "search":
+        scope = _fields.scalar(_fields.either(request, "scope")) or ""
+        return _SEARCH_SCOPES[kind].get(scope, "instance.read")
+    if tail == "issues":
+        if str(_fields.either(request, "confidential")).lower() == "false":
+            return None
+        return "issue.read_all" if kind == "project" else "group.read_all"
+    if kind == "group" and tail in ("merge_requests", "epics", "wikis"):
+        return "group.read_all"
+    if kind == "group" and tail in _GROUP_ADMIN_READS:
+        return "group.settings"
+    return None
+
+
+def _tag_route(route: Route) -> tuple[str, str, str] | None:
+    """(action, the field naming the tag, resource template) of a write to a tag or a
+    release (a release's rules are its tag's), or None for any other route."""
+    path = route.path
+    if route.method == "GET" or not path.startswith((_TAGS, _RELEASES)):
+        return None
+    if path == _TAGS:
+        action, field = "tag.create", "body.tag_name"
+    elif path.startswith(_TAGS + "/"):
+        action, field = "tag.delete", "tag_name"
+    elif path == _RELEASES:
+        action, field = "release.create", "body.tag_name"
+    else:
+        action = "release.create"
+        field = "tag_name" if path.startswith(_RELEASES + "/{tag_name}") else "id"
+    return action, field, "tag:{project_id}@{" + field + "}"
+
+
 _IID = re.compile(r"[0-9]{1,12}")
 
 
@@ -810,7 +961,7 @@ def _value_of(request: Request, params: Mapping[str, str]) -> Any:
             return text if _valid_path(text) else None
         if name in ("mr_iid", "issue_iid"):
             return text if _IID.fullmatch(text) else None
-        if name in ("branch", "body.branch", "body.ref"):
+        if name in ("branch", "body.branch", "body.ref", "tag_name", "body.tag_name", "id"):
             return text if _valid_branch(text) else None
         return text
 
