@@ -13,7 +13,7 @@ Nothing else differs between the two.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import Any
 
 from toolpass.intercept import context as intercept_context
@@ -25,20 +25,16 @@ from toolpass.store import StoreUnavailable
 from toolpass.toolkit import checks
 from toolpass.toolkit.checks import EXFILTRATION_REASON, CallState, check_error, credential
 from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, Hook, Step
-from toolpass.toolkit.output import (
-    acollect,
-    body_error,
-    clear_frames,
-    collect,
-    output,
-    redacted_refusal,
-)
+from toolpass.toolkit.output import body_error, clear_frames, output, redacted_refusal
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolSpec
 
 log = logging.getLogger("toolpass")
 
 Check = Callable[[CallState], Generator[Step, Any, None] | None]
+#: A lazy result (a generator, ``map``, any iterator or async iterator) is read inside the
+#: call, at most this many items: past them the call is refused.
+LAZY_LIMIT = 100_000
 
 #: The checks before the body, in order: each refuses by raising, and returns a generator
 #: of steps when it needs the driver (see ``toolkit.checks``).
@@ -163,6 +159,8 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
     failure: Exception | None = None
     try:
         result = yield (fn, call_args, call_kwargs, None, True)
+        if type(result) not in PLAIN and isinstance(result, (Iterator, AsyncIterator)):
+            result = yield _reading(result)  # in the call's scope: its requests are checked
     except Exception as exc:
         failure = exc
     finally:
@@ -189,13 +187,65 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
             raise failure
         failure = None
         raise wrapped
-    if type(result) not in PLAIN and isinstance(result, AsyncIterator):
-        result = yield Hook(collect, (result,), afn=acollect)
     if (kit.on_output or spec.on_output is not None) and c.body not in DECIDING:
         yield from _output_hooks(c, result)
     result = output(spec, session, result, event.secrets, untrusted)
     event.outcome = "ok"
     return result
+
+
+def _reading(result: Iterator[Any] | AsyncIterator[Any]) -> Hook:
+    """The step that reads a lazy result to its end: an iterator in the body's thread (a
+    worker thread under the async driver), an async iterator on the loop."""
+    if isinstance(result, Iterator):
+        return Hook(drain, (result,))
+    return Hook(_no_async_stream, (result,), afn=adrain)
+
+
+def drain(items: Iterator[Any]) -> list[Any]:
+    """A lazy result's items, read while the call's checks still watch its requests; closed
+    when it is not read to its end, so its clean-up runs inside the call too."""
+    taken: list[Any] = []
+    try:
+        for item in items:
+            _count(taken, item)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+    return taken
+
+
+async def adrain(items: AsyncIterator[Any]) -> list[Any]:
+    """``drain`` for an async iterator."""
+    taken: list[Any] = []
+    try:
+        async for item in items:
+            _count(taken, item)
+    finally:
+        aclose = getattr(items, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return taken
+
+
+def _count(taken: list[Any], item: Any) -> None:
+    if len(taken) >= LAZY_LIMIT:
+        raise ToolRefused(
+            "check_error",
+            "The tool returned more items than toolpass reads from one call, so its output "
+            "was withheld. Tell the user.",
+            detail=f"a lazy result of more than {LAZY_LIMIT} items",
+        )
+    taken.append(item)
+
+
+def _no_async_stream(items: AsyncIterator[Any]) -> Any:
+    raise ToolRefused(
+        "check_error",
+        "The tool returned a stream that toolpass cannot check here. Tell the user.",
+        detail="a sync tool returned an async iterator; return a list instead",
+    )
 
 
 def decided() -> None:
