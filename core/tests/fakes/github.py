@@ -28,6 +28,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
@@ -51,6 +52,7 @@ class Token:
     login: str
     repos: set[str] | None = None  # None: every repository
     push: bool = True
+    admin: bool = True  # reads branch protection and rulesets' bypass actors
     installation: int | None = None
     expires: float | None = None
 
@@ -65,6 +67,19 @@ class Repo:
     branches: dict[str, bool] = field(default_factory=lambda: {"main": True})  # -> protected
     files: dict[str, str] = field(default_factory=dict)  # path -> text, on the default branch
     pulls: list[dict[str, Any]] = field(default_factory=list)
+    archived: bool = False
+    default_branch: str = "main"
+    # branch -> its classic protection, as GET .../branches/{branch}/protection answers it
+    # (a protected branch without one requires one approving review, admins exempt)
+    protections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # rulesets: {"id", "name", "branches" (names, "~ALL", "~DEFAULT_BRANCH"), "rules",
+    # "bypass_actors", "source_type"}; all active
+    rulesets: list[dict[str, Any]] = field(default_factory=list)
+    locked: set[int] = field(default_factory=set)  # issue and pull request numbers
+    reviews: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull -> reviews
+    advisories: dict[str, dict[str, Any]] = field(default_factory=dict)  # ghsa_id -> advisory
+    # run id -> its pending deployments: [{"environment": name, "users": [...], "teams": [...]}]
+    pending: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     id: int = field(default_factory=lambda: next(_ids))
 
 
@@ -98,6 +113,10 @@ class FakeGitHub(FakeServer):
         self.saml: dict[str, list[tuple[str, str | None]] | None] = {}  # org -> (nameId, login)
         self.orgs: dict[str, dict[str, tuple[str, str]]] = {}  # org -> login -> (role, state)
         self.site_admins: set[str] = set()
+        self.suspended: dict[str, str] = {}  # login -> suspended_at (GHES)
+        self.org_settings: dict[str, dict[str, Any]] = {}  # org -> settings (owners see them)
+        self.teams: dict[str, dict[str, set[str]]] = {}  # org -> team slug -> member logins
+        self.security_managers: dict[str, list[str]] = {}  # org -> team slugs
         self._routes_for(prefix)
 
     # --- state -------------------------------------------------------------------------
@@ -152,7 +171,8 @@ class FakeGitHub(FakeServer):
             "owner": self._user_json(repo.owner),
             "url": f"{self.api_url}/repos/{full}",
             "html_url": f"{self.url}/{full}",
-            "default_branch": "main",
+            "default_branch": repo.default_branch,
+            "archived": repo.archived,
         }
 
     def _token(self, request: Request) -> Token | Reply | None:
@@ -211,7 +231,31 @@ class FakeGitHub(FakeServer):
         self.add("GET", repo, self._get_repo)
         self.add("GET", repo + r"/collaborators/(?P<login>[^/]+)/permission", self._permission)
         self.add("GET", repo + r"/collaborators", self._collaborators)
+        branch = repo + r"/branches/(?P<branch>[^/]+)"
+        self.add("GET", branch + r"/protection", self._protection)
+        self.add("POST", branch + r"/rename", self._rename)
         self.add("GET", repo + r"/branches/(?P<branch>.+)", self._branch)
+        self.add("GET", repo + r"/rules/branches/(?P<branch>.+)", self._branch_rules)
+        self.add("GET", repo + r"/rulesets/(?P<id>\d+)", self._ruleset)
+        self.add("GET", repo + r"/issues/(?P<number>\d+)", self._get_issue)
+        self.add("POST", repo + r"/issues/(?P<number>\d+)/comments", self._comment)
+        self.add("GET", repo + r"/pulls/(?P<number>\d+)/reviews", self._reviews)
+        self.add("PUT", repo + r"/pulls/(?P<number>\d+)/merge", self._merge)
+        advisory = repo + r"/security-advisories/(?P<ghsa>GHSA(?:-[a-z0-9]{4}){3})"
+        self.add("GET", advisory, self._advisory)
+        self.add("PATCH", advisory, self._advisory)
+        self.add("POST", advisory + r"/cve", self._advisory_cve)
+        runs = repo + r"/actions/runs/(?P<run>\d+)/pending_deployments"
+        self.add("GET", runs, self._pending)
+        self.add("POST", runs, self._review_pending)
+        self.add("POST", prefix + r"/orgs/(?P<org>[^/]+)/repos", self._create_org_repo)
+        self.add("GET", prefix + r"/orgs/(?P<org>[^/]+)", self._get_org)
+        self.add("GET", prefix + r"/orgs/(?P<org>[^/]+)/security-managers", self._managers)
+        self.add(
+            "GET",
+            prefix + r"/orgs/(?P<org>[^/]+)/teams/(?P<slug>[^/]+)/memberships/(?P<login>[^/]+)",
+            self._team_membership,
+        )
         self.add("POST", repo + r"/pulls", self._create_pull)
         self.add("GET", repo + r"/contents/(?P<path>.+)", self._contents)
         self.add("GET", repo + r"/pulls/(?P<number>\d+)", self._get_pull)
@@ -460,7 +504,10 @@ class FakeGitHub(FakeServer):
         login = request.params["login"]
         if login not in self.users:
             return error(404, "Not Found")
-        return {**self._user_json(login), "site_admin": login in self.site_admins}
+        found = {**self._user_json(login), "site_admin": login in self.site_admins}
+        if self.prefix:  # GitHub Enterprise Server reports suspension
+            found["suspended_at"] = self.suspended.get(login)
+        return found
 
     def _membership(self, request: Request) -> Reply | dict[str, Any]:
         token = self._token(request)
@@ -519,6 +566,287 @@ class FakeGitHub(FakeServer):
                 "organization": {"samlIdentityProvider": {"externalIdentities": {"edges": edges}}}
             }
         }
+
+    # --- branch rules, conversation and resource state --------------------------------
+    def _writable(self, request: Request) -> tuple[Repo, Token | None] | Reply:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        if found[0].archived:
+            return error(403, "Repository was archived so is read-only.")
+        return found
+
+    def _protection(self, request: Request) -> Reply | dict[str, Any]:
+        """``GET .../branches/{branch}/protection``: needs admin on the repository."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo, token = found
+        if token is None or not token.admin:
+            return error(404, "Not Found")
+        name = unquote(request.params["branch"])
+        if name not in repo.branches:
+            return error(404, "Branch not found")
+        if not repo.branches[name]:
+            return error(404, "Branch not protected")
+        url = f"{self.api_url}/repos/{repo.owner}/{repo.name}/branches/{name}/protection"
+        rules = repo.protections.get(name)
+        if rules is None:
+            rules = {"required_pull_request_reviews": {"required_approving_review_count": 1}}
+        return {
+            "url": url,
+            "enforce_admins": {"url": f"{url}/enforce_admins", "enabled": False},
+            "required_linear_history": {"enabled": False},
+            "allow_force_pushes": {"enabled": False},
+            "allow_deletions": {"enabled": False},
+            "lock_branch": {"enabled": False},
+            **{key: _protection_part(url, key, value) for key, value in rules.items()},
+        }
+
+    def _applies(self, repo: Repo, ruleset: dict[str, Any], branch: str) -> bool:
+        names = ruleset.get("branches", ["~ALL"])
+        return (
+            "~ALL" in names
+            or branch in names
+            or ("~DEFAULT_BRANCH" in names and branch == repo.default_branch)
+        )
+
+    def _branch_rules(self, request: Request) -> Reply | list[Any]:
+        """``GET .../rules/branches/{branch}``: the active rules that apply (read access)."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo = found[0]
+        branch = unquote(request.params["branch"])
+        rules = [
+            {
+                **rule,
+                "ruleset_source_type": ruleset.get("source_type", "Repository"),
+                "ruleset_source": f"{repo.owner}/{repo.name}",
+                "ruleset_id": ruleset["id"],
+            }
+            for ruleset in repo.rulesets
+            if self._applies(repo, ruleset, branch)
+            for rule in ruleset["rules"]
+        ]
+        per_page = min(int(request.arg("per_page") or 30), 100)
+        page = int(request.arg("page") or 1)
+        return rules[(page - 1) * per_page : page * per_page]
+
+    def _ruleset(self, request: Request) -> Reply | dict[str, Any]:
+        """``GET .../rulesets/{id}``: ``bypass_actors`` only for a caller who may edit it."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo, token = found
+        ruleset = next((r for r in repo.rulesets if str(r["id"]) == request.params["id"]), None)
+        if ruleset is None:
+            return error(404, "Not Found")
+        answer = {
+            "id": ruleset["id"],
+            "name": ruleset.get("name", f"ruleset {ruleset['id']}"),
+            "target": "branch",
+            "source_type": ruleset.get("source_type", "Repository"),
+            "source": f"{repo.owner}/{repo.name}",
+            "enforcement": "active",
+            "rules": ruleset["rules"],
+            "current_user_can_bypass": "never",
+        }
+        if token is not None and token.admin:
+            answer["bypass_actors"] = ruleset.get("bypass_actors", [])
+        return answer
+
+    def _rename(self, request: Request) -> Reply:
+        found = self._writable(request)
+        if isinstance(found, Reply):
+            return found
+        repo = found[0]
+        old, new = unquote(request.params["branch"]), request.json().get("new_name")
+        if old not in repo.branches or not new:
+            return error(404, "Branch not found")
+        repo.branches[new] = repo.branches.pop(old)
+        if repo.default_branch == old:
+            repo.default_branch = new
+        return Reply(201, {"name": new, "protected": repo.branches[new]})
+
+    def _issue_json(self, repo: Repo, number: int) -> dict[str, Any]:
+        full = f"{repo.owner}/{repo.name}"
+        return {
+            "id": number + 10_000,
+            "number": number,
+            "url": f"{self.api_url}/repos/{full}/issues/{number}",
+            "html_url": f"{self.url}/{full}/issues/{number}",
+            "title": f"Issue {number}",
+            "state": "open",
+            "locked": number in repo.locked,
+            "active_lock_reason": "too heated" if number in repo.locked else None,
+            "user": self._user_json(repo.owner),
+        }
+
+    def _get_issue(self, request: Request) -> Reply | dict[str, Any]:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        return self._issue_json(found[0], int(request.params["number"]))
+
+    def _comment(self, request: Request) -> Reply:
+        found = self._writable(request)
+        if isinstance(found, Reply):
+            return found
+        body = {"id": next(_ids), "body": request.json().get("body")}
+        return Reply(201, body)
+
+    def _reviews(self, request: Request) -> Reply | list[Any]:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo = found[0]
+        return [
+            {
+                "id": next(_ids),
+                "user": self._user_json(review["user"]),
+                "state": review["state"],
+                "commit_id": "a" * 40,
+                "submitted_at": "2026-01-01T00:00:00Z",
+            }
+            for review in repo.reviews.get(int(request.params["number"]), [])
+        ]
+
+    def _merge(self, request: Request) -> Reply:
+        found = self._writable(request)
+        if isinstance(found, Reply):
+            return found
+        return Reply(200, {"sha": "b" * 40, "merged": True, "message": "Pull Request merged"})
+
+    def _advisory(self, request: Request) -> Reply | dict[str, Any]:
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo = found[0]
+        advisory = repo.advisories.get(request.params["ghsa"])
+        if advisory is None:
+            return error(404, "Not Found")
+        if request.method == "PATCH":
+            advisory.update(request.json())
+        return {
+            "ghsa_id": request.params["ghsa"],
+            "cve_id": None,
+            "summary": "A flaw",
+            "state": advisory.get("state", "draft"),
+            "collaborating_users": [self._user_json(login) for login in advisory.get("users", [])],
+            "collaborating_teams": [
+                {"slug": slug, "name": slug} for slug in advisory.get("teams", [])
+            ],
+        }
+
+    def _advisory_cve(self, request: Request) -> Reply:
+        found = self._visible(request)
+        return found if isinstance(found, Reply) else Reply(202, {})
+
+    def _pending(self, request: Request) -> Reply | list[Any]:
+        """``GET .../actions/runs/{run_id}/pending_deployments``."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        repo, token = found
+        answer = []
+        for i, waiting in enumerate(repo.pending.get(int(request.params["run"]), [])):
+            reviewers = [
+                {"type": "User", "reviewer": self._user_json(login)}
+                for login in waiting.get("users", [])
+            ] + [
+                {"type": "Team", "reviewer": {"id": next(_ids), "slug": slug, "name": slug}}
+                for slug in waiting.get("teams", [])
+            ]
+            answer.append(
+                {
+                    "environment": {"id": 500 + i, "name": waiting["environment"]},
+                    "wait_timer": 0,
+                    "wait_timer_started_at": None,
+                    "current_user_can_approve": token is not None
+                    and token.login in waiting.get("users", []),
+                    "reviewers": reviewers,
+                }
+            )
+        return answer
+
+    def _review_pending(self, request: Request) -> Reply:
+        found = self._visible(request)
+        return found if isinstance(found, Reply) else Reply(200, [])
+
+    def _get_org(self, request: Request) -> Reply | dict[str, Any]:
+        """``GET /orgs/{org}``: the member settings only for an owner of the organization."""
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        org = request.params["org"]
+        members = self.orgs.get(org.lower())
+        if members is None:
+            return error(404, "Not Found")
+        answer: dict[str, Any] = {
+            "login": org,
+            "id": self.users.get(org, 0),
+            "type": "Organization",
+        }
+        if token is not None and members.get(token.login, ("", ""))[0] == "admin":
+            answer.update({"members_can_create_repositories": True})
+            answer.update(self.org_settings.get(org.lower(), {}))
+        return answer
+
+    def _create_org_repo(self, request: Request) -> Reply:
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        name = request.json().get("name")
+        self.add_repo(f"{request.params['org']}/{name}")
+        return Reply(201, {"name": name, "full_name": f"{request.params['org']}/{name}"})
+
+    def _managers(self, request: Request) -> Reply | list[Any]:
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        org = request.params["org"].lower()
+        if org not in self.orgs:
+            return error(404, "Not Found")
+        return [{"slug": slug, "name": slug} for slug in self.security_managers.get(org, [])]
+
+    def _team_membership(self, request: Request) -> Reply | dict[str, Any]:
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        team = self.teams.get(request.params["org"].lower(), {}).get(request.params["slug"])
+        login = request.params["login"]
+        if team is None or login not in team:
+            return error(404, "Not Found")
+        return {"url": request.path, "role": "member", "state": "active"}
+
+
+def _protection_part(url: str, key: str, value: Any) -> Any:
+    """One part of a branch protection answer, with the URL GitHub puts in each."""
+    if isinstance(value, bool):
+        return {"url": f"{url}/{key}", "enabled": value}
+    if key == "restrictions":
+        return {
+            "url": f"{url}/restrictions",
+            "users": [{"login": login, "type": "User"} for login in value.get("users", [])],
+            "teams": [{"slug": slug, "name": slug} for slug in value.get("teams", [])],
+            "apps": [],
+        }
+    if key == "required_pull_request_reviews":
+        allow = value.get("bypass_pull_request_allowances", {})
+        return {
+            "url": f"{url}/required_pull_request_reviews",
+            "dismiss_stale_reviews": False,
+            "require_code_owner_reviews": False,
+            "require_last_push_approval": False,
+            **value,
+            "bypass_pull_request_allowances": {
+                "users": [{"login": login} for login in allow.get("users", [])],
+                "teams": [{"slug": slug} for slug in allow.get("teams", [])],
+                "apps": [],
+            },
+        }
+    return {"url": f"{url}/{key}", **value}
 
 
 def _unb64(text: str) -> bytes:

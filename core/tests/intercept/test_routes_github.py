@@ -347,7 +347,7 @@ def test_a_branch_with_a_slash_before_a_known_suffix(gh: GitHub) -> None:
     found = place(gh, "DELETE", "/repos/acme/x/branches/a/b/c/protection/restrictions/users")
     assert summary(found) == ("branch.protect", "ref:acme/x@a/b/c", "destructive", "")
     found = place(gh, "POST", "/repos/acme/x/branches/release/2.0/rename", {"new_name": "r"})
-    assert summary(found) == ("branch.delete", "ref:acme/x@release/2.0", "destructive", "")
+    assert summary(found) == ("branch.rename", "ref:acme/x@release/2.0", "write", "")
     found = place(gh, "GET", "/repos/acme/x/commits/feature/y/status")
     assert summary(found) == ("contents.read", "repo:acme/x", "read", "u")
     assert found is not None

@@ -57,6 +57,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from toolpass.integrations import _github_rules as rules
 from toolpass.integrations._github_graphql import match_graphql
 from toolpass.integrations._github_resources import (
     ACCOUNT,
@@ -82,11 +83,44 @@ from toolpass.wire.jwt import rs256
 from toolpass.wire.keys import ConnectionConfig
 from toolpass.wire.secrets import Secret
 
-ROLES = ("read", "triage", "write", "maintain", "admin")
-_RANK = {role: i + 1 for i, role in enumerate(ROLES)}
+ROLES = rules.ROLES
+_RANK = rules.RANK
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 _ORG_RANK = {"member": 1, "owner": 2}
-_REF_WRITES = ("contents.write", "contents.delete", "branch.delete")
+# Writes an archived repository still takes: stars and watches, forks, and its admin's
+# settings (unarchiving), transfer and deletion.
+_ARCHIVE_EXEMPT = frozenset(
+    {"account.manage", "repo.fork", "repo.admin", "repo.archive", "repo.transfer", "repo.delete"}
+)
+_CONVERSATION = ("issue.comment", "pr.review")
+# Routes the generated table places coarser than the check can judge: (method, template) ->
+# the action and resource they are checked as.
+_PLACED = {
+    ("POST", "/repos/{owner}/{repo}/branches/{branch}/rename"): (
+        "branch.rename",
+        "ref:{owner}/{repo}@{branch}",
+    ),
+    ("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/pending_deployments"): (
+        "deployment.review",
+        "run:{owner}/{repo}#{run_id}",
+    ),
+    ("GET", "/repos/{owner}/{repo}/security-advisories/{ghsa_id}"): (
+        "security.read",
+        "advisory:{owner}/{repo}@{ghsa_id}",
+    ),
+    ("PATCH", "/repos/{owner}/{repo}/security-advisories/{ghsa_id}"): (
+        "security.manage",
+        "advisory:{owner}/{repo}@{ghsa_id}",
+    ),
+    ("POST", "/repos/{owner}/{repo}/security-advisories/{ghsa_id}/cve"): (
+        "advisory.cve",
+        "advisory:{owner}/{repo}@{ghsa_id}",
+    ),
+    ("POST", "/repos/{owner}/{repo}/security-advisories/{ghsa_id}/forks"): (
+        "security.manage",
+        "advisory:{owner}/{repo}@{ghsa_id}",
+    ),
+}
 _MARGIN = 300.0  # refresh an installation token this many seconds before it expires
 # Routes with a branch or ref mid-path: a name holding "/" is re-placed by match_request.
 _MID_REF = re.compile(
@@ -129,12 +163,6 @@ class GitHub(Integration):
             "What a 404 on the permission read means (the repository is hidden or absent).",
             default="unknown",
             choices=("unknown", "deny"),
-        ),
-        ConfigKey(
-            "protected_branch_role",
-            "The role needed to write or delete a protected branch.",
-            default="admin",
-            choices=ROLES,
         ),
         ConfigKey("api_version", "The X-GitHub-Api-Version header.", default="2022-11-28"),
     )
@@ -234,6 +262,18 @@ class GitHub(Integration):
         return "", path
 
     def _match_api(self, request: Request) -> Match | None:
+        found = self._match_api_route(request)
+        placed = _PLACED.get((found.route.method, found.route.path)) if found else None
+        if found is None or placed is None:
+            return found
+        action, template = placed
+        route = dataclasses.replace(
+            found.route, action=action, resource=template, effect=EFFECTS[action]
+        )
+        resource = None if found.resource is None else fill(template, found.params, request)
+        return Match(route, found.params, resource)
+
+    def _match_api_route(self, request: Request) -> Match | None:
         path = request.path
         if request.method == "POST" and path.rstrip("/") == (
             "/api/graphql" if self._ghes else "/graphql"
@@ -357,24 +397,411 @@ class GitHub(Integration):
                 )
             return self._check_account(user, action, account)
         owner, repo = match["owner"], match["repo"]
-        login = self._login(user)
+        login = self._active(user, owner)
+        if isinstance(login, Decision):
+            return login
         role = self._role(owner, repo, login)
         if isinstance(role, Decision):
             return role
-        need = NEEDS[action]
-        where = f"{owner}/{repo}"
-        ref = match["ref"]
-        if ref and action in _REF_WRITES:
-            branch = self._default_branch(owner, repo) if ref == "HEAD" else ref
-            if self._protected(owner, repo, branch):
-                need = max(need, self.options["protected_branch_role"], key=_RANK.__getitem__)
-                where = f"the protected branch {branch} of {owner}/{repo}"
         held = f"the {role} role" if role else "no role"
-        if role and _RANK[role] >= _RANK[need]:
-            return Decision.allow(f"{login} has {held} on {owner}/{repo}; {action} needs {need}")
-        return Decision.deny(
-            f"{login} has {held} on {owner}/{repo}; {action} on {where} needs {need}"
+        if match["kind"] == "advisory":
+            return self._advisory(owner, repo, match["ref"], login, role, action)
+        need = NEEDS[action]
+        if not (role and _RANK[role] >= _RANK[need]):
+            return Decision.deny(
+                f"{login} has {held} on {owner}/{repo}; {action} on {owner}/{repo} needs {need}"
+            )
+        refused = self._refusal(match, action, login, role)
+        if refused:
+            return Decision.deny(f"{login} has {held} on {owner}/{repo}, but {refused}")
+        return Decision.allow(f"{login} has {held} on {owner}/{repo}; {action} needs {need}")
+
+    # --- what binds on top of the role ---------------------------------------------------
+    def _refusal(self, match: re.Match[str], action: str, login: str, role: str) -> str | None:
+        """Why GitHub refuses ``login`` although ``role`` admits them: the repository's
+        state, the conversation's lock, the branch's rules, the environment's reviewers;
+        None when nothing binds."""
+        owner, repo, kind = match["owner"], match["repo"], match["kind"]
+        if EFFECTS[action] == "read":
+            return None
+        data = self._repository(owner, repo)
+        if action not in _ARCHIVE_EXEMPT and data["archived"]:
+            return f"{owner}/{repo} is archived: it is read-only for everyone"
+        if action in _CONVERSATION and kind in ("issue", "pr"):
+            return self._locked(owner, repo, match["number"], role)
+        if kind == "run" and action == "deployment.review":
+            return self._not_reviewer(owner, repo, match["number"], login)
+        ref = data["default_branch"] if match["ref"] == "HEAD" else match["ref"]
+        if kind == "ref" and action == "branch.rename":
+            if ref == data["default_branch"] and role != "admin":
+                return f"{ref} is the default branch of {owner}/{repo}: renaming it needs admin"
+            return None
+        write = rules.KIND.get(action)
+        pull = match["number"] if kind == "pr" else None
+        if write == "merge" and pull is not None:
+            ref = self._base(owner, repo, pull)
+        elif kind != "ref" or write is None:
+            return None
+        why = self._branch_rules(owner, repo, ref, login, role, write, pull)
+        return f"on the branch {ref} of {owner}/{repo} {why}" if why else None
+
+    def _repository(self, owner: str, repo: str) -> dict[str, Any]:
+        data = self.get(
+            f"/repos/{owner}/{repo}", f"the repository read of {owner}/{repo}", owner, repo
         )
+        branch = data.get("default_branch")
+        if not isinstance(branch, str) or not branch:
+            raise LookupFailed("github's repository answer has no default branch")
+        if not isinstance(data.get("archived"), bool):
+            raise LookupFailed("github's repository answer does not say whether it is archived")
+        return dict(data)
+
+    def _locked(self, owner: str, repo: str, number: str, role: str) -> str | None:
+        """GitHub: only users with write access comment on a locked conversation."""
+        path = f"/repos/{owner}/{repo}/issues/{number}"
+        data = self.get(path, f"the issue read of {owner}/{repo}#{number}", owner, repo)
+        if not isinstance(data.get("locked"), bool):
+            raise LookupFailed("github's issue answer does not say whether it is locked")
+        if data["locked"] and _RANK[role] < _RANK["write"]:
+            return f"the conversation on #{number} is locked: only users with write access comment"
+        return None
+
+    def _base(self, owner: str, repo: str, number: str) -> str:
+        path = f"/repos/{owner}/{repo}/pulls/{number}"
+        data = self.get(path, f"the pull request read of {owner}/{repo}#{number}", owner, repo)
+        base = data.get("base")
+        ref = base.get("ref") if isinstance(base, dict) else None
+        if not isinstance(ref, str) or not ref:
+            raise LookupFailed("github's pull request answer has no base branch")
+        return ref
+
+    def _branch_rules(
+        self,
+        owner: str,
+        repo: str,
+        branch: str,
+        login: str,
+        role: str,
+        write: rules.Kind,
+        pull: str | None,
+    ) -> str | None:
+        """Why the branch's protection or rulesets refuse this write by ``login``."""
+        why = self._protection_refuses(owner, repo, branch, login, role, write, pull)
+        if why:
+            return f"{why} (branch protection)"
+        return self._rulesets_refuse(owner, repo, branch, login, role, write, pull)
+
+    def _protection_refuses(
+        self,
+        owner: str,
+        repo: str,
+        branch: str,
+        login: str,
+        role: str,
+        write: rules.Kind,
+        pull: str | None,
+    ) -> str | None:
+        protection = self._protection(owner, repo, branch)
+        if protection is None:
+            return None
+        if write == "delete" and not rules.enabled(protection, "allow_deletions"):
+            return "it may not be deleted"
+        if role == "admin" and not rules.enabled(protection, "enforce_admins"):
+            return None  # admins are exempt unless the protection binds them
+        if rules.enabled(protection, "lock_branch"):
+            return "it is locked: read-only"
+        restrictions = protection.get("restrictions")
+        if restrictions is not None and not self._listed(owner, login, restrictions):
+            return "only the people and teams it names may push to it"
+        reviews = protection.get("required_pull_request_reviews")
+        allowed = reviews.get("bypass_pull_request_allowances") if isinstance(reviews, dict) else {}
+        if isinstance(reviews, dict) and not self._listed(owner, login, allowed or {}):
+            if write == "push":
+                return "changes must go through a pull request"
+            if write == "merge":
+                return self._reviews_missing(
+                    owner, repo, branch, pull, reviews, "require_code_owner_reviews"
+                )
+        if write == "push" and protection.get("required_status_checks") is not None:
+            return "commits must pass its required status checks first"
+        return None
+
+    def _protection(self, owner: str, repo: str, branch: str) -> dict[str, Any] | None:
+        """The branch's classic protection; None when GitHub says it has none."""
+        name = quote(branch, safe="")
+        what = f"the branch read of {owner}/{repo}@{branch}"
+        data = self.get(f"/repos/{owner}/{repo}/branches/{name}", what, owner, repo, 404)
+        if data is None:
+            return None  # no such branch yet: no protection names it
+        if not isinstance(data.get("protected"), bool):
+            raise LookupFailed("github's branch answer has no protected flag")
+        if not data["protected"]:
+            return None
+        what = f"the branch protection read of {owner}/{repo}@{branch}"
+        path = f"/repos/{owner}/{repo}/branches/{name}/protection"
+        answer = self.answer("GET", path, what=what, headers=self.headers(owner, repo))
+        if answer.status == 200:
+            return dict(self.parse(answer, what))
+        try:
+            said = self.error_detail(answer.json())
+        except LookupFailed:
+            said = None
+        if answer.status == 404 and said == "Branch not protected":
+            return None  # protected by rulesets only
+        if answer.status in (403, 404):
+            raise LookupFailed(
+                f"toolpass cannot read the protection of {owner}/{repo}@{branch} (HTTP "
+                f"{answer.status}; the engine's credential needs to administer the repository)"
+            )
+        raise self.failure(answer, what)
+
+    def _listed(self, owner: str, login: str, part: Any) -> bool:
+        """Whether a protection's list of ``users`` and ``teams`` names ``login``."""
+        users, teams = part.get("users", []), part.get("teams", [])
+        if not isinstance(users, list) or not isinstance(teams, list):
+            raise LookupFailed("github's branch protection answer lists no users or teams")
+        if any(
+            isinstance(u, dict) and str(u.get("login", "")).lower() == login.lower() for u in users
+        ):
+            return True
+        return any(self._in_team(owner, team.get("slug"), login) for team in teams)
+
+    def _in_team(self, org: str, slug: Any, login: str) -> bool:
+        if not isinstance(slug, str) or not slug:
+            raise LookupFailed("github named a team without its slug")
+        path = f"/orgs/{org}/teams/{quote(slug, safe='')}/memberships/{quote(login, safe='')}"
+        data = self.get(path, f"the membership read of {login} in {org}/{slug}", org, absent=404)
+        return data is not None and data.get("state") == "active"
+
+    def _reviews_missing(
+        self,
+        owner: str,
+        repo: str,
+        branch: str,
+        pull: str | None,
+        need: Mapping[str, Any],
+        code_owners: str,
+    ) -> str | None:
+        """Why the pull request lacks the approving reviews the branch requires."""
+        count = need.get("required_approving_review_count", 0)
+        if not isinstance(count, int):
+            raise LookupFailed("github's review requirement has no approving review count")
+        if pull is None:
+            raise LookupFailed(
+                f"merging into {branch} needs approving reviews: name the pull request "
+                f"(pr:{owner}/{repo}#number) to check them"
+            )
+        latest = rules.latest_reviews(self._reviews(owner, repo, pull))
+        writers = {
+            who: state
+            for who, state in latest.items()
+            if (held := self._role(owner, repo, who))
+            and not isinstance(held, Decision)
+            and _RANK[held] >= _RANK["write"]
+        }
+        approvals = sum(state == "APPROVED" for state in writers.values())
+        if "CHANGES_REQUESTED" in writers.values():
+            return f"a reviewer with write access requested changes on #{pull}"
+        if approvals < count:
+            return (
+                f"#{pull} needs {count} approving reviews from users with write access, "
+                f"has {approvals}"
+            )
+        if need.get(code_owners) or need.get("require_last_push_approval"):
+            raise LookupFailed(
+                f"merging into {branch} needs the code owners' or a post-push approval, which "
+                "toolpass does not read"
+            )
+        return None
+
+    def _reviews(self, owner: str, repo: str, pull: str) -> list[Any]:
+        path = f"/repos/{owner}/{repo}/pulls/{pull}/reviews"
+        what = f"the review list of {owner}/{repo}#{pull}"
+
+        def page(token: str | None) -> tuple[list[Any], str | None]:
+            number = int(token or 1)
+            found = self.get_json(
+                path,
+                what=what,
+                params={"per_page": "100", "page": str(number)},
+                kind=list,
+                headers=self.headers(owner, repo),
+            )
+            return found, str(number + 1) if len(found) == 100 else None
+
+        return list(self.pages(page, limit=10, too_many=f"{what} has too many pages"))
+
+    def _rulesets_refuse(
+        self,
+        owner: str,
+        repo: str,
+        branch: str,
+        login: str,
+        role: str,
+        write: rules.Kind,
+        pull: str | None,
+    ) -> str | None:
+        binding: dict[int, list[dict[str, Any]]] = {}
+        for rule in self._rules(owner, repo, branch):
+            kind, ruleset = rule.get("type"), rule.get("ruleset_id")
+            if not isinstance(kind, str) or not isinstance(ruleset, int):
+                raise LookupFailed("github's branch rules answer is malformed")
+            if kind in rules.BINDING[write]:
+                binding.setdefault(ruleset, []).append(rule)
+            elif kind not in rules.KNOWN:
+                raise LookupFailed(
+                    f"a ruleset on {branch} has a {kind} rule toolpass does not know"
+                )
+        for ruleset, found in binding.items():
+            if self._bypasses(owner, repo, ruleset, login, role, write):
+                continue
+            for rule in found:
+                says = rules.BINDING[write][rule["type"]]
+                if not says:
+                    params = rule.get("parameters")
+                    says = (
+                        self._reviews_missing(
+                            owner,
+                            repo,
+                            branch,
+                            pull,
+                            params if isinstance(params, dict) else {},
+                            "require_code_owner_review",
+                        )
+                        or ""
+                    )
+                if says:
+                    return f"{says} (ruleset {ruleset})"
+        return None
+
+    def _rules(self, owner: str, repo: str, branch: str) -> list[Any]:
+        path = f"/repos/{owner}/{repo}/rules/branches/{quote(branch, safe='')}"
+        what = f"the rules read of {owner}/{repo}@{branch}"
+
+        def page(token: str | None) -> tuple[list[Any], str | None]:
+            number = int(token or 1)
+            found = self.get_json(
+                path,
+                what=what,
+                params={"per_page": "100", "page": str(number)},
+                kind=list,
+                headers=self.headers(owner, repo),
+            )
+            return found, str(number + 1) if len(found) == 100 else None
+
+        return [
+            r if isinstance(r, dict) else {}
+            for r in self.pages(page, limit=10, too_many=f"{what} has too many pages")
+        ]
+
+    def _bypasses(
+        self, owner: str, repo: str, ruleset: int, login: str, role: str, write: rules.Kind
+    ) -> bool:
+        what = f"the ruleset read of {owner}/{repo} #{ruleset}"
+        data = self.get(f"/repos/{owner}/{repo}/rulesets/{ruleset}", what, owner, repo)
+        actors = data.get("bypass_actors")
+        if not isinstance(actors, list):
+            raise LookupFailed(
+                f"toolpass cannot read who may bypass ruleset {ruleset} of {owner}/{repo} "
+                "(the engine's credential needs to administer the repository)"
+            )
+        by_role, by_owner, unsure = rules.bypass(actors, role, write)
+        if by_role or (by_owner and self._org_role(owner, login) == "owner"):
+            return True
+        if unsure:
+            raise LookupFailed(
+                f"ruleset {ruleset} of {owner}/{repo} may be bypassed by {unsure}, which "
+                f"toolpass cannot check for {login}"
+            )
+        return False
+
+    def _not_reviewer(self, owner: str, repo: str, run: str, login: str) -> str | None:
+        """GitHub: only an environment's required reviewers approve its pending deployment."""
+        path = f"/repos/{owner}/{repo}/actions/runs/{run}/pending_deployments"
+        what = f"the pending deployments read of {owner}/{repo} run {run}"
+        waiting = self.get_json(path, what=what, kind=list, headers=self.headers(owner, repo))
+        if not waiting:
+            return f"run {run} waits on no deployment review"
+        for item in waiting:
+            env = item.get("environment") if isinstance(item, dict) else None
+            name = env.get("name") if isinstance(env, dict) else None
+            reviewers = item.get("reviewers") if isinstance(item, dict) else None
+            if not isinstance(name, str) or not isinstance(reviewers, list):
+                raise LookupFailed("github's pending deployments answer is malformed")
+            if not any(self._reviews_for(owner, login, r) for r in reviewers):
+                return f"{login} is no required reviewer of the environment {name}"
+        return None
+
+    def _reviews_for(self, owner: str, login: str, reviewer: Any) -> bool:
+        who = reviewer.get("reviewer") if isinstance(reviewer, dict) else None
+        if not isinstance(who, dict):
+            raise LookupFailed("github's pending deployments answer names no reviewer")
+        if reviewer.get("type") == "User":
+            return str(who.get("login", "")).lower() == login.lower()
+        if reviewer.get("type") == "Team":
+            return self._in_team(owner, who.get("slug"), login)
+        raise LookupFailed("github's pending deployments answer has an unknown reviewer type")
+
+    def _advisory(
+        self, owner: str, repo: str, ghsa: str, login: str, role: str | None, action: str
+    ) -> Decision:
+        """GitHub: an unpublished advisory is for the repository's admins, its security
+        managers and the advisory's collaborators; a CVE is requested by the first two."""
+        path = f"/repos/{owner}/{repo}/security-advisories/{ghsa}"
+        data = self.get(path, f"the advisory read of {ghsa}", owner, repo, absent=404)
+        if data is None:
+            raise LookupFailed(f"github answered 404 for {ghsa}: hidden from the engine, or absent")
+        state = data.get("state")
+        if not isinstance(state, str):
+            raise LookupFailed("github's advisory answer has no state")
+        held = f"the {role} role" if role else "no role"
+        if action == "security.read" and state == "published" and role:
+            return Decision.allow(f"{ghsa} is published; {login} has {held} on {owner}/{repo}")
+        if role == "admin":
+            return Decision.allow(f"{login} administers {owner}/{repo}; {action} on {ghsa}")
+        if action != "advisory.cve" and self._collaborates(owner, login, data):
+            return Decision.allow(f"{login} collaborates on the advisory {ghsa}")
+        if self._security_manager(owner, login):
+            return Decision.allow(f"{login} is a security manager of {owner}")
+        who = (
+            "admins and security managers"
+            if action == "advisory.cve"
+            else ("admins, security managers and the advisory's collaborators")
+        )
+        return Decision.deny(
+            f"{login} has {held} on {owner}/{repo}; {action} on the {state} advisory {ghsa} "
+            f"is for the repository's {who}"
+        )
+
+    def _collaborates(self, owner: str, login: str, advisory: Mapping[str, Any]) -> bool:
+        users = advisory.get("collaborating_users") or []
+        teams = advisory.get("collaborating_teams") or []
+        if not isinstance(users, list) or not isinstance(teams, list):
+            raise LookupFailed("github's advisory answer lists no collaborators")
+        return self._listed(owner, login, {"users": users, "teams": teams})
+
+    def _security_manager(self, org: str, login: str) -> bool:
+        what = f"the security managers read of {org}"
+        teams = self.get_json(
+            f"/orgs/{org}/security-managers", what=what, kind=list, headers=self.headers(org)
+        )
+        return self._listed(org, login, {"users": [], "teams": teams})
+
+    # --- who is asking -------------------------------------------------------------------
+    def _active(self, user: str, owner: str | None) -> str | Decision:
+        """The user's login, or a deny when GitHub Enterprise Server suspended the account:
+        GitHub refuses a suspended account whatever roles it holds."""
+        login = self._login(user)
+        if not self._ghes:
+            return login
+        data = self.get(f"/users/{quote(login, safe='')}", f"the user read of {login}", owner)
+        if "suspended_at" not in data:
+            raise LookupFailed(f"github's user answer does not say whether {login} is suspended")
+        if data["suspended_at"] is not None:
+            return Decision.deny(
+                f"{login}'s account is suspended: GitHub refuses it whatever roles it holds"
+            )
+        return login
 
     def _login(self, user: str) -> str:
         login = self.user_id(user)
@@ -404,7 +831,9 @@ class GitHub(Integration):
                 f"{action} changes the account whose credential sends the request, which "
                 "toolpass cannot name; make the request as the agent"
             )
-        login = self._login(user)
+        login = self._active(user, name if kind == "org" else None)
+        if isinstance(login, Decision):
+            return login
         if kind == "site":
             return self._site_admin(login, action)
         if kind == "user":
@@ -418,6 +847,10 @@ class GitHub(Integration):
             return role
         need = ORG_NEEDS[action]
         held = f"is an organization {role}" if role else "is no member"
+        if action == "repo.create" and role == "member" and not self._members_create(name):
+            return Decision.deny(
+                f"{login} {held} of {name}, whose members may not create repositories"
+            )
         if role and _ORG_RANK[role] >= _ORG_RANK[need]:
             return Decision.allow(f"{login} {held} of {name}; {action} needs {need}")
         return Decision.deny(f"{login} {held} of {name}; {action} needs an organization {need}")
@@ -446,6 +879,17 @@ class GitHub(Integration):
             return None
         raise LookupFailed(f"github's membership answer has no known role ({role!r})")
 
+    def _members_create(self, org: str) -> bool:
+        """The organization's ``members_can_create_repositories`` (owners may read it)."""
+        data = self.get(f"/orgs/{org}", f"the organization read of {org}", org)
+        allowed = data.get("members_can_create_repositories")
+        if not isinstance(allowed, bool):
+            raise LookupFailed(
+                f"toolpass cannot read whether {org} lets members create repositories (the "
+                "engine's credential needs to be an organization owner)"
+            )
+        return allowed
+
     def _site_admin(self, login: str, action: str) -> Decision:
         data = self.get(f"/users/{quote(login, safe='')}", f"the user read of {login}", None)
         if not isinstance(data.get("site_admin"), bool):
@@ -453,15 +897,6 @@ class GitHub(Integration):
         if data["site_admin"]:
             return Decision.allow(f"{login} is a site administrator; {action} needs one")
         return Decision.deny(f"{login} is no site administrator; {action} needs one")
-
-    def _default_branch(self, owner: str, repo: str) -> str:
-        data = self.get(
-            f"/repos/{owner}/{repo}", f"the repository read of {owner}/{repo}", owner, repo
-        )
-        branch = data.get("default_branch")
-        if not isinstance(branch, str) or not branch:
-            raise LookupFailed("github's repository answer has no default branch")
-        return branch
 
     def _role(self, owner: str, repo: str, login: str) -> str | Decision | None:
         path = f"/repos/{owner}/{repo}/collaborators/{quote(login, safe='')}/permission"
@@ -482,15 +917,6 @@ class GitHub(Integration):
         if base == "none":
             return None
         raise LookupFailed(f"github's permission answer has no known role ({base!r})")
-
-    def _protected(self, owner: str, repo: str, branch: str) -> bool:
-        path = f"/repos/{owner}/{repo}/branches/{quote(branch, safe='')}"
-        data = self.get(path, f"the branch read of {owner}/{repo}@{branch}", owner, repo, 404)
-        if data is None:
-            return False  # no such branch yet: creating it is a plain write
-        if not isinstance(data.get("protected"), bool):
-            raise LookupFailed("github's branch answer has no protected flag")
-        return bool(data["protected"])
 
     # --- the probe ---------------------------------------------------------------------
     def probe(self) -> ProbeResult:
