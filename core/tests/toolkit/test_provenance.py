@@ -236,7 +236,7 @@ def test_an_output_hook_sees_the_output_without_the_credential(drive, make_kit, 
 
 def test_keys_survive_the_ways_a_value_is_written():
     assert keys("Mail EVE@Evil.Example now") >= {"email:eve@evil.example", "host:evil.example"}
-    assert "url:https://evil.example/pay" in keys("see HTTPS://Evil.Example:443/pay/ today")
+    assert "url://evil.example/pay" in keys("see HTTPS://Evil.Example:443/pay/ today")
     assert "iban:DE89370400440532013000" in keys("IBAN: de89 3704 0044 0532 0130 00.")
     assert "number:14155550123" in keys("call +1 415-555-0123")
     assert "value:acme corp" in keys("  ACME   Corp ")

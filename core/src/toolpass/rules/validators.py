@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
 
 from toolpass.rules.scope import escapes
+from toolpass.rules.urls import host_of_email, normalize_host, parse_url
 
 Validator = Callable[[Any], bool]
 
@@ -137,16 +137,18 @@ def path_under(root: str) -> Validator:
 
 
 def email_domain(*domains: str) -> Validator:
-    """An email address at one of ``domains`` (or any, when none is named); the argument is
-    a destination, checked against where its value came from."""
-    allowed = tuple(d.casefold().lstrip("@") for d in domains)
+    """An email address at one of ``domains`` (or any, when none is named), the domain read
+    as a host (``toolpass.rules.urls``: IDNA, case, a trailing dot); the argument is a
+    destination, checked against where its value came from."""
+    allowed = {spelling for d in domains for spelling in normalize_host(d.lstrip("@"))}
 
     def check(value: Any) -> bool:
-        if not isinstance(value, str) or not _ADDRESS.fullmatch(value.strip()):
+        text = value.strip() if isinstance(value, str) else ""
+        hosts = host_of_email(text) if _ADDRESS.fullmatch(text) else []
+        if not hosts:
             raise ValueError("must be an email address")
-        domain = value.strip().rsplit("@", 1)[1].casefold()
-        if allowed and domain not in allowed:
-            raise ValueError(f"must be an address at {' or '.join(allowed)}")
+        if allowed and not allowed.intersection(hosts):
+            raise ValueError(f"must be an address at {' or '.join(domains)}")
         return True
 
     check.destination = True  # type: ignore[attr-defined]
@@ -154,24 +156,26 @@ def email_domain(*domains: str) -> Validator:
 
 
 def url_host(*hosts: str) -> Validator:
-    """An http(s) URL on one of ``hosts`` or their subdomains (or any, when none is named);
-    the argument is a destination, checked against where its value came from."""
-    allowed = tuple(h.casefold().rstrip(".") for h in hosts)
+    """An http(s) URL on one of ``hosts`` or their subdomains (or any, when none is named),
+    read as the HTTP clients read it (``toolpass.rules.urls``): every host a client could
+    connect to must be one of them. The argument is a destination, checked against where
+    its value came from."""
+    allowed = [spelling for h in hosts for spelling in normalize_host(h)]
 
     def check(value: Any) -> bool:
-        try:
-            parts = urlsplit(value) if isinstance(value, str) else None
-            host = (parts.hostname or "").rstrip(".") if parts else ""
-        except ValueError:
-            host = ""
-        if not parts or parts.scheme not in ("http", "https") or not host:
+        url = parse_url(value) if isinstance(value, str) and _HTTP.match(value) else None
+        if url is None:
             raise ValueError("must be an http or https URL")
-        if allowed and not any(host == h or host.endswith("." + h) for h in allowed):
-            raise ValueError(f"must be a URL on {' or '.join(allowed)}")
+        if allowed and not all(_under(host, allowed) for host in url.hosts):
+            raise ValueError(f"must be a URL on {' or '.join(hosts)}")
         return True
 
     check.destination = True  # type: ignore[attr-defined]
     return check
+
+
+def _under(host: str, allowed: list[str]) -> bool:
+    return any(host == a or host.endswith("." + a) for a in allowed)
 
 
 def is_destination(validator: Any) -> bool:
@@ -180,4 +184,5 @@ def is_destination(validator: Any) -> bool:
     return getattr(validator, "destination", False) is True
 
 
-_ADDRESS = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_ADDRESS = re.compile(r"[^@\s,;<>\\]+@[^@\s,;<>\\/?#%]+\.[^@\s,;<>\\/?#%]+")
+_HTTP = re.compile(r"\s*https?://", re.IGNORECASE)

@@ -24,6 +24,7 @@ from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pen
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.authorize import refusal, verdict
 from toolpass.toolkit.drivers import NO_KWARGS, AsyncHookError, Hook, Step
+from toolpass.toolkit.provenance import destination_values
 from toolpass.toolkit.session import Session, _current
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
@@ -313,7 +314,7 @@ def destinations(c: CallState) -> None:
     if not record:
         return
     for name in c.spec.destinations:
-        for text in strings_in(c.arguments.get(name)):
+        for text in destination_values(c.arguments.get(name)):
             found = record.untrusted_only(text)
             if found is None:
                 continue

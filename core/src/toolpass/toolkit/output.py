@@ -4,15 +4,16 @@ credential, untrusted output recorded and fenced, and its exceptions cleared of 
 from __future__ import annotations
 
 import json
+import re
 import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 from toolpass.outcome.errors import ToolError, ToolRefused
 from toolpass.rules.redact import contains, leaks, redact
 from toolpass.rules.walk import plain, strings_in
 from toolpass.toolkit.drivers import PLAIN
-from toolpass.toolkit.provenance import wanted
+from toolpass.toolkit.provenance import destination_values, echoes, lines, wanted
 from toolpass.toolkit.session import Session
 from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.untrusted import fence
@@ -32,17 +33,24 @@ async def acollect(stream: AsyncIterator[Any]) -> list[Any]:
 
 
 def output(
-    spec: ToolSpec, session: Session, result: Any, secrets: tuple[str, ...], untrusted: bool
+    spec: ToolSpec,
+    session: Session,
+    result: Any,
+    secrets: tuple[str, ...],
+    untrusted: bool,
+    arguments: Mapping[str, Any] | None = None,
 ) -> Any:
     """The body's result as the model gets it: redacted of ``secrets``; its values recorded
     with where they came from; untrusted text (all of it, or the tool's ``untrusted_fields``)
-    recorded for the untrusted-input check and the whole result fenced."""
+    recorded for the untrusted-input check and the whole result fenced. What the output
+    echoes of the call's ``arguments`` vouches for nothing."""
     kind = type(result)
     if kind in PLAIN and not secrets and not untrusted:
-        if not wanted.now or kind is int or kind is bool or result is None:
+        if not wanted.now or kind is bool or result is None:
             return result
-        texts = result if kind is str else strings_in(result)
-        session.record_values(texts, spec.trust, spec.name)
+        session.record_values(
+            _vouching(destination_values(result), arguments), spec.trust, spec.name
+        )
         return result
     if isinstance(result, Iterator):
         result = list(result)  # a generator's chunks, checked (and joined) as a whole
@@ -50,7 +58,8 @@ def output(
         result = redact(result, secrets)
     if not untrusted:
         if wanted.now:
-            session.record_values(strings_in(result), spec.trust, spec.name)
+            texts = _vouching(destination_values(result), arguments)
+            session.record_values(texts, spec.trust, spec.name)
         return result
     vouched: list[str] = []
     if spec.untrusted_fields is None:
@@ -63,10 +72,22 @@ def output(
     for text in found:
         session.record_untrusted(text)
     session.record_values(found, "untrusted", spec.name)
+    vouched = [lines(text) for text in _vouching(vouched, arguments)]
     session.record_values(vouched, spec.trust, spec.name)
     if not spec.fences:
         return result
     return fence(result if isinstance(result, str) else readable(result), spec.name)
+
+
+def _vouching(texts: Iterable[str], arguments: Mapping[str, Any] | None) -> list[str]:
+    """``texts`` of trusted or private output without what they echo of the call's
+    ``arguments`` (a search tool answering ``{"query": x}`` does not vouch for ``x``)."""
+    said = {e for a in (arguments or {}).values() for t in destination_values(a) for e in echoes(t)}
+    if not said:
+        return list(texts)
+    either = "|".join(map(re.escape, sorted(said, key=len, reverse=True)))
+    echo = re.compile(rf"(?<![\w@.+%-])(?:{either})(?![\w@-]|\.\w)", re.IGNORECASE)
+    return [t for t in (echo.sub(" ", text) for text in texts) if t.strip()]
 
 
 def _split(
@@ -91,7 +112,9 @@ def _split_into(
         trusted.append(value)
         return False
     found = False
-    if isinstance(value, dict):
+    if type(value) in (int, float):
+        trusted.append(str(value))  # an id or an amount: a value as a string is
+    elif isinstance(value, dict):
         for key, item in value.items():
             if key in fields:
                 untrusted.extend(t for t in strings_in(item) if t)

@@ -189,7 +189,7 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         raise wrapped
     if (kit.on_output or spec.on_output is not None) and c.body not in DECIDING:
         yield from _output_hooks(c, result)
-    result = output(spec, session, result, event.secrets, untrusted)
+    result = output(spec, session, result, event.secrets, untrusted, c.arguments)
     event.outcome = "ok"
     return result
 

@@ -1,24 +1,38 @@
 """Where a value came from: the destinations a call sends to are matched against the values
-the session has read, so that an address, account or link found only in untrusted content
-(an injected instruction's) is not acted on.
+the session has read, so that an address, account, link or id found only in untrusted
+content (an injected instruction's) is not acted on.
 
-Every value is reduced to keys that survive the ways one value is written: the whole value
-(NFKC, case-folded, spaces collapsed), each email address in it, each URL (scheme and host
-lower-cased, default port, trailing slash and fragment dropped) and its host, each IBAN
-(spaces dropped, upper-cased) and each run of six or more digits (an account or phone number,
-separators dropped). A destination is *untrusted* when one of its keys was read only in
-untrusted content: never in the user's request, in what the user vouched for, or in trusted
-or private output.
+A destination is split into its values, and every one must be vouched for: each email
+address, each IBAN, each URL and, separately, each host it goes to (read as the HTTP clients
+read it: ``toolpass.rules.urls``; a link written without a scheme is a URL) and the values of
+its query; each run of six or more digits; and what is left, piece by piece (between commas,
+semicolons, lines, "and"), a name or an id of any length. A number argument is its digits.
+
+Every value is known by keys that survive the ways it is written: the whole value (NFKC,
+case-folded, spaces collapsed), an email address with its domain in punycode, a URL with its
+host normalised, default port, trailing slash, fragment and percent-encoding dropped (http
+and https alike), a host, an IBAN (spaces dropped, upper-cased), a number (separators
+dropped). A value is *untrusted* when it was read in untrusted content (as a key, or as
+words of a text) and never vouched for: never in the user's request, in what the user
+vouched for, or in trusted or private output. A field of untrusted output declared trusted
+vouches as whole lines (``lines``): a line that is a list of addresses vouches for each, a
+line of prose only for itself.
 """
 
 from __future__ import annotations
 
+import numbers
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
-from typing import Literal
-from urllib.parse import urlsplit
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+from urllib.parse import parse_qsl, unquote
+
+from toolpass.rules.urls import Url, host_of_email, parse_url
+from toolpass.rules.walk import plain, strings_in
 
 Label = Literal["trusted", "private", "untrusted"]
 
@@ -37,12 +51,20 @@ MAX_KEYS = 200_000
 MAX_TEXT = 8_000_000
 #: Longer texts are searched for addresses, links and numbers, but not kept whole.
 WHOLE = 256
-#: A destination this long or longer is also looked for as words within what was read.
-MIN_WORDS_VALUE = 3
+#: A line of a trusted field with more words than this beside its addresses is prose: it
+#: vouches only for itself, not for the addresses in it.
+PROSE_WORDS = 4
+#: Marks a text that vouches as whole lines (see ``lines``).
+_LINES = "\x00lines\x00"
 
 _EMAIL = re.compile(r"(?:mailto:)?([\w.+%-]+@[\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
-_URL = re.compile(r"\b(?:https?|ftp)://[^\s<>\"'`)\]]+", re.IGNORECASE)
-_HOST = re.compile(r"\b((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24})\b", re.IGNORECASE)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`)\]]+", re.IGNORECASE)
+# A link without a scheme: a dotted name (letters of any script), maybe a port and a path.
+_LINK = re.compile(
+    r"(?<![\w@.%+-])(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,24}|xn--[a-z0-9-]{1,59})"
+    r"\.?(?::\d{1,5})?(?:[/?#\\][^\s<>\"'`)\]]*)?(?![\w@-])",
+    re.IGNORECASE,
+)
 # Groups of four after the country and check digits, as IBANs are written (a following word
 # is never taken for a last group: that one is at most three characters).
 _IBAN = re.compile(
@@ -50,57 +72,162 @@ _IBAN = re.compile(
 )
 _DIGITS = re.compile(r"\+?\d(?:[ .-]?\d){5,}")
 _SPACES = re.compile(r"\s+")
-_DEFAULT_PORTS = {"http": ":80", "https": ":443", "ftp": ":21"}
+_PIECES = re.compile(r"[,;|\n]+|\s(?:and|or|&)\s")
+_EDGES = "\"'`<>()[]{}.:!? \t"
 
 
 def _plain(text: str) -> str:
     return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
 
 
-def _url(raw: str) -> tuple[str, str] | None:
-    try:
-        parts = urlsplit(raw.rstrip(".,;:!?"))
-        host = (parts.hostname or "").rstrip(".")
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return None
-    if not host:
-        return None
-    scheme = parts.scheme.lower()
-    port = "" if port == _DEFAULT_PORTS.get(scheme) else port
-    path = parts.path.rstrip("/")
-    query = f"?{parts.query}" if parts.query else ""
-    return f"url:{scheme}://{host}{port}{path}{query}", f"host:{host}"
+@dataclass(frozen=True)
+class _Value:
+    """One value of a destination: its keys, and (for a name or an id) the words it is
+    looked for as in what was read."""
+
+    shown: str
+    keys: frozenset[str]
+    words: str | None = None
+
+
+def _url_values(url: Url, depth: int) -> list[_Value]:
+    """A URL's values: the link itself, each host it goes to, and what its query holds."""
+    scheme = "" if url.scheme in ("http", "https") else url.scheme + ":"
+    port = f":{url.port}" if url.port else ""
+    query = f"?{unquote(url.query)}" if url.query else ""
+    tail = f"{port}{url.path.rstrip('/')}{query}"
+    found = [
+        _Value(f"{url.hosts[0]}{tail}", frozenset(f"url:{scheme}//{h}{tail}" for h in url.hosts))
+    ]
+    found += [_Value(h, frozenset({f"host:{h}"})) for h in url.hosts]
+    if depth < 3:
+        for _, value in parse_qsl(url.query, keep_blank_values=False):
+            found += _values(value, depth + 1)
+    return found
+
+
+def _email_value(address: str) -> _Value | None:
+    local = address.rpartition("@")[0].removeprefix("mailto:")
+    hosts = host_of_email(address)
+    return _Value(address, frozenset(f"email:{local}@{h}" for h in hosts)) if hosts else None
+
+
+def _structured(plain_text: str, depth: int) -> tuple[list[_Value], str]:
+    """The addresses, links and IBANs in ``plain_text``, and the text left around them."""
+    found: list[_Value] = []
+
+    def take(match: re.Match[str]) -> str:
+        raw = match.group(0).rstrip(".,;:!?")
+        if match.re is _EMAIL:
+            email = _email_value(match.group(1))
+            found.extend([email] if email else [])
+        elif match.re is _IBAN:
+            found.append(_Value(raw, frozenset({"iban:" + re.sub(r"[ -]", "", raw).upper()})))
+        elif (url := parse_url(raw)) is not None:
+            found.extend(_url_values(url, depth))
+        else:
+            return match.group(0)
+        return " , " + match.group(0)[len(raw) :]
+
+    rest = plain_text
+    for pattern in (_URL, _EMAIL, _IBAN, _LINK):
+        rest = pattern.sub(take, rest)
+    return found, rest
+
+
+def _values(text: str, depth: int = 0) -> list[_Value]:
+    """The values of one destination text (see the module's docstring)."""
+    found, rest = _structured(_plain(text), depth)
+    for piece in _PIECES.split(rest):
+        piece = piece.strip(_EDGES)
+        if not any(c.isalnum() for c in piece):
+            continue
+        digits = _DIGITS.fullmatch(piece)
+        number = {"number:" + re.sub(r"\D", "", piece)} if digits else set()
+        found.append(_Value(piece, frozenset({"value:" + piece, *number}), words=piece))
+        if not digits:
+            found += [_number(m.group(0)) for m in _DIGITS.finditer(piece)]
+    return found
+
+
+def _number(text: str) -> _Value:
+    return _Value(text, frozenset({"number:" + re.sub(r"\D", "", text)}))
 
 
 def keys(text: str) -> set[str]:
-    """The keys ``text`` is known by (see the module's docstring)."""
-    plain = _plain(text)
-    found = {"value:" + plain} if plain and len(plain) <= WHOLE else set()
-    for match in _EMAIL.finditer(plain):
-        email = match.group(1)
-        found.add("email:" + email)
-        found.add("host:" + email.rsplit("@", 1)[1])
-    for match in _URL.finditer(plain):
-        found.update(_url(match.group(0)) or ())
-    if "." in plain:
-        found.update("host:" + h.rstrip(".") for h in _HOST.findall(plain))
-    for match in _IBAN.finditer(plain):
-        found.add("iban:" + re.sub(r"[ -]", "", match.group(1)).upper())
-    for match in _DIGITS.finditer(plain):
-        found.add("number:" + re.sub(r"\D", "", match.group(0)))
+    """The keys ``text`` is known by when read (see the module's docstring)."""
+    plain_text = _plain(text)
+    found = {"value:" + plain_text} if plain_text and len(plain_text) <= WHOLE else set()
+    values, rest = _structured(plain_text, 0)
+    for value in values:
+        found |= value.keys
+        found |= {f"host:{k.rpartition('@')[2]}" for k in value.keys if k.startswith("email:")}
+    found |= {"number:" + re.sub(r"\D", "", m.group(0)) for m in _DIGITS.finditer(rest)}
     return found
 
 
 def destination_keys(text: str) -> set[str]:
-    """The keys a destination argument is checked by: its own, without the bare hosts of the
-    emails and links in it (a link to a trusted site is not vouched for by the site's name
-    alone, and an address is not made untrusted by its domain)."""
-    found = keys(text)
-    hosts = {k for k in found if k.startswith("host:")}
-    if any(k.startswith(("email:", "url:")) for k in found):
-        found -= hosts
+    """Every key of every value of the destination ``text`` (an address's domain is not
+    one: an address is not made untrusted, nor vouched for, by its domain)."""
+    return {key for value in _values(text) for key in value.keys}
+
+
+def _line_keys(text: str) -> set[str]:
+    """The keys of a trusted field that vouches as whole lines: the field and each line
+    whole, and the values of each line that is not prose."""
+    found: set[str] = set()
+    for line in {text, *text.splitlines()}:
+        plain_line = _plain(line)
+        if not plain_line or len(plain_line) > WHOLE:
+            continue
+        found.add("value:" + plain_line)
+        values = _values(plain_line)
+        named = [v for v in values if v.words is None]
+        if sum(len(v.shown.split()) for v in values if v.words) <= PROSE_WORDS or not named:
+            found |= {key for value in values for key in value.keys}
     return found
+
+
+def lines(text: str) -> str:
+    """``text`` marked to vouch as whole lines when recorded as trusted or private (a field
+    declared trusted in otherwise untrusted output)."""
+    return _LINES + text
+
+
+def destination_values(value: Any, depth: int = 0) -> Iterator[str]:
+    """The texts of a destination argument: its strings, and its numbers as digits, at any
+    depth (an ``int``, a ``Decimal``, a list of ids)."""
+    if isinstance(value, str):
+        yield str.__str__(value)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, numbers.Integral):
+        yield str(int(value))
+    elif isinstance(value, (Decimal, float)):
+        yield str(value)
+    elif depth > 24:
+        yield from strings_in(value)
+    elif isinstance(value, Mapping):
+        for key, item in list(value.items()):
+            yield from destination_values(key, depth + 1)
+            yield from destination_values(item, depth + 1)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in list(value):
+            yield from destination_values(item, depth + 1)
+    elif isinstance(value, (bytes, bytearray, memoryview)) or (data := plain(value)) is value:
+        yield from strings_in(value)
+    else:
+        yield from destination_values(data, depth + 1)
+
+
+def echoes(text: str) -> set[str]:
+    """What a tool given ``text`` as an argument may echo back: the text, and each address,
+    link, IBAN and number in it, as written."""
+    found = {text.strip()}
+    for pattern in (_URL, _EMAIL, _IBAN, _LINK, _DIGITS):
+        found |= {m.group(0).rstrip(".,;:!?") for m in pattern.finditer(text)}
+    found |= {unquote(t) for t in found}
+    return {t for t in found if t}
 
 
 class Provenance:
@@ -163,37 +290,61 @@ class Provenance:
             for texts, label, source in pending:
                 bit = _BITS[label]
                 for text in (texts,) if type(texts) is str else texts:
-                    self._read.append((_plain(text), bit, source))
-                    for key in keys(text):
-                        self._keys[key] = self._keys.get(key, 0) | bit
-                        if bit == _UNTRUSTED:
-                            self._sources.setdefault(key, source)
+                    self._remember(text, bit, source)
             if len(self._keys) > MAX_KEYS:
                 self._fill()
 
+    def _remember(self, text: str, bit: int, source: str) -> None:
+        if text.startswith(_LINES):
+            text = text[len(_LINES) :]
+            if bit != _UNTRUSTED:  # only what vouches is narrowed; untrusted text is all read
+                self._note(_line_keys(text), bit, source)
+                return
+        self._read.append((_plain(text), bit, source))
+        self._note(keys(text), bit, source)
+
+    def _note(self, found: set[str], bit: int, source: str) -> None:
+        for key in found:
+            self._keys[key] = self._keys.get(key, 0) | bit
+            if bit == _UNTRUSTED:
+                self._sources.setdefault(key, source)
+
     def untrusted_only(self, text: str) -> tuple[str, str] | None:
-        """``(value, source)`` when ``text`` was read in untrusted content and never vouched
-        for: none of its keys read in a trusted or private source, nor the value itself
-        within such a text (a name, a title: as words of a longer text). Else None."""
+        """``(value, source)`` for the first value of the destination ``text`` that was read
+        in untrusted content and never vouched for (see the module's docstring); else None."""
         if self._pending:
             self._flush()
         if self.full:
             return "(too much read to tell)", ""
+        for value in _values(text):
+            found = self._untrusted_value(value)
+            if found is not None:
+                return found
+        return None
+
+    def _untrusted_value(self, value: _Value) -> tuple[str, str] | None:
         seen, first = 0, None
-        for key in sorted(destination_keys(text)):
+        for key in sorted(value.keys):
             bits = self._keys.get(key, 0)
             seen |= bits
             if bits == _UNTRUSTED and first is None:
                 first = key.split(":", 1)[1], self._sources.get(key, "")
-        value = _plain(text)
-        if len(value) >= MIN_WORDS_VALUE and not seen & _VOUCHED:
-            within = re.compile(rf"(?<!\w){re.escape(value)}(?!\w)")
+        if value.words is not None and not seen & _VOUCHED:
+            within = _as_words(value.words)
             for read, bit, source in self._read:
                 if not seen & bit and within.search(read):
                     seen |= bit
                     if bit == _UNTRUSTED and first is None:
-                        first = value, source
+                        first = value.words, source
         return first if seen & _UNTRUSTED and not seen & _VOUCHED else None
+
+
+def _as_words(value: str) -> re.Pattern[str]:
+    """``value`` as whole words of a text; a number not as part of a date, time or longer
+    number (``13`` is not in ``2024-05-13`` or ``10:13``)."""
+    before = r"(?<!\w)(?<!\d[-./:,])" if value[:1].isdigit() else r"(?<!\w)"
+    after = r"(?!\w)(?![-./:,]\d)" if value[-1:].isdigit() else r"(?!\w)"
+    return re.compile(before + re.escape(value) + after)
 
 
 _UNTRUSTED = 4
