@@ -20,6 +20,19 @@ Speaks the documented wire shapes:
   answers 200 with an ``ETag``, ``GetObject`` the bytes with ``Content-Type``, ``ETag`` and
   ``Last-Modified``, and errors are S3's ``<Error>`` XML (``NoSuchBucket``, ``NoSuchKey``: 404).
 
+Resource policies, each read with its service's documented call and signed for that service:
+S3 ``GetBucketPolicy`` (``GET /<bucket>?policy``, ``x-amz-expected-bucket-owner``:
+``AccessDenied`` for another account's bucket, ``NoSuchBucketPolicy``), KMS ``GetKeyPolicy``,
+SQS ``GetQueueAttributes`` (JSON 1.0), SNS ``GetTopicAttributes`` (Query), Lambda
+``GetPolicy`` (REST), Secrets Manager ``GetResourcePolicy``, ECR ``GetRepositoryPolicy``,
+DynamoDB ``GetResourcePolicy`` and IAM ``GetRole`` (the trust policy); tests set
+``resource_policies`` (bucket name or resource ARN -> policy), ``bucket_owners`` and
+``policy_read_denied`` (services whose reads answer AccessDenied). ``SimulatePrincipalPolicy``
+evaluates a ``ResourcePolicy`` for ``CallerArn`` (the user; AWS refuses a resource policy for
+a role or group source without one) in ``ResourceOwner``'s account: within one account an
+allow of either side is enough, across accounts both must allow (``EvalDecisionDetails``
+gives each side; the key names ``IAM Policy`` and ``Resource Policy`` are this fake's).
+
 Every signed request is verified with botocore's own SigV4 signer (``SignatureDoesNotMatch``,
 ``InvalidClientTokenId``, ``ExpiredToken`` as AWS answers them), so a signature the fake
 accepts is one AWS would compute. Errors are ``<ErrorResponse>`` XML (Query) or
@@ -40,7 +53,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlencode
+from urllib.parse import parse_qs, quote, unquote, urlencode
 from xml.sax.saxutils import escape
 
 from botocore.auth import S3SigV4Auth, SigV4Auth
@@ -50,13 +63,24 @@ from botocore.credentials import Credentials as BotoCredentials
 from fakes.server import FakeServer, Reply, Request
 
 IAM_NS = "https://iam.amazonaws.com/doc/2010-05-08/"
+_JSON10 = "application/x-amz-json-1.0"
 STS_NS = "https://sts.amazonaws.com/doc/2011-06-15/"
 _AUTH = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<day>\d{8})/(?P<region>[^/]+)/"
     r"(?P<service>[^/]+)/aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?"
     r"Signature=(?P<sig>[0-9a-f]{64})"
 )
-IAM_ACTIONS = {"SimulatePrincipalPolicy", "ListRoles"}
+IAM_ACTIONS = {"SimulatePrincipalPolicy", "ListRoles", "GetRole"}
+SNS_ACTIONS = {"GetTopicAttributes"}
+JSON_SERVICES = {
+    "AWSIdentityStore": "identitystore",
+    "SWBExternalService": "sso",
+    "TrentService": "kms",
+    "AmazonSQS": "sqs",
+    "secretsmanager": "secretsmanager",
+    "AmazonEC2ContainerRegistry_V20150921": "ecr",
+    "DynamoDB_20120810": "dynamodb",
+}
 STS_ACTIONS = {"GetCallerIdentity", "AssumeRole", "AssumeRoleWithWebIdentity"}
 
 
@@ -250,6 +274,10 @@ class FakeAWS(FakeServer):
         self.add(
             "GET", "/latest/meta-data/iam/security-credentials/(?P<role>[^/]+)", self._imds_creds
         )
+        self.resource_policies: dict[str, Any] = {}
+        self.bucket_owners: dict[str, str] = {}
+        self.policy_read_denied: set[str] = set()
+        self.add("GET", "/2015-03-31/functions/(?P<name>[^/]+)/policy", self._lambda_GetPolicy)
         self.buckets: dict[str, dict[str, tuple[bytes, str]]] = {}
         for method in ("PUT", "GET"):
             self.add(method, "/(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>.+)", self._s3)
@@ -390,6 +418,8 @@ class FakeAWS(FakeServer):
             return self._web_identity(params)
         if action in IAM_ACTIONS:
             service, version = "iam", "2010-05-08"
+        elif action in SNS_ACTIONS:
+            service, version = "sns", "2010-03-31"
         elif action in STS_ACTIONS:
             service, version = "sts", "2011-06-15"
         else:
@@ -399,9 +429,147 @@ class FakeAWS(FakeServer):
             return error_xml(*caller)
         if params.get("Version") != version:
             return error_xml("InvalidAction", f"Could not find operation {action} for version", 400)
+        if service in self.policy_read_denied or (
+            action == "GetRole" and "iam" in self.policy_read_denied
+        ):
+            return error_xml("AccessDenied", f"not authorized to perform {service}:{action}", 403)
         handler = getattr(self, f"_{action}")
         result: Reply = handler(params, caller)
         return result
+
+    # --- resource policies ----------------------------------------------------------------
+    def _policy_text(self, key: str) -> str | None:
+        found = self.resource_policies.get(key)
+        return found if found is None or isinstance(found, str) else json.dumps(found)
+
+    def _GetRole(self, params: dict[str, str], caller: Key) -> Reply:
+        name = params.get("RoleName", "")
+        arn = next((a for a in self.principals if a.endswith(f":role/{name}")), None)
+        if arn is None:
+            return error_xml("NoSuchEntity", f"The role with name {name} cannot be found.", 404)
+        trust = self._policy_text(arn) or "{}"
+        return xml_reply(
+            200,
+            f'<GetRoleResponse xmlns="{IAM_NS}"><GetRoleResult><Role><Path>/</Path>'
+            f"<RoleName>{escape(name)}</RoleName><Arn>{escape(arn)}</Arn>"
+            f"<AssumeRolePolicyDocument>{escape(quote(trust))}</AssumeRolePolicyDocument>"
+            f"</Role></GetRoleResult><ResponseMetadata><RequestId>{_rid()}</RequestId>"
+            "</ResponseMetadata></GetRoleResponse>",
+        )
+
+    def _GetTopicAttributes(self, params: dict[str, str], caller: Key) -> Reply:
+        arn = params.get("TopicArn", "")
+        if arn not in self.resource_policies:
+            return error_xml("NotFound", "Topic does not exist", 404)
+        entries = f"<entry><key>TopicArn</key><value>{escape(arn)}</value></entry>"
+        policy = self._policy_text(arn)
+        if policy:
+            entries += f"<entry><key>Policy</key><value>{escape(policy)}</value></entry>"
+        return xml_reply(
+            200,
+            '<GetTopicAttributesResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/">'
+            f"<GetTopicAttributesResult><Attributes>{entries}</Attributes>"
+            f"</GetTopicAttributesResult><ResponseMetadata><RequestId>{_rid()}</RequestId>"
+            "</ResponseMetadata></GetTopicAttributesResponse>",
+        )
+
+    def _json_policy(self, key: str, field_name: str, absent: str) -> Reply:
+        """A JSON answer carrying the policy kept for ``key`` in ``field_name``."""
+        if key not in self.resource_policies:
+            return error_json(absent, f"{key} not found", 400)
+        policy = self._policy_text(key)
+        return Reply(200, {field_name: policy} if policy else {}, {"Content-Type": _JSON10})
+
+    def _TrentService_GetKeyPolicy(self, body: dict[str, Any]) -> Reply:
+        return self._json_policy(body.get("KeyId", ""), "Policy", "NotFoundException")
+
+    def _AmazonSQS_GetQueueAttributes(self, body: dict[str, Any]) -> Reply:
+        account, name = str(body.get("QueueUrl", "")).split("/")[-2:]
+        suffix = f":{account}:{name}"
+        key = next((k for k in self.resource_policies if ":sqs:" in k and k.endswith(suffix)), "")
+        if not key:
+            return error_json("QueueDoesNotExist", "The specified queue does not exist.")
+        policy = self._policy_text(key)
+        answer = {"Attributes": {"Policy": policy}} if policy else {}
+        return Reply(200, answer, {"Content-Type": _JSON10})
+
+    def _secretsmanager_GetResourcePolicy(self, body: dict[str, Any]) -> Reply:
+        arn = body.get("SecretId", "")
+        if arn not in self.resource_policies:
+            return error_json("ResourceNotFoundException", "Secrets Manager can't find it.")
+        policy = self._policy_text(arn)
+        answer = {"ARN": arn, "Name": arn.rpartition(":")[2]}
+        return Reply(
+            200,
+            {**answer, "ResourcePolicy": policy} if policy else answer,
+            {"Content-Type": _JSON10},
+        )
+
+    def _AmazonEC2ContainerRegistry_V20150921_GetRepositoryPolicy(
+        self, body: dict[str, Any]
+    ) -> Reply:
+        key = next(
+            (
+                k
+                for k in self.resource_policies
+                if k.endswith(f":{body.get('registryId')}:repository/{body.get('repositoryName')}")
+            ),
+            None,
+        )
+        if key is None:
+            return error_json("RepositoryNotFoundException", "The repository does not exist")
+        policy = self._policy_text(key)
+        if not policy:
+            return error_json("RepositoryPolicyNotFoundException", "no policy")
+        return Reply(
+            200,
+            {
+                "registryId": body.get("registryId"),
+                "repositoryName": body.get("repositoryName"),
+                "policyText": policy,
+            },
+            {"Content-Type": _JSON10},
+        )
+
+    def _DynamoDB_20120810_GetResourcePolicy(self, body: dict[str, Any]) -> Reply:
+        arn = body.get("ResourceArn", "")
+        if not self._policy_text(arn):
+            return error_json("PolicyNotFoundException", "no policy")
+        return Reply(
+            200, {"Policy": self._policy_text(arn), "RevisionId": "1"}, {"Content-Type": _JSON10}
+        )
+
+    def _lambda_GetPolicy(self, request: Request) -> Reply:
+        caller = self._authenticate(request, {"lambda"})
+        if isinstance(caller, tuple):
+            code, message, status = caller
+            return error_json(code, message, status)
+        if "lambda" in self.policy_read_denied:
+            return error_json("AccessDeniedException", "not authorized: lambda:GetPolicy", 403)
+        name = unquote(request.params["name"])
+        key = next((k for k in self.resource_policies if k.endswith(f":function:{name}")), None)
+        policy = self._policy_text(key) if key else None
+        if not policy:
+            return error_json(
+                "ResourceNotFoundException", "The resource you requested does not exist.", 404
+            )
+        return Reply(
+            200, {"Policy": policy, "RevisionId": "1"}, {"Content-Type": "application/json"}
+        )
+
+    def _bucket_policy(self, request: Request, bucket: str) -> Reply:
+        if "s3" in self.policy_read_denied:
+            return _s3_error("AccessDenied", "Access Denied", 403)
+        owner = self.bucket_owners.get(bucket, self.account)
+        expected = request.headers.get("x-amz-expected-bucket-owner")
+        if expected is not None and expected != owner:
+            return _s3_error("AccessDenied", "Access Denied", 403)
+        if bucket not in self.buckets and bucket not in self.resource_policies:
+            return _s3_error("NoSuchBucket", "The specified bucket does not exist", 404)
+        policy = self._policy_text(bucket)
+        if not policy:
+            return _s3_error("NoSuchBucketPolicy", "The bucket policy does not exist", 404)
+        return Reply(200, policy.encode(), {"Content-Type": "application/json"})
 
     def _SimulatePrincipalPolicy(self, params: dict[str, str], caller: Key) -> Reply:
         source = params.get("PolicySourceArn", "")
@@ -409,6 +577,15 @@ class FakeAWS(FakeServer):
         resources = _list(params, "ResourceArns") or ["*"]
         if not source or not actions:
             return error_xml("InvalidInput", "PolicySourceArn and ActionNames are required")
+        resource_policy = params.get("ResourcePolicy")
+        caller_arn = params.get("CallerArn") or (source if ":user/" in source else "")
+        if resource_policy and not caller_arn:
+            return error_xml(
+                "InvalidInput",
+                "CallerArn is required if you include a ResourcePolicy and the PolicySourceArn "
+                "is not the ARN for an IAM user.",
+            )
+        owner = params.get("ResourceOwner", "").split(":")[4:5] or [source.split(":")[4]]
         principal = self.principals.get(source)
         if principal is None:
             kind, _, name = source.split(":", 5)[-1].partition("/")
@@ -431,8 +608,11 @@ class FakeAWS(FakeServer):
             body = f"<EvaluationResults/><IsTruncated>true</IsTruncated><Marker>{token}</Marker>"
             return self._simulation(body)
         members = []
+        on_resource = (
+            (json.loads(resource_policy), caller_arn, owner[0]) if resource_policy else None
+        )
         for action in actions:
-            members.append(self._simulate_one(principal, action, resources, context))
+            members.append(self._simulate_one(principal, action, resources, context, on_resource))
         body = (
             f"<EvaluationResults>{''.join(members)}</EvaluationResults>"
             "<IsTruncated>false</IsTruncated>"
@@ -448,15 +628,25 @@ class FakeAWS(FakeServer):
         )
 
     def _simulate_one(
-        self, principal: Principal, action: str, resources: list[str], context: dict[str, list[str]]
+        self,
+        principal: Principal,
+        action: str,
+        resources: list[str],
+        context: dict[str, list[str]],
+        on_resource: tuple[dict[str, Any], str, str] | None = None,
     ) -> str:
         specific = []
+        sides: dict[str, str] = {}
         all_missing: set[str] = set()
         worst = "allowed"
         matched_all: list[tuple[str, str]] = []
         orgs_all = True
         for resource in resources:
             decision, matched, missing = evaluate(principal.policies, action, resource, context)
+            if on_resource is not None:
+                decision, matched, sides = _with_resource_policy(
+                    decision, matched, missing, on_resource, action, resource, context
+                )
             boundary_allowed: bool | None = None
             if principal.boundary is not None:
                 b_decision, _, b_missing = evaluate(
@@ -493,7 +683,7 @@ class FakeAWS(FakeServer):
                 f"<member><EvalResourceName>{escape(resource)}</EvalResourceName>"
                 f"<EvalResourceDecision>{decision}</EvalResourceDecision>"
                 f"{_statements(matched)}{_members('MissingContextValues', sorted(missing))}"
-                f"<EvalDecisionDetails/>{extra}</member>"
+                f"{_details(sides)}{extra}</member>"
             )
         orgs = ""
         if self.scp is not None:
@@ -517,7 +707,7 @@ class FakeAWS(FakeServer):
         return (
             f"<member><EvalActionName>{escape(action)}</EvalActionName>"
             f"<EvalResourceName>{escape(top_resource)}</EvalResourceName>"
-            f"<EvalDecision>{worst}</EvalDecision>{_statements(matched_all)}"
+            f"<EvalDecision>{worst}</EvalDecision>{_details(sides)}{_statements(matched_all)}"
             f"{_members('MissingContextValues', sorted(all_missing))}{orgs}{boundary}"
             f"<ResourceSpecificResults>{''.join(specific)}</ResourceSpecificResults></member>"
         )
@@ -604,7 +794,7 @@ class FakeAWS(FakeServer):
     # --- JSON 1.1 -----------------------------------------------------------------------
     def _json_api(self, request: Request, target: str) -> Reply:
         prefix, _, operation = target.partition(".")
-        service = {"AWSIdentityStore": "identitystore", "SWBExternalService": "sso"}.get(prefix)
+        service = JSON_SERVICES.get(prefix)
         if service is None:
             return error_json("UnknownOperationException", f"Unknown target {target}")
         caller = self._authenticate(request, {service})
@@ -612,8 +802,12 @@ class FakeAWS(FakeServer):
             code, message, status = caller
             code = {"InvalidClientTokenId": "UnrecognizedClientException"}.get(code, code)
             return error_json(code, message, status)
-        if not request.headers.get("content-type", "").startswith("application/x-amz-json-1.1"):
-            return error_json("SerializationException", "expected application/x-amz-json-1.1")
+        if not request.headers.get("content-type", "").startswith("application/x-amz-json-1."):
+            return error_json("SerializationException", "expected application/x-amz-json-1.x")
+        if service in self.policy_read_denied:
+            return error_json(
+                "AccessDeniedException", f"not authorized: {service}:{operation}", 403
+            )
         try:
             body = json.loads(request.body or b"{}")
         except ValueError:
@@ -709,6 +903,8 @@ class FakeAWS(FakeServer):
         if isinstance(caller, tuple):
             code, message, status = caller
             return _s3_error(code, message, status)
+        if "policy" in request.query and "key" in request.params and "bucket" not in request.params:
+            return self._bucket_policy(request, unquote(request.params["key"]))
         virtual = _VIRTUAL_HOST.fullmatch(request.headers.get("host", "").lower())
         if virtual:  # S3 routes by the Host header, not by the URL the client used
             bucket, key = virtual["bucket"], unquote(request.path[1:])
@@ -821,3 +1017,64 @@ def _statements(matched: list[tuple[str, str]]) -> str:
         for pid, kind in dict.fromkeys(matched)
     )
     return f"<MatchedStatements>{items}</MatchedStatements>"
+
+
+def _details(sides: dict[str, str]) -> str:
+    entries = "".join(
+        f"<entry><key>{escape(k)}</key><value>{v}</value></entry>" for k, v in sides.items()
+    )
+    return f"<EvalDecisionDetails>{entries}</EvalDecisionDetails>"
+
+
+def _principals(stmt: dict[str, Any]) -> list[str]:
+    found = stmt.get("Principal")
+    if found == "*":
+        return ["*"]
+    aws = found.get("AWS", []) if isinstance(found, dict) else []
+    return [str(p) for p in _as_list(aws)]
+
+
+def _with_resource_policy(
+    identity: str,
+    matched: list[tuple[str, str]],
+    missing: set[str],
+    on_resource: tuple[dict[str, Any], str, str],
+    action: str,
+    resource: str,
+    context: dict[str, list[str]],
+) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
+    """IAM's evaluation with a resource policy, for the caller in the owner's account: a
+    statement naming the caller (or ``*``) grants or denies it; one naming the caller's
+    account (its root or id) lets the account's identity policies decide."""
+    doc, caller, owner = on_resource
+    account = caller.split(":")[4]
+    direct, delegated, denied = False, False, False
+    found: list[tuple[str, str]] = []
+    for stmt in _as_list(doc.get("Statement", [])):
+        names = _principals(stmt)
+        mine = "*" in names or caller in names
+        whole = any(n in (f"arn:aws:iam::{account}:root", account) for n in names)
+        if not (mine or whole) or not _applies(stmt, action, resource):
+            continue
+        if not _condition(stmt.get("Condition", {}), context, missing):
+            continue
+        found.append(("ResourcePolicy", "resource"))
+        if stmt.get("Effect") == "Deny":
+            denied = True
+        elif mine:
+            direct = True
+        else:
+            delegated = True
+    resource_side = (
+        "explicitDeny" if denied else "allowed" if direct or delegated else "implicitDeny"
+    )
+    if identity == "explicitDeny" or denied:
+        decision = "explicitDeny"
+    elif owner == account:
+        decision = "allowed" if identity == "allowed" or direct else "implicitDeny"
+    else:
+        decision = (
+            "allowed" if identity == "allowed" and resource_side == "allowed" else "implicitDeny"
+        )
+    sides = {} if owner == account else {"IAM Policy": identity, "Resource Policy": resource_side}
+    return decision, matched + found, sides

@@ -131,6 +131,7 @@ def conn(fake: FakeAWS, **over: Any) -> dict[str, Any]:
         "integration": "aws",
         "url": fake.url,
         "sts_url": fake.url,
+        "endpoint_urls": {"default": fake.url},
         "credentials": "static",
         "access_key_id": literal(KEY),
         "secret_access_key": literal(SECRET),
@@ -182,8 +183,9 @@ def test_explicit_deny_is_deny(fake: FakeAWS) -> None:
 
 
 def test_implicit_deny_is_deny_by_default(fake: FakeAWS) -> None:
-    d = engine(fake).check("dana@example.com", "aws-main", "s3:DeleteBucket", "arn:aws:s3:::x")
-    assert d.decision == "deny"
+    bucket = "arn:aws:s3:::scratch"  # no bucket policy: IAM's implicit deny stands
+    d = engine(fake).check("dana@example.com", "aws-main", "s3:DeleteBucket", bucket)
+    assert d.decision == "deny", d.reason
     assert "implicit deny" in d.reason
 
 
@@ -191,14 +193,14 @@ def test_implicit_deny_can_mean_unknown(fake: FakeAWS) -> None:
     tp = engine(fake, implicit_deny="unknown")
     d = tp.check("dana@example.com", "aws-main", "ec2:StopInstances", INSTANCE)
     assert d.decision == "unknown"
-    assert "resource-based policy" in d.reason
+    assert "implicit_deny: unknown" in d.reason
 
 
-def test_implicit_deny_auto_depends_on_resource_policies(fake: FakeAWS) -> None:
+def test_implicit_deny_auto_is_deny_once_the_resource_policy_is_read(fake: FakeAWS) -> None:
     tp = engine(fake, implicit_deny="auto")
-    s3 = tp.check("dana@example.com", "aws-main", "s3:DeleteBucket", "arn:aws:s3:::x")
+    s3 = tp.check("dana@example.com", "aws-main", "s3:DeleteBucket", "arn:aws:s3:::scratch")
     ec2 = tp.check("dana@example.com", "aws-main", "ec2:StopInstances", INSTANCE)
-    assert (s3.decision, ec2.decision) == ("unknown", "deny")
+    assert (s3.decision, ec2.decision) == ("deny", "deny")
 
 
 def test_explicit_deny_stands_whatever_the_implicit_setting(fake: FakeAWS) -> None:
@@ -678,15 +680,16 @@ def test_assumed_credentials_are_cached(fake: FakeAWS) -> None:
 def test_assumed_credentials_are_refreshed_before_expiry(fake: FakeAWS) -> None:
     fake.add_principal(READER, READ_ALL)
     fake.session_seconds = 200  # less than the 300 s refresh margin
+    other = INSTANCE.replace("i-0abc", "i-0def")
     tp = engine(fake, role_arn=READER)
-    tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
-    tp.check("dana@example.com", "aws-main", "s3:GetObject", "arn:aws:s3:::reports/q2.csv")
+    tp.check("dana@example.com", "aws-main", "ec2:DescribeInstances", INSTANCE)
+    tp.check("dana@example.com", "aws-main", "ec2:DescribeInstances", other)
     assert fake.actions().count("AssumeRole") == 2
     fake.session_seconds = None
     tp2 = engine(fake, role_arn=READER, credential_refresh_seconds=60.0)
     fake.session_seconds = 200
-    tp2.check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
-    tp2.check("dana@example.com", "aws-main", "s3:GetObject", "arn:aws:s3:::reports/q2.csv")
+    tp2.check("dana@example.com", "aws-main", "ec2:DescribeInstances", INSTANCE)
+    tp2.check("dana@example.com", "aws-main", "ec2:DescribeInstances", other)
     assert fake.actions().count("AssumeRole") == 3
 
 
@@ -1360,6 +1363,7 @@ def test_identity_center_sts_and_probe_against_moto(moto_url: str, fake: FakeAWS
         "sts_url": moto_url,
         "identitystore_url": moto_url,
         "sso_admin_url": moto_url,
+        "endpoint_urls": {"s3": moto_url},  # moto's S3 answers GetBucketPolicy
         "region": "eu-west-1",
         "credentials": "static",
         "access_key_id": literal("AKIDMOTO"),
@@ -1425,3 +1429,189 @@ class TestAWSConformance(IntegrationConformance):
 
     def error_body(self, text: str) -> bytes:
         return error_xml("InvalidClientTokenId", text, 403).body  # type: ignore[no-any-return]
+
+
+# --- resource-based policies ---------------------------------------------------------------
+
+DANA_USER = f"arn:aws:iam::{ACCOUNT}:user/dana"
+OTHER = "210987654321"
+AS_USER = {"mode": "users", "users": {"dana@example.com": DANA_USER}}
+
+
+def statement(
+    effect: str, principal: Any, action: Any = "*", resource: Any = "*"
+) -> dict[str, Any]:
+    return {"Effect": effect, "Principal": principal, "Action": action, "Resource": resource}
+
+
+def policy(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+def test_a_bucket_policy_that_denies_the_user_is_deny(fake: FakeAWS) -> None:
+    fake.add_principal(DANA_USER, DANA_POLICY)
+    fake.resource_policies["reports"] = policy(statement("Deny", {"AWS": DANA_USER}, "s3:*"))
+    d = engine(fake, identity=AS_USER).check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
+    assert d.decision == "deny", d.reason
+    (_, params) = simulate_params(fake)
+    assert json.loads(params["ResourcePolicy"]) == fake.resource_policies["reports"]
+    assert params["ResourceOwner"] == f"arn:aws:iam::{ACCOUNT}:root"
+    read = fake.seen("GET", "/reports")[0]
+    assert read.headers["x-amz-expected-bucket-owner"] == ACCOUNT
+    assert "/s3/aws4_request" in read.headers["authorization"]
+
+
+def test_a_bucket_policy_alone_can_grant_a_user(fake: FakeAWS) -> None:
+    fake.add_principal(DANA_USER, {"Version": "2012-10-17", "Statement": []})
+    grant = statement("Allow", {"AWS": DANA_USER}, "s3:GetObject", "arn:aws:s3:::reports/*")
+    fake.resource_policies["reports"] = policy(grant)
+    d = engine(fake, identity=AS_USER).check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
+    assert d.decision == "allow", d.reason
+    assert "ResourcePolicy (resource)" in d.reason
+
+
+def test_a_role_never_passes_on_a_simulation_that_lacked_a_denying_policy(fake: FakeAWS) -> None:
+    """IAM simulates resource policies only for users: a role's allow stands only where the
+    resource's policy cannot take it away."""
+    fake.resource_policies["reports"] = policy(statement("Deny", {"AWS": DANA}, "s3:*"))
+    d = engine(fake).check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
+    assert d.decision == "unknown", d.reason
+    assert "Deny statements" in d.reason
+    assert all("ResourcePolicy" not in p for p in simulate_params(fake))
+
+
+def test_a_role_is_allowed_where_the_policy_only_grants(fake: FakeAWS) -> None:
+    fake.resource_policies["reports"] = policy(statement("Allow", {"AWS": ERIN}, "s3:GetObject"))
+    tp = engine(fake)
+    assert tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT).allowed
+    d = tp.check("dana@example.com", "aws-main", "s3:DeleteBucket", "arn:aws:s3:::reports")
+    assert d.decision == "unknown", d.reason  # the policy might grant dana: not a deny
+    assert "may grant it on its own" in d.reason
+
+
+def test_no_bucket_policy_is_no_policy(fake: FakeAWS) -> None:
+    fake.add_bucket("reports")  # exists, without a policy: NoSuchBucketPolicy
+    d = engine(fake, implicit_deny="auto").check(
+        "dana@example.com", "aws-main", "s3:DeleteBucket", "arn:aws:s3:::reports"
+    )
+    assert d.decision == "deny", d.reason
+
+
+@pytest.mark.parametrize("service", ["s3", "kms", "sqs", "sns", "lambda", "secretsmanager"])
+def test_a_policy_the_engine_may_not_read_is_unknown_but_a_deny_stands(
+    fake: FakeAWS, service: str
+) -> None:
+    resource = RESOURCES[service]
+    fake.resource_policies[POLICY_KEYS.get(service, resource)] = policy()
+    fake.policy_read_denied.add(service)
+    fake.add_principal(DANA, {**DANA_POLICY, "Statement": [statement("Allow", None)]})
+    tp = engine(fake)
+    d = tp.check("dana@example.com", "aws-main", f"{service}:Anything", resource)
+    assert d.decision == "unknown", d.reason
+    assert "could not be read" in d.reason
+    fake.add_principal(DANA, policy(statement("Deny", None)))
+    assert tp.check("dana@example.com", "aws-main", f"{service}:Other", resource).decision == "deny"
+
+
+RESOURCES = {
+    "s3": "arn:aws:s3:::reports/q1.csv",
+    "kms": f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "sqs": f"arn:aws:sqs:eu-west-1:{ACCOUNT}:jobs",
+    "sns": f"arn:aws:sns:eu-west-1:{ACCOUNT}:alerts",
+    "lambda": f"arn:aws:lambda:eu-west-1:{ACCOUNT}:function:resize",
+    "secretsmanager": f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT}:secret:db-AbCdEf",
+    "ecr": f"arn:aws:ecr:eu-west-1:{ACCOUNT}:repository/app",
+    "dynamodb": f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/orders",
+    "iam": f"arn:aws:iam::{ACCOUNT}:role/deployer",
+}
+POLICY_KEYS = {"s3": "reports"}
+ACTIONS = {"iam": "sts:AssumeRole"}
+
+
+@pytest.mark.parametrize("service", sorted(RESOURCES))
+def test_each_policy_bearing_resource_has_its_policy_read(fake: FakeAWS, service: str) -> None:
+    """A role whose IAM policies allow the action, on a resource whose own policy denies it:
+    never an allow (IAM cannot simulate it for a role), and the policy was read."""
+    resource, action = RESOURCES[service], ACTIONS.get(service, f"{service}:Anything")
+    if service == "iam":
+        fake.add_principal(resource, READ_ALL)
+    fake.add_principal(DANA, policy(statement("Allow", None)))
+    fake.resource_policies[POLICY_KEYS.get(service, resource)] = policy(
+        statement("Deny", {"AWS": DANA}), statement("Allow", {"AWS": DANA})
+    )
+    d = engine(fake).check("dana@example.com", "aws-main", action, resource)
+    assert d.decision == "unknown", d.reason
+    assert "Deny statements" in d.reason
+    assert len(fake.requests) >= 2  # the simulation and the policy read
+
+
+def test_a_key_policy_that_does_not_delegate_to_iam_decides(fake: FakeAWS) -> None:
+    key = RESOURCES["kms"]
+    fake.add_principal(DANA, policy(statement("Allow", None, "kms:*")))
+    fake.add_principal(DANA_USER, policy(statement("Allow", None, "kms:*")))
+    fake.resource_policies[key] = policy(statement("Allow", {"AWS": ERIN}, "kms:*"))
+    role, user = engine(fake), engine(fake, identity=AS_USER)
+    d = role.check("dana@example.com", "aws-main", "kms:Decrypt", key)
+    assert d.decision == "unknown", d.reason
+    assert "only the key policy" in d.reason
+    d = user.check("dana@example.com", "aws-main", "kms:Decrypt", key)
+    assert d.decision == "unknown", d.reason
+    assert "none of its statements" in d.reason
+    root = {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}
+    fake.resource_policies[key] = policy(statement("Allow", root, "kms:*"))
+    assert role.check("dana@example.com", "aws-main", "kms:Encrypt", key).allowed
+    fake.resource_policies[key] = policy(statement("Allow", {"AWS": DANA_USER}, "kms:Sign"))
+    assert user.check("dana@example.com", "aws-main", "kms:Sign", key).allowed
+
+
+def test_across_accounts_both_must_allow(fake: FakeAWS) -> None:
+    queue = f"arn:aws:sqs:eu-west-1:{OTHER}:jobs"
+    fake.add_principal(DANA_USER, policy(statement("Allow", None, "sqs:*")))
+    fake.resource_policies[queue] = policy(statement("Allow", {"AWS": ERIN}, "sqs:*"))
+    tp = engine(fake, identity=AS_USER)
+    d = tp.check("dana@example.com", "aws-main", "sqs:SendMessage", queue)
+    assert d.decision == "deny", d.reason
+    assert simulate_params(fake)[-1]["ResourceOwner"] == f"arn:aws:iam::{OTHER}:root"
+    fake.resource_policies[queue] = policy(statement("Allow", {"AWS": DANA_USER}, "sqs:*"))
+    assert tp.check("dana@example.com", "aws-main", "sqs:ReceiveMessage", queue).allowed
+    fake.add_principal(DANA_USER, policy())  # the identity's own account no longer allows
+    d = tp.check("dana@example.com", "aws-main", "sqs:DeleteMessage", queue)
+    assert d.decision == "deny", d.reason
+    fake.add_principal(DANA, policy(statement("Allow", None, "sqs:*")))  # a role: unknown
+    d = engine(fake).check("dana@example.com", "aws-main", "sqs:SendMessage", queue)
+    assert d.decision == "unknown", d.reason
+    assert f"account {ACCOUNT}" in d.reason
+
+
+def test_a_resource_of_a_service_whose_policies_are_not_read_is_unknown(fake: FakeAWS) -> None:
+    group = f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:app"
+    fake.add_principal(DANA, policy(statement("Allow", None, "logs:*")))
+    d = engine(fake).check("dana@example.com", "aws-main", "logs:FilterLogEvents", group)
+    assert d.decision == "unknown", d.reason
+    assert "does not read the resource policies of logs" in d.reason
+
+
+_EFFECTS = st.sampled_from(["Allow", "Deny"])
+_WHO = st.sampled_from([{"AWS": DANA}, {"AWS": ERIN}, "*", {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}])
+
+
+@settings(max_examples=25)
+@given(
+    identity=st.booleans(),
+    statements=st.lists(st.tuples(_EFFECTS, _WHO), max_size=3),
+)
+def test_a_role_is_allowed_only_when_no_resource_statement_can_deny(
+    identity: bool, statements: list[tuple[str, Any]]
+) -> None:
+    with FakeAWS(account=ACCOUNT) as fake:
+        fake.add_key(KEY, SECRET, ENGINE)
+        fake.add_principal(ENGINE, READ_ALL)
+        fake.add_principal(DANA, policy(*([statement("Allow", None)] if identity else [])))
+        queue = RESOURCES["sqs"]
+        fake.resource_policies[queue] = policy(*(statement(e, w) for e, w in statements))
+        with Toolpass([conn(fake)]) as tp:
+            d = tp.check("dana@example.com", "aws-main", "sqs:SendMessage", queue)
+    no_deny = all(effect == "Allow" for effect, _ in statements)
+    assert d.allowed == (identity and no_deny), d.reason
+    if not d.allowed and not identity:
+        assert d.decision == ("unknown" if statements else "deny"), d.reason

@@ -8,10 +8,18 @@ principal (a user, group or role ARN), with the connection's condition context
 - ``allowed`` with no missing context value -> allow;
 - ``explicitDeny`` -> deny (an explicit deny stands whatever the missing context);
 - ``implicitDeny`` (no statement allows it) -> deny by default; ``implicit_deny: unknown``
-  makes it unknown, and ``implicit_deny: auto`` makes it unknown only for services whose
-  resource-based policies can grant access on their own (S3, KMS, SQS, SNS, Lambda, ...),
-  since the simulation does not fetch resource policies; an Organizations SCP that does not
-  allow the action is a deny in every setting;
+  makes it unknown; an Organizations SCP that does not allow the action is a deny in every
+  setting;
+- resource-based policies (``_aws_resource_policies``): the policy the resource carries
+  (S3 bucket, KMS key, SQS queue, SNS topic, Lambda function, Secrets Manager secret, ECR
+  repository, DynamoDB table, a role's trust policy) is read with the service's own API and
+  passed to the simulation (``ResourcePolicy``, ``ResourceOwner``). IAM simulates a
+  resource policy only for an IAM user, so for a role or group principal the identity
+  simulation stands alone only where the policy cannot change it (same account, no Deny
+  statement, and, for a key or trust policy, delegation to the account's IAM policies);
+  otherwise, or when the policy cannot be read, nothing but an explicit deny is answered
+  (unknown). Across accounts both sides must allow. A resource without a policy
+  (``NoSuchBucketPolicy``) has none;
 - a decision that depends on context values the connection does not supply
   (``MissingContextValues``) -> unknown;
 - ``NoSuchEntity`` (the principal does not exist), ``AccessDenied``, ``Throttling``, a 5xx,
@@ -55,8 +63,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
+from toolpass.integrations import _aws_resource_policies as policies
 from toolpass.integrations import _aws_routes
 from toolpass.integrations.base import (
     REDACTED,
@@ -134,32 +143,6 @@ _KNOWN_CONTEXT_TYPES = {
 }
 _AMBIENT = ("env", "web_identity", "container", "imds")
 _DECISIONS = ("allowed", "explicitDeny", "implicitDeny")
-# Services whose resource-based policies can grant access without an identity policy.
-RESOURCE_POLICY_SERVICES = frozenset(
-    {
-        "s3",
-        "s3-object-lambda",
-        "kms",
-        "sqs",
-        "sns",
-        "lambda",
-        "secretsmanager",
-        "ecr",
-        "glacier",
-        "backup",
-        "events",
-        "logs",
-        "es",
-        "execute-api",
-        "elasticfilesystem",
-        "codeartifact",
-        "serverlessrepo",
-        "iot",
-        "mediastore",
-        "ssm-incidents",
-        "sts",
-    }
-)
 _READ_VERBS = (
     "Get",
     "List",
@@ -425,7 +408,8 @@ class AWS(Integration):
         ConfigKey(
             "implicit_deny",
             "What an implicit deny (no statement allows it) means: deny; unknown; or auto "
-            "(unknown for services whose resource policies can grant access, else deny).",
+            "(the same as deny now that resource policies are read: a check whose resource "
+            "policy cannot be read is unknown in every setting).",
             default="deny",
             choices=("deny", "unknown", "auto"),
         ),
@@ -452,6 +436,13 @@ class AWS(Integration):
             "sso_permission_set",
             "The permission set (by name) users act through; without it a user with several "
             "permission sets in the account is ambiguous (unknown).",
+        ),
+        ConfigKey(
+            "endpoint_urls",
+            "Endpoints for reading resource policies, by service ({s3: https://..., kms: ...}; "
+            "'default' for every service): VPC endpoints, or a local test stack. Default: "
+            "https://<service>.<region>.<suffix>.",
+            default={},
         ),
         ConfigKey("identitystore_url", "The Identity Store endpoint (default by region)."),
         ConfigKey("sso_admin_url", "The SSO Admin endpoint (default by region)."),
@@ -509,6 +500,11 @@ class AWS(Integration):
         if caller is not None and (not _PRINCIPAL.fullmatch(caller) or ":user/" not in caller):
             raise ConfigError("must be an IAM user ARN (IAM accepts only users)", "caller_arn")
         _context_entries(options["context"])
+        urls = options["endpoint_urls"]
+        if not isinstance(urls, Mapping):
+            raise ConfigError("must map service names to URLs", "endpoint_urls")
+        for service, url in urls.items():
+            check_url(url, f"endpoint_urls.{service}")
 
     def __init__(self, config: ConnectionConfig, http: Any = None) -> None:
         super().__init__(config, http)
@@ -576,6 +572,39 @@ class AWS(Integration):
             )
         if principal.split(":")[1] != self.partition:
             return Decision.unknown(f"{principal} is not in the {self.partition} partition")
+        first = self._simulate(principal, action, resource, None)
+        if isinstance(first, Decision):
+            return first
+        pending = _Coverage("its resource policy is not read yet", "its policy is not read yet")
+        early = self._decide(first, principal, action, resource, pending)
+        if early.decision == "deny":  # an explicit deny or an SCP: no resource policy helps
+            return early
+        try:
+            policy = policies.read(self, action, resource, principal.split(":")[4])
+            cover = self._coverage(policy, principal, action)
+        except LookupFailed as e:  # the simulation lacks the policy: only a deny can stand
+            gap = f"the resource's own policy could not be read ({e})"
+            policy, cover = None, _Coverage(gap, gap)
+        if cover.cross_account_without_policy:
+            return Decision.deny(
+                f"{resource} belongs to another account and has no resource policy that could "
+                f"let {principal} (account {principal.split(':')[4]}) in"
+            )
+        if cover.simulated and policy is not None:
+            first = self._simulate(principal, action, resource, policy)
+            if isinstance(first, Decision):
+                return first
+        return self._decide(first, principal, action, resource, cover)
+
+    def _simulate(
+        self,
+        principal: str,
+        action: str,
+        resource: str,
+        policy: policies.ResourcePolicy | None,
+    ) -> ET.Element | Decision:
+        """IAM's evaluation result for the one action (with the resource's own policy when
+        given), or an unknown decision when the answer holds no single one."""
         params = {
             "Action": "SimulatePrincipalPolicy",
             "Version": IAM_VERSION,
@@ -585,6 +614,9 @@ class AWS(Integration):
         }
         if self.options.get("caller_arn"):
             params["CallerArn"] = self.options["caller_arn"]
+        if policy is not None and policy.document is not None:
+            params["ResourcePolicy"] = policy.document
+            params["ResourceOwner"] = f"arn:{self.partition}:iam::{policy.account}:root"
         for i, (key, kind, values) in enumerate(self.context, 1):
             params[f"ContextEntries.member.{i}.ContextKeyName"] = key
             params[f"ContextEntries.member.{i}.ContextKeyType"] = kind
@@ -598,7 +630,39 @@ class AWS(Integration):
             return Decision.unknown(
                 f"IAM's simulation returned {len(mine)} results for {action}, expected one"
             )
-        return self._decide(mine[0], principal, action, resource)
+        return mine[0]
+
+    def _coverage(
+        self, policy: policies.ResourcePolicy | None, principal: str, action: str
+    ) -> _Coverage:
+        """What the simulation can and cannot answer, given the resource's own policy."""
+        if policy is None:
+            return _Coverage()
+        account = principal.split(":")[4]
+        cross = policy.account != account
+        if policy.document is None:
+            return _Coverage(cross_account_without_policy=cross)  # nothing to simulate
+        policy.statements()  # a policy that is not JSON raises: unread
+        if ":user/" in principal:
+            delegated = policy.delegates(action, self.partition)
+            return _Coverage(  # IAM evaluates the policy for a user: it is passed
+                simulated=True,
+                cross_account=cross,
+                needs_grant=policy.kind if policy.must_grant and not delegated else None,
+            )
+        why = "IAM's simulator evaluates resource policies only for IAM users, not roles or groups"
+        if cross:
+            gap = f"the {policy.kind} decides access from account {account}, and {why}"
+            return _Coverage(gap, gap)
+        if policy.denies_anything():
+            gap = f"the {policy.kind} has Deny statements, and {why}"
+            return _Coverage(gap, gap)
+        if policy.must_grant and not policy.delegates(action, self.partition):
+            gap = f"only the {policy.kind} can grant {action}, and {why}"
+            return _Coverage(gap, gap)
+        if not any(s.get("Effect") == "Allow" for s in policy.statements()):
+            return _Coverage()  # no statement at all: the policy changes nothing
+        return _Coverage(None, f"the {policy.kind} may grant it on its own, and {why}")
 
     def _resource_problem(self, resource: str) -> str | None:
         wild = self.options["allow_wildcard_resource"]
@@ -613,12 +677,15 @@ class AWS(Integration):
             return f"{resource} holds a wildcard (allow_wildcard_resource: off)"
         return None
 
-    def _decide(self, result: ET.Element, principal: str, action: str, resource: str) -> Decision:
+    def _decide(
+        self, result: ET.Element, principal: str, action: str, resource: str, cover: _Coverage
+    ) -> Decision:
         verdict = _text(result, "EvalDecision")
         missing = {m.text.strip() for m in _members(result, "MissingContextValues") if m.text}
         boundary = _text(result, "PermissionsBoundaryDecisionDetail/AllowedByPermissionsBoundary")
         orgs = _text(result, "OrganizationsDecisionDetail/AllowedByOrganizations")
         matched = _statements(result)
+        kinds = _statement_kinds(result)
         for specific in _members(result, "ResourceSpecificResults"):
             if _text(specific, "EvalResourceName") == resource:
                 verdict = _text(specific, "EvalResourceDecision") or verdict
@@ -632,13 +699,15 @@ class AWS(Integration):
                     or boundary
                 )
                 matched = _statements(specific) or matched
+                kinds = _statement_kinds(specific) or kinds
         if verdict not in _DECISIONS:
             return Decision.unknown(f"IAM's simulation answered an unknown decision {verdict!r}")
         details = result.find("EvalDecisionDetails")
-        cross = [
-            f"{_text(e, 'key')}: {_text(e, 'value')}"
+        sides = {
+            _text(e, "key") or "?": _text(e, "value") or "?"
             for e in (details.findall("entry") if details is not None else [])
-        ]
+        }
+        cross = [f"{k}: {v}" for k, v in sides.items()]
         what = f"{principal} for {action} on {resource}"
         notes = []
         if orgs == "false":
@@ -661,15 +730,29 @@ class AWS(Integration):
         if verdict == "allowed":
             if orgs == "false" or boundary == "false":
                 return Decision.deny(f"IAM does not allow {what}{tail}")
+            if cover.allow_gap:
+                return Decision.unknown(f"IAM's policies allow {what}, but {cover.allow_gap}{tail}")
+            if cover.needs_grant and "resource" not in kinds:
+                return Decision.unknown(
+                    f"IAM's policies allow {what}, but only the {cover.needs_grant} can grant it "
+                    f"and none of its statements does (toolpass does not read KMS grants){tail}"
+                )
+            if cover.cross_account and (not sides or set(sides.values()) != {"allowed"}):
+                return Decision.unknown(
+                    f"{what} crosses accounts, and IAM's simulation does not show both the "
+                    f"identity's and the resource's account allowing it{tail}"
+                )
             return Decision.allow(f"IAM allows {what}{tail}")
         if orgs == "false":
             return Decision.deny(f"IAM denies {what}{tail}")
-        setting = self.options["implicit_deny"]
-        service = action.partition(":")[0]
-        if setting == "unknown" or (setting == "auto" and service in RESOURCE_POLICY_SERVICES):
+        if cover.implicit_gap:
             return Decision.unknown(
                 f"no IAM policy of {principal} allows {action} on {resource} (implicit deny), "
-                f"but a resource-based policy the simulation does not see may{tail}"
+                f"but {cover.implicit_gap}{tail}"
+            )
+        if self.options["implicit_deny"] == "unknown":
+            return Decision.unknown(
+                f"no policy allows {what} (implicit deny; implicit_deny: unknown){tail}"
             )
         return Decision.deny(f"no IAM policy allows {what} (implicit deny){tail}")
 
@@ -697,6 +780,112 @@ class AWS(Integration):
 
     def _iam_region(self) -> str:
         return PARTITIONS[self.partition].iam_region
+
+    # --- reading resource policies (for ``_aws_resource_policies``) ------------------------
+    def endpoint(self, service: str, region: str) -> str:
+        """The URL of ``service`` in ``region`` (``endpoint_urls`` overrides it)."""
+        urls = self.options["endpoint_urls"]
+        found = urls.get(service) or urls.get("default")
+        if found:
+            return str(found).rstrip("/")
+        return f"https://{service}.{region}.{PARTITIONS[self.partition].suffix}"
+
+    def signed(
+        self,
+        method: str,
+        url: str,
+        service: str,
+        region: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        what: str,
+    ) -> Response:
+        """One SigV4-signed request with the engine's credential, to ``what``."""
+        creds = self.credentials()
+        signed = sign_v4(method, url, headers, body, creds, region, service)
+        try:
+            return self.answer(method, url, what=what, headers=signed, body=body)
+        except LookupFailed as e:
+            raise LookupFailed(_without(str(e), creds)) from None
+
+    def error_code(self, answer: Response) -> str:
+        """AWS's error code in a failed answer (JSON, or Query and S3 XML), or ""."""
+        code = answer.header("x-amzn-errortype") or answer.header("x-amzn-query-error") or ""
+        if not code:
+            with contextlib.suppress(LookupFailed):
+                data = answer.json()
+                if isinstance(data, dict):
+                    code = str(data.get("__type") or data.get("code") or "")
+        if not code:
+            with contextlib.suppress(LookupFailed):
+                root = _xml(answer.body, "AWS")
+                code = _text(root, "Code") or _text(root, "Error/Code") or ""
+        return code.partition(":")[0].partition(";")[0].rpartition("#")[2]
+
+    def resource_failure(self, answer: Response, what: str, code: str) -> LookupFailed:
+        """Why reading a resource policy failed (the engine's secrets never in it)."""
+        if not code:
+            return LookupFailed(self.redact(str(self.failure(answer, what))))
+        text = _ERRORS.get(code) or ("failed" if answer.status >= 500 else "refused")
+        return LookupFailed(self.redact(f"AWS {text} (HTTP {answer.status} {code}) to {what}"))
+
+    def json_call(
+        self,
+        service: str,
+        region: str,
+        target: str,
+        payload: Mapping[str, Any],
+        *,
+        version: str = "1.1",
+    ) -> Any:
+        """A JSON-protocol call's answer; None when AWS says there is no such policy or
+        resource (``_aws_resource_policies.ABSENT``)."""
+        operation = target.rpartition(".")[2]
+        what = f"run {service} {operation} for the resource's policy"
+        headers = {"Content-Type": f"application/x-amz-json-{version}", "X-Amz-Target": target}
+        url = self.endpoint(service, region) + "/"
+        answer = self.signed(
+            "POST", url, service, region, headers, json.dumps(payload).encode(), what
+        )
+        if answer.status == 200:
+            return self.parse(answer, what)
+        code = self.error_code(answer)
+        if code in policies.ABSENT:
+            return None
+        raise self.resource_failure(answer, what, code)
+
+    def query_attribute(
+        self, service: str, region: str, params: Mapping[str, str], name: str
+    ) -> str | None:
+        """The attribute ``name`` of a Query-protocol ``Get*Attributes`` answer (None when
+        it or the resource is absent)."""
+        url = self.endpoint(service, region) + "/"
+        what = f"run {service} {params['Action']} for the resource's policy"
+        root = self._policy_query(url, service, region, params, what)
+        for entry in root.iter("entry") if root is not None else ():
+            if _text(entry, "key") == name:
+                return _text(entry, "value") or None
+        return None
+
+    def role_trust_policy(self, role: str) -> str | None:
+        """The trust policy of the IAM role named ``role`` (IAM ``GetRole``)."""
+        params = {"Action": "GetRole", "Version": IAM_VERSION, "RoleName": role}
+        what = f"run IAM GetRole for the trust policy of {role}"
+        root = self._policy_query(self.iam_url + "/", "iam", self._iam_region(), params, what)
+        document = _text(root, "GetRoleResult/Role/AssumeRolePolicyDocument")
+        return unquote(document) if document else None
+
+    def _policy_query(
+        self, url: str, service: str, region: str, params: Mapping[str, str], what: str
+    ) -> ET.Element | None:
+        headers = {"Content-Type": _FORM, "Accept": "text/xml"}
+        answer = self.signed("POST", url, service, region, headers, form(params), what)
+        if answer.status == 200:
+            return _xml(answer.body, what)
+        code = self.error_code(answer)
+        if code in policies.ABSENT:
+            return None
+        raise self.resource_failure(answer, what, code)
 
     # --- signed requests: the kit's wire, AWS's own error codes -----------------------------
     def _query(
@@ -1109,6 +1298,21 @@ class AWS(Integration):
         return ProbeResult(True, f"signed in as {arn} (account {_text(result, 'Account')})")
 
 
+@dataclass(frozen=True)
+class _Coverage:
+    """What a simulation answers for a resource with its own policy: why an ``allowed`` or
+    an implicit deny cannot stand (``*_gap``), whether the policy was passed to it
+    (``simulated``), whether it crosses accounts, and the policy that alone can grant
+    (``needs_grant``: a key or trust policy that does not delegate to IAM)."""
+
+    allow_gap: str | None = None
+    implicit_gap: str | None = None
+    simulated: bool = False
+    cross_account: bool = False
+    cross_account_without_policy: bool = False
+    needs_grant: str | None = None
+
+
 class _NotFound(LookupFailed):
     """A JSON API's ResourceNotFoundException."""
 
@@ -1128,6 +1332,13 @@ def _statements(result: ET.Element) -> list[str]:
         kind = _text(statement, "SourcePolicyType")
         found.append(f"{policy} ({kind})" if kind else policy)
     return found
+
+
+def _statement_kinds(result: ET.Element) -> set[str]:
+    return {
+        _text(statement, "SourcePolicyType") or ""
+        for statement in _members(result, "MatchedStatements")
+    }
 
 
 def _context_entries(raw: object) -> list[tuple[str, str, list[str]]]:
