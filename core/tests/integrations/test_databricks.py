@@ -291,9 +291,20 @@ def test_the_catalog_names_the_least_privileged_credential() -> None:
         ("SELECT * FROM main.sales.orders UNION SELECT * FROM main.hr.pay", None),
         ("SELECT * FROM main.sales.orders; DROP TABLE main.sales.orders", None),
         ("SELECT http_request('x') FROM main.sales.orders", None),
-        ("SELECT * FROM main.sales.orders -- comment", None),
+        ("SELECT * FROM main.sales.orders -- comment", "main.sales.orders"),
         ("DELETE FROM main.sales.orders", None),
-        ("WITH x AS (SELECT 1) SELECT * FROM main.sales.orders", None),
+        ("WITH x AS (SELECT 1) SELECT * FROM main.sales.orders", "main.sales.orders"),
+        ("WITH x AS (SELECT * FROM main.hr.pay) SELECT * FROM main.sales.orders", None),
+        ("SELECT * FROM main.sales.orders;\nDROP TABLE main.sales.orders", None),
+        ("SELECT * FROM main.sales.orders WHERE id > 0;\n\tDELETE FROM main.sales.orders", None),
+        ("SELECT `http_request`('x') FROM main.sales.orders", None),
+        ("SELECT `main`.`sales`.`f`(a) FROM main.sales.orders", None),
+        ("SELECT a FROM main.sales.orders WHERE b = ';\nDROP TABLE x'", "main.sales.orders"),
+        ("SELECT a FROM main.sales.orders /* unterminated", None),
+        ("SELECT a FROM main.sales.orders WHERE b = 'x\\'; DROP TABLE t; --'", "main.sales.orders"),
+        ("SELECT a FROM main.sales.orders WHERE b = 'x\\\\'; DROP TABLE t; --'", None),
+        ("SELECT ARRAY(SELECT x FROM main.hr.pay) FROM main.sales.orders", None),
+        ("SELECT $$x$$ FROM main.sales.orders", None),
         (None, None),
     ],
 )
@@ -377,6 +388,29 @@ def test_a_plain_select_is_checked_as_a_table_read(
     with Session("dana@example.com").active(), pytest.raises(ActionRefused):
         query("DELETE FROM main.sales.orders")  # any other SQL is an admin's
     assert fake.statements == ["SELECT count(*) FROM main.sales.orders"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM main.sales.orders WHERE id > 0;\nDROP TABLE main.sales.orders",
+        "SELECT `http_request`('https://example.com', 'GET') FROM main.sales.orders",
+    ],
+)
+def test_a_second_statement_or_a_quoted_function_is_no_table_read(
+    kit: tuple[Toolkit, list[Any]], fake: FakeDatabricks, sql: str
+) -> None:
+    toolkit, events = kit
+
+    @toolkit.tool()
+    def query() -> None:
+        _client(fake).statement_execution.execute_statement(statement=sql, warehouse_id="w-1")
+
+    with Session("dana@example.com").active(), pytest.raises(ActionRefused):
+        query()  # dana may read the table, but this is not only a read of it
+    assert fake.statements == []
+    action = events[-1].actions[-1]
+    assert (action["action"], action["resource"]) == ("workspace.admin", "workspace")
 
 
 class TestDatabricksConformance(IntegrationConformance):

@@ -413,6 +413,12 @@ def test_the_catalog_names_the_least_privileged_credential() -> None:
         ("SELECT * FROM TABLE(sales.public.f())", None),
         ("GRANT ROLE accountadmin TO USER dana", None),
         ("CALL sales.public.p()", None),
+        ("SELECT \"SYSTEM$SEND_EMAIL\"('i', 'ops', 's', x) FROM sales.public.orders", None),
+        ('SELECT sales.public."fn"(x) FROM sales.public.orders', None),
+        ('SELECT "UPPER"(x) FROM sales.public.orders', None),
+        ("SELECT * FROM sales.public.orders WHERE a = 'x;'", ("table.read", "sales.public.orders")),
+        ("SELECT * FROM sales.public.orders WHERE a = 1;\n DROP TABLE t", None),
+        ("SELECT * FROM sales.public.orders WHERE a = $$x$$", None),
         (None, None),
     ],
 )
@@ -484,6 +490,22 @@ def test_the_hook_refuses_before_sending(
     assert events[-1].actions[-1]["action"] == "account.admin"
     assert fake.statements == []
     assert fake.seen("GET", r"/api/v2/roles/ANALYST/grants")  # the engine asked
+
+
+def test_the_hook_refuses_a_quoted_function_in_a_select(
+    kit: tuple[Toolkit, list[Any]], fake: FakeSnowflake
+) -> None:
+    toolkit, events = kit
+
+    @toolkit.tool()
+    def query(sql: str) -> str:
+        return str(_run(fake, sql))
+
+    sql = 'SELECT "POST_TO_WEBHOOK"(id, amount) FROM sales.public.orders'
+    with Session("dana@example.com").active(), pytest.raises(ActionRefused):
+        query(sql)  # dana may read the table; an external function may send it out
+    assert events[-1].actions[-1]["action"] == "account.admin"
+    assert fake.statements == []
 
 
 def test_the_hook_checks_rest_resource_calls_under_httpx(

@@ -1,9 +1,10 @@
 """What one Snowflake SQL API statement (``POST /api/v2/statements``) does, when its text says
 it plainly; otherwise nothing (it stays ``account.admin`` on the account).
 
-A small, conservative classifier, not a SQL parser. It names one action on one object, and
-only for one statement of these shapes, the object named in full (``DB.SCHEMA.TABLE``,
-unquoted or double-quoted parts):
+A small, conservative classifier, not a SQL parser, on top of the shared reader
+(:mod:`toolpass.integrations._sql`: statements, strings, quoted names, function calls). It
+names one action on one object, and only for one statement of these shapes, the object
+named in full (``DB.SCHEMA.TABLE``, unquoted or double-quoted parts):
 
 - ``SELECT <columns> FROM <table> [[AS] alias] [WHERE|GROUP BY|HAVING|QUALIFY|ORDER BY|LIMIT
   ...]``: ``table.read``;
@@ -22,7 +23,8 @@ complete it), joins, subqueries, set operations, CTEs, ``TABLE(...)``/``IDENTIFI
 stages (``@``), time travel beyond plain clauses, ``INSERT ... SELECT``, ``UPDATE ... FROM``,
 ``DELETE ... USING``, MERGE, COPY, CALL, DDL, GRANT/REVOKE, session commands, and any
 function outside a short list of plain scalar and aggregate functions (a function may call
-out: external functions, ``SYSTEM$...``, Cortex). The warehouse a statement runs on is not
+out: external functions, ``SYSTEM$...``, Cortex; a quoted or qualified name, ``"FN"(...)``,
+is never one of them). The warehouse a statement runs on is not
 checked by this route (``warehouse.use`` is its own action).
 """
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import re
 
+from toolpass.integrations._sql import SNOWFLAKE, calls_plain, statements, tokens
 from toolpass.integrations.routes import Match, Route
 
 _PART = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)'
@@ -101,68 +104,20 @@ _SHAPES: list[tuple[str, str, str, re.Pattern[str]]] = [
     ),
 ]
 _NOT_PLAIN = re.compile(
-    r"--|//|/\*|\$\$|@|;.|\b(?:FROM|JOIN|UNION|INTERSECT|EXCEPT|MINUS|WITH|SELECT|INTO|LATERAL|"
+    r"--|//|/\*|\$\$|@|\b(?:FROM|JOIN|UNION|INTERSECT|EXCEPT|MINUS|WITH|SELECT|INTO|LATERAL|"
     r"TABLE|IDENTIFIER|USING|CONNECT|MATCH_RECOGNIZE|PIVOT|UNPIVOT|CHANGES|RESULT_SCAN)\b",
     re.I,
-)
-_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_$.]*)\s*\(")
-_PLAIN_FUNCTIONS = frozenset(
-    [
-        "count",
-        "sum",
-        "avg",
-        "min",
-        "max",
-        "lower",
-        "upper",
-        "coalesce",
-        "cast",
-        "try_cast",
-        "round",
-        "abs",
-        "length",
-        "len",
-        "trim",
-        "ltrim",
-        "rtrim",
-        "date_trunc",
-        "to_date",
-        "to_timestamp",
-        "to_char",
-        "to_varchar",
-        "to_number",
-        "year",
-        "month",
-        "day",
-        "concat",
-        "substr",
-        "substring",
-        "nvl",
-        "nvl2",
-        "iff",
-        "in",
-        "between",
-        "current_date",
-        "current_timestamp",
-        "dateadd",
-        "datediff",
-        "split_part",
-        "replace",
-        "left",
-        "right",
-        "any_value",
-        "median",
-    ]
 )
 
 
 def plain(statement: object) -> tuple[str, str, str, str] | None:
     """``(action, kind, effect, object)`` for one statement of a shape this module reads,
     else None."""
-    if not isinstance(statement, str) or len(statement) > 100_000:
-        return None
-    if re.search(r"--|//|/\*|\$\$|;\s*\S", statement):
-        return None  # a comment, dollar-quoted text or a second statement
+    found = statements(statement, SNOWFLAKE)
+    if found is None or len(found) != 1 or not isinstance(statement, str):
+        return None  # unreadable, or a second statement
+    if re.search(r"--|//|/\*", statement):
+        return None  # a comment: the shapes below read the text as it is
     for action, kind, effect, pattern in _SHAPES:
         m = pattern.fullmatch(statement)
         if m is None:
@@ -171,8 +126,9 @@ def plain(statement: object) -> tuple[str, str, str, str] | None:
         rest = f"{groups.get('cols') or ''} | {groups.get('tail') or ''}"
         if _NOT_PLAIN.search(rest):
             return None
-        if any(f.lower() not in _PLAIN_FUNCTIONS for f in _CALL.findall(rest)):
-            return None
+        toks = tokens(rest, SNOWFLAKE)
+        if toks is None or not calls_plain(toks, SNOWFLAKE):
+            return None  # a function outside the plain ones, or one quoted or qualified
         return action, kind, effect, m.group("obj")
     return None
 

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._sql import DATABRICKS, statements
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -74,44 +75,6 @@ _EVERYONE_UC = "account users"
 _EVERYONE_WS = "users"
 _ADMINS = "admins"
 _STATEMENTS = "/api/2.0/sql/statements"
-_TABLE = r"`?([A-Za-z0-9_-]+)`?\.`?([A-Za-z0-9_-]+)`?\.`?([A-Za-z0-9_-]+)`?"
-_SELECT = re.compile(
-    rf"\s*SELECT\s+(?P<cols>.+?)\s+FROM\s+{_TABLE}"
-    r"(?:\s+(?:AS\s+)?[A-Za-z_][A-Za-z0-9_]*)?"
-    r"(?:\s+(?:WHERE|GROUP\s+BY|ORDER\s+BY|LIMIT)\b(?P<tail>.*?))?\s*;?\s*",
-    re.I | re.S,
-)
-_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_PLAIN_FUNCTIONS = frozenset(
-    [
-        "count",
-        "sum",
-        "avg",
-        "min",
-        "max",
-        "lower",
-        "upper",
-        "coalesce",
-        "cast",
-        "round",
-        "abs",
-        "length",
-        "trim",
-        "date_trunc",
-        "to_date",
-        "year",
-        "month",
-        "day",
-        "concat",
-        "substr",
-        "substring",
-        "nvl",
-        "in",
-    ]
-)
-_NOT_PLAIN = re.compile(
-    r"--|/\*|;.|\b(?:FROM|JOIN|UNION|INTERSECT|EXCEPT|WITH|SELECT|INTO|LATERAL)\b", re.I
-)
 _PAGES = 50
 CREDENTIAL = (
     "Least privilege: a dedicated service principal (Settings > Identity and access > Service "
@@ -183,9 +146,10 @@ class Databricks(Integration):
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
         """The table's route; a SQL statement (``POST /api/2.0/sql/statements``) that is one
-        plain ``SELECT`` from one table named in full (``catalog.schema.table``), calling no
-        function but a few plain ones, is ``table.read`` on that table; any other statement
-        stays ``workspace.admin`` (what it touches cannot be told from its text)."""
+        certain read of one table named in full (``catalog.schema.table``), calling no
+        function but plain ones (:func:`plain_select`), is ``table.read`` on that table; any
+        other statement stays ``workspace.admin`` (what it touches cannot be told from its
+        text)."""
         found = self.route_table().match(request)
         if found is None or request.path.rstrip("/") != _STATEMENTS:
             return found
@@ -453,20 +417,19 @@ class Databricks(Integration):
 
 
 def plain_select(statement: object) -> str | None:
-    """The table ``catalog.schema.table`` a statement reads, when it is one plain SELECT of
-    that one table (no join, subquery, set operation, comment, second statement, and no
-    function but a few plain ones); None otherwise."""
-    if not isinstance(statement, str):
+    """The table ``catalog.schema.table`` a statement reads, when it is one statement that
+    :mod:`~toolpass.integrations._sql` reads with certainty as a SELECT of that one table
+    (named in full, calling no function but plain ones); None otherwise."""
+    found = statements(statement, DATABRICKS)
+    if not found or len(found) != 1:
         return None
-    m = _SELECT.fullmatch(statement)
-    if m is None:
+    (one,) = found
+    names = set(one.tables)
+    if not one.reads or one.verb not in ("select", "with") or len(names) != 1:
         return None
-    rest = f"{m.group('cols')} {m.group('tail') or ''}"
-    if _NOT_PLAIN.search(rest):
-        return None
-    if any(f.lower() not in _PLAIN_FUNCTIONS for f in _CALL.findall(rest)):
-        return None
-    return ".".join(m.group(i) for i in (2, 3, 4))
+    (name,) = names
+    full = ".".join(name)
+    return full if len(name) == 3 and _UC_NAME["table"].fullmatch(full) else None
 
 
 class _Absent(Exception):
