@@ -4,10 +4,17 @@ The check reads ``GET /repos/{owner}/{repo}/collaborators/{login}/permission``: 
 role the user holds through the repository, its teams, the organization and the
 enterprise. Each action needs a minimum role (``read`` < ``triage`` < ``write`` <
 ``maintain`` < ``admin``); custom roles count as the base role GitHub reports for them.
-On a protected branch, writing the branch (``contents.write``, ``branch.delete`` on
-``ref:owner/repo@branch``) needs ``protected_branch_role`` (admin by default), since branch
-rules may still stop a writer. GitHub answers 404 for a repository the engine cannot see:
-unknown by default, deny when ``not_found: deny``.
+What GitHub binds on top of the role is read too (``_github_rules``; the table is
+docs/permissions/github.md): a write to a branch (``ref:owner/repo@branch``) and a merge's
+base branch (``pr:owner/repo#1``) answer to its classic protection (pull request required,
+approving reviews, push restrictions, lock, ``enforce_admins``, deletions) and its rulesets
+(with their bypass actors); an archived repository takes no writes; a locked conversation
+takes comments from writers only; the default branch is renamed by admins; a workflow run's
+pending deployments (``run:owner/repo#id``) are approved by the environments' required
+reviewers; an unpublished advisory (``advisory:owner/repo@GHSA-...``) is for admins,
+security managers and its collaborators; a GitHub Enterprise Server account that is
+suspended is refused. A rule toolpass cannot read answers unknown. GitHub answers 404 for a
+repository the engine cannot see: unknown by default, deny when ``not_found: deny``.
 
 The engine authenticates with a token (classic with ``repo`` and ``read:org``, or
 fine-grained / App with Metadata: read; the permission endpoint needs push access) or as a
