@@ -119,11 +119,14 @@ def prepare(
             _unattributed(kit, method, url)
         return None
     method = method.upper()
-    scheme, host, port, path = origin(url)
-    query = url.partition("?")[2].partition("#")[0]
     again = scope.refused_requests.get((method, url))
     if again is not None:  # a client retrying what was refused: refused again, not recounted
         raise again
+    try:
+        scheme, host, port, path = origin(url)
+    except ValueError as exc:
+        raise _unreadable(scope, method, url, str(exc)) from None
+    query = url.partition("?")[2].partition("#")[0]
     record: dict[str, Any] = {
         "method": method,
         "host": host,
@@ -208,6 +211,20 @@ def prepare(
         _performed(scope, record, match)
         return None
     return Question(scope, record, match, scope.session.user, place.connection)
+
+
+def _unreadable(scope: CallScope, method: str, url: str, why: str) -> ActionRefused:
+    """A request whose address cannot be read one way only: refused, never an unknown host."""
+    record: dict[str, Any] = {"method": method, "host": "", "path": "", "_request": (method, url)}
+    scope.event.actions.append(record)
+    return _refuse(
+        scope,
+        record,
+        "check_error",
+        f"The tool's {method} request has an address toolpass cannot read unambiguously, "
+        "so it was not sent. Tell the user.",
+        f"{why}: {url[:200]!r}",
+    )
 
 
 def _methods(request: Request) -> tuple[str, ...]:
@@ -311,7 +328,8 @@ def _unknown_host(
     kit: CallKit, router: Router, scope: CallScope, record: dict[str, Any], changes: bool
 ) -> None:
     """A request to a host no connection owns: refused, or let go (audited; a write is
-    warned about when there are connections it could have been meant for)."""
+    warned about when there are connections it could have been meant for). What it brings
+    back is anyone's: the call's output is untrusted (recorded, fenced, vouching for nothing)."""
     record["verdict"] = "unknown_host"
     mode = kit.settings.unknown_host
     host = record["host"]
@@ -323,6 +341,8 @@ def _unknown_host(
             f"The tool tried to reach {host}, which toolpass does not know, so the "
             "request was not sent. Tell the user.",
         )
+    scope.read_untrusted = True
+    scope.session.tainted = True
     if changes and len(router):
         log.warning(
             "toolpass: tool %r sent a %s request to %s, which no connection checks",
@@ -482,7 +502,10 @@ def _unattributed(kit: CallKit, method: str, url: str) -> None:
     and refused with ``strict_threads``."""
     refused = kit.settings.strict_threads
     event = AuditEvent("(no call context)", None)
-    _, host, _, path = origin(url)
+    try:
+        _, host, _, path = origin(url)
+    except ValueError:
+        host, path = "", url[:200]
     event.outcome, event.detail = ("refused" if refused else "unchecked"), "no_call_context"
     if refused:
         event.code, event.message = "check_error", _NO_CALL

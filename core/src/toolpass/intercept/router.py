@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 _DEFAULT_PORT = {"http": 80, "https": 443}
 _AUTHORITY_PATH = re.compile(r"([^/?#]*)([^?#]*)")
 _NUMERIC = re.compile(r"[0-9][0-9a-fx.]*")  # what inet_aton might read as an IPv4 address
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# What no parser reads the same way in an authority: spaces, controls, backslashes, quotes.
+_UNREADABLE = re.compile(r'[\x00-\x20\x7f\\"<>^`{|}]')
 LOOPBACK = "127.0.0.1"
 
 
@@ -38,16 +42,29 @@ class Place(NamedTuple):
 
 
 def origin(url: str) -> tuple[str, str, int, str]:
-    """``(scheme, host, port, path)`` of an absolute URL, the host as ``normal_host`` spells
-    it, default ports filled in (port 0 when it is not a number). Written out, since it runs
-    per request; what comes before the path is read once per address."""
-    scheme, _, rest = url.partition("://")
+    """``(scheme, host, port, path)`` of an absolute URL, the scheme lower-cased, the host as
+    ``normal_host`` spells it, default ports filled in (port 0 for an unknown scheme).
+    Raises ``ValueError`` for an address that cannot be read one way only: no scheme, no
+    host, a port that is not a number, a second ``@``, spaces, backslashes or control
+    characters. Written out, since it runs per request; what comes before the path is read
+    once per address."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise ValueError("not an absolute URL")
     authority, path = _AUTHORITY_PATH.match(rest).groups()  # type: ignore[union-attr]
     return (*_address(scheme, authority), path or "/")
 
 
+def absolute(target: str) -> bool:
+    """Whether a request target is in absolute form (``scheme://...``, any case), as sent
+    to a forward proxy."""
+    return _ABSOLUTE.match(target) is not None
+
+
 @functools.lru_cache(maxsize=4096)
 def _address(scheme: str, authority: str) -> tuple[str, str, int]:
+    if not _SCHEME.fullmatch(scheme) or _UNREADABLE.search(authority) or authority.count("@") > 1:
+        raise ValueError("an address that cannot be read one way only")
     scheme = scheme.lower()
     authority = authority.rpartition("@")[2]
     if authority.startswith("["):  # [v6 address]:port
@@ -55,13 +72,25 @@ def _address(scheme: str, authority: str) -> tuple[str, str, int]:
         port_text = after[1:] if after.startswith(":") else ""
     elif authority.count(":") > 1:  # a v6 address a client wrote without brackets, then :port
         host, _, port_text = authority.rpartition(":")
+        _v6(host)
     else:
         host, _, port_text = authority.partition(":")
+    if not host:
+        raise ValueError("no host")
     if not port_text:
         port = _DEFAULT_PORT.get(scheme, 0)
+    elif port_text.isascii() and port_text.isdigit() and int(port_text) <= 65535:
+        port = int(port_text)
     else:
-        port = int(port_text) if port_text.isdigit() else 0
+        raise ValueError("a port that is not a number")
     return scheme, normal_host(host), port
+
+
+def _v6(host: str) -> None:
+    try:
+        ipaddress.IPv6Address(host.partition("%")[0])
+    except ValueError:
+        raise ValueError("a host with a colon that is no IPv6 address") from None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -11,14 +11,15 @@ from typing import Any
 
 from toolpass.intercept.check import acheck, apeek, check, checked_above, peek
 from toolpass.intercept.clients import Patch
+from toolpass.intercept.router import absolute
 
 _PORTS = {b"http": 80, b"https": 443, b"ws": 80, b"wss": 443}
 
 
 def _url(url: Any) -> str:
-    target = url.target.decode("ascii")
-    if target.startswith(("http://", "https://")):
-        return str(target)  # the absolute form, through a forwarding proxy
+    target = url.target.decode("latin-1")
+    if absolute(target):
+        return str(target)  # the absolute form, through a forwarding proxy (any case)
     host = url.host.decode("ascii")
     if ":" in host:
         host = f"[{host}]"

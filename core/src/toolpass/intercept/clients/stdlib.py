@@ -10,6 +10,7 @@ from typing import Any
 
 from toolpass.intercept.check import check, checked_above, peek
 from toolpass.intercept.clients import Patch
+from toolpass.intercept.router import absolute
 
 DISTRIBUTION = None
 TESTED = ""
@@ -39,8 +40,8 @@ class _Pending:
 
 def url(conn: Any, target: str, tls: bool) -> str:
     """The absolute URL a request with this target goes to over ``conn``."""
-    if target.startswith(("http://", "https://")):
-        return target  # the absolute form, through a proxy
+    if absolute(target):
+        return target  # the absolute form, through a proxy (any case of any scheme)
     host = getattr(conn, "_tunnel_host", None) or conn.host
     port = getattr(conn, "_tunnel_port", None) or conn.port
     if ":" in host:
