@@ -1430,6 +1430,26 @@ class TestAWSConformance(IntegrationConformance):
     def error_body(self, text: str) -> bytes:
         return error_xml("InvalidClientTokenId", text, 403).body  # type: ignore[no-any-return]
 
+    def disable_account(self, api: FakeAWS) -> None:
+        """IAM has no disabled state: a removed role is AWS's nearest (NoSuchEntity)."""
+        del api.principals[DANA]
+
+    def make_read_only(self, api: FakeAWS) -> str:
+        """A bucket policy that denies every write to everyone."""
+        deny = statement("Deny", "*", ["s3:Put*", "s3:Delete*"], "arn:aws:s3:::reports/*")
+        api.resource_policies["reports"] = policy(deny)
+        return "s3:PutObject"
+
+    def bind_admins(self, api: FakeAWS) -> None:
+        """dana holds AdministratorAccess; an Organizations SCP denies the bucket to all."""
+        api.add_principal(DANA, policy(statement("Allow", None)))
+        api.scp = policy(
+            statement("Allow", None), statement("Deny", None, "s3:*", "arn:aws:s3:::reports/*")
+        )
+
+    def revoke(self, api: FakeAWS) -> None:
+        api.add_principal(DANA, policy())
+
 
 # --- resource-based policies ---------------------------------------------------------------
 

@@ -14,6 +14,17 @@ what every integration must do the same way: each failure of the system is ``unk
 a precise reason and never cached, the credential never shows in a reason, the probe, the
 catalog, and the shared identity modes. The integration's own tests are its semantics.
 
+Cross-cutting scenarios every system meets in some form are hooks a subclass provides:
+``disable_account`` (the user's account is disabled), ``make_read_only`` (the resource is in
+a read-only state; returns the write action to try), ``bind_admins`` (the user is an
+administrator, and a rule that binds administrators too forbids the check) and ``revoke``
+(the user loses the access the check needs). Each must turn the allowed check into no allow;
+``revoke`` with ``fresh=True`` at once, past every cache. A hook the system has no analogue
+for is left out, and names its reason in ``unsupported`` (scenario -> why): its test is a
+skip counted in the report with that reason, never a silent pass. Two deployments sharing a
+store (same connection name, other settings) never answer from each other's cache: that one
+needs no hook.
+
 A subclass may not override these tests (``test_no_test_is_overridden`` fails it), except
 by marking the override ``xfail``.
 """
@@ -73,6 +84,28 @@ class IntegrationConformance:
 
     def connection(self, api: Any, **extra: Any) -> dict[str, Any]:
         """The connection settings for ``api``, with ``extra`` keys on top."""
+        raise NotImplementedError
+
+    #: Scenarios (``disable_account``, ``make_read_only``, ``bind_admins``, ``revoke``) the
+    #: system has no analogue for, each with the reason: their tests are counted skips.
+    unsupported: ClassVar[dict[str, str]] = {}
+
+    def disable_account(self, api: Any) -> None:
+        """Disable ``user``'s account in the fake."""
+        raise NotImplementedError
+
+    def make_read_only(self, api: Any) -> str:
+        """Put ``resource`` in a read-only state (archived, locked, ...); answer a write
+        action on it that the user could do otherwise."""
+        raise NotImplementedError
+
+    def bind_admins(self, api: Any) -> None:
+        """Make ``user`` an administrator, and add a rule that binds administrators too (a
+        protection, a policy above the account) forbidding the check."""
+        raise NotImplementedError
+
+    def revoke(self, api: Any) -> None:
+        """Take away the access the allowed check needs."""
         raise NotImplementedError
 
     def error_body(self, text: str) -> Any:
@@ -159,6 +192,59 @@ class IntegrationConformance:
         echo = " ".join(("credential", self.credential, *self.other_secrets, "is not valid"))
         self.server(api).fail(status, body=self.error_body(echo), times=1000)
         self.unknown(api)
+
+    # Cross-cutting scenarios.
+
+    def scenario(self, name: str, api: Any) -> Any:
+        """Run the hook ``name``; a hook the subclass leaves out is a skip with its reason."""
+        try:
+            return getattr(self, name)(api)
+        except NotImplementedError:
+            reason = self.unsupported.get(name, "the conformance subclass gives no reason")
+            pytest.skip(f"{self.integration}: no {name} scenario ({reason})")
+
+    def test_a_disabled_account_is_not_allowed(self, api: Any) -> None:
+        self.scenario("disable_account", api)
+        with self.engine(api) as tp:
+            d = self.ask(tp, api)
+        assert not d.allowed, d.reason
+
+    def test_a_resource_in_a_read_only_state_refuses_writes(self, api: Any) -> None:
+        write = self.scenario("make_read_only", api)
+        with self.engine(api) as tp:
+            conn = self.connection(api)["id"]
+            d = tp.check(self.user, conn, write, self.resource)
+        assert not d.allowed, d.reason
+
+    def test_a_rule_that_binds_admins_binds_them(self, api: Any) -> None:
+        self.scenario("bind_admins", api)
+        with self.engine(api) as tp:
+            d = self.ask(tp, api)
+        assert not d.allowed, d.reason
+
+    def test_fresh_after_a_revocation_is_not_allowed(self, api: Any) -> None:
+        with self.engine(api) as tp:
+            assert self.ask(tp, api).allowed
+            self.scenario("revoke", api)
+            d = self.ask(tp, api, fresh=True)
+        assert not d.allowed, d.reason
+        assert not d.cached
+
+    def test_deployments_sharing_a_store_keep_their_own_decisions(
+        self, api: Any, tmp_path: Path
+    ) -> None:
+        """Another deployment names its connection the same, but its system is elsewhere
+        (here: nowhere): it must ask it, never answer from the first one's decision."""
+        store = f"sqlite:///{tmp_path}/shared.db"
+        with Toolpass([self.connection(api)], store=store) as first:
+            assert self.ask(first, api).allowed
+        elsewhere = self.connection(api, url=f"http://127.0.0.1:{_closed_port()}")
+        with Toolpass([elsewhere], store=store) as second:
+            d = self.ask(second, api)
+        assert d.decision == "unknown", d.reason
+        assert not d.cached
+        with Toolpass([self.connection(api)], store=store) as again:
+            assert self.ask(again, api).cached
 
     # The probe.
 
