@@ -142,6 +142,11 @@ class FakeJira(FakeServer):
         self.oauth_clients: dict[str, OAuthClient] = {}
         self.access_tokens: dict[str, str] = {}  # token -> account id
         self.search_inactive = False
+        #: project key -> the id of the issue security scheme it uses
+        self.security_schemes: dict[str, str] = {}
+        #: the bulk check answers from the permission scheme alone, as if a deactivated
+        #: account's groups and roles still held their grants
+        self.state_blind = False
         self.page_cap = 100
         self._ids = itertools.count(10000)
         self._tokens = itertools.count(1)
@@ -207,7 +212,7 @@ class FakeJira(FakeServer):
     # --- semantics -------------------------------------------------------------------
     def holds(self, account: str, permission: str, issue: Issue) -> bool:
         user = self.users.get(account)
-        if user is None or not user.active:
+        if user is None or not (user.active or self.state_blind):
             return False
         if issue.visible_to is not None and account not in issue.visible_to:
             return False
@@ -402,6 +407,26 @@ class FakeJira(FakeServer):
                 )
             return self._user_json(found, self._base(request))
 
+        @api("GET", "/issuesecurityschemes/project")
+        def security_scheme_projects(request: Request, caller: str) -> Reply | dict[str, Any]:
+            """Get projects using issue security schemes (Administer Jira)."""
+            if not self.holds_global(caller, "ADMINISTER"):
+                return Reply(403, errors("You are not authorized to perform this action."))
+            wanted = set(request.query.get("projectId") or [])
+            values = [
+                {"issueSecuritySchemeId": scheme, "projectId": self.projects[key]}
+                for key, scheme in sorted(self.security_schemes.items())
+                if not wanted or self.projects[key] in wanted
+            ]
+            size = int(request.arg("maxResults", "50") or 50)
+            return {
+                "isLast": len(values) <= size,
+                "maxResults": size,
+                "startAt": 0,
+                "total": len(values),
+                "values": values[:size],
+            }
+
         @api("GET", r"/issue/(?P<ref>[^/]+)")
         def issue(request: Request, caller: str) -> Reply | dict[str, Any]:
             found = self._issue_by(request.params["ref"])
@@ -491,7 +516,7 @@ class FakeJira(FakeServer):
                         for pid in projects
                         if (found := self._project_by(str(pid))) is not None
                         and (account, key, found[0]) in self.project_grants
-                        and self.users[account].active
+                        and (self.users[account].active or self.state_blind)
                     ]
                     ok_issues = [
                         int(iid)
@@ -510,7 +535,8 @@ def populate(fake: FakeJira) -> FakeJira:
     - dana (dana@example.com): browses and edits PAY, may delete nothing;
     - erin (erin@example.com): administers PAY (every project permission);
     - olga (olga@example.com): deactivated;
-    - PAY-123 (ordinary), PAY-7 (security level: erin only), PAY-9 (dana may delete it).
+    - PAY-123 (ordinary), PAY-7 (security level: erin only), PAY-9 (dana may delete it);
+      PAY uses an issue security scheme; OPS (dana browses it) uses none.
     """
     fake.add_engine()
     fake.add_user("acc-dana", "dana@example.com", "Dana Scully")
@@ -527,4 +553,7 @@ def populate(fake: FakeJira) -> FakeJira:
     fake.grant("acc-erin", *PROJECT_PERMISSIONS, project="PAY")
     fake.grant("acc-olga", *PROJECT_PERMISSIONS, project="PAY")
     fake.grant_global("acc-erin", "ADMINISTER")
+    fake.security_schemes["PAY"] = "10100"  # PAY-7's level is one of its scheme's
+    fake.add_project("OPS")  # no issue security scheme
+    fake.grant("acc-dana", "BROWSE_PROJECTS", project="OPS")
     return fake

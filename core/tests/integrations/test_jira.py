@@ -77,6 +77,51 @@ def check(tp: Toolpass, user: str, action: str, resource: str, **kw: Any) -> Any
     return tp.check(user, "jira-main", action, resource, **kw)
 
 
+# --- searches ----------------------------------------------------------------------------
+def test_a_project_search_needs_a_project_without_security_levels(
+    tp: Toolpass, fake: FakeJira
+) -> None:
+    """A search bounded to a project returns what the agent's account sees there, issues
+    under security levels included: allowed only where the project has no issue security
+    scheme (or the search says level IS EMPTY, which the hook asks as project:KEY)."""
+    assert check(tp, "dana@example.com", "BROWSE_PROJECTS", "project:PAY").allowed
+    d = check(tp, "dana@example.com", "BROWSE_PROJECTS", "search:PAY")
+    assert d.decision == "deny", d.reason
+    assert "issue security scheme" in d.reason
+    assert check(tp, "dana@example.com", "BROWSE_PROJECTS", "search:OPS").allowed
+    assert check(tp, "erin@example.com", "BROWSE_PROJECTS", "search:OPS").decision == "deny"
+    assert check(tp, "dana@example.com", "EDIT_ISSUES", "search:OPS").decision == "unknown"
+    [read] = fake.seen("GET", r".*/issuesecurityschemes/project")[-1:]
+    assert read.arg("projectId") == fake.projects["OPS"]
+
+
+def test_the_jira_library_cannot_search_a_secured_project(fake: FakeJira) -> None:
+    """Through the request hook: the jira library's search of a project with security levels
+    is refused before it leaves; narrowed with level IS EMPTY it goes through."""
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    events: list[Any] = []
+    with Toolpass([conn(fake)]) as engine:
+        kit = Toolkit(permissions=engine, audit=[events.append])
+
+        @kit.tool()
+        def search(jql: str) -> int:
+            client = jira_client(fake, basic_auth=("engine@example.com", "classic-token"))
+            url = client._get_url("search/jql")
+            return int(client._session.post(url, json={"jql": jql}).status_code)
+
+        try:
+            with Session("dana@example.com").active(), pytest.raises(ActionRefused) as info:
+                search("project = PAY ORDER BY key")
+        finally:
+            intercept.uninstall()
+    assert info.value.code == "not_authorized"
+    assert fake.seen(None, r".*/rest/api/3/search.*") == []
+    action = events[-1].actions[-1]
+    assert (action["action"], action["resource"]) == ("BROWSE_PROJECTS", "search:PAY")
+
+
 # --- allow and deny ---------------------------------------------------------------------
 def test_allow_asks_the_bulk_check_for_the_users_account_and_issue_id(
     tp: Toolpass, fake: FakeJira
@@ -238,7 +283,9 @@ def test_error_on_the_issue_lookup_is_unknown(tp: Toolpass, fake: FakeJira) -> N
 
 def test_bad_request_is_unknown(fake: FakeJira) -> None:
     users = {"mode": "users", "users": {"ghost@example.com": "acc-ghost"}}
-    with Toolpass([conn(fake, identity=users, verify_account=False)]) as tp:
+    fake.add_user("acc-ghost", "ghost@example.com")
+    with Toolpass([conn(fake, identity=users)]) as tp:
+        fake.fail(400, path=CHECK, body={"errorMessages": ["Invalid account ID: acc-ghost"]})
         d = check(tp, "ghost@example.com", "EDIT_ISSUES", "issue:PAY-123")
     assert d.decision == "unknown"
     assert "HTTP 400" in d.reason
@@ -395,11 +442,38 @@ def test_users_mapping_with_account_verification(fake: FakeJira) -> None:
     assert fake.seen("GET", SEARCH) == []
 
 
-def test_verify_account_off_skips_the_account_fetch(fake: FakeJira) -> None:
+def test_verify_account_off_is_unknown_rather_than_assumed_active(fake: FakeJira) -> None:
     identity = {"mode": "users", "users": {"dana@example.com": "acc-dana"}}
     with Toolpass([conn(fake, identity=identity, verify_account=False)]) as tp:
-        assert check(tp, "dana@example.com", "EDIT_ISSUES", "issue:PAY-123").allowed
+        d = check(tp, "dana@example.com", "EDIT_ISSUES", "issue:PAY-123")
+    assert d.decision == "unknown"
+    assert "verify_account" in d.reason
     assert fake.seen("GET", r"/rest/api/3/user") == []
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_deactivated_account_gets_nothing_its_groups_still_hold(
+    fake: FakeJira, verify: bool
+) -> None:
+    """Deactivating an account leaves its groups and roles in place: whatever the bulk check
+    still reports, the account is refused, in every identity mode."""
+    fake.state_blind = True
+    identity = {"mode": "users", "users": {"olga@example.com": "acc-olga"}}
+    with Toolpass([conn(fake, identity=identity, verify_account=verify)]) as tp:
+        d = check(tp, "olga@example.com", "EDIT_ISSUES", "issue:PAY-123")
+    assert not d.allowed
+    assert d.decision == ("deny" if verify else "unknown"), d.reason
+
+
+def test_fresh_reads_the_account_state_again(fake: FakeJira) -> None:
+    fake.state_blind = True
+    identity = {"mode": "users", "users": {"dana@example.com": "acc-dana"}}
+    with Toolpass([conn(fake, identity=identity)]) as tp:
+        assert check(tp, "dana@example.com", "EDIT_ISSUES", "issue:PAY-123").allowed
+        fake.users["acc-dana"].active = False  # deactivated by an administrator
+        d = check(tp, "dana@example.com", "EDIT_ISSUES", "issue:PAY-123", fresh=True)
+    assert d.decision == "deny", d.reason
+    assert "deactivated" in d.reason
 
 
 def test_template_mode_limited_to_domains(fake: FakeJira) -> None:
@@ -576,8 +650,8 @@ def test_decisions_identity_and_ids_are_cached(tp: Toolpass, fake: FakeJira) -> 
     assert fresh.allowed
     assert not fresh.cached
     assert len(fake.seen("POST", CHECK)) == 2
-    assert len(fake.seen("GET", SEARCH)) == 2  # one look-up (two pages), then cached
-    assert len(fake.seen("GET", r".*/issue/PAY-123")) == 1  # so is the key's id
+    assert len(fake.seen("GET", SEARCH)) == 4  # fresh looks the user up anew too
+    assert len(fake.seen("GET", r".*/issue/PAY-123")) == 2  # and the key's id
     denied = check(tp, "dana@example.com", "DELETE_ISSUES", "issue:PAY-123")
     assert denied.decision == "deny"
     assert check(tp, "dana@example.com", "DELETE_ISSUES", "issue:PAY-123").cached

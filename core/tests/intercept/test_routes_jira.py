@@ -308,7 +308,28 @@ def body(data: object) -> bytes:
             "/rest/api/3/search/jql",
             "jql=project%20%3D%20PAY%20AND%20status%3DOpen",
             None,
+            ("BROWSE_PROJECTS", "search:PAY", "read", "u"),
+        ),
+        (
+            "POST",
+            "/rest/api/3/search/jql",
+            "",
+            {"jql": "project = PAY AND level IS EMPTY ORDER BY created"},
             ("BROWSE_PROJECTS", "project:PAY", "read", "u"),
+        ),
+        (
+            "POST",
+            "/rest/api/3/search/jql",
+            "",
+            {"jql": 'project = PAY AND level = "EMPTY"'},  # a level named EMPTY
+            ("BROWSE_PROJECTS", "search:PAY", "read", "u"),
+        ),
+        (
+            "POST",
+            "/rest/api/3/search/jql",
+            "",
+            {"jql": "project = PAY AND (level IS EMPTY OR level = Staff)"},
+            ("BROWSE_PROJECTS", "search:PAY", "read", "u"),
         ),
         (
             "POST",

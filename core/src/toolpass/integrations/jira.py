@@ -11,8 +11,11 @@ Checking another user needs the *Administer Jira* global permission; finding a u
 needs *Browse users and groups* (``USER_PICKER``). The engine's account therefore is a Jira
 administrator even though it only reads: keep its credential away from the agent.
 
-Resources: ``project:PAY`` (key or numeric id), ``issue:PAY-123`` (key or numeric id), and
-``site`` for the global permissions (``ADMINISTER``, ``USER_PICKER``, ...).
+Resources: ``project:PAY`` (key or numeric id), ``issue:PAY-123`` (key or numeric id),
+``search:PAY`` (every issue a search bounded to project PAY can return: ``BROWSE_PROJECTS``,
+and no issue security scheme in the project), and ``site`` for the global permissions
+(``ADMINISTER``, ``USER_PICKER``, ...). A deactivated account is denied everything, whatever
+its groups and roles still hold.
 
 Authentication of the engine (``auth``):
 
@@ -89,10 +92,9 @@ def _jql_tokens(jql: str) -> list[tuple[str, str]] | None:
     return out
 
 
-def jql_bound(jql: str) -> tuple[str, str] | None:
-    """``("project", KEY)`` or ``("issue", KEY-1)`` when every issue ``jql`` can match must be
-    in that one project or be that one issue: a top-level ``AND`` clause ``project = X``,
-    ``project in (X)`` or ``issue|key = X`` with no top-level ``OR``. None otherwise."""
+def _top_clauses(jql: str) -> list[list[tuple[str, str]]] | None:
+    """The top-level ``AND`` clauses of ``jql`` (before ``ORDER BY``); None when it does not
+    tokenize, its parentheses do not balance, or it has a top-level ``OR``."""
     tokens = _jql_tokens(jql)
     if tokens is None:
         return None
@@ -120,7 +122,27 @@ def jql_bound(jql: str) -> tuple[str, str] | None:
             clauses.append([])
             continue
         clauses[-1].append((kind, text))
-    if depth != 0:
+    return clauses if depth == 0 else None
+
+
+def jql_unsecured(jql: str) -> bool:
+    """Whether ``jql`` matches only issues without an issue security level: a top-level
+    ``AND`` clause ``level IS EMPTY`` (or ``IS NULL``, ``= EMPTY``)."""
+    unsecured = (
+        [("w", "level"), ("w", "is"), ("w", "empty")],
+        [("w", "level"), ("w", "is"), ("w", "null")],
+        [("w", "level"), ("p", "="), ("w", "empty")],
+    )
+    clauses = _top_clauses(jql) or []
+    return any([(k, t.lower()) for k, t in clause] in unsecured for clause in clauses)
+
+
+def jql_bound(jql: str) -> tuple[str, str] | None:
+    """``("project", KEY)`` or ``("issue", KEY-1)`` when every issue ``jql`` can match must be
+    in that one project or be that one issue: a top-level ``AND`` clause ``project = X``,
+    ``project in (X)`` or ``issue|key = X`` with no top-level ``OR``. None otherwise."""
+    clauses = _top_clauses(jql)
+    if clauses is None:
         return None
     for clause in clauses:
         if len(clause) < 3 or clause[0][0] not in ("w", "s"):
@@ -174,7 +196,8 @@ class Jira(AtlassianSite):
             "verify_account",
             "When the user was mapped without Jira's own look-up (users, template, file, "
             "http, callable), fetch the account first: an unknown account is unknown, a "
-            "deactivated one is denied.",
+            "deactivated one is denied. When off, such a user's checks are all unknown "
+            "(whether the account is active is never assumed).",
             default=True,
         ),
         ConfigKey(
@@ -196,8 +219,10 @@ class Jira(AtlassianSite):
         gateway's (``/ex/jira/<cloudId>/rest/...``; another site's cloud id names no
         resource) and ``/rest/api/latest`` (v2). Resources nested in the JSON body are read
         here (``fields.project``, ``issueIdsOrKeys``); a body naming several projects or
-        issues needs ``ADMINISTER`` on ``site``. A JQL search bounded to one project (or one
-        issue) needs ``BROWSE_PROJECTS`` there, any other ``ADMINISTER``."""
+        issues needs ``ADMINISTER`` on ``site``. A JQL search bounded to one issue needs
+        ``BROWSE_PROJECTS`` on it; bounded to one project, ``BROWSE_PROJECTS`` on
+        ``search:KEY`` (every issue it can return: see :meth:`check`), or on ``project:KEY``
+        when it also says ``level IS EMPTY``; any other search ``ADMINISTER``."""
         path, foreign = request.path, False
         gateway = _GATEWAY.fullmatch(path)
         if gateway is not None:
@@ -253,6 +278,8 @@ class Jira(AtlassianSite):
         if bound is None:
             return found
         kind, value = bound
+        if kind == "project" and not jql_unsecured(jql):
+            kind = "search"  # it can return issues under any security level of the project
         route = found.route
         narrowed = Route(
             route.method,
@@ -364,7 +391,19 @@ class Jira(AtlassianSite):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
+        """See the module; ``search:KEY`` (what a JQL search bounded to project KEY can
+        return) is ``BROWSE_PROJECTS`` there while the project has no issue security scheme:
+        with one, the search may return issues under levels the user is not in (the engine
+        cannot tell whose they are), so it is denied; ``level IS EMPTY`` narrows it."""
         kind, _, ref = resource.partition(":")
+        if kind == "search":
+            if action != "BROWSE_PROJECTS" or not _PROJECT.fullmatch(ref):
+                return Decision.unknown(
+                    f"search:KEY is asked with BROWSE_PROJECTS only, not {action} on {resource!r}",
+                    cause="resource",
+                )
+            decided = self.check(user, action, f"project:{ref}")
+            return decided if not decided.allowed else self._unsecured(ref, decided)
         is_global = action in _GLOBAL
         if is_global and resource != SITE:
             return Decision.unknown(
@@ -385,12 +424,12 @@ class Jira(AtlassianSite):
         active = self._active(account)
         if active is False:
             return Decision.deny(f"{user}'s Jira account {account} is deactivated")
+        if active is None:
+            return Decision.unknown(
+                f"whether {user}'s Jira account {account} is active was not verified "
+                "(verify_account is off)"
+            )
         if action == ACCESS:
-            if active is None:
-                return Decision.unknown(
-                    f"whether {user}'s Jira account {account} is active was not verified "
-                    "(verify_account is off)"
-                )
             return Decision.allow(f"{user}'s Jira account {account} is active")
         if is_global:
             body: dict[str, Any] = {"accountId": account, "globalPermissions": [action]}
@@ -428,6 +467,26 @@ class Jira(AtlassianSite):
             if any(str(i) == target for i in ids if not isinstance(i, bool)):
                 return Decision.allow(f"Jira grants {account} {action} on {label}")
         return Decision.deny(f"Jira does not grant {account} {action} on {label}")
+
+    def _unsecured(self, key: str, browse: Decision) -> Decision:
+        """``browse`` when project ``key`` uses no issue security scheme
+        (``GET /issuesecurityschemes/project?projectId=``), else a deny."""
+        resolved = self._resolve("project", key)
+        if resolved is None:  # resolved a moment ago: gone since
+            return Decision.unknown(f"Jira has no project {key} that the engine's account can see")
+        what = f"read the issue security scheme of project {key}"
+        params = {"projectId": resolved[0], "maxResults": "1"}
+        data = self._api("GET", f"{_API}/issuesecurityschemes/project", what=what, params=params)
+        used = data.get("values") if isinstance(data, dict) else None
+        if not isinstance(used, list):
+            raise LookupFailed("jira's issue security scheme answer has no values list")
+        if not used:
+            return Decision.allow(f"{browse.reason}; project {key} has no issue security levels")
+        return Decision.deny(
+            f"project {key} uses an issue security scheme: a search there can return issues "
+            "under security levels the user is not in; search with level IS EMPTY, or open "
+            "the issues by key"
+        )
 
     def _bulk_check(self, body: dict[str, Any]) -> dict[str, Any]:
         what = "check the user's permissions"
