@@ -79,10 +79,12 @@ def serving(server: MCPServer) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def client(url: str, user: str | None, mode: str = "auto") -> AsyncIterator[Client]:
+async def client(
+    url: str, user: str | None, mode: str = "auto", headers: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
     """A client session with ``url`` sending ``user``'s bearer token (for None, a token naming
-    no user)."""
-    headers = {"Authorization": f"Bearer {token_of(user)}"}
+    no user), and ``headers``."""
+    headers = {**(headers or {}), "Authorization": f"Bearer {token_of(user)}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as session,  # type: ignore[arg-type]

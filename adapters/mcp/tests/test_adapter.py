@@ -390,9 +390,10 @@ async def test_a_session_lasts_for_the_connection() -> None:
     assert first == second  # one client session on a handshake-era connection
     again = await call_all(server, [("whoami", {})], DANA, mode="legacy")
     assert again.outputs[0].split()[1] != first  # a new client session, a new session
-    # The 2026-07-28 protocol is stateless: each request is a connection of its own.
+    # The 2026-07-28 protocol is stateless (each request is a connection of its own): the
+    # requests of one client share its session.
     modern = await call_all(server, [("whoami", {}), ("whoami", {})], DANA)
-    assert modern.outputs[0].split()[1] != modern.outputs[1].split()[1]
+    assert modern.outputs[0].split()[1] == modern.outputs[1].split()[1]
 
 
 @pytest.mark.asyncio

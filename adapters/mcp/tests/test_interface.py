@@ -38,7 +38,7 @@ def server(factory: Any = MCPServer, **options: Any) -> MCPServer:
 async def test_conversation_is_the_mcp_session_on_streamable_http() -> None:
     """A handshake-era HTTP client session has an ``Mcp-Session-Id``: its calls share one
     toolpass session, another client session gets its own. On the stateless 2026-07-28
-    protocol every request stands alone, and so does its session."""
+    protocol (a connection per request) the client's requests share its session."""
     built = server(oauth_server)
     with serving(built) as url:
         legacy = []
@@ -51,7 +51,7 @@ async def test_conversation_is_the_mcp_session_on_streamable_http() -> None:
     assert legacy[0][0] == legacy[0][1]
     assert legacy[1][0] == legacy[1][1]
     assert legacy[0][0] != legacy[1][0]
-    assert modern[0] != modern[1]
+    assert modern[0] == modern[1]
 
 
 @pytest.mark.asyncio

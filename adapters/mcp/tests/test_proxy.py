@@ -33,7 +33,12 @@ RORY, DANA = "rory@example.com", "dana@example.com"
 @pytest.fixture(scope="module")
 def github() -> Iterator[FakeGitHub]:
     with FakeGitHub() as gh:
-        gh.add_repo("acme/widgets", {"dana": "write", "rory": "read"})
+        roles = {"dana": "write", "rory": "read"}
+        repo = gh.add_repo("acme/widgets", roles, branches={"main": False})
+        for number in range(1, 8):  # a merge's check reads its pull request (#7)
+            pull = {"id": number, "number": number, "title": "fix", "body": None}
+            repo.pulls.append({**pull, "user": {"login": "dana"}, "head_ref": "fix"})
+            repo.pulls[-1]["base_ref"] = "main"
         gh.add_token(TOKEN)
         yield gh
 

@@ -28,11 +28,14 @@ without changing its code.
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult, TextContent
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass.adapting import (
     Guard,
     OnRefuse,
@@ -44,6 +47,7 @@ from toolpass.adapting import (
     ToolRefused,
     refusal_text,
 )
+from toolpass.rules.redact import redact, usable
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
     from toolpass.mcp._fastmcp import FastMCPGuard
 
 __all__ = [
+    "Client",
     "FastMCPGuard",
     "Rule",
     "ToolpassMiddleware",
@@ -71,6 +76,15 @@ User = str | Callable[[Any], Any] | None
 
 #: The JSON-RPC error code of a refusal when ``on_refuse=None`` (no tool result: an error).
 REFUSED = -32001
+
+#: Who a client is when its requests share no MCP session (a string, or a callable given the
+#: request's context); see ``guard``.
+Client = str | Callable[[Any], Any] | None
+
+#: Messages other than ``tools/call`` that read or run something on the server: each is
+#: checked as a call of a tool of that name, with these arguments from its params.
+CHECKED = {"resources/read": ("uri",), "prompts/get": ("name", "arguments")}
+_READS: dict[str, list[str] | None] = {method: list(args) for method, args in CHECKED.items()}
 
 
 def user_of_token(token: AccessToken | None, claim: str) -> str | None:
@@ -156,6 +170,12 @@ class _UserSource:
         return self.user
 
 
+class _ClientRun:
+    """Stands for one client whose requests share no MCP session (``session="run"``)."""
+
+    __slots__ = ("__weakref__",)
+
+
 class _Core:
     """What the MCP and FastMCP middleware share: the Guard, the user and session of a
     request, and what a refusal becomes."""
@@ -172,7 +192,13 @@ class _Core:
         session: SessionSource,
         on_refuse: OnRefuse | None,
         token: Callable[[], AccessToken | None],
+        client: Client = None,
     ) -> None:
+        if not (client is None or callable(client) or (isinstance(client, str) and client)):
+            raise TypeError(f"client is a client's name, a callable or None, not {client!r}")
+        self.engine, self.client, self.token = engine, client, token
+        self._clients: OrderedDict[str, _ClientRun] = OrderedDict()
+        self._lock = threading.Lock()
         self.guard = Guard(
             engine,
             rules,
@@ -188,8 +214,8 @@ class _Core:
         tool: Any,
         arguments: Any,
         context: Any,
-        run: Any,
-        conversation: Any,
+        connection: Any,
+        request: Any,
         call_next: Callable[[], Awaitable[Any]],
         refused_as: Callable[[Any, ToolRefused], Any],
     ) -> Any:
@@ -203,13 +229,16 @@ class _Core:
 
         async def body() -> Any:
             try:
-                return await call_next()
+                return redact(await call_next(), self.secrets())
             except Exception as exc:
                 refused = refusal_in(exc)
                 if refused is not None:  # refused inside the body: the call's outcome
                     raise refused from None
-                raised.append(exc)
-                raise
+                hidden = self.without_secrets(exc)
+                raised.append(hidden)
+                if hidden is exc:
+                    raise
+                raise hidden from None
 
         try:
             try:
@@ -222,7 +251,7 @@ class _Core:
                         detail=f"tool {tool!r}, arguments of type {type(arguments).__name__}",
                     )
                 user = guard.user_of(None, context)
-                key = guard.key(run, conversation, context)
+                key = guard.key(*self.keys(connection, request, context), context)
             except ToolRefused as refused:  # never run: the application's source failed
                 log.warning("toolpass: the user or session of %s failed: %s", name, refused.detail)
                 guard.audit_refused(None, name, args, refused)
@@ -243,6 +272,65 @@ class _Core:
                 detail=f"{type(exc).__name__}: {exc}",
             )
             return self.refusal(failed, refused_as)
+
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets of the engine's connections, as they resolve now (a rotated token
+        too): what a result must not carry back to the client."""
+        engine = self.engine
+        names = getattr(engine, "connections", ())
+        integration = getattr(engine, "integration", None)
+        if not callable(integration) or not isinstance(names, tuple | list):
+            return ()
+        return usable(s for name in names for s in integration(name).secret_values())
+
+    def without_secrets(self, exc: Exception) -> Exception:
+        """An ``MCPError`` (passed on to the client as it is) without the connections'
+        secrets; any other exception is the server's to mask."""
+        secrets = self.secrets() if isinstance(exc, MCPError) else ()
+        if not secrets or redact(exc.error, secrets) is exc.error:  # type: ignore[attr-defined]
+            return exc
+        return MCPError.from_error_data(redact(exc.error, secrets))  # type: ignore[attr-defined]
+
+    def keys(self, connection: Any, request: Any, context: Any) -> tuple[Any, Any]:
+        """The ``(run, conversation)`` a request's session is kept under: its MCP session
+        (``Mcp-Session-Id``); else its connection, when the connection lasts beyond the
+        request (stdio, in memory); else (the 2026-07-28 protocol, stateless HTTP: a
+        connection per request) its client: ``client=``, else the access token's
+        ``client_id``, else the one client of this server."""
+        session_id = getattr(connection, "session_id", None)
+        if isinstance(session_id, str) and session_id:
+            return connection, session_id
+        version = getattr(connection, "protocol_version", None)
+        if request is None and version not in MODERN_PROTOCOL_VERSIONS:
+            return connection, None
+        name = self.client_of(context)
+        with self._lock:
+            run = self._clients.pop(name, None) or _ClientRun()
+            self._clients[name] = run
+            if len(self._clients) > self.guard.held_sessions:
+                self._clients.popitem(last=False)
+        return run, f"mcp-client {name}"
+
+    def client_of(self, context: Any) -> str:
+        client = self.client
+        try:
+            name = client(context) if callable(client) else client
+        except Exception as exc:
+            raise ToolRefused(
+                "check_error",
+                "The session of this call could not be found, so it was not made. Tell the user.",
+                detail=f"client raised {type(exc).__name__}: {exc}",
+            ) from None
+        if name is None:
+            token = self.token()
+            name = token.client_id if token is not None else "(this server's client)"
+        if not isinstance(name, str) or not name:
+            raise ToolRefused(
+                "check_error",
+                "The session of this call could not be found, so it was not made. Tell the user.",
+                detail=f"client gave {name!r}, not a client's name",
+            )
+        return name
 
     def refusal(self, refused: ToolRefused, refused_as: Callable[[Any, ToolRefused], Any]) -> Any:
         """What the client reads for ``refused``: ``on_refuse``'s text (or result) made a
@@ -269,6 +357,11 @@ def _as_mcp_result(made: Any, refused: ToolRefused) -> Any:
     return refusal_result(made if isinstance(made, str) else str(made), refused)
 
 
+def _as_mcp_error(made: Any, refused: ToolRefused) -> Any:
+    text = made if isinstance(made, str) else refusal_text(refused)
+    raise MCPError(REFUSED, text, {"code": refused.code})
+
+
 def _connection_of(session: Any) -> Any:
     """The client connection a request came on (one per client session on stdio, legacy
     in-memory and stateful HTTP; one per request on the stateless 2026-07-28 protocol)."""
@@ -287,28 +380,48 @@ class ToolpassMiddleware:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        if ctx.method != "tools/call":
-            result = await call_next(ctx)
-            if ctx.method == "tools/list":
-                try:
-                    self._saw_tools(result)
-                except Exception:  # only a check of the rules: never fail the listing
-                    log.exception("toolpass: could not check the rules against the tools")
-            return result
+        if ctx.method == "tools/call":
+            return await self._call(ctx, call_next)
+        if ctx.method in CHECKED:
+            return await self._read(ctx, call_next)
+        result = await call_next(ctx)
+        if ctx.method == "tools/list":
+            try:
+                self._saw_tools(result)
+            except Exception:  # only a check of the rules: never fail the listing
+                log.exception("toolpass: could not check the rules against the tools")
+        return result
+
+    async def _call(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         params: Any = ctx.params if isinstance(ctx.params, Mapping) else {}
-        connection = _connection_of(ctx.session)
         result = await self._core.call(
             params.get("name"),
             params.get("arguments"),
             ctx,
-            connection,
-            getattr(connection, "session_id", None),
+            _connection_of(ctx.session),
+            ctx.request,
             lambda: call_next(ctx),
             _as_mcp_result,
         )
         if isinstance(result, str):  # the pipeline fenced an untrusted result: text
             return CallToolResult(content=[TextContent(type="text", text=result)])
-        return result  # type: ignore[no-any-return]
+        return result
+
+    async def _read(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        """``resources/read`` or ``prompts/get``: checked as a call of the tool named by
+        the method, whose arguments are the message's (``uri``; ``name`` and ``arguments``);
+        refused as a JSON-RPC error, as these have no failed result."""
+        params: Any = ctx.params if isinstance(ctx.params, Mapping) else {}
+        arguments = {name: params.get(name) for name in CHECKED[ctx.method]}
+        return await self._core.call(
+            ctx.method,
+            arguments,
+            ctx,
+            _connection_of(ctx.session),
+            ctx.request,
+            lambda: call_next(ctx),
+            _as_mcp_error,
+        )
 
     def _saw_tools(self, result: Any) -> None:
         tools = (
@@ -327,6 +440,7 @@ class ToolpassMiddleware:
             if isinstance(name, str):
                 properties = schema.get("properties") if isinstance(schema, Mapping) else None
                 found[name] = list(properties) if isinstance(properties, Mapping) else None
+        found.update(_READS)
         if set(found) != self._listed:  # checked again only when the tools change
             self._listed = set(found)
             with warnings.catch_warnings():
@@ -345,8 +459,10 @@ def guard(
     claim: str = "email",
     session: SessionSource = "conversation",
     on_refuse: OnRefuse | None = refusal_text,
+    client: Client = None,
 ) -> Any:
-    """Check every ``tools/call`` of ``server`` with toolpass; returns the middleware added.
+    """Check every ``tools/call`` (and ``resources/read``, ``prompts/get``) of ``server``
+    with toolpass; returns the middleware added.
 
     ``server`` is an MCP SDK 2.x ``MCPServer`` or low-level ``Server`` (toolpass joins the
     end of ``server.middleware``: innermost, so it checks the arguments the tool receives;
@@ -356,11 +472,22 @@ def guard(
     the call's arguments. With ``strict=True`` a tool without a rule is refused; otherwise it
     runs unchecked (in a session, audited). ``user``: who a request without an access token
     acts for (the user's name, for a stdio server run for one person; or a callable given the
-    request's context); a request with a token acts for its ``claim``. ``session``: what one
-    session lasts for, ``"conversation"`` (the client's MCP session on streamable HTTP, else
-    its connection), ``"run"`` (the connection), or a callable given the request's context.
-    ``on_refuse`` makes the text the model reads (or a ``CallToolResult``); None makes a
-    refusal a JSON-RPC error instead of a tool result. Every option is checked here.
+    request's context); a request with a token acts for its ``claim``.
+
+    ``session``: what one session (its limits, its record of untrusted content, a call
+    waiting for approval) lasts for: ``"conversation"`` (the client's MCP session,
+    ``Mcp-Session-Id``, on stateful streamable HTTP), ``"run"`` (the connection), or a callable
+    given the request's context. Where a connection is one request (the 2026-07-28 protocol
+    the SDK negotiates by default, stateless HTTP), both mean the client: ``client`` (its name,
+    or a callable given the request's context), else the access token's ``client_id``, else
+    this server's one client (right for stdio). A session is reset by a new MCP session or
+    connection, by the server's restart, or once it is not among the toolkit's most recently
+    used sessions (``Guard.held_sessions``). ``resources/read`` and ``prompts/get`` are checked
+    as calls of tools of those names (arguments ``uri``; ``name`` and ``arguments``): a rule
+    may name them, ``strict=True`` refuses them without one. Results (and errors) reach the
+    client without the engine's connections' secrets. ``on_refuse`` makes the text the model
+    reads (or a ``CallToolResult``); None makes a refusal a JSON-RPC error instead of a tool
+    result. Every option is checked here.
     """
     if _is_fastmcp(server):
         from toolpass.mcp._fastmcp import FastMCPGuard
@@ -374,6 +501,7 @@ def guard(
             claim=claim,
             session=session,
             on_refuse=on_refuse,
+            client=client,
         )
         server.add_middleware(middleware)
         return middleware
@@ -393,10 +521,9 @@ def guard(
         session=session,
         on_refuse=on_refuse,
         token=get_access_token,
+        client=client,
     )
-    tools = _known_tools(server)
-    if tools:
-        core.guard.add_tools(tools, complete=False)
+    core.guard.add_tools({**_known_tools(server), **_READS}, complete=False)
     _surface_body_refusals(server)
     added = ToolpassMiddleware(core)
     chain.append(added)

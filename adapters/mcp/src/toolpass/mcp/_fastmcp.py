@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types
-from fastmcp.server.dependencies import get_access_token
+from fastmcp.server.dependencies import get_access_token, get_http_request
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 from toolpass.adapting import OnRefuse, PermissionEngine, Rules, SessionSource, Toolkit, ToolRefused
 from toolpass.adapting import refusal_text as refusal_text
-from toolpass.mcp import User, _connection_of, _Core
+from toolpass.mcp import Client, User, _connection_of, _Core
 
 __all__ = ["FastMCPGuard"]
 
@@ -28,6 +28,14 @@ def _as_tool_result(made: Any, refused: ToolRefused) -> Any:
         meta={"toolpass": meta},
         is_error=True,
     )
+
+
+def _http_request() -> Any:
+    """The HTTP request being served, or None (stdio, in memory)."""
+    try:
+        return get_http_request()
+    except RuntimeError:
+        return None
 
 
 class FastMCPGuard(Middleware):
@@ -48,6 +56,7 @@ class FastMCPGuard(Middleware):
         claim: str = "email",
         session: SessionSource = "conversation",
         on_refuse: OnRefuse | None = refusal_text,
+        client: Client = None,
     ) -> None:
         self._core = _Core(
             engine,
@@ -59,6 +68,7 @@ class FastMCPGuard(Middleware):
             session=session,
             on_refuse=on_refuse,
             token=get_access_token,
+            client=client,
         )
         self.guard = self._core.guard
 
@@ -79,7 +89,7 @@ class FastMCPGuard(Middleware):
             getattr(message, "arguments", None),
             context,
             connection,
-            getattr(connection, "session_id", None),
+            _http_request(),
             lambda: call_next(context),
             _as_tool_result,
         )
