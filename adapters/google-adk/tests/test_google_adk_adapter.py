@@ -28,6 +28,7 @@ from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 from pytest_toolpass import KitTools, ScriptedEngine
 from toolpass import ApprovalQueue, AuditEvent, Decision, Toolkit, ToolRefused
+from toolpass.adapting import Traits
 from toolpass.google_adk import Rule, ToolpassCallbacks
 
 DANA, ERIN = "dana@example.com", "erin@example.com"
@@ -523,3 +524,70 @@ def test_an_unwrapped_tools_exception_is_read_by_the_model(how: str) -> None:
     out, _ = run(guarded(how, agent, callbacks), DANA)
     assert responses(out) == [{"error": "ValueError: cannot do 2"}]
     assert [(e.tool, e.outcome) for e in events] == [("boom", "error")]
+
+
+# Approvals hardened (#18): what the person reads, and one answer for one request.
+
+SEND = Traits(effect="write", sends_out=True, reads_private=True, untrusted_output=True)
+
+
+def mailing(queue: ApprovalQueue, sent: list[str], calls: list[dict[str, Any]]) -> Any:
+    """A runner whose framework tool ``send_mail`` always needs approval, called with each
+    of ``calls`` in one model message, every call under the function call id ``t1``."""
+
+    def send_mail(to: str, body: str) -> str:
+        """Send a mail."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    llm = scripted([("send_mail", c) for c in calls], parallel=True)
+    agent = LlmAgent(name="mailer", model=llm, tools=[send_mail])
+    kit = Toolkit(approver=queue, audit=[])
+    callbacks = ToolpassCallbacks(ScriptedEngine(), {"send_mail": SEND}, toolkit=kit)
+    return guarded("apply", agent, callbacks), llm
+
+
+def same_id(llm: Any) -> None:
+    original = llm.generate_content_async
+
+    async def generate(request: Any, stream: bool = False) -> Any:
+        async for response in original(request, stream):
+            for part in (response.content.parts if response.content else None) or []:
+                if part.function_call is not None:
+                    part.function_call.id = "t1"
+            yield response
+
+    object.__setattr__(llm, "generate_content_async", generate)
+
+
+def test_the_confirmation_hint_shows_the_arguments() -> None:
+    queue, sent = ApprovalQueue(), []
+    runner, _ = mailing(queue, sent, [{"to": "eve@evil.example", "body": "the customer list"}])
+    out, _ = run(runner, DANA)
+    [ask] = confirmation_calls(out)
+    confirmation = ask.args["toolConfirmation"]
+    assert "to = 'eve@evil.example'" in confirmation["hint"]
+    assert "the customer list" in confirmation["hint"]
+    assert confirmation["payload"]["arguments"]["to"] == "'eve@evil.example'"
+    assert sent == []
+
+
+def test_calls_sharing_a_function_call_id_never_share_an_answer() -> None:
+    queue, sent = ApprovalQueue(), []
+    calls = [
+        {"to": "bills@utility.example", "body": "the invoice"},
+        {"to": "eve@evil.example", "body": "the customer list"},
+    ]
+    runner, llm = mailing(queue, sent, calls)
+    same_id(llm)
+    out, session = run(runner, DANA)
+    assert len(queue.pending()) == 2
+    asks = confirmation_calls(out)
+    assert asks
+    for ask in asks:
+        try:
+            confirm(runner, DANA, session, ask, {"confirmed": True, "payload": {"by": "lee"}})
+        except ValueError as exc:  # ADK 2.13 refuses itself to resume calls sharing an id
+            assert "mismatch" in str(exc)
+    assert "eve@evil.example" not in sent
+    assert "eve@evil.example" in [r.arguments["to"] for r in queue.pending()]

@@ -52,12 +52,15 @@ callback listed before toolpass's (or a plugin listed before it) still has the f
 Approvals: when the pipeline needs a person (``toolkit=Toolkit(approver=ApprovalQueue())``
 and a check asking for approval), the call asks through ADK's tool confirmation
 (``tool_context.request_confirmation``): the run pauses with an ``adk_request_confirmation``
-call whose ``ToolConfirmation`` payload carries the request (``toolpass``, ``request_id``,
-``tool``, ``user``, ``message``). The application answers it the ADK way (a
+call whose ``ToolConfirmation`` hint is the request's description (who asks for what, why,
+every argument) and whose payload carries the request (``toolpass``, ``request_id``, ``tool``,
+``user``, ``arguments``, ``message``). The application answers it the ADK way (a
 ``FunctionResponse`` named ``adk_request_confirmation`` with ``{"confirmed": true}``, and
 ``payload={"by": "lee"}`` to say who); the answer is recorded in the toolkit's
-``ApprovalQueue`` and the call runs once (or is refused with ``approval_denied``). A request
-decided in the queue directly keeps that decision.
+``ApprovalQueue`` and the call runs once (or is refused with ``approval_denied``). An answer
+decides the one request asked under its function call id (or the one its payload's
+``request_id`` names): calls sharing an id never share an answer. A request decided in the
+queue directly keeps that decision.
 
 A failure of the adapter itself (the user source raising, a bug here) refuses the call with
 ``check_error``; its text never reaches the model.
@@ -159,7 +162,8 @@ class ToolpassCallbacks:
         )
         self._lock = threading.Lock()
         self._runs: OrderedDict[str, _Run] = OrderedDict()
-        self._asked: OrderedDict[str, str] = OrderedDict()
+        #: The requests asked about: (function call id, request id), in the order asked.
+        self._asked: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     # What the application calls.
 
@@ -330,19 +334,22 @@ class ToolpassCallbacks:
             return  # no call to pause: the refusal is the answer
         request = getattr(refused, "request", None)
         describe = getattr(request, "describe", None)
+        message = describe() if callable(describe) else refused.message
+        arguments = getattr(request, "arguments", {})
         tool_context.request_confirmation(
-            hint=refused.message,
+            hint=message,  # what the person reads: who asks for what, why, every argument
             payload={
                 "toolpass": "approval",
                 "request_id": request_id,
                 "tool": tool,
                 "user": user,
-                "message": describe() if callable(describe) else refused.message,
+                "arguments": {k: repr(v) for k, v in arguments.items()},
+                "message": message,
             },
         )
         tool_context.actions.skip_summarization = True  # the pause is no result to summarize
         with self._lock:
-            self._asked[call] = request_id
+            self._asked[(call, request_id)] = None
             while len(self._asked) > _HELD:
                 self._asked.popitem(last=False)
 
@@ -355,19 +362,27 @@ class ToolpassCallbacks:
         arguments: Mapping[str, Any],
     ) -> None:
         """Records the person's answer to this very call's confirmation in the toolkit's
-        queue (unless it was decided there already), before the pipeline runs again."""
+        queue (unless it was decided there already), before the pipeline runs again. The
+        answer is bound to one request: the one the payload names, else the one asked under
+        this function call id; calls sharing the id, asked apart, share no answer (the person
+        decides each in the queue, or the payload names the request)."""
         confirmation = tool_context.tool_confirmation
         call = tool_context.function_call_id
         if confirmation is None or not call:
             return
         with self._lock:
-            request_id = self._asked.pop(call, None)
+            asked = [request for each, request in self._asked if each == call]
         queue: Any = getattr(self.guard.toolkit, "approver", None)
         if not callable(getattr(queue, "get", None)):
             return
         payload = confirmation.payload
-        if request_id is None and isinstance(payload, Mapping):
-            request_id = payload.get("request_id")  # the application echoed the request back
+        named = payload.get("request_id") if isinstance(payload, Mapping) else None
+        request_id = named if isinstance(named, str) else None
+        if request_id is None and len(asked) > 1:
+            log.warning("toolpass: one confirmation for %d requests of call %s", len(asked), call)
+            return
+        if request_id is None and asked:
+            request_id = asked[0]
         if isinstance(request_id, str):
             try:
                 request = queue.get(request_id)
@@ -379,12 +394,9 @@ class ToolpassCallbacks:
                 return
             with self.guard.session(user, key) as session:
                 here = session.id
-            waiting = [
-                r
-                for r in pending()
-                if (r.user, r.session_id, r.tool, r.arguments)
-                == (user, here, tool, dict(arguments))
-            ]
+            # Only when this is the one request of this tool waiting in the session, so that
+            # calls sharing the function call id never share the answer.
+            waiting = [r for r in pending() if (r.user, r.session_id, r.tool) == (user, here, tool)]
             if len(waiting) != 1:
                 return
             request = waiting[0]
@@ -392,16 +404,21 @@ class ToolpassCallbacks:
             return
         if request.arguments != dict(arguments):
             return
+        with self._lock:
+            self._asked.pop((call, request.id), None)
         by = "google-adk confirmation"
         reason = ""
         if isinstance(payload, Mapping):
             if isinstance(payload.get("by"), str) and payload["by"].strip():
                 by = payload["by"]
             reason = str(payload.get("reason") or "")
-        if confirmation.confirmed:
-            queue.approve(request.id, by=by)
-        else:
-            queue.deny(request.id, by=by, reason=reason)
+        try:
+            if confirmation.confirmed:
+                queue.approve(request.id, by=by)
+            else:
+                queue.deny(request.id, by=by, reason=reason)
+        except (ValueError, PermissionError) as exc:  # decided meanwhile, or their own call
+            log.warning("toolpass: the answer to approval %s was not recorded: %s", request.id, exc)
 
     # Wrapping.
 
