@@ -17,6 +17,7 @@ import re
 import socket
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import unquote
 
 _SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*):")
@@ -46,6 +47,7 @@ class Url:
         return self.hosts[0] if len(self.hosts) == 1 else ""
 
 
+@lru_cache(maxsize=4096)
 def parse_url(text: str) -> Url | None:
     """``text`` as a URL with a host (``scheme://host/...``, ``//host/...`` or
     ``host.name/...``), or None when it is not one or a client would reject its host."""
@@ -92,29 +94,32 @@ def _host_port(authority: str) -> tuple[list[str], int | None] | None:
     if not _PORT.fullmatch(port) or (port and int(port) > 65535):
         return None
     hosts = normalize_host(host)
-    return (hosts, int(port) if port else None) if hosts else None
+    return (list(hosts), int(port) if port else None) if hosts else None
 
 
-def normalize_host(host: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def normalize_host(host: str) -> tuple[str, ...]:
     """Every spelling of ``host`` a client resolves (percent-decoded, lower-cased, no
     trailing dot, IDNA 2008 and 2003 punycode, an IP address in its usual form); empty when
     it is not a host name or address."""
     try:
         host = unicodedata.normalize("NFKC", unquote(host, errors="strict"))
     except UnicodeError:
-        return []
+        return ()
     host = host.lower().rstrip(".")
     if not host:
-        return []
-    address = _address(host)
+        return ()
+    address = _address(host) if host[0].isdigit() or ":" in host else None
     if address is not None:
-        return [address]
+        return (address,)
+    if host.isascii():
+        return (host,) if all(_LABEL.fullmatch(label) for label in host.split(".")) else ()
     found: list[str] = []
     for encode in (_idna2008, _idna2003):
         name = encode(host)
         if name and all(_LABEL.fullmatch(label) for label in name.split(".")):
             found += [name] if name not in found else []
-    return found
+    return tuple(found)
 
 
 def _address(host: str) -> str | None:
@@ -162,10 +167,10 @@ def _path(path: str) -> str:
     return re.sub("/{2,}", "/", decoded)
 
 
-def host_of_email(address: str) -> list[str]:
+def host_of_email(address: str) -> tuple[str, ...]:
     """The spellings of the domain of ``address`` (``user@domain``), as ``normalize_host``
     gives them; empty when it has no valid domain."""
     local, at, domain = address.strip().rpartition("@")
     if not at or not local or "@" in local or _address(domain) is not None:
-        return []
-    return normalize_host(domain) if "." in domain.strip(".") else []
+        return ()
+    return normalize_host(domain) if "." in domain.strip(".") else ()

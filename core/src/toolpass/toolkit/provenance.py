@@ -72,12 +72,14 @@ _IBAN = re.compile(
 )
 _DIGITS = re.compile(r"\+?\d(?:[ .-]?\d){5,}")
 _SPACES = re.compile(r"\s+")
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _PIECES = re.compile(r"[,;|\n]+|\s(?:and|or|&)\s")
 _EDGES = "\"'`<>()[]{}.:!? \t"
 
 
 def _plain(text: str) -> str:
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    return _SPACES.sub(" ", text).strip().casefold()
 
 
 @dataclass(frozen=True)
@@ -145,13 +147,15 @@ def _values(text: str, depth: int = 0) -> list[_Value]:
         digits = _DIGITS.fullmatch(piece)
         number = {"number:" + re.sub(r"\D", "", piece)} if digits else set()
         found.append(_Value(piece, frozenset({"value:" + piece, *number}), words=piece))
-        if not digits:
-            found += [_number(m.group(0)) for m in _DIGITS.finditer(piece)]
+        if not digits and " " in piece:  # each word with a digit (an id) is a value too
+            found += [_id(word) for word in piece.split() if any(c.isdigit() for c in word)]
     return found
 
 
-def _number(text: str) -> _Value:
-    return _Value(text, frozenset({"number:" + re.sub(r"\D", "", text)}))
+def _id(word: str) -> _Value:
+    word = word.strip(_EDGES)
+    number = {"number:" + re.sub(r"\D", "", word)} if _DIGITS.fullmatch(word) else set()
+    return _Value(word, frozenset({"value:" + word, *number}), words=word)
 
 
 def keys(text: str) -> set[str]:
@@ -204,7 +208,7 @@ def destination_values(value: Any, depth: int = 0) -> Iterator[str]:
     elif isinstance(value, numbers.Integral):
         yield str(int(value))
     elif isinstance(value, (Decimal, float)):
-        yield str(value)
+        yield _digits_of(value)
     elif depth > 24:
         yield from strings_in(value)
     elif isinstance(value, Mapping):
@@ -218,6 +222,15 @@ def destination_values(value: Any, depth: int = 0) -> Iterator[str]:
         yield from strings_in(value)
     else:
         yield from destination_values(data, depth + 1)
+
+
+def _digits_of(number: Decimal | float) -> str:
+    """A number as it is written: ``13`` for ``13.0``."""
+    try:
+        whole = int(number)
+    except (ValueError, OverflowError):
+        return str(number)  # a NaN or an infinity
+    return str(whole) if whole == number else str(number)
 
 
 def echoes(text: str) -> set[str]:
@@ -330,8 +343,9 @@ class Provenance:
             if bits == _UNTRUSTED and first is None:
                 first = key.split(":", 1)[1], self._sources.get(key, "")
         if value.words is not None and not seen & _VOUCHED:
-            within = _as_words(value.words)
+            anywhere, whole = _as_words(value.words)
             for read, bit, source in self._read:
+                within = anywhere if bit == _UNTRUSTED else whole
                 if not seen & bit and within.search(read):
                     seen |= bit
                     if bit == _UNTRUSTED and first is None:
@@ -339,12 +353,14 @@ class Provenance:
         return first if seen & _UNTRUSTED and not seen & _VOUCHED else None
 
 
-def _as_words(value: str) -> re.Pattern[str]:
-    """``value`` as whole words of a text; a number not as part of a date, time or longer
-    number (``13`` is not in ``2024-05-13`` or ``10:13``)."""
-    before = r"(?<!\w)(?<!\d[-./:,])" if value[:1].isdigit() else r"(?<!\w)"
-    after = r"(?!\w)(?![-./:,]\d)" if value[-1:].isdigit() else r"(?!\w)"
-    return re.compile(before + re.escape(value) + after)
+def _as_words(value: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """``value`` as words of a text: anywhere (what makes it untrusted), and not as part
+    of a date, a time or a longer number (what vouches for it: ``2024-05-13`` or ``10:13``
+    vouch for no ``13``)."""
+    words = r"(?<!\w)" + re.escape(value) + r"(?!\w)"
+    before = r"(?<!\d[-./:,])" if value[:1].isdigit() else ""
+    after = r"(?![-./:,]\d)" if value[-1:].isdigit() else ""
+    return re.compile(words), re.compile(before + words + after)
 
 
 _UNTRUSTED = 4
