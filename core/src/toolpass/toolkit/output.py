@@ -58,8 +58,8 @@ def output(
         result = redact(result, secrets)
     if not untrusted:
         if wanted.now:
-            texts = _vouching(destination_values(result), arguments)
-            session.record_values(texts, spec.trust, spec.name)
+            values = _vouching(destination_values(result), arguments)
+            session.record_values(values, spec.trust, spec.name)
         return result
     vouched: list[str] = []
     if spec.untrusted_fields is None:
