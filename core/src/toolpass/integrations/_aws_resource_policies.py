@@ -22,13 +22,54 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from toolpass.wire.errors import LookupFailed
+from toolpass.wire.http import Response
 
-if TYPE_CHECKING:
-    from toolpass.integrations.aws import AWS
+
+class AWS(Protocol):
+    """What the readers use of the AWS integration (its signed requests)."""
+
+    partition: str
+    region: str
+
+    def endpoint(self, service: str, region: str) -> str: ...
+
+    def signed(
+        self,
+        method: str,
+        url: str,
+        service: str,
+        region: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        what: str,
+    ) -> Response: ...
+
+    def error_code(self, answer: Response) -> str: ...
+
+    def resource_failure(self, answer: Response, what: str, code: str) -> LookupFailed: ...
+
+    def parse(self, answer: Response, what: str, kind: type | None = dict) -> Any: ...
+
+    def json_call(
+        self,
+        service: str,
+        region: str,
+        target: str,
+        payload: Mapping[str, Any],
+        *,
+        version: str = "1.1",
+    ) -> Any: ...
+
+    def query_attribute(
+        self, service: str, region: str, params: Mapping[str, str], name: str
+    ) -> str | None: ...
+
+    def role_trust_policy(self, role: str) -> str | None: ...
+
 
 _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
