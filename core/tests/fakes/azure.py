@@ -270,13 +270,16 @@ class FakeAzure(FakeServer):
     # --- Graph ---------------------------------------------------------------------------
     def _graph_user(self, uid: str) -> dict[str, Any]:
         u = self.users[uid]
-        return {
+        found = {
             "id": uid,
             "userPrincipalName": u["upn"],
             "mail": u["mail"],
             "accountEnabled": u["enabled"],
             "userType": u["type"],
         }
+        if u["enabled"] is None:  # read without User.Read.All: Graph leaves it out
+            del found["accountEnabled"]
+        return found
 
     def _user(self, request: Request) -> Reply:
         if (bad := self._authorized(request, GRAPH_API)) is not None:

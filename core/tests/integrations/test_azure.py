@@ -99,6 +99,25 @@ def test_role_and_deny_assignments_decide(
     assert d.decision == decision, d.reason
 
 
+def test_a_disabled_account_is_denied_in_every_identity_mode(fake: FakeAzure) -> None:
+    """Resource Manager keeps a disabled account's role assignments: the account is read
+    for every check (not only by the email look-up), and asked anew with fresh=True."""
+    write = "Microsoft.Compute/virtualMachines/write"
+    users = {"gail@example.com": oid(4), "dana@example.com": oid(1)}
+    with Toolpass([conn(fake, identity={"mode": "users", "users": users})]) as tp:
+        d = tp.check("gail@example.com", "az", write, VM)  # Owner of the subscription
+        assert d.decision == "deny", d.reason
+        assert "disabled" in d.reason
+        assert tp.check("dana@example.com", "az", write, VM).allowed
+        fake.users[oid(1)]["enabled"] = False  # disabled by an administrator
+        d = tp.check("dana@example.com", "az", write, VM, fresh=True)
+        assert d.decision == "deny", d.reason
+        fake.users[oid(1)]["enabled"] = None  # Graph no longer tells
+        d = tp.check("dana@example.com", "az", write, VM, fresh=True)
+        assert d.decision == "unknown", d.reason
+        assert "User.Read.All" in d.reason
+
+
 def test_names_and_wildcards_compare_without_case(tp: Toolpass) -> None:
     assert tp.check(
         "erin@example.com", "az", "microsoft.compute/VIRTUALMACHINES/READ", VM.upper()

@@ -116,6 +116,20 @@ def test_grants_memberships_and_roles_decide(
     assert d.decision == decision, d.reason
 
 
+def test_a_disabled_account_is_denied_and_an_untold_state_is_unknown(fake: FakeGraph) -> None:
+    plan = f"drives/{DRIVE}/items/plan"
+    users = {"dana@example.com": oid(1)}
+    with Toolpass([conn(fake, identity={"mode": "users", "users": users})]) as tp:
+        assert tp.check("dana@example.com", "m365", "files.write", plan).allowed
+        fake.users[oid(1)]["enabled"] = None  # read without User.Read.All
+        d = tp.check("dana@example.com", "m365", "files.write", plan, fresh=True)
+        assert d.decision == "unknown", d.reason
+        fake.users[oid(1)]["enabled"] = False
+        d = tp.check("dana@example.com", "m365", "files.write", plan, fresh=True)
+        assert d.decision == "deny", d.reason
+        assert "disabled" in d.reason
+
+
 def test_groups_are_asked_with_check_member_groups(tp: Toolpass, fake: FakeGraph) -> None:
     """hank is in no group the item names, but in SALES, which owns the drive."""
     assert tp.check("hank@example.com", "m365", "files.write", PLAN).allowed

@@ -15,7 +15,11 @@ dropped and taken again once.
 
 Users are Entra ID object ids. The look-up ``email`` reads ``GET /v1.0/users/{email}`` (a user
 whose userPrincipalName is the email), else ``$filter=mail eq '{email}'``, keeping only exact
-matches; a disabled account (``accountEnabled`` false) is remembered and denied.
+matches. Every check reads the user's account (``GET /v1.0/users/{id}``, kept
+``permission_cache_ttl`` seconds, asked anew by ``fresh=True``), in every identity mode: a
+disabled account (``accountEnabled`` false) is denied whatever roles it still holds, and one
+whose state Graph does not tell (``accountEnabled`` missing: the app lacks User.Read.All) is
+unknown.
 """
 
 from __future__ import annotations
@@ -31,7 +35,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from toolpass.integrations.base import ConfigKey, Integration, LookupFailed, issued_token
+from toolpass.integrations.base import (
+    ConfigKey,
+    Decision,
+    Integration,
+    LookupFailed,
+    Remembered,
+    issued_token,
+)
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import Response, check_url
 from toolpass.wire.identity import same_email
@@ -128,7 +139,7 @@ class MicrosoftCloud(Integration):
         self._audience = {"arm": cloud[1], "graph": cloud[2]}
         self._tokens: dict[str, tuple[str, float]] = {}
         self._token_lock = threading.Lock()
-        self._disabled: set[str] = set()
+        self._accounts: Remembered[str, dict[str, Any]] = Remembered(5000)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -306,13 +317,9 @@ class MicrosoftCloud(Integration):
             if not isinstance(listed, list):
                 raise LookupFailed(f"{self.name}: Graph's answer to {what} has no value list")
             found = [u for u in listed if isinstance(u, dict) and same_email(u.get("mail"), email)]
-        ids = [
+        return [
             str(u["id"]) for u in found if isinstance(u.get("id"), str) and GUID.fullmatch(u["id"])
         ]
-        for user in found:
-            if user.get("accountEnabled") is False:
-                self._disabled.add(str(user.get("id")).lower())
-        return ids
 
     def member_of(self, oid: str, groups: list[str]) -> set[str]:
         """The ``groups`` the user is a (transitive) member of, through Graph."""
@@ -330,9 +337,34 @@ class MicrosoftCloud(Integration):
             found |= {str(v).lower() for v in value}
         return found
 
-    def disabled(self, oid: str) -> bool:
-        """Whether the look-up found ``oid``'s account disabled."""
-        return oid.lower() in self._disabled
+    def account(self, oid: str) -> dict[str, Any] | None:
+        """The user's directory entry (``accountEnabled``, ``userType``, ``userPrincipalName``,
+        ``mail``), kept ``permission_cache_ttl`` seconds; None when Entra ID has no such user."""
+        key = oid.lower()
+        hit = self._accounts.get(key)
+        if hit is not None:
+            return hit
+        select = {"$select": "id,accountEnabled,userType,userPrincipalName,mail"}
+        found = self.graph(f"/users/{oid}", what="read the user", params=select, absent=(404,))
+        if found is not None:
+            ttl = float(self.options.get("permission_cache_ttl", 60.0))
+            self._accounts.put(key, found, ttl)
+        return found  # type: ignore[no-any-return]
+
+    def account_refusal(self, oid: str, account: Mapping[str, Any] | None) -> Decision | None:
+        """A deny for an absent or disabled account, unknown when Graph does not say whether
+        it is enabled; None for an enabled one."""
+        if account is None:
+            return Decision.deny(f"Entra ID has no user {oid}")
+        enabled = account.get("accountEnabled")
+        if enabled is False:
+            return Decision.deny(f"the Entra ID account {oid} is disabled")
+        if enabled is not True:
+            return Decision.unknown(
+                f"Graph does not tell whether the Entra ID account {oid} is enabled (the "
+                "engine's app needs the User.Read.All application permission)"
+            )
+        return None
 
 
 class _Absent(Exception):

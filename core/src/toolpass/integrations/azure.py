@@ -22,6 +22,10 @@ and ``resource`` (an ARM resource id: ``/subscriptions/{s}/resourceGroups/{rg}/p
    ``principals`` hold the user (the user, Everyone, or one of their groups: Graph's
    ``checkMemberGroups``, transitive) and its ``excludePrincipals`` do not.
 
+Before any of it, the user's Entra ID account is read through Graph
+(``GET /v1.0/users/{oid}``): a disabled account is denied whatever its assignments grant, in
+every identity mode (Resource Manager keeps the assignments of a disabled account).
+
 An assignment with an ABAC ``condition`` cannot be evaluated without the request's attributes:
 an allow that rests only on conditional assignments is unknown, and so is an allow that a
 conditional deny assignment may take away. Lists are read page by page (``nextLink`` on the
@@ -180,8 +184,9 @@ class Azure(MicrosoftCloud):
             return Decision.unknown(
                 f"{user} maps to {oid!r}, not an Entra ID object id", cause="identity"
             )
-        if self.disabled(oid):
-            return Decision.deny(f"the Entra ID account {oid} is disabled")
+        refused = self.account_refusal(oid, self.account(oid))
+        if refused is not None:
+            return refused
         data = action.startswith("data:")
         operation = action.removeprefix("data:")
         grants: list[_Grant] = []

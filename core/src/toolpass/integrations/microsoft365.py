@@ -25,8 +25,8 @@ them (``actions/microsoft365.json`` says what each action needs):
   ``admin_roles`` (directory role template ids) through ``transitiveMemberOf``.
 
 Every user is read first (``accountEnabled``, ``userType``, ``userPrincipalName``): a
-disabled account is denied everything. Signing in and the email look-up are shared with
-Azure (``_microsoft``).
+disabled account is denied everything, and one whose state Graph does not tell is unknown.
+Signing in, the account read and the email look-up are shared with Azure (``_microsoft``).
 """
 
 from __future__ import annotations
@@ -140,10 +140,6 @@ class Microsoft365(MicrosoftCloud):
             self._kept.put(key, found, float(self.options.get("permission_cache_ttl", 60.0)))
         return found
 
-    def _account(self, oid: str) -> dict[str, Any] | None:
-        select = "id,accountEnabled,userType,userPrincipalName,mail"
-        return self._read(f"user:{oid}", "read the user", f"/users/{oid}", **{"$select": select})  # type: ignore[no-any-return]
-
     def _absent(self, text: str) -> Decision:
         if self.options.get("not_found") == "deny":
             return Decision.deny(text)
@@ -166,11 +162,11 @@ class Microsoft365(MicrosoftCloud):
             return Decision.unknown(
                 f"{user} maps to {oid!r}, not an Entra ID object id", cause="identity"
             )
-        account = self._account(oid)
-        if account is None:
-            return Decision.deny(f"Entra ID has no user {oid}")
-        if account.get("accountEnabled") is False or self.disabled(oid):
-            return Decision.deny(f"the Entra ID account {oid} is disabled")
+        account = self.account(oid)
+        refused = self.account_refusal(oid, account)
+        if refused is not None:
+            return refused
+        assert account is not None
         if area == "files":
             return self._files(oid, account, declared, resource, shape)
         if area == "mailbox":
