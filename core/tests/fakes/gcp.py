@@ -10,7 +10,10 @@
   grants (a principal or ``group:`` holding a permission on a resource or an ancestor), deny
   rules, and principals whose groups the caller cannot see (``UNKNOWN_INFO``);
 - ``GET`` / ``DELETE`` ``/storage/v1/b/{bucket}/o/{object}``: Cloud Storage objects (for the
-  request hook).
+  request hook);
+- ``POST /bigquery/v2/projects/{p}/queries`` (``jobs.query``: a ``QueryResponse`` with one
+  row) and ``POST /bigquery/v2/projects/{p}/jobs`` (``jobs.insert``: the ``Job``, done); the
+  bodies are kept in ``jobs``.
 
 Errors are Google's ``{"error": {"code", "message", "status"}}``.
 """
@@ -101,7 +104,10 @@ class FakeGcp(FakeGoogle):
         self.hidden: set[str] = set()  # principals whose memberships the engine cannot see
         self.parents: dict[str, str] = {}
         self.objects: dict[tuple[str, str], bytes] = {}
+        self.jobs: list[dict[str, Any]] = []
         self.add("POST", r"/v3/iam:troubleshoot", self._troubleshoot)
+        self.add("POST", r"/bigquery/v2/projects/(?P<p>[^/]+)/queries", self._query)
+        self.add("POST", r"/bigquery/v2/projects/(?P<p>[^/]+)/jobs", self._insert)
         self.add("GET", r"/storage/v1/b/(?P<b>[^/]+)/o/(?P<o>[^/]+)", self._object)
         self.add("DELETE", r"/storage/v1/b/(?P<b>[^/]+)/o/(?P<o>[^/]+)", self._delete)
 
@@ -150,6 +156,35 @@ class FakeGcp(FakeGoogle):
             },
         )
 
+    def _query(self, request: Request) -> Reply:
+        self.jobs.append(request.json())
+        return Reply(
+            200,
+            {
+                "kind": "bigquery#queryResponse",
+                "jobReference": {"projectId": request.params["p"], "jobId": "job-1"},
+                "jobComplete": True,
+                "schema": {"fields": [{"name": "n", "type": "INTEGER"}]},
+                "rows": [{"f": [{"v": "42"}]}],
+                "totalRows": "1",
+            },
+        )
+
+    def _insert(self, request: Request) -> Reply:
+        body = request.json()
+        self.jobs.append(body)
+        ref = {"projectId": request.params["p"], "jobId": "job-1"}
+        return Reply(
+            200,
+            {
+                "kind": "bigquery#job",
+                "id": f"{request.params['p']}:job-1",
+                "jobReference": ref,
+                "configuration": body.get("configuration", {}),
+                "status": {"state": "DONE"},
+            },
+        )
+
     def _object(self, request: Request) -> Reply:
         key = (request.params["b"], unquote(request.params["o"]))
         if key not in self.objects:
@@ -181,6 +216,13 @@ def populate(fake: FakeGcp) -> FakeGcp:
             "resourcemanager.projects.get",
             project,
         ),
+    }
+    sales = "//bigquery.googleapis.com/projects/proj-1/datasets/sales"
+    fake.parents[sales] = project
+    fake.parents[f"{sales}/tables/orders"] = sales
+    fake.grants |= {
+        ("user:alice@example.com", "bigquery.jobs.create", project),
+        ("user:alice@example.com", "bigquery.tables.getData", sales),
     }
     fake.denies.add(("user:carol@example.com", "storage.objects.delete", bucket))
     fake.groups["readers@example.com"] = {"bob@example.com"}

@@ -4,6 +4,7 @@ under google-api-python-client (httplib2, http.client)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -251,6 +252,115 @@ def test_the_hook_refuses_a_delete_before_it_is_sent(
     [action] = [a for a in events[-1].actions if a["action"] == "storage.objects.delete"]
     assert action["verdict"] == "not_authorized"
     assert ("data-bkt", "logs/a.txt") in fake.objects
+
+
+# --- BigQuery jobs under google-api-python-client ------------------------------------------
+@contextlib.contextmanager
+def _bigquery(fake: FakeGcp, key: Path) -> Iterator[Any]:
+    from google.oauth2 import service_account
+    from googleapiclient.discovery import build
+
+    creds = service_account.Credentials.from_service_account_info(
+        json.loads(key.read_text()), scopes=["https://www.googleapis.com/auth/bigquery"]
+    )
+    service = build(
+        "bigquery",
+        "v2",
+        credentials=creds,
+        client_options={"api_endpoint": f"{fake.url}/bigquery/v2/"},
+        static_discovery=True,
+        cache_discovery=False,
+    )
+    try:
+        yield service
+    finally:
+        service.close()
+        creds_http = getattr(creds, "_http", None)
+        if creds_http is not None:
+            creds_http.close()
+
+
+def _sql(fake: FakeGcp, key: Path, sql: str) -> Any:
+    body = {"query": sql, "useLegacySql": False}
+    with _bigquery(fake, key) as bigquery:
+        return bigquery.jobs().query(projectId="proj-1", body=body).execute()
+
+
+def _insert(fake: FakeGcp, key: Path, configuration: dict[str, Any]) -> Any:
+    body = {"configuration": configuration}
+    with _bigquery(fake, key) as bigquery:
+        return bigquery.jobs().insert(projectId="proj-1", body=body).execute()
+
+
+SALES = "//bigquery.googleapis.com/projects/proj-1/datasets/sales"
+
+
+def test_a_query_is_checked_on_every_table_it_reads(
+    kit: tuple[Toolkit, list[Any]], fake: FakeGcp, key: Path
+) -> None:
+    toolkit, events = kit
+    query = toolkit.tool(effect="read")(lambda sql: _sql(fake, key, sql))
+    with Session("alice@example.com").active():
+        assert "42" in str(query("SELECT count(*) FROM sales.orders"))
+    [action] = [a for a in events[-1].actions if a["action"] == "bigquery.jobs.create"]
+    assert action["resource"] == (f"{PROJECT} +bigquery.tables.getData {SALES}/tables/orders")
+    with Session("alice@example.com").active(), pytest.raises(ActionRefused):
+        query("SELECT * FROM sales.orders JOIN `other-proj.hr.pay` USING (id)")
+    assert [j["query"] for j in fake.jobs] == ["SELECT count(*) FROM sales.orders"]
+    asked = [json.loads(r.body)["accessTuple"] for r in fake.seen("POST", r"/v3/iam:troubleshoot")]
+    assert {
+        "principal": "alice@example.com",
+        "fullResourceName": "//bigquery.googleapis.com/projects/other-proj/datasets/hr/tables/pay",
+        "permission": "bigquery.tables.getData",
+    } in asked
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DROP TABLE sales.orders",
+        "DELETE FROM sales.orders WHERE true",
+        "SELECT 1;\n DROP TABLE sales.orders",
+        "SELECT 1 # comment\n; TRUNCATE TABLE sales.orders",
+        "EXPORT DATA OPTIONS (uri = 'gs://out/*.csv') AS SELECT * FROM sales.orders",
+        "SELECT 1 /* unterminated",
+        "DECLARE x INT64; SET x = 1",
+    ],
+)
+def test_a_write_is_never_a_read_of_the_billing_project(
+    kit: tuple[Toolkit, list[Any]], fake: FakeGcp, key: Path, sql: str
+) -> None:
+    toolkit, events = kit
+    query = toolkit.tool(effect="read")(lambda: _sql(fake, key, sql))
+    with Session("alice@example.com").active(), pytest.raises(ActionRefused):
+        query()  # alice may create jobs in proj-1 and read sales, nothing more
+    assert fake.jobs == []
+    [action] = [a for a in events[-1].actions if a["action"] == "bigquery.jobs.create"]
+    assert action["verdict"] in ("effect_mismatch", "not_authorized", "unresolved_resource")
+
+
+def test_an_inserted_job_is_placed_by_its_configuration(
+    kit: tuple[Toolkit, list[Any]], fake: FakeGcp, key: Path
+) -> None:
+    toolkit, events = kit
+    insert = toolkit.tool()(lambda configuration: _insert(fake, key, configuration))
+
+    read = {"query": {"query": "SELECT * FROM sales.orders", "useLegacySql": False}}
+    with Session("alice@example.com").active():
+        assert "DONE" in str(insert(read))
+    extract = {
+        "extract": {
+            "sourceTable": {"projectId": "proj-1", "datasetId": "sales", "tableId": "orders"},
+            "destinationUris": ["gs://elsewhere/orders-*.csv"],
+        }
+    }
+    drop = {"query": {"query": "DROP TABLE sales.orders", "useLegacySql": False}}
+    for configuration, effect in ((extract, "write"), (drop, "destructive")):
+        with Session("alice@example.com").active(), pytest.raises(ActionRefused):
+            insert(configuration)
+        [action] = [a for a in events[-1].actions if a["action"] == "bigquery.jobs.create"]
+        assert action["effect"] == effect
+    assert len(fake.jobs) == 1
 
 
 class TestGcpConformance(IntegrationConformance):

@@ -34,6 +34,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from toolpass.integrations._bigquery import plan
 from toolpass.integrations._google import GoogleIntegration, auth_keys
 from toolpass.integrations.base import (
     Action,
@@ -44,7 +45,7 @@ from toolpass.integrations.base import (
     ProbeResult,
     load_actions,
 )
-from toolpass.integrations.routes import Match, Request
+from toolpass.integrations.routes import UNREADABLE, Match, Request, Route
 from toolpass.wire.errors import ConfigError
 
 __all__ = ["GoogleCloud"]
@@ -55,6 +56,11 @@ _RESOURCE = re.compile(r"//[a-z0-9][a-z0-9.-]*\.googleapis\.com/[^\s{}?#]+")
 _EMAIL = re.compile(r"[^@\s:/]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 _READ_VERBS = ("get", "list", "search", "read", "view", "access", "query", "export", "lookup")
 _DESTRUCTIVE_VERBS = ("delete", "destroy", "purge", "undelete")
+_JOB_PATHS = (
+    "/bigquery/v2/projects/{projectsId}/queries",
+    "/bigquery/v2/projects/{projectsId}/jobs",
+)
+_MAX_CHECKS = 50
 _STATES = {
     "CAN_ACCESS": "allow",
     "CANNOT_ACCESS": "deny",
@@ -130,8 +136,11 @@ class GoogleCloud(GoogleIntegration):
     # --- requests ------------------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
         """The route of the request's host (or path), a Cloud Storage object named even when
-        its name holds ``/``."""
-        return _object_named(super().match_request(request))
+        its name holds ``/``; a BigQuery job placed by what it does (:func:`_job`)."""
+        found = _object_named(super().match_request(request))
+        if found is not None and found.route.path.endswith(_JOB_PATHS):
+            return _job(found, request)
+        return found
 
     # --- identity ------------------------------------------------------------------------
     def lookup_account(self, email: str) -> list[str]:
@@ -140,6 +149,24 @@ class GoogleCloud(GoogleIntegration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
+        first, *more = resource.split(" +")
+        if more:
+            return self._all(user, [(action, first), *(tuple(m.partition(" ")[::2]) for m in more)])
+        return self._one(user, action, resource)
+
+    def _all(self, user: str, checks: list[tuple[str, str]]) -> Decision:
+        """Every check allowed (a BigQuery job's project, tables, datasets and buckets); the
+        first denied one denies; else unknown."""
+        if len(checks) > _MAX_CHECKS + 1:
+            return Decision.unknown("too many checks for one request", cause="resource")
+        decisions = [self._one(user, a, r) for a, r in checks]
+        for wanted in ("deny", "unknown"):
+            for decision in decisions:
+                if decision.decision == wanted:
+                    return decision
+        return Decision.allow("; ".join(d.reason for d in decisions))
+
+    def _one(self, user: str, action: str, resource: str) -> Decision:
         if not PERMISSION.fullmatch(action):
             return Decision.unknown(f"{action!r} is not an IAM permission", cause="resource")
         if not _RESOURCE.fullmatch(resource) or any(
@@ -206,6 +233,26 @@ class GoogleCloud(GoogleIntegration):
         return ProbeResult(
             True, f"Policy Troubleshooter answers the engine ({engine} {state} on {resource})"
         )
+
+
+def _job(found: Match, request: Request) -> Match:
+    """A BigQuery ``jobs.query`` or ``jobs.insert``: ``bigquery.jobs.create`` on the billing
+    project, with every further check its body needs (``integrations/_bigquery.py``) written
+    after it as `` +<permission> <resource>``, and its effect; unresolved when the body
+    cannot be told."""
+    route, project = found.route, found.params.get("projectsId", "")
+    form = request.form
+    planned = None if form is UNREADABLE else plan(project, route.path.endswith("/queries"), form)
+    if planned is None:
+        return Match(route, found.params, None)
+    effect, checks, sends = planned
+    placed = Route(route.method, route.path, route.action, route.resource, effect, True, sends)
+    extra = "".join(f" +{p} {r}" for p, r in sorted(set(checks)))
+    if len(checks) > _MAX_CHECKS:
+        return Match(placed, found.params, None)
+    return Match(
+        placed, found.params, f"//cloudresourcemanager.googleapis.com/projects/{project}{extra}"
+    )
 
 
 def _object_named(found: Match | None) -> Match | None:
