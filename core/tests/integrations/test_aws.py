@@ -1476,6 +1476,16 @@ def test_a_bucket_policy_that_denies_the_user_is_deny(fake: FakeAWS) -> None:
     (_, params) = simulate_params(fake)
     assert json.loads(params["ResourcePolicy"]) == fake.resource_policies["reports"]
     assert params["ResourceOwner"] == f"arn:aws:iam::{ACCOUNT}:root"
+    assert params["CallerArn"] == DANA_USER
+
+
+def test_a_resource_policy_is_simulated_for_the_user_never_a_stand_in(fake: FakeAWS) -> None:
+    bob = f"arn:aws:iam::{ACCOUNT}:user/bob"
+    fake.add_principal(DANA_USER, policy())
+    fake.resource_policies["reports"] = policy(statement("Allow", {"AWS": bob}, "s3:GetObject"))
+    tp = engine(fake, identity=AS_USER, caller_arn=bob)
+    d = tp.check("dana@example.com", "aws-main", "s3:GetObject", REPORT)
+    assert d.decision == "deny", d.reason
     read = fake.seen("GET", "/reports")[0]
     assert read.headers["x-amz-expected-bucket-owner"] == ACCOUNT
     assert "/s3/aws4_request" in read.headers["authorization"]
@@ -1635,3 +1645,35 @@ def test_a_role_is_allowed_only_when_no_resource_statement_can_deny(
     assert d.allowed == (identity and no_deny), d.reason
     if not d.allowed and not identity:
         assert d.decision == ("unknown" if statements else "deny"), d.reason
+
+
+def test_boto3_reads_the_fakes_resource_policies(fake: FakeAWS) -> None:
+    """The fake's policy reads have the shapes boto3 parses (and signs for)."""
+    doc = policy(statement("Allow", {"AWS": DANA}, "*"))
+    for service in ("kms", "sqs", "sns", "lambda", "secretsmanager", "ecr", "dynamodb"):
+        fake.resource_policies[RESOURCES[service]] = doc
+    fake.resource_policies["reports"] = doc
+    s3 = boto(fake, "s3")  # path style: the endpoint is an address
+    assert json.loads(s3.get_bucket_policy(Bucket="reports")["Policy"]) == doc
+    kms = boto(fake, "kms")
+    assert json.loads(kms.get_key_policy(KeyId=RESOURCES["kms"])["Policy"]) == doc
+    sqs = boto(fake, "sqs", region_name="eu-west-1")
+    url = f"{fake.url}/{ACCOUNT}/jobs"
+    found = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["Policy"])
+    assert json.loads(found["Attributes"]["Policy"]) == doc
+    sns = boto(fake, "sns", region_name="eu-west-1")
+    topic = sns.get_topic_attributes(TopicArn=RESOURCES["sns"])["Attributes"]
+    assert json.loads(topic["Policy"]) == doc
+    lam = boto(fake, "lambda", region_name="eu-west-1")
+    assert json.loads(lam.get_policy(FunctionName="resize")["Policy"]) == doc
+    sm = boto(fake, "secretsmanager", region_name="eu-west-1")
+    secret = sm.get_resource_policy(SecretId=RESOURCES["secretsmanager"])
+    assert json.loads(secret["ResourcePolicy"]) == doc
+    ecr = boto(fake, "ecr", region_name="eu-west-1")
+    repo = ecr.get_repository_policy(registryId=ACCOUNT, repositoryName="app")
+    assert json.loads(repo["policyText"]) == doc
+    ddb = boto(fake, "dynamodb", region_name="eu-west-1")
+    assert json.loads(ddb.get_resource_policy(ResourceArn=RESOURCES["dynamodb"])["Policy"]) == doc
+    with pytest.raises(ClientError) as missing:
+        s3.get_bucket_policy(Bucket="nothing-here")
+    assert missing.value.response["Error"]["Code"] == "NoSuchBucket"

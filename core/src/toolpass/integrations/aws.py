@@ -420,7 +420,8 @@ class AWS(Integration):
         ),
         ConfigKey(
             "caller_arn",
-            "An IAM user ARN to simulate as the caller (CallerArn), for resource policies.",
+            "An IAM user ARN to simulate as the caller (CallerArn) of identity-only "
+            "simulations; a simulation with a resource policy is always the user's own.",
         ),
         ConfigKey("max_pages", "Most result pages followed for one request.", default=20),
         ConfigKey("identity_store_id", "IAM Identity Center identity store id (d-...)."),
@@ -614,7 +615,8 @@ class AWS(Integration):
         }
         if self.options.get("caller_arn"):
             params["CallerArn"] = self.options["caller_arn"]
-        if policy is not None and policy.document is not None:
+        if policy is not None and policy.document is not None:  # for a user only
+            params["CallerArn"] = principal  # the policy's Principal is matched against it
             params["ResourcePolicy"] = policy.document
             params["ResourceOwner"] = f"arn:{self.partition}:iam::{policy.account}:root"
         for i, (key, kind, values) in enumerate(self.context, 1):
