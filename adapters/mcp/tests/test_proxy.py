@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp_client import text_of
 from toolpass import ConfigError
 from toolpass.engine.config import load_config
-from toolpass.mcp.proxy import main, parse_mcp_section
+from toolpass.mcp.proxy import main, parse_mcp_section, secret_variables
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM = str(HERE / "upstream_server.py")
@@ -63,6 +63,7 @@ mcp:
 
 MCP = """  user: {user}
   audit: {audit}
+  upstream_env: [UPSTREAM_LOG, OTEL_SDK_DISABLED]
   rules:
     merge_pr: {{connection: github, action: pr.merge, resource: "pr:{{repo}}#{{number}}"}}
 """
@@ -114,7 +115,7 @@ async def test_the_proxy_refuses_before_the_upstream_and_audits_every_call(
     cfg = config(tmp_path, github, MCP.format(user=RORY, audit=tmp_path / "audit.jsonl"))
     env = environment(tmp_path)
     listed, outputs = await session(proxy(cfg, env, "--", sys.executable, UPSTREAM))
-    assert listed == ["merge_pr", "read_file", "explode"]  # the upstream's tools, as they are
+    assert listed[:3] == ["merge_pr", "read_file", "explode"]  # the upstream's, as they are
     assert outputs[0].startswith("[error] Refused by toolpass (not_authorized)")
     assert outputs[1] == "contents of README.md"  # no rule, not strict: runs (audited)
     assert outputs[2] == "[error] Error executing tool explode"  # MCP's own masking, kept
@@ -160,7 +161,7 @@ async def test_an_allowed_call_reaches_an_upstream_on_streamable_http(
 ) -> None:
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
     listed, outputs = await session(proxy(cfg, environment(tmp_path), "--url", http_upstream))
-    assert listed == ["merge_pr", "read_file", "explode"]
+    assert listed == ["merge_pr", "read_file", "explode", "getenv", "show"]
     assert outputs[:2] == ["merged acme/widgets#7", "contents of README.md"]
     merged = {"tool": "merge_pr", "arguments": {"repo": "acme/widgets", "number": 7}}
     assert ran(tmp_path)[0] == merged
@@ -248,3 +249,96 @@ def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert "either as -- COMMAND" in capsys.readouterr().err
     assert main(["-config", "/nonexistent/toolpass.yaml", "--", "srv"]) == 3
     assert "cannot read" in capsys.readouterr().err
+
+
+# What the upstream gets, what it may be asked, and what comes back.
+
+
+async def calls(params: StdioServerParameters, *made: tuple[str, dict[str, Any]]) -> list[str]:
+    async with Client(params) as client:
+        return [text_of(await client.call_tool(name, arguments)) for name, arguments in made]
+
+
+@pytest.mark.asyncio
+async def test_the_upstream_gets_a_minimal_environment_never_the_engines_token(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
+    env = {**environment(tmp_path), "PROXY_TEST_UNLISTED": "the proxy's own"}
+    outputs = await calls(
+        proxy(cfg, env, "--", sys.executable, UPSTREAM),
+        *(
+            ("getenv", {"name": name})
+            for name in ("PROXY_TEST_GITHUB_TOKEN", "PROXY_TEST_UNLISTED")
+        ),
+        ("getenv", {"name": "PATH"}),
+        ("getenv", {"name": "UPSTREAM_LOG"}),
+    )
+    assert outputs[:2] == ["(unset)", "(unset)"]  # not even redacted: never there
+    assert outputs[2] == os.environ["PATH"]
+    assert outputs[3] == str(tmp_path / "upstream.jsonl")  # named in upstream_env
+
+
+@pytest.mark.parametrize(
+    ("names", "error"),
+    [
+        ("PROXY_TEST_GITHUB_TOKEN", "PROXY_TEST_GITHUB_TOKEN holds a connection's secret"),
+        ("'A-B'", "'A-B' is not a variable's name"),
+        ("{}", "mcp.upstream_env is a list"),
+    ],
+)
+def test_upstream_env_is_checked(
+    tmp_path: Path, github: FakeGitHub, names: str, error: str
+) -> None:
+    cfg = config(tmp_path, github, f"  user: a@b.c\n  upstream_env: [{names}]\n")
+    if names == "{}":
+        cfg = config(tmp_path, github, "  user: a@b.c\n  upstream_env: {}\n")
+    loaded = load_config(cfg)
+    with pytest.raises(ConfigError) as raised:
+        parse_mcp_section(loaded.mcp, loaded.path, secret_variables(loaded))
+    assert f"{cfg}, line 11: mcp.upstream_env" in str(raised.value)
+    assert error in str(raised.value)
+
+
+@pytest.mark.asyncio
+async def test_output_never_carries_the_connections_secrets(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    dump = tmp_path / "settings.txt"
+    dump.write_text(f"github token: {TOKEN}\n", encoding="utf-8")
+    cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
+    [shown] = await calls(
+        proxy(cfg, environment(tmp_path), "--", sys.executable, UPSTREAM),
+        ("show", {"path": str(dump)}),
+    )
+    assert shown == "github token: [REDACTED]\n"
+
+
+@pytest.mark.asyncio
+async def test_only_the_tools_the_upstream_listed_are_passed_on(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
+    params = proxy(cfg, environment(tmp_path), "--", sys.executable, UPSTREAM)
+    async with Client(params) as client:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        [dropped] = [text_of(await client.call_tool("drop_database", {}))]
+    assert "drop_database" not in listed
+    assert dropped.startswith("[error] Refused by toolpass (invalid_arguments)"), dropped
+    assert ran(tmp_path) == []
+    assert [(e["tool"], e["code"]) for e in audit(tmp_path)] == [
+        ("drop_database", "invalid_arguments")
+    ]
+
+
+@pytest.mark.asyncio
+async def test_the_clients_calls_share_one_session(tmp_path: Path, github: FakeGitHub) -> None:
+    """On the protocol the SDK negotiates by default every request is a connection of its
+    own: the proxy's one client keeps one session across them."""
+    cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
+    await calls(
+        proxy(cfg, environment(tmp_path), "--", sys.executable, UPSTREAM),
+        *[("read_file", {"path": "README.md"})] * 3,
+    )
+    sessions = {e["session"] for e in audit(tmp_path)}
+    assert len(sessions) == 1, sessions

@@ -10,10 +10,28 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.context import CallNext, ServerRequestContext
 
-server: MCPServer = MCPServer("upstream")
+HIDDEN = "drop_database"
+
+
+async def unlisted(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+    """Keeps ``drop_database`` out of the listing: a tool the server has but does not show."""
+    result = await call_next(ctx)
+    if ctx.method == "tools/list":
+        tools = result["tools"] if isinstance(result, dict) else result.tools
+        shown = [t for t in tools if (t["name"] if isinstance(t, dict) else t.name) != HIDDEN]
+        if isinstance(result, dict):
+            result["tools"] = shown
+        else:
+            result.tools = shown
+    return result
+
+
+server: MCPServer = MCPServer("upstream", middleware=[unlisted])
 
 
 def _record(tool: str, **arguments: object) -> None:
@@ -40,6 +58,28 @@ def explode() -> str:
     """Fails."""
     _record("explode")
     raise ValueError("upstream detail")
+
+
+@server.tool()
+def getenv(name: str) -> str:
+    """A variable of this server's environment."""
+    _record("getenv", name=name)
+    return os.environ.get(name, "(unset)")
+
+
+@server.tool()
+def show(path: str) -> str:
+    """A file's text."""
+    _record("show", path=path)
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+@server.tool(name=HIDDEN)
+def drop_database() -> str:
+    """Not listed."""
+    _record(HIDDEN)
+    return "dropped"
 
 
 if __name__ == "__main__":

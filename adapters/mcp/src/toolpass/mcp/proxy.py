@@ -16,6 +16,7 @@ file (its ``connections``) with an ``mcp:`` section::
       user: dana@example.com          # who the calls act for (or env:NAME); required
       strict: true                    # a tool without a rule is refused (default: false)
       audit: /var/log/toolpass.jsonl  # one JSON line per call (default: to stderr)
+      upstream_env: [JIRA_URL]        # variables the upstream gets beside the base ones
       rules:
         delete_issue: {connection: jira, action: DELETE_ISSUES, resource: "issue:{key}"}
         close_issue, reopen_issue:    # several tools, one rule
@@ -25,6 +26,14 @@ file (its ``connections``) with an ``mcp:`` section::
 
 Mistakes in the section are errors naming the file and line; a rule for a tool the upstream
 does not have, or naming an argument its tool does not take, stops the proxy before it serves.
+
+An upstream run on stdio gets a minimal environment, never the proxy's (which holds the
+engine's secrets): ``BASE_ENV`` (``PATH``, ``HOME``, ``LANG``, ...) and the variables
+``upstream_env`` names; naming one a connection's secret is read from is an error. Only the
+tools the upstream listed when the proxy started are served (a call of any other name is
+refused, never passed on); resources and prompts are not served. Every result reaches the
+client without the connections' secrets. The proxy serves one client, on stdio: its calls
+share one session (limits, the record of untrusted content) until the proxy exits.
 Exit status: 0 when the client closes the session, 3 for bad usage or configuration.
 """
 
@@ -33,8 +42,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,8 +57,10 @@ from mcp_types import (
     Tool,
 )
 from toolpass import ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
-from toolpass.adapting import Rule
+from toolpass.adapting import Rule, ToolRefused
+from toolpass.engine.config import Config
 from toolpass.mcp import guard
+from toolpass.wire.secrets import Secret
 
 from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
@@ -58,7 +70,11 @@ from mcp.server.stdio import stdio_server
 __all__ = ["ProxyConfig", "main", "parse_mcp_section", "serve"]
 
 ERROR = 3
-_KEYS = ("user", "strict", "audit", "rules")
+_KEYS = ("user", "strict", "audit", "rules", "upstream_env")
+#: What an upstream on stdio gets of the proxy's environment, beside ``upstream_env``.
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE")
+BASE_ENV += ("TZ", "TMPDIR", "SYSTEMROOT", "TEMP", "TMP", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RULE_KEYS = ("connection", "action", "resource", "fresh")
 log = logging.getLogger("toolpass")
 
@@ -71,10 +87,15 @@ class ProxyConfig:
     strict: bool = False
     audit: str | None = None
     rules: dict[str | tuple[str, ...], Rule] = field(default_factory=dict)
+    upstream_env: tuple[str, ...] = ()
 
 
-def parse_mcp_section(section: Mapping[str, Any], path: str | None) -> ProxyConfig:
-    """Validate the ``mcp:`` section; errors name the file and line (``ConfigError``)."""
+def parse_mcp_section(
+    section: Mapping[str, Any], path: str | None, secrets: Collection[str] = ()
+) -> ProxyConfig:
+    """Validate the ``mcp:`` section; errors name the file and line (``ConfigError``).
+    ``secrets``: the environment variables the connections read secrets from, which
+    ``upstream_env`` may not name."""
     lines: Mapping[str, int] = getattr(section, "lines", {})
 
     def at(key: str, where: Mapping[str, Any] = section) -> str:
@@ -106,6 +127,7 @@ def parse_mcp_section(section: Mapping[str, Any], path: str | None) -> ProxyConf
     audit = section.get("audit")
     if audit is not None and (not isinstance(audit, str) or not audit.strip()):
         raise ConfigError(f"{at('audit')}: mcp.audit is the path of a JSON-lines file")
+    upstream_env = _upstream_env(section.get("upstream_env", []), secrets, at("upstream_env"))
     raw = section.get("rules", {})
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{at('rules')}: mcp.rules maps tool names to rules")
@@ -140,7 +162,37 @@ def parse_mcp_section(section: Mapping[str, Any], path: str | None) -> ProxyConf
         except TypeError as e:
             raise ConfigError(f"{where}: {e}") from None
         rules[tools[0] if len(tools) == 1 else tools] = rule
-    return ProxyConfig(user.strip(), strict, audit, rules)
+    return ProxyConfig(user.strip(), strict, audit, rules, upstream_env)
+
+
+def _upstream_env(names: Any, secrets: Collection[str], where: str) -> tuple[str, ...]:
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{where}: mcp.upstream_env is a list of environment variables")
+    for name in names:
+        if not _ENV_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: mcp.upstream_env: {name!r} is not a variable's name")
+        if name in secrets:
+            raise ConfigError(
+                f"{where}: mcp.upstream_env: {name} holds a connection's secret, which the "
+                "upstream must not get"
+            )
+    return tuple(names)
+
+
+def upstream_environment(names: Sequence[str]) -> dict[str, str]:
+    """The upstream's environment: ``BASE_ENV`` and ``names``, as far as they are set."""
+    return {name: os.environ[name] for name in (*BASE_ENV, *names) if name in os.environ}
+
+
+def secret_variables(config: Config) -> frozenset[str]:
+    """The environment variables the configuration reads secrets from (``env:NAME``)."""
+    references = [
+        value.reference
+        for connection in config.connections
+        for value in connection.options.values()
+        if isinstance(value, Secret)
+    ]
+    return frozenset(r[4:] for r in references if r.startswith("env:"))
 
 
 async def upstream_tools(client: Client) -> list[Tool]:
@@ -168,6 +220,13 @@ def proxy_server(client: Client | None, tools: list[Tool]) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
+        if all(t.name != params.name for t in tools):  # never a tool the upstream hides
+            raise ToolRefused(
+                "invalid_arguments",
+                f"There is no tool named {params.name!r} here, so the call was not made. "
+                "Call one of the tools listed.",
+                detail="a tool the upstream did not list",
+            )
         upstream: Client = server.upstream  # type: ignore[attr-defined]
         return await upstream.call_tool(params.name, params.arguments)
 
@@ -236,14 +295,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"unexpected arguments {args.command!r} (the command goes after --)")
     if bool(command) == bool(args.url):
         return _fail("give the upstream either as -- COMMAND [ARG ...] or as --url URL")
-    upstream: StdioServerParameters | str = args.url or StdioServerParameters(
-        command=command[0], args=command[1:], env=dict(os.environ)
-    )
     try:
         config = load_config(args.config)
-        proxy = parse_mcp_section(config.mcp, config.path)
+        proxy = parse_mcp_section(config.mcp, config.path, secret_variables(config))
     except ConfigError as e:
         return _fail(str(e))
+    upstream: StdioServerParameters | str = args.url or StdioServerParameters(
+        command=command[0], args=command[1:], env=upstream_environment(proxy.upstream_env)
+    )
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
         with Toolpass.from_config(args.config) as engine:
