@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytest
-from toolpass import Decision, Session, Toolkit, current_session
+from toolpass import ApprovalQueue, Decision, Session, Toolkit, current_session
 from toolpass.adapting import Rule, Traits
 
 from pytest_toolpass.engine import ScriptedEngine
@@ -358,6 +358,25 @@ class AdapterConformance:
         assert len(seen) == 2  # one output each; names are the framework's own
         assert "contents of a.md" in seen[0][1]
         assert f"acting for {DANA}" in seen[1][1]
+
+    def test_a_call_waiting_for_approval_shows_its_arguments(self, mode: str) -> None:
+        """The person asked reads what the call would do: every argument, in the request's
+        preview and ``describe()`` (which the adapter's own prompt, if any, shows)."""
+        queue = ApprovalQueue()
+        kit = Toolkit(approver=queue, audit=[])
+        # Sends out, declared as reading private and untrusted data: every call asks.
+        rules = {
+            "delete_issue": Traits(
+                effect="destructive", sends_out=True, reads_private=True, untrusted_output=True
+            )
+        }
+        script = [Call("delete_issue", {"key": "eve@evil.example"})]
+        _, tools = self._go(mode, ScriptedEngine(), rules, script, DANA, toolkit=kit)
+        assert tools.ran == []
+        [request] = queue.requests()
+        assert request.user == DANA
+        assert "key = 'eve@evil.example'" in request.preview
+        assert "eve@evil.example" in request.describe()
 
     def test_bad_options_fail_when_the_adapter_is_built(self) -> None:
         bad: list[tuple[dict[str, Any], dict[str, Any]]] = [
