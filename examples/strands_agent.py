@@ -84,7 +84,7 @@ def run(script: Script) -> list[str]:
         result = agent("Tidy up PAY", invocation_state={"user_id": USER})
     read = tool_results()[before:]
     if result.stop_reason == "interrupt":
-        waiting.extend(i for i in result.interrupts if i.name == "toolpass-approval")
+        waiting.extend(i for i in result.interrupts if i.name.startswith("toolpass-approval"))
         ask = waiting[0]
         read.append(
             f"(the run stops for a person: interrupt {ask.name}, {ask.reason['request_id']})"
