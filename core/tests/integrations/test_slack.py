@@ -314,7 +314,8 @@ def test_admin_prefs_failure_is_unknown(slack: FakeSlack) -> None:
     assert "not_an_admin" in d.reason
 
 
-def test_message_edit_and_delete(tp: Toolpass, slack: FakeSlack) -> None:
+def test_message_edit_and_delete(slack: FakeSlack) -> None:
+    tp = engine(slack, message_editing="anytime", message_deletion="everyone")
     slack.messages["C0ENG"] = [
         {"type": "message", "ts": "1712345679.000200", "user": "U0ERIN", "text": "later"},
         {"type": "message", "ts": "1712345678.000100", "user": "U0DANA", "text": "hello"},
@@ -334,6 +335,80 @@ def test_message_edit_and_delete(tp: Toolpass, slack: FakeSlack) -> None:
     assert history.query["inclusive"] == ["true"]
     d = tp.check("dana@example.com", "slack", "chat.update", "channel:C0ENG")
     assert d.decision == "unknown"
+    tp.close()
+
+
+@pytest.mark.parametrize(
+    ("editing", "deletion", "edit", "delete"),
+    [
+        ("unknown", "unknown", "unknown", "unknown"),  # the defaults: the token cannot read them
+        ("never", "admins", "deny", "deny"),
+        ("anytime", "everyone", "allow", "allow"),
+    ],
+)
+def test_the_workspaces_editing_and_deletion_settings_bind_authors(
+    slack: FakeSlack, editing: str, deletion: str, edit: str, delete: str
+) -> None:
+    slack.messages["C0ENG"] = [
+        {"type": "message", "ts": "1712345678.000100", "user": "U0DANA", "text": "hello"},
+    ]
+    mine = "message:C0ENG/1712345678.000100"
+    settings = {"message_editing": editing, "message_deletion": deletion}
+    if editing == "unknown":
+        settings = {}  # the defaults
+    with engine(slack, **settings) as tp:
+        assert tp.check("dana@example.com", "slack", "chat.update", mine).decision == edit
+        assert tp.check("dana@example.com", "slack", "chat.delete", mine).decision == delete
+        assert tp.check("ada@example.com", "slack", "chat.delete", mine).allowed  # an admin
+
+
+def test_search_answers_the_tokens_view_so_it_is_unknown_unless_tokens_are_the_users(
+    slack: FakeSlack,
+) -> None:
+    with engine(slack) as tp:
+        d = tp.check("ada@example.com", "slack", "search.read", "workspace")  # even an admin
+        assert d.decision == "unknown"
+        assert "search_tokens" in d.reason
+    with engine(slack, search_tokens="user") as tp:
+        assert tp.check("erin@example.com", "slack", "search.read", "workspace").allowed
+        assert tp.check("dave@example.com", "slack", "search.read", "workspace").decision == (
+            "deny"
+        )  # deactivated
+
+
+def test_a_grid_public_channel_is_read_by_its_workspaces_members_only(
+    tp: Toolpass, slack: FakeSlack
+) -> None:
+    """On Enterprise Grid, a public channel of workspace T0SALES is open to T0SALES's members
+    (and to those of workspaces it is shared with), not to every member of the org."""
+    grid = {"id": "W0X", "enterprise_id": "E0ORG", "teams": ["T0ENG"]}
+    slack.add_user("W0ENGER", "enger@example.com", team_id="T0ENG", enterprise_user=grid)
+    sales = {**grid, "teams": ["T0SALES"]}
+    slack.add_user("W0SALES", "seller@example.com", team_id="T0SALES", enterprise_user=sales)
+    both = {**grid, "teams": ["T0MKT", "T0SHARED"]}
+    slack.add_user("W0MKT", "marketer@example.com", team_id="T0MKT", enterprise_user=both)
+    slack.add_channel(
+        "C0DEALS",
+        "deals",
+        [BOT_ID],
+        context_team_id="T0SALES",
+        shared_team_ids=["T0SALES", "T0SHARED"],
+        enterprise_id="E0ORG",
+    )
+    slack.add_channel("C0VAGUE", "vague", [BOT_ID], enterprise_id="E0ORG")
+
+    def read(who: str, channel: str = "channel:C0DEALS") -> str:
+        d = tp.check(f"{who}@example.com", "slack", "conversations.history", channel, fresh=True)
+        return d.decision
+
+    assert read("seller") == "allow"
+    assert read("enger") == "deny"  # another workspace of the same org
+    assert read("marketer") == "allow"  # in a workspace the channel is shared with
+    assert read("seller", "channel:C0VAGUE") == "unknown"  # Slack does not say whose it is
+    joined = tp.check("enger@example.com", "slack", "conversations.join", "channel:C0DEALS")
+    assert joined.decision == "deny"
+    slack.members["C0DEALS"].append("W0ENGER")  # invited: a member reads it
+    assert read("enger") == "allow"
 
 
 def test_message_in_channel_the_bot_cannot_read_is_unknown(tp: Toolpass, slack: FakeSlack) -> None:
@@ -689,7 +764,7 @@ def test_decisions_cached_fresh_skips_unknown_never(tp: Toolpass, slack: FakeSla
     slack.members["C0ENG"].remove("U0DANA")
     d = tp.check("dana@example.com", "slack", "chat.postMessage", "channel:C0ENG", fresh=True)
     assert d.decision == "deny"
-    assert "users.lookupByEmail" not in methods(slack)[count:]  # the identity is remembered
+    assert "users.lookupByEmail" in methods(slack)[count:]  # fresh asks who it is anew too
 
 
 def test_user_flags_refetched_when_cache_off(slack: FakeSlack) -> None:

@@ -186,7 +186,7 @@ def test_coverage_every_web_api_method_of_the_installed_slack_sdk() -> None:
             "query=deploy",
             {},
             None,
-            ("admin.read", "workspace", "read", "u"),
+            ("search.read", "workspace", "read", "u"),
         ),
         ("GET", "/files.info", "file=F0123", {}, None, ("admin.read", "workspace", "read", "u")),
         ("POST", "/auth.test", "", {}, None, ("workspace.read", "workspace", "read", "a")),

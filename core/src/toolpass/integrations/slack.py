@@ -55,7 +55,7 @@ from toolpass.integrations.base import (
     Remembered,
     load_actions,
 )
-from toolpass.integrations.routes import Match, Request
+from toolpass.integrations.routes import Match, Request, Route
 from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import Response
 from toolpass.wire.identity import same_email
@@ -98,6 +98,8 @@ _EDIT = "edit"
 _DELETE = "delete"
 _CREATE = "create"
 _ADMIN = "admin"
+_SEARCH = "search"
+_SEARCH_METHODS = frozenset({"/search.messages", "/search.files", "/search.all"})
 
 ACTIONS: tuple[Action, ...] = load_actions("slack")
 _KIND = {a.name: a.terms["rule"] for a in ACTIONS}
@@ -225,6 +227,30 @@ class Slack(Integration):
             choices=("members", "admins", "unknown"),
         ),
         ConfigKey(
+            "message_editing",
+            "When authors may edit their messages, as the workspace (or the Grid org) is set "
+            "(the token cannot read it): anytime, never, or unknown (a time window, or not "
+            "known: every edit is unknown).",
+            default="unknown",
+            choices=("anytime", "never", "unknown"),
+        ),
+        ConfigKey(
+            "message_deletion",
+            "Who may delete messages, as the workspace is set (the token cannot read it): "
+            "everyone (authors their own), admins (owners and admins only), or unknown "
+            "(an author's delete is unknown; admins and owners may always).",
+            default="unknown",
+            choices=("everyone", "admins", "unknown"),
+        ),
+        ConfigKey(
+            "search_tokens",
+            "Whose token the agent searches with (search.messages, search.files, "
+            "search.all answer what the token's user can see): user (each user's own "
+            "token) or unknown (every search is unknown).",
+            default="unknown",
+            choices=("user", "unknown"),
+        ),
+        ConfigKey(
             "external_channels",
             "Slack Connect channels (is_ext_shared): 'check' applies the same rules, "
             "'unknown' answers unknown for every check in them.",
@@ -288,6 +314,8 @@ class Slack(Integration):
         reads arguments: the query string, a urlencoded, multipart or JSON body. A channel
         named in two places differently, or a list of several channels, names no resource."""
         found = self.route_table().match(request)
+        if found is not None and found.route.path in _SEARCH_METHODS:
+            return self._searched(found)
         if found is None or "{" not in found.route.resource:
             return found
         method = found.route.path.lstrip("/")
@@ -306,6 +334,14 @@ class Slack(Integration):
             return value
 
         return Match(found.route, found.params, _fields.fill(found.route.resource, value_of))
+
+    def _searched(self, found: Match) -> Match:
+        """Slack's search methods are ``search.read`` on the workspace."""
+        r = found.route
+        row = Route(
+            r.method, r.path, "search.read", _WORKSPACE, "read", r.untrusted, False, r.agent
+        )
+        return Match(row, found.params, _WORKSPACE)
 
     # --- the wire ----------------------------------------------------------------------
     def auth_headers(self) -> dict[str, str]:
@@ -437,7 +473,7 @@ class Slack(Integration):
             raise BadResource(f"{action} needs a channel:… or message:… resource")
         if kind in (_EDIT, _DELETE) and where.kind != "message":
             raise BadResource(f"{action} needs a message:C…/ts resource")
-        if kind == _CREATE and where.kind != "workspace":
+        if kind in (_CREATE, _SEARCH) and where.kind != "workspace":
             raise BadResource(f"{action} needs a workspace or team:T… resource")
         team = self.options.get("team_id")
         if where.team and team and where.team != team:
@@ -453,6 +489,8 @@ class Slack(Integration):
             return Decision.deny(f"{who} was invited to Slack but has not joined")
         if kind == _ADMIN:
             return self._admin(who, person)
+        if kind == _SEARCH:
+            return self._search(who)
         if kind == _CREATE:
             return self._create(who, person, where)
         if kind == _WORKSPACE:
@@ -528,7 +566,10 @@ class Slack(Integration):
 
         if kind == _READ:
             if not private and not guest and not _flag(person, "is_stranger"):
-                return Decision.allow(f"{label} is public and {who} is a full member")
+                elsewhere = _other_workspace(who, person, info, label)
+                if elsewhere is None:
+                    return Decision.allow(f"{label} is public and {who} is a full member")
+                return Decision.allow(f"{who} is a member of {label}") if member() else elsewhere
             if member():
                 return Decision.allow(f"{who} is a member of {label}")
             if private:
@@ -542,13 +583,15 @@ class Slack(Integration):
             if archived:
                 return Decision.deny(f"{label} is archived")
             author = self._author(channel_id, where.ts)
-            if author == uid:
-                return Decision.allow(f"{who} wrote the message")
-            if kind == _DELETE and _is_admin(person):
-                return Decision.allow(f"{who} is a workspace admin or owner")
             if kind == _EDIT:
-                return Decision.deny(f"only the author may edit a message; {who} is not it")
-            return Decision.deny(f"{who} neither wrote the message nor is an admin or owner")
+                if author != uid:
+                    return Decision.deny(f"only the author may edit a message; {who} is not it")
+                return self._setting("message_editing", "anytime", f"{who} wrote the message")
+            if _is_admin(person):
+                return Decision.allow(f"{who} is a workspace admin or owner")
+            if author != uid:
+                return Decision.deny(f"{who} neither wrote the message nor is an admin or owner")
+            return self._setting("message_deletion", "everyone", f"{who} wrote the message")
 
         if kind in (_MANAGE, _ARCHIVE, _UNARCHIVE):
             return self._manage(kind, who, person, label, info, member)
@@ -560,6 +603,9 @@ class Slack(Integration):
                 return Decision.allow(f"{who} is already a member of {label}")
             if private:
                 return Decision.deny(f"{label} is private: it is joined only by invitation")
+            elsewhere = _other_workspace(who, person, info, label)
+            if elsewhere is not None:
+                return elsewhere
             if guest:
                 return Decision.deny(f"{who} is a guest: guests join channels only by invitation")
             return Decision.allow(f"{label} is public and {who} is a full member")
@@ -587,6 +633,30 @@ class Slack(Integration):
         if kind != _POST:
             return Decision.allow(f"{who} is a member of {label}")
         return self._may_post(who, uid, person, channel_id, label, info)
+
+    def _setting(self, key: str, allowing: str, reason: str) -> Decision:
+        """The workspace's message editing or deletion setting (a connection key: the token
+        cannot read it) applied to the message's author."""
+        value = self.options[key]
+        if value == allowing:
+            return Decision.allow(f"{reason}, and the workspace lets authors do this")
+        if value == "unknown":
+            return Decision.unknown(
+                f"whether authors may do this is a workspace setting the engine cannot read "
+                f"(set {key})"
+            )
+        return Decision.deny(f"{reason}, but the workspace's {key} is {value}")
+
+    def _search(self, who: str) -> Decision:
+        """Slack's search answers what the token's user can see, not what ``who`` can."""
+        if self.options["search_tokens"] == "user":
+            return Decision.allow(
+                f"{who} is an active user and the agent searches with the user's own token"
+            )
+        return Decision.unknown(
+            "Slack's search answers with what the token's user can see, not what this user "
+            "can (set search_tokens: user when the agent searches with each user's own token)"
+        )
 
     def _manage(
         self,
@@ -822,6 +892,34 @@ class Slack(Integration):
 
 def _is_admin(person: Mapping[str, Any]) -> bool:
     return any(_flag(person, f) for f in ("is_admin", "is_owner", "is_primary_owner"))
+
+
+def _other_workspace(
+    who: str, person: Mapping[str, Any], info: Mapping[str, Any], label: str
+) -> Decision | None:
+    """On Enterprise Grid a public channel is open to the members of its own workspace (and
+    of the workspaces it is shared with), not to the whole organisation: a deny when ``who``
+    belongs to none of them, unknown when Slack does not say; None when it is theirs (or
+    outside Grid)."""
+    grid = isinstance(person.get("enterprise_user"), dict) or any(
+        info.get(k) for k in ("enterprise_id", "is_org_shared", "shared_team_ids")
+    )
+    if not grid:
+        return None
+    homes = {info.get("context_team_id"), info.get("conversation_host_id")}
+    for key in ("shared_team_ids", "internal_team_ids"):
+        listed = info.get(key)
+        homes.update(listed if isinstance(listed, list) else [])
+    channel_teams = {t for t in homes if isinstance(t, str) and _TEAM_ID.fullmatch(t)}
+    teams = _teams(person)
+    if not channel_teams or teams is None:
+        return Decision.unknown(f"slack does not say which workspaces {label} or {who} are in")
+    if teams & channel_teams:
+        return None
+    return Decision.deny(
+        f"{label} is a public channel of workspace(s) {', '.join(sorted(channel_teams))}, "
+        f"which {who} is not in"
+    )
 
 
 def _teams(person: Mapping[str, Any]) -> set[str] | None:
