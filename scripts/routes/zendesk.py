@@ -21,7 +21,8 @@ Each operation is placed by its path:
 - ``/api/v2/users/{user_id}...`` names ``user:{user_id}``: a read ``user.view`` (the user's
   tickets and requests are lists: ``account.read``), ``DELETE`` ``user.delete``, a write
   ``user.manage``, except passwords set by others, sessions and group memberships
-  (``account.admin``);
+  (``account.admin``) and what a user may not change on their own account: organizations,
+  verifying an identity, merging (``user.manage_restricted``);
 - ``GET /api/v2/users/me`` is the agent's own request;
 - every other read is ``account.read`` (a ``POST`` to ``.../search``, ``autocomplete``,
   ``preview``, ``count`` reads), except audit logs, deleted tickets and users, OAuth and
@@ -52,6 +53,8 @@ SOURCE = (
     "GitHub api-evangelist/zendesk openapi/_original at aaa548006c2a (2026-08-22)"
 )
 METHODS = ("get", "put", "post", "patch", "delete")
+#: User writes a user may not make on their own account (an admin's or an agent's).
+_RESTRICTED = ("/organization_memberships", "/organizations", "/merge")
 #: Documented alternate paths the description gives in prose only.
 ALTERNATES = [
     ("GET", "/api/v2/users/{user_id}/group_memberships"),
@@ -172,6 +175,8 @@ def place(method: str, path: str) -> tuple[str, str, str, str]:
             return "account.admin", "account", effect, ""
         if method == "DELETE" and not rest:
             return "user.delete", "user:{user_id}", effect, ""
+        if rest.startswith(_RESTRICTED) or rest.endswith("/verify"):
+            return "user.manage_restricted", "user:{user_id}", effect, ""
         sends = "s" if rest.endswith("/request_verification") else ""
         return "user.manage", "user:{user_id}", effect, sends
     if reads:

@@ -7,7 +7,8 @@
 - ``GET /api/v2/users/{id}/group_memberships``, ``GET /api/v2/custom_roles``: offset pages
   (``per_page``, ``next_page`` as a full URL);
 - ``GET /api/v2/account/settings``, ``GET /api/v2/groups/{id}``;
-- ``GET`` / ``PUT`` ``/api/v2/tickets/{id}`` (an update answers the ticket and its audit).
+- ``GET`` / ``PUT`` ``/api/v2/tickets/{id}`` (an update answers the ticket and its audit);
+- ``PUT /api/v2/users/{id}``: the fields of ``user`` set, the user answered.
 
 Paths take an optional ``.json`` suffix, as Zenpy sends them. Credentials: HTTP basic
 ``{email}/token:{api_token}`` or a bearer token; otherwise 401 ``{"error": "Couldn't
@@ -46,6 +47,7 @@ class FakeZendesk(FakeServer):
         self.add("GET", rf"/api/v2/groups/(?P<id>\d+){J}", self._group)
         self.add("GET", rf"/api/v2/tickets/(?P<id>\d+){J}", self._ticket)
         self.add("PUT", rf"/api/v2/tickets/(?P<id>\d+){J}", self._update)
+        self.add("PUT", rf"/api/v2/users/(?P<id>\d+){J}", self._update_user)
 
     def add_user(self, uid: int, email: str, role: str = "agent", **fields: Any) -> None:
         base = {
@@ -157,6 +159,15 @@ class FakeZendesk(FakeServer):
             return denied
         ticket = self.tickets.get(int(request.params["id"]))
         return Reply(200, {"ticket": ticket}) if ticket else self._missing()
+
+    def _update_user(self, request: Request) -> Reply:
+        if (denied := self._guard(request)) is not None:
+            return denied
+        user = self.users.get(int(request.params["id"]))
+        if user is None:
+            return self._missing()
+        user.update({k: v for k, v in (request.json().get("user") or {}).items() if k != "id"})
+        return Reply(200, {"user": user})
 
     def _update(self, request: Request) -> Reply:
         if (denied := self._guard(request)) is not None:

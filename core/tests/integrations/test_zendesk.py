@@ -281,6 +281,53 @@ def test_the_hook_refuses_a_ticket_the_user_cannot_see(
     assert fake.seen("GET", r"/api/v2/tickets/502\.json") == []
 
 
+def _profile(client: Zenpy, uid: int, **fields: Any) -> str:
+    user = client.users(id=uid)
+    for name, value in fields.items():
+        setattr(user, name, value)
+    return str(client.users.update(user).name)
+
+
+@pytest.mark.parametrize(
+    ("who", "uid", "fields"),
+    [
+        ("ivy@example.com", 20, {"organization_id": 501}),  # an end user joining another org
+        ("ivy@example.com", 20, {"tags": ["vip"]}),
+        ("ivy@example.com", 20, {"notes": "trusted customer", "name": "Ivy"}),
+        ("ben@example.com", 11, {"organization_id": 501}),  # an agent, on their own account
+    ],
+)
+def test_the_hook_refuses_a_self_update_of_what_needs_an_admin(
+    kit: tuple[Toolkit, list[Any], Zenpy],
+    fake: FakeZendesk,
+    who: str,
+    uid: int,
+    fields: dict[str, Any],
+) -> None:
+    toolkit, events, client = kit
+    update = toolkit.tool()(lambda: _profile(client, uid, **fields))
+    before = dict(fake.users[uid])
+    with Session(who).active(), pytest.raises(ActionRefused):
+        update()
+    assert fake.seen("PUT", rf"/api/v2/users/{uid}\.json") == []
+    assert fake.users[uid] == before
+    action = events[-1].actions[-1]
+    assert (action["action"], action["resource"]) == ("user.manage_restricted", f"user:{uid}")
+    assert action["verdict"] == "not_authorized"
+
+
+def test_the_hook_lets_a_user_change_their_own_name_and_time_zone(
+    kit: tuple[Toolkit, list[Any], Zenpy], fake: FakeZendesk
+) -> None:
+    toolkit, events, client = kit
+    update = toolkit.tool()(lambda: _profile(client, 20, name="Ivy B", time_zone="Berlin"))
+    with Session("ivy@example.com").active():
+        assert "Ivy B" in update()
+    assert fake.users[20]["time_zone"] == "Berlin"
+    action = events[-1].actions[-1]
+    assert (action["action"], action["verdict"]) == ("user.manage", "allowed")
+
+
 class TestZendeskConformance(IntegrationConformance):
     integration = "zendesk"
     user, action, resource = "ben@example.com", "ticket.edit", "ticket:501"

@@ -66,6 +66,11 @@ _PRIVILEGED = frozenset(
         "agent_brand_ids",
     }
 )
+#: Profile fields a user may change on their own account; any other needs an agent or admin.
+_OWN = frozenset(
+    {"name", "alias", "signature", "photo", "locale", "locale_id", "time_zone", "iana_time_zone"}
+)
+_RESTRICTED = Route("PUT", _PROFILE, "user.manage_restricted", "user:{user_id}", "write")
 _PROFILE_EDIT = ("edit", "full")
 CREDENTIAL = (
     "Least privilege: an API token (Admin Center > Apps and integrations > Zendesk API > "
@@ -167,7 +172,10 @@ class Zendesk(Integration):
     def match_request(self, request: Request) -> Match | None:
         """The table's route (a ``.json`` suffix, as Zenpy sends, is dropped); a ticket
         update carrying a comment that is not ``"public": false`` adds a public comment; a
-        profile update setting a role, restriction or suspension administers the account."""
+        profile update setting a role, restriction or suspension administers the account, one
+        setting any field but those a user may change on their own (name, alias, signature,
+        photo, locale, time zone) is ``user.manage_restricted``; a profile update with
+        anything beside its ``user`` object (other fields, a query string) is unresolved."""
         if request.path.endswith(".json"):
             request = Request(
                 request.method,
@@ -194,8 +202,7 @@ class Zendesk(Integration):
         if data is AMBIGUOUS:
             return Match(found.route, found.params, None)
         if key == "user":
-            privileged = isinstance(data, dict) and not _PRIVILEGED.isdisjoint(data)
-            return Match(_ADMIN, found.params, "account") if privileged else found
+            return _profile(found, request, data)
         comment = data.get("comment") if isinstance(data, dict) else None
         if comment is None:
             return found
@@ -305,8 +312,10 @@ class Zendesk(Integration):
         who: str,
     ) -> Decision:
         role = me.get("role")
-        if role == "admin" or (rid == uid and action != "user.delete"):
+        if role == "admin" or (rid == uid and action in ("user.view", "user.manage")):
             return Decision.allow(f"{who} may {action} user {rid}")
+        if role != "agent" and rid == uid:
+            return Decision.deny(f"{who} may not {action} on their own account (admins may)")
         if role != "agent":
             return Decision.deny(f"{who} may {action} only themself")
         if action == "user.view":
@@ -461,6 +470,19 @@ def _ids(ticket: Mapping[str, Any], *keys: str) -> set[int]:
 
 def _said(ok: bool, yes: str, no: str) -> Decision:
     return Decision.allow(yes) if ok else Decision.deny(no)
+
+
+def _profile(found: Match, request: Request, data: Any) -> Match:
+    """A profile update (``PUT /api/v2/users/{id}``) by the fields it sets: an admin's
+    (role, restriction, ...), the user's own (name, locale, ...) or restricted."""
+    if not isinstance(data, dict) or set(request.form) != {"user"} or request.query_string:
+        return Match(found.route, found.params, None)  # Zendesk may read more than we do
+    fields = set(data) - ({"id"} if str(data.get("id")) == found.params.get("user_id") else set())
+    if not _PRIVILEGED.isdisjoint(fields):
+        return Match(_ADMIN, found.params, "account")
+    if not fields <= _OWN:
+        return Match(_RESTRICTED, found.params, found.resource)
+    return found
 
 
 INTEGRATION = Zendesk
