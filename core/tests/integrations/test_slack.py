@@ -767,6 +767,14 @@ def test_decisions_cached_fresh_skips_unknown_never(tp: Toolpass, slack: FakeSla
     assert "users.lookupByEmail" in methods(slack)[count:]  # fresh asks who it is anew too
 
 
+def test_fresh_reads_a_deactivation_within_the_user_cache(tp: Toolpass, slack: FakeSlack) -> None:
+    assert tp.check("dana@example.com", "slack", "chat.postMessage", "channel:C0ENG").allowed
+    slack.users["U0DANA"]["deleted"] = True  # deactivated; the flags are kept 30 s
+    d = tp.check("dana@example.com", "slack", "chat.postMessage", "channel:C0ENG", fresh=True)
+    assert d.decision == "deny", d.reason
+    assert "deactivated" in d.reason
+
+
 def test_user_flags_refetched_when_cache_off(slack: FakeSlack) -> None:
     with engine(slack, user_cache_ttl=0) as tp:
         assert tp.check("dana@example.com", "slack", "chat.postMessage", "channel:C0ENG").allowed

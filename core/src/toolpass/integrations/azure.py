@@ -79,10 +79,11 @@ CREDENTIAL = (
     "registration; a client secret, a certificate or a federated credential under Certificates "
     "& secrets) assigned the built-in Reader role, or a custom role with only "
     "Microsoft.Authorization/*/read, at the root management group or each subscription "
-    "checked (Access control (IAM) > Add role assignment); for the email look-up and deny "
-    "assignments that exclude groups, the Microsoft Graph application permissions "
-    "User.Read.All and GroupMember.Read.All (API permissions > Add > Microsoft Graph > "
-    "Application permissions, then Grant admin consent). It can change nothing."
+    "checked (Access control (IAM) > Add role assignment); the Microsoft Graph application "
+    "permissions User.Read.All (every check reads the user's account: a disabled one is "
+    "denied) and GroupMember.Read.All (deny assignments that name groups) (API permissions > "
+    "Add > Microsoft Graph > Application permissions, then Grant admin consent). It can "
+    "change nothing."
 )
 
 
