@@ -6,6 +6,9 @@ Argo CD's documented REST shapes (assets/swagger.json):
 - ``GET /api/v1/applications/{name}`` (``appNamespace``): an Application; a missing one is
   403 ``permission denied``, as Argo CD answers so as not to leak existence;
 - ``GET /api/v1/applicationsets/{name}``, ``/clusters/{server}``, ``/repositories/{url}``;
+- ``GET /api/v1/applications/{name}/syncwindows`` (``appNamespace``): ``canSync`` (whether
+  a manual sync is allowed now: ``blocked`` lists the applications a window blocks), with the
+  assigned and active windows;
 - ``GET /api/v1/session/userinfo``; ``POST /api/v1/applications/{name}/sync``;
 - the Kubernetes API's ``GET /api/v1/namespaces/{ns}/configmaps/{name}`` (``data``).
 
@@ -37,11 +40,13 @@ class FakeArgoCD(FakeServer):
         self.clusters: dict[str, dict[str, str]] = {}
         self.repos: dict[str, dict[str, str]] = {}
         self.synced: list[str] = []
+        self.blocked: set[tuple[str, str]] = set()  # (namespace, name) a sync window blocks
         self.add("GET", r"/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)", self._cm)
         self.add("GET", r"/api/v1/projects", self._projects)
         self.add("GET", r"/api/v1/projects/(?P<name>[^/]+)", self._project)
         self.add("GET", r"/api/v1/applications/(?P<name>[^/]+)", self._app)
         self.add("POST", r"/api/v1/applications/(?P<name>[^/]+)/sync", self._sync)
+        self.add("GET", r"/api/v1/applications/(?P<name>[^/]+)/syncwindows", self._windows)
         self.add("GET", r"/api/v1/applicationsets/(?P<name>[^/]+)", self._appset)
         self.add("GET", r"/api/v1/clusters/(?P<id>[^/]+)", self._cluster)
         self.add("GET", r"/api/v1/repositories/(?P<id>[^/]+)", self._repo)
@@ -88,6 +93,19 @@ class FakeArgoCD(FakeServer):
         if key not in self.apps:
             return _error(403, "permission denied", 7)
         return Reply(200, self.apps[key])
+
+    def _windows(self, request: Request) -> Reply:
+        if not self._ok(request):
+            return self._denied()
+        key = (request.arg("appNamespace") or "argocd", request.params["name"])
+        if key not in self.apps:
+            return _error(403, "permission denied", 7)
+        window = {"kind": "deny", "schedule": "0 0 * * *", "duration": "24h", "manualSync": False}
+        blocked = key in self.blocked
+        windows = [window] if blocked else []
+        return Reply(
+            200, {"assignedWindows": windows, "activeWindows": windows, "canSync": not blocked}
+        )
 
     def _sync(self, request: Request) -> Reply:
         if not self._ok(request) and not request.headers.get("authorization"):

@@ -202,6 +202,33 @@ def test_a_moved_application_needs_both_projects(tp: Toolpass) -> None:
     assert d.decision == "deny"
 
 
+@pytest.mark.parametrize("action", ["applications.sync", "applications.override"])
+@pytest.mark.parametrize("resource", ["app:guestbook", "team-a/guestbook", "app:apps/guestbook"])
+def test_a_sync_window_that_blocks_a_sync_refuses_even_an_admin(
+    fake: FakeArgoCD, tp: Toolpass, action: str, resource: str
+) -> None:
+    """Argo CD's Sync refuses a manual sync that a sync window of the project blocks, before
+    RBAC and whoever asks (``PermissionDenied: cannot sync: blocked by sync window``)."""
+    namespace = "apps" if "apps/" in resource else "argocd"
+    assert tp.check("sam@example.com", "argo", action, resource, fresh=True).allowed
+    fake.blocked.add((namespace, "guestbook"))
+    d = tp.check("sam@example.com", "argo", action, resource, fresh=True)
+    assert d.decision == "deny"
+    assert "sync window" in d.reason
+    assert tp.check("sam@example.com", "argo", "applications.get", resource).allowed
+
+
+def test_a_sync_of_no_one_application_or_a_malformed_window_answer_is_unknown(
+    fake: FakeArgoCD, tp: Toolpass
+) -> None:
+    assert tp.check("sam@example.com", "argo", "applications.sync", "team-a/*").decision == (
+        "unknown"
+    )
+    fake.fail(200, body={"activeWindows": []}, path=r"/api/v1/applications/guestbook/syncwindows")
+    d = tp.check("sam@example.com", "argo", "applications.sync", "app:guestbook", fresh=True)
+    assert d.decision == "unknown"
+
+
 def test_the_generic_fine_grained_actions_need_a_name(tp: Toolpass) -> None:
     d = tp.check("sam@example.com", "argo", "applications.action", "app:guestbook")
     assert d.decision == "unknown"

@@ -64,6 +64,7 @@ _OPEN = {
     "applications.delete": 4,
 }
 _PROJECT_SCOPED = {"applications", "applicationsets", "logs", "exec", "clusters", "repositories"}
+_WINDOWED = ("applications.sync", "applications.override")  # Sync checks the windows
 CREDENTIAL = (
     "Least privilege: a local account (argocd-cm: accounts.toolpass: apiKey) bound to a role "
     "that only reads (argocd-rbac-cm policy.csv: p, role:toolpass-engine, projects, get, *, "
@@ -450,10 +451,31 @@ class ArgoCD(Integration):
         ok = any(r is not None for r in results) if any_of else all(r is not None for r in results)
         asked = " and ".join(f"{r}, {a}" for r, a in needs)
         where = " and ".join(o or "''" for o in objects)
+        if ok and action in _WINDOWED:
+            blocked = self._sync_window(objects[0])
+            if blocked is not None:
+                return blocked
         if ok:
             why = "; ".join(sorted({r for r in results if r}))
             return Decision.allow(f"Argo CD RBAC allows {subject} {asked} on {where} ({why})")
         return Decision.deny(f"Argo CD RBAC does not allow {subject} {asked} on {where}")
+
+    def _sync_window(self, obj: str) -> Decision | None:
+        """Deny when a sync window of the project blocks a manual sync of application ``obj``
+        (``project/[namespace/]name``) now, as Argo CD's Sync refuses it before RBAC, whoever
+        asks; read live (``GET /api/v1/applications/{name}/syncwindows``: ``canSync``)."""
+        project, _, rest = obj.partition("/")
+        namespace, _, name = rest.rpartition("/")
+        if not NAME.fullmatch(name) or (namespace and not NAME.fullmatch(namespace)):
+            return Decision.unknown(f"name one application to sync, not {obj!r}", cause="resource")
+        what = f"read the sync windows of {obj}"
+        path = f"/api/v1/applications/{quote(name)}/syncwindows"
+        data = self.get_json(path, what=what, params={"appNamespace": namespace or None})
+        if not isinstance(data.get("canSync"), bool):
+            raise LookupFailed(f"argocd's answer to {what} has no canSync")
+        if data["canSync"]:
+            return None
+        return Decision.deny(f"a sync window of project {project} blocks syncing {obj} now")
 
     def _enforce(
         self,
