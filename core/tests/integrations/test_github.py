@@ -537,3 +537,17 @@ class TestGitHubConformance(IntegrationConformance):
 
     def connection(self, api: FakeGitHub, **extra: Any) -> dict[str, Any]:
         return connection(api, **extra)
+
+    unsupported = {
+        "bind_admins": "no GitHub rule binds opening a pull request; rulesets and "
+        "enforce_admins binding admins on merges and pushes are in test_github_rules.py",
+        "disable_account": "github.com shows no suspension (its login answers 404: unknown); "
+        "GHES's suspended_at is tested in test_github_rules.py",
+    }
+
+    def make_read_only(self, api: FakeGitHub) -> str:
+        api.repos["acme/widgets"].archived = True
+        return "pr.create"
+
+    def revoke(self, api: FakeGitHub) -> None:
+        api.repos["acme/widgets"].roles["dana"] = "read"
