@@ -194,6 +194,7 @@ def populate(fake: FakeWorkspace) -> FakeWorkspace:
     fake.files["doc1"] = {
         "alice@example.com": {
             "canEdit": True,
+            "canModifyContent": True,
             "canDelete": True,
             "canShare": True,
             "canDownload": True,
@@ -204,6 +205,10 @@ def populate(fake: FakeWorkspace) -> FakeWorkspace:
             "canShare": False,
             "canDownload": True,
         },
+    }
+    # a file under a read-only content restriction: alice still edits its sharing, not its content
+    fake.files["locked1"] = {
+        "alice@example.com": {"canEdit": True, "canModifyContent": False, "canShare": True}
     }
     fake.drives["drv1"] = {"alice@example.com": {"canManageMembers": True, "canDeleteDrive": False}}
     fake.calendars["team@group.calendar.google.com"] = {

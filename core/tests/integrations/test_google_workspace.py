@@ -103,6 +103,19 @@ def test_drive_is_asked_as_the_user(tp: Toolpass, fake: FakeWorkspace) -> None:
     }
 
 
+def test_a_read_only_content_restriction_refuses_an_editor_a_content_change(
+    tp: Toolpass,
+) -> None:
+    """A content restriction (``contentRestrictions.readOnly``) makes a file's content
+    read-only for everyone while its editors keep ``canEdit`` and may still share or move it:
+    a write needs ``canModifyContent`` too."""
+    d = tp.check("alice@example.com", "gws", "drive.file.write", "drive:file/locked1")
+    assert d.decision == "deny"
+    assert "canModifyContent" in d.reason
+    assert tp.check("alice@example.com", "gws", "drive.file.share", "drive:file/locked1").allowed
+    assert tp.check("alice@example.com", "gws", "drive.file.write", "drive:file/doc1").allowed
+
+
 def test_a_shared_drive_is_asked_with_the_scope_drives_get_takes(
     tp: Toolpass, fake: FakeWorkspace
 ) -> None:

@@ -208,15 +208,16 @@ class GoogleWorkspace(GoogleIntegration):
         )
         if data is None:
             return Decision.deny(f"the {noun} {rid} is not visible to {uid}")
-        capability = str(terms.terms.get("capability") or "")
-        if not capability:
+        needed = str(terms.terms.get("capability") or "").split()  # every one must hold
+        if not needed:
             return Decision.allow(f"{uid} can see the {noun} {rid}")
         capabilities = data.get("capabilities")
         if not isinstance(capabilities, dict):
             raise LookupFailed(f"google_workspace's answer to {what} has no capabilities")
-        if capabilities.get(capability) is True:
-            return Decision.allow(f"Drive: {uid} has {capability} on the {noun} {rid}")
-        return Decision.deny(f"Drive: {uid} lacks {capability} on the {noun} {rid}")
+        lacking = [c for c in needed if capabilities.get(c) is not True]
+        if not lacking:
+            return Decision.allow(f"Drive: {uid} has {' and '.join(needed)} on the {noun} {rid}")
+        return Decision.deny(f"Drive: {uid} lacks {' and '.join(lacking)} on the {noun} {rid}")
 
     def _gmail(self, uid: str, person: Mapping[str, Any], mailbox: str) -> Decision:
         mailbox = mailbox.lower()
