@@ -216,7 +216,14 @@ class FakeGitLab(FakeServer):
         self.protected_tags.setdefault(project, []).append(rule)
 
     def add_merge_request(
-        self, project: str, iid: int, *, source: str, target: str = "main", fork: bool = False
+        self,
+        project: str,
+        iid: int,
+        *,
+        source: str,
+        target: str = "main",
+        fork: bool = False,
+        status: str = "mergeable",
     ) -> None:
         pid = self.projects[project]["id"]
         self.merge_requests[(project, iid)] = {
@@ -227,6 +234,7 @@ class FakeGitLab(FakeServer):
             "state": "opened",
             "source_branch": source,
             "target_branch": target,
+            "detailed_merge_status": status,
             "source_project_id": pid + 1000 if fork else pid,
             "target_project_id": pid,
             "web_url": f"{self.url}/{project}/-/merge_requests/{iid}",
@@ -240,6 +248,7 @@ class FakeGitLab(FakeServer):
         author: int,
         assignees: list[int] = (),  # type: ignore[assignment]
         confidential: bool = False,
+        locked: bool = False,
     ) -> None:
         self.issues[(project, iid)] = {
             "id": next(self._ids),
@@ -248,6 +257,7 @@ class FakeGitLab(FakeServer):
             "title": f"Issue {iid}",
             "state": "opened",
             "confidential": confidential,
+            "discussion_locked": locked,
             "author": self._basic(self.users[author]),
             "assignees": [self._basic(self.users[a]) for a in assignees],
         }

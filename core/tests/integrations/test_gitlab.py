@@ -863,6 +863,29 @@ def test_reading_every_issue_needs_reporter_even_where_guests_read(tp: Toolpass)
     assert tp.check("erin@example.com", "gl", "group.read_all", "group:acme").decision == "deny"
 
 
+def test_gitlabs_merge_checks_bind_whoever_may_merge(world: World, tp: Toolpass) -> None:
+    """An Owner may merge into an unprotected branch, but not a merge request GitLab's own
+    merge checks refuse (approvals, pipelines, drafts, threads, conflicts)."""
+    fake = world.fake
+    fake.add_merge_request("acme/platform/api", 7, source="f7", status="not_approved")
+    fake.add_merge_request("acme/platform/api", 8, source="f8", status="checking")
+    fake.add_merge_request("acme/platform/api", 9, source="f9")
+    merge = "mr:acme/platform/api!"
+    d = tp.check("omar@example.com", "gl", "mr.merge", merge + "7")
+    assert d.decision == "deny", d.reason
+    assert "not_approved" in d.reason
+    assert tp.check("omar@example.com", "gl", "mr.merge", merge + "8").decision == "unknown"
+    assert tp.check("omar@example.com", "gl", "mr.merge", merge + "9").allowed
+
+
+def test_a_locked_discussion_takes_reporter_to_comment(world: World, tp: Toolpass) -> None:
+    world.fake.add_issue("acme/platform/api", 40, author=world.erin, locked=True)
+    issue = "issue:acme/platform/api#40"
+    d = tp.check("erin@example.com", "gl", "issue.comment", issue)  # a Guest, its author
+    assert d.decision == "deny", d.reason
+    assert tp.check("hank@example.com", "gl", "issue.comment", issue).allowed  # Reporter
+
+
 # --- protected tags (tags and releases) ----------------------------------------------------
 TAG = "tag:acme/platform/api@"
 

@@ -526,6 +526,12 @@ class GitLab(Integration):
             confidential = self._confidential(target, uid, level)
             if confidential is not None:
                 return confidential
+        locked = action == "issue.comment" and target.kind == "issue" and level < REPORTER
+        if locked and self._issue(target).get("discussion_locked") is True:
+            return Decision.deny(
+                f"the discussion of issue {target.path}#{target.iid} is locked: only "
+                "members with at least Reporter may comment"
+            )
         if rule.branch:
             return self._branch(rule.branch, action, target, uid, level, who, reason)
         if rule.tag:
@@ -678,6 +684,10 @@ class GitLab(Integration):
                 return Decision.unknown(
                     f"the source branch of {target.path}!{target.iid} is in a fork"
                 )
+            if op == "merge":
+                blocked = _unmergeable(mr, f"{target.path}!{target.iid}")
+                if blocked is not None:
+                    return blocked
         assert branch is not None
         what = f"the protected branches of {target.path}"
         rules = [
@@ -800,6 +810,18 @@ class GitLab(Integration):
 def _same(a: object, b: str) -> bool:
     """Usernames, which GitLab compares without case (emails: ``same_email``)."""
     return isinstance(a, str) and a.casefold() == b.casefold()
+
+
+def _unmergeable(mr: Mapping[str, Any], label: str) -> Decision | None:
+    """What GitLab's own merge checks say (``detailed_merge_status``, GitLab 15.6+): None when
+    ``mergeable`` (or not reported), unknown while still checking, else a deny naming it
+    (not approved, a pipeline that must pass, draft, unresolved threads, conflicts, ...)."""
+    status = mr.get("detailed_merge_status")
+    if status is None or status == "mergeable":
+        return None
+    if status in ("checking", "unchecked", "preparing", "approvals_syncing"):
+        return Decision.unknown(f"gitlab is still checking whether {label} can be merged")
+    return Decision.deny(f"gitlab's merge checks refuse merging {label} ({status})")
 
 
 def _involved(issue: Mapping[str, Any], uid: int) -> bool:
