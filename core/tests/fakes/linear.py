@@ -8,7 +8,8 @@ entity is ``{"data": null, "errors": [{"message": "Entity not found", ...}]}`` (
 
 Credentials: ``Authorization: <api key>`` or ``Authorization: Bearer <token>``; otherwise
 HTTP 401 with ``AUTHENTICATION_ERROR``. Seeded users, teams (visibility), memberships (team
-owners), issues (identifiers ``KEY-n``), comments, labels; ``issueUpdate`` and
+owners), issues (identifiers ``KEY-n``; the root list ``issues`` filtered by team key or
+id), comments, labels; ``issueUpdate`` and
 ``commentCreate`` change them (for the request hook).
 """
 
@@ -26,7 +27,9 @@ SDL = """
 enum TeamVisibility { private public restricted }
 input StringComparator { eq: String eqIgnoreCase: String }
 input UserFilter { email: StringComparator }
-input TeamFilter { key: StringComparator }
+input IDComparator { eq: ID }
+input TeamFilter { key: StringComparator id: IDComparator }
+input IssueFilter { team: TeamFilter }
 type PageInfo { hasNextPage: Boolean! endCursor: String }
 type Organization { id: ID! urlKey: String! name: String! }
 type User {
@@ -63,6 +66,7 @@ type Query {
   team(id: String!): Team!
   teams(filter: TeamFilter, first: Int): TeamConnection!
   issue(id: String!): Issue!
+  issues(filter: IssueFilter, first: Int): IssueConnection!
   comment(id: String!): Comment!
   issueLabel(id: String!): IssueLabel!
 }
@@ -185,6 +189,16 @@ class FakeLinear(FakeServer):
             key = ((filter or {}).get("key") or {}).get("eq")
             return _conn([self._team(t) for t, v in self.teams.items() if key in (None, v["key"])])
 
+        def issues(info: Any, filter: Any = None, first: Any = 50) -> Any:
+            team = (filter or {}).get("team") or {}
+            key, tid = (team.get("key") or {}).get("eq"), (team.get("id") or {}).get("eq")
+            found = [
+                self._issue(i)
+                for i in self.issues.values()
+                if key in (None, self.teams[i["team"]]["key"]) and tid in (None, i["team"])
+            ]
+            return _conn(found)
+
         def label(info: Any, id: str) -> Any:
             lab = need(self.labels, id)
             return {**lab, "team": self._team(lab["team"]) if lab.get("team") else None}
@@ -213,6 +227,7 @@ class FakeLinear(FakeServer):
             "team": lambda info, id: self._team(need(self.teams, id)["id"]),
             "teams": teams,
             "issue": lambda info, id: self._issue(self._find_issue(id)),
+            "issues": issues,
             "comment": lambda info, id: self._comment(need(self.comments, id)),
             "issueLabel": label,
             "issueUpdate": issue_update,

@@ -283,6 +283,49 @@ def test_the_hook_refuses_a_mutation_it_cannot_place(
     assert not [r for r in fake.seen("POST", "/graphql") if b"somethingNew" in r.body]
 
 
+def _query(fake: FakeLinear, query: str) -> Any:
+    with httpx.Client(base_url=fake.url) as client:
+        body = {"query": query}
+        return client.post("/graphql", json=body, headers={"Authorization": "lin_api_engine"})
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "{ issues { nodes { identifier title } } }",
+        "{ teams { nodes { key issues { nodes { identifier title } } } } }",
+        "{ viewer { assignedIssues { nodes { identifier title } } } }",
+        '{ issues(filter: {team: {key: {eq: "SEC"}}}) { nodes { identifier title } } }',
+    ],
+)
+def test_the_hook_refuses_a_root_list_that_reaches_a_private_team(
+    kit: tuple[Toolkit, list[Any]], fake: FakeLinear, query: str
+) -> None:
+    toolkit, events = kit
+    read = toolkit.tool()(lambda: _query(fake, query))
+    with Session("bo@example.com").active(), pytest.raises(ActionRefused):
+        read()  # bo is no member of the private team SEC
+    assert not [r for r in fake.seen("POST", "/graphql") if query.encode() in r.body]
+    [action] = events[-1].actions
+    assert action["action"] == "team.read"
+
+
+def test_the_hook_lets_a_root_list_bounded_to_a_visible_team_through(
+    kit: tuple[Toolkit, list[Any]], fake: FakeLinear
+) -> None:
+    toolkit, events = kit
+    query = '{ issues(filter: {team: {key: {eq: "%s"}}}) { nodes { identifier } } }'
+    read = toolkit.tool()(lambda team: _query(fake, query % team).json())
+    with Session("bo@example.com").active():
+        assert "ENG-1" in str(read("ENG"))
+    assert (events[-1].actions[0]["action"], events[-1].actions[0]["resource"]) == (
+        "team.read",
+        "team:ENG",
+    )
+    with Session("ana@example.com").active():
+        assert "SEC-1" in str(read("SEC"))  # ana is a member of SEC
+
+
 class TestLinearConformance(IntegrationConformance):
     integration = "linear"
     user, action, resource = "ana@example.com", "issue.write", "issue:ENG-1"

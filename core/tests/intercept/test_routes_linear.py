@@ -114,8 +114,36 @@ def test_regenerating_from_the_schema_gives_the_committed_table() -> None:
             "workflowState:s1",
             "u",
         ),
-        ("{ issues { nodes { title } } }", {}, "workspace.read", "workspace", "u"),
-        ('{ projectUpdate(id: "p1") { body } }', {}, "workspace.read", "workspace", "u"),
+        (
+            "{ users { nodes { name } } organization { name } }",
+            {},
+            "workspace.read",
+            "workspace",
+            "u",
+        ),
+        (
+            '{ issues(filter: {team: {key: {eq: "ENG"}}}) '
+            "{ nodes { title comments { nodes { body } } } } }",
+            {},
+            "team.read",
+            "team:ENG",
+            "u",
+        ),
+        (
+            'query($t: ID) { searchIssues(term: "x", filter: {team: {id: {eq: $t}}}) '
+            "{ nodes { title } } }",
+            {"t": "t1"},
+            "team.read",
+            "team:t1",
+            "u",
+        ),
+        (
+            '{ teams(filter: {key: {eq: "ENG"}}) { nodes { name issues { nodes { title } } } } }',
+            {},
+            "team.read",
+            "team:ENG",
+            "u",
+        ),
         (
             'mutation { projectUpdate(id: "p1", input: {name: "x"}) { success } }',
             {},
@@ -123,15 +151,7 @@ def test_regenerating_from_the_schema_gives_the_committed_table() -> None:
             "workspace",
             "",
         ),
-        ('{ searchIssues(term: "x") { nodes { title } } }', {}, "workspace.read", "workspace", "u"),
         ("{ viewer { id name email } }", {}, "workspace.read", "workspace", "a"),
-        (
-            "{ viewer { assignedIssues { nodes { title } } } }",
-            {},
-            "workspace.read",
-            "workspace",
-            "u",
-        ),
         (
             'mutation($id: String!) { issueUpdate(id: $id, input: {title: "x"}) { success } }',
             {"id": "ENG-1"},
@@ -257,6 +277,27 @@ def test_hand_checked_requests(
         ('{ team(id: "ENG") { projects { nodes { name } } } }', {}),
         ('{ issue(id: "ENG-1") { title } other: issue(id: "SEC-1") { title } }', {}),
         ('{ issue(id: "ENG-1") { title } issues { nodes { title } } }', {}),
+        ("{ issues { nodes { title } } }", {}),
+        ('{ searchIssues(term: "x") { nodes { title } } }', {}),
+        ("{ comments { nodes { body } } }", {}),
+        ("{ teams { nodes { issues { nodes { title } } } } }", {}),
+        ("{ projects { nodes { name } } }", {}),
+        ('{ projectUpdate(id: "p1") { body } }', {}),
+        ("{ viewer { assignedIssues { nodes { title } } } }", {}),
+        ("{ users { nodes { assignedIssues { nodes { title } } } } }", {}),
+        ("{ organization { teams { nodes { name } } } }", {}),
+        (
+            '{ issues(filter: {team: {key: {eq: "ENG"}}, or: [{title: {eq: "x"}}]}) '
+            "{ nodes { id } } }",
+            {},
+        ),
+        ('{ issues(filter: {team: {key: {in: ["ENG", "SEC"]}}}) { nodes { id } } }', {}),
+        ('{ issues(filter: {team: {key: {eq: "ENG"}, name: {eq: "x"}}}) { nodes { id } } }', {}),
+        (
+            '{ issues(filter: {team: {key: {eq: "ENG"}}}) '
+            "{ nodes { project { issues { nodes { id } } } } } }",
+            {},
+        ),
         ('{ issue(id: "../x") { title } }', {}),
         ("query($id: String!) { issue(id: $id) { title } }", {}),
         ('mutation { commentCreate(input: {projectUpdateId: "p1", body: "x"}) { success } }', {}),

@@ -14,7 +14,13 @@ integration's GraphQL reader (operations, fragments, aliases, variables):
   ``comment(id:)``, ...) reads that resource, unless a field below it leads to other issues,
   teams, projects, documents or initiatives (``issue { project { issues } }``,
   ``assignee { assignedIssues }``, ``parent``, ``children``): then it names no single resource
-  and is unresolved. Other root fields are ``workspace.read``; ``viewer`` (the agent's own
+  and is unresolved. A root list (``issues``, ``searchIssues``, ``comments``, ``teams``,
+  ``projects``, ...) whose data, or any field below it, is what a private team hides (issues,
+  teams, comments, projects, documents, cycles, labels, states, ...) is ``team.read`` on the
+  one team its filter bounds it to (``filter: {team: {id|key: {eq: X}}}``; ``teams``:
+  ``filter: {id|key: {eq: X}}``; no ``or``), and unresolved otherwise: the answer would hold
+  whatever the agent's credential sees, private teams included. Other root fields
+  (``users``, ``organization { name }``) are ``workspace.read``; ``viewer`` (the agent's own
   user) is the agent's request while nothing below it leads to such data. Fields of two
   resources are unresolved.
 """
@@ -76,6 +82,17 @@ STAY = frozenset(
     }
 )
 _SUFFIX = re.compile(r"(Connection|Edge|Payload)$")
+#: Types a private team hides beside BEARING: its own objects, and whatever is named after
+#: issues, teams, projects, ... (search results, milestones, histories, suggestions).
+_TEAM_OBJECTS = frozenset(
+    {"Cycle", "IssueLabel", "WorkflowState", "TeamMembership", "Template", "TriageResponsibility"}
+)
+_TEAM_PREFIXES = ("Issue", "Team", "Cycle", "Project", "Document", "Initiative", "Comment")
+#: Root lists that can be bounded to one team: ``filter: {team: {id|key: {eq: X}}}`` (for
+#: ``teams``: ``filter: {id|key: {eq: X}}``).
+_BOUNDED = frozenset(
+    {"issues", "searchIssues", "issueSearch", "cycles", "workflowStates", "issueLabels", "teams"}
+)
 
 
 @functools.cache
@@ -135,6 +152,39 @@ def _escapes(walk: _Walk, type_name: str, selections: list[Any] | None) -> bool:
     return False
 
 
+def _team_data(type_name: str) -> bool:
+    base = _base(type_name)
+    return base in BEARING or base in _TEAM_OBJECTS or base.startswith(_TEAM_PREFIXES)
+
+
+def _reaches_team_data(walk: _Walk, type_name: str, selections: list[Any] | None) -> bool:
+    """Whether a field's data, or any field below it, is data a private team hides."""
+    if _team_data(type_name):
+        return True
+    fields = _table()[2].get(type_name, {})
+    for name, _, children in walk.fields(selections or []):
+        if children is None:
+            continue
+        target = fields.get(name)
+        if target is None or _reaches_team_data(walk, target, children):
+            return True  # an object field the schema does not know: cannot tell
+    return False
+
+
+def _one_team(field: str, args: Mapping[str, Any]) -> str | None:
+    """The one team a root list is bounded to by its filter, or None."""
+    where = args.get("filter")
+    if field not in _BOUNDED or not isinstance(where, dict) or "or" in where:
+        return None
+    team = where if field == "teams" else where.get("team")
+    if not isinstance(team, dict) or len(team) != 1:
+        return None
+    ((key, test),) = team.items()
+    value = test.get("eq") if isinstance(test, dict) and len(test) == 1 else None
+    ok = key in ("id", "key") and isinstance(value, str) and _ID.fullmatch(value)
+    return value if ok else None
+
+
 def _merged(routes: list[Route], resource: str | None) -> Match:
     first = routes[0]
     effect = "destructive" if any(r.effect == "destructive" for r in routes) else first.effect
@@ -166,6 +216,12 @@ def _query(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Match
                 agent.append(route)
                 continue
             route = rows["query.organization"]
+        if route.resource == "workspace" and _reaches_team_data(walk, types[name], children):
+            team = _one_team(name, _resolve(args, variables))
+            bounded = team is not None and not _escapes(walk, types[name], children)
+            route = Route(route.method, route.path, "team.read", "team:{id}", "read", True)
+            placed.setdefault(("team.read", f"team:{team}" if bounded else None), []).append(route)
+            continue
         if route.resource == "workspace":
             placed.setdefault((route.action, "workspace"), []).append(route)
             continue
