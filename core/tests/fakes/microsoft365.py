@@ -6,7 +6,8 @@ request and response shapes:
   ``/users/{u}/drive/...``): ``permission`` objects with ``roles``, ``grantedToV2``,
   ``grantedToIdentitiesV2`` and ``link``; ``@odata.nextLink`` pages of ``page_size``;
 - ``GET /drives/{d}`` and ``/users/{u}/drive`` (``owner``), ``GET /shares/{id}/driveItem``;
-- ``GET /teams/{t}/members``, ``/teams/{t}/channels/{c}`` (``membershipType``),
+- ``GET /teams/{t}`` (``isArchived``), ``/teams/{t}/members``, ``/teams/{t}/channels/{c}``
+  (``membershipType``),
   ``/teams/{t}/channels/{c}/members``, ``/chats/{c}/members`` (``conversationMember``:
   ``userId``, ``roles``);
 - ``GET /groups/{g}/owners``, ``/users/{id}/transitiveMemberOf/microsoft.graph.directoryRole``;
@@ -46,6 +47,7 @@ class FakeGraph(FakeAzure):
         self.drives: dict[str, dict[str, Any]] = {}  # drive path -> {"owner": ...}
         self.shares: dict[str, str] = {}  # share id -> "drives/{d}/items/{i}"
         self.teams: dict[str, dict[str, list[str]]] = {}  # team -> user oid -> roles
+        self.archived: set[str] = set()  # teams that are archived (read-only)
         self.channels: dict[tuple[str, str], dict[str, Any]] = {}
         self.chats: dict[str, list[str]] = {}
         self.owners: dict[str, list[str]] = {}
@@ -56,6 +58,7 @@ class FakeGraph(FakeAzure):
         self.add("GET", rf"{v}/(?P<item>.+?):?/permissions", self._permissions)
         self.add("GET", rf"{v}/(?P<drive>drives/[^/:]+|users/[^/]+/drive)", self._drive)
         self.add("GET", rf"{v}/shares/(?P<id>[^/]+)/driveItem", self._share)
+        self.add("GET", rf"{v}/teams/(?P<team>[^/]+)", self._team)
         self.add("GET", rf"{v}/teams/(?P<team>[^/]+)/members", self._team_members)
         self.add("GET", rf"{v}/teams/(?P<team>[^/]+)/channels/(?P<c>[^/]+)", self._channel)
         self.add(
@@ -149,6 +152,14 @@ class FakeGraph(FakeAzure):
                 for uid, roles in members.items()
             ],
         )
+
+    def _team(self, request: Request) -> Reply:
+        if (bad := self._graph(request)) is not None:
+            return bad
+        team = request.params["team"]
+        if team not in self.teams:
+            return _missing("team")
+        return Reply(200, {"id": team, "isArchived": team in self.archived})
 
     def _team_members(self, request: Request) -> Reply:
         return self._graph(request) or self._members(

@@ -130,6 +130,15 @@ def test_a_disabled_account_is_denied_and_an_untold_state_is_unknown(fake: FakeG
         assert "disabled" in d.reason
 
 
+def test_an_archived_team_takes_no_posts(tp: Toolpass, fake: FakeGraph) -> None:
+    team = f"teams/{TEAM}"
+    assert tp.check("dana@example.com", "m365", "teams.post", team).allowed
+    fake.archived.add(TEAM)  # archived: read-only for everyone, owners included
+    d = tp.check("dana@example.com", "m365", "teams.post", team, fresh=True)
+    assert d.decision == "deny", d.reason
+    assert tp.check("dana@example.com", "m365", "teams.read", team).allowed
+
+
 def test_groups_are_asked_with_check_member_groups(tp: Toolpass, fake: FakeGraph) -> None:
     """hank is in no group the item names, but in SALES, which owns the drive."""
     assert tp.check("hank@example.com", "m365", "files.write", PLAN).allowed

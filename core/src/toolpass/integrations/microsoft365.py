@@ -289,6 +289,17 @@ class Microsoft365(MicrosoftCloud):
         )
 
     def _members(self, oid: str, action: str, ref: str, shape: re.Match[str]) -> Decision:
+        if action == "teams.post":
+            team = f"/teams/{quote(shape['team'])}"
+            info = self._read(
+                f"team:{team}", f"read the team {ref}", team, **{"$select": "id,isArchived"}
+            )
+            if info is None:
+                return self._absent(f"Graph has no team {ref} the engine can see (404)")
+            if info.get("isArchived") is not False:
+                if info.get("isArchived") is True:
+                    return Decision.deny(f"the team of {ref} is archived, so it is read-only")
+                raise LookupFailed("Graph's team answer does not say whether it is archived")
         if action.startswith("chats."):
             path = f"/chats/{quote(shape['chat'], safe=':@')}/members"
         else:
