@@ -17,6 +17,11 @@ are listed in ``actions/gcp.json``); resources are full resource names
 ``//storage.googleapis.com/projects/_/buckets/b/objects/o``,
 ``//compute.googleapis.com/projects/p/zones/z/instances/i``).
 
+BigQuery jobs (``jobs.query``, ``jobs.insert``) are placed by what they do
+(``integrations/_bigquery.py``): ``bigquery.jobs.create`` on the billing project, and after it
+every further check the job needs, written into the resource as `` +<permission> <resource>``
+(each table read, each dataset written, each bucket); all of them must be allowed.
+
 Users are principals' emails. The look-up ``account`` takes the application's email as the
 Google account (lower-cased); workforce identity federation principals are not supported by
 Policy Troubleshooter (map them to nothing: unknown).
@@ -149,9 +154,12 @@ class GoogleCloud(GoogleIntegration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
+        """The permission on the resource; a resource with further checks written after it
+        (`` +<permission> <resource>``, a BigQuery job's) needs every one of them."""
         first, *more = resource.split(" +")
         if more:
-            return self._all(user, [(action, first), *(tuple(m.partition(" ")[::2]) for m in more)])
+            pairs = [(m.partition(" ")[0], m.partition(" ")[2]) for m in more]
+            return self._all(user, [(action, first), *pairs])
         return self._one(user, action, resource)
 
     def _all(self, user: str, checks: list[tuple[str, str]]) -> Decision:
