@@ -196,7 +196,12 @@ class ToolpassAuthorization:
         """Guard the tool-call step of an agent (``FunctionAgent``, ``ReActAgent``,
         ``CodeActAgent``, any ``BaseWorkflowAgent``) or of an ``AgentWorkflow`` and each of
         its agents; returns it. Its tools are checked against the rules now (a ``ValueError``
-        for a problem; when a tool retriever supplies more tools, only those known now)."""
+        for a problem; when a tool retriever supplies more tools, only those known now).
+
+        An agent whose tools run from the code its model writes (``CodeActAgent``: the code
+        calls the tools' functions directly, past any tool-call step) is a ``ValueError``
+        unless every one of those functions checks itself (made by a toolkit's
+        ``secured_tool`` or ``toolpass.tool``) and no tool retriever can add others."""
         if isinstance(target, AgentWorkflow):
             hosts: list[Any] = [target, *target.agents.values()]
             agents = list(target.agents.values())
@@ -207,6 +212,8 @@ class ToolpassAuthorization:
                 "apply() takes a LlamaIndex agent (FunctionAgent, ReActAgent, ...) or an "
                 f"AgentWorkflow, not {type(target).__name__}"
             )
+        for agent in agents:
+            _refuse_generated_code(agent)
         for host in hosts:
             _hook(host, self)
         tools: dict[str, list[str] | None] = {}
@@ -614,6 +621,37 @@ def _close(value: Any) -> None:
 
 def _named(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _refuse_generated_code(agent: Any) -> None:
+    """Refuse an agent that runs its tools from generated code (it has a ``code_execute_fn``)
+    unless each tool's function is a toolpass secured tool, checked wherever it is called."""
+    if getattr(agent, "code_execute_fn", None) is None:
+        return
+    unchecked = [
+        _name(tool)
+        for tool in agent.tools or ()
+        if isinstance(tool, BaseTool) and _name(tool) not in _CODE_ACT_OWN
+        if getattr(getattr(tool, "real_fn", None), "__toolpass__", None) is None
+    ] + [
+        getattr(tool, "__name__", repr(tool))
+        for tool in agent.tools or ()
+        if not isinstance(tool, BaseTool) and getattr(tool, "__toolpass__", None) is None
+    ]
+    if agent.tool_retriever is not None:
+        unchecked.append("(the tools of its tool retriever)")
+    if unchecked:
+        raise ValueError(
+            f"{type(agent).__name__} {getattr(agent, 'name', '')!r} runs its tools from the "
+            "code its model writes, which calls them directly, past the tool-call step "
+            f"toolpass guards; these would run unchecked: {', '.join(unchecked)}. Make each a "
+            "toolpass secured tool (Toolkit.secured_tool or toolpass.tool) before giving it "
+            "to the agent and to code_execute_fn, or use a FunctionAgent or ReActAgent."
+        )
+
+
+#: The tools a CodeActAgent adds itself: running the model's code, and handing off.
+_CODE_ACT_OWN = frozenset({"execute", "handoff"})
 
 
 def _name(tool: BaseTool) -> str:
