@@ -53,7 +53,7 @@ def test_sending_out_after_both_needs_approval(drive, session, events, agent, or
     assert "sends data out" in request.describe()
     assert events[-1].reasons[-1].startswith("it sends data out")
 
-    agent.queue.approve(pending.request_id, by="dana@example.com")
+    agent.queue.approve(pending.request_id, by="lead@example.com")
     assert drive.call(agent.post, "https://x.test", "customer list") == "posted"
     assert agent.sent == ["customer list"]
 
