@@ -33,12 +33,12 @@ def _kit() -> CallKit | None:
 
 
 def _question(
-    method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None
+    method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None, raw: bool
 ) -> tuple[CallKit, Question] | None:
     kit = _kit()
     if kit is None or kit.settings.permissions is None:
         return None
-    question = prepare(kit, kit.router, method, url, headers, body)
+    question = prepare(kit, kit.router, method, url, headers, body, raw)
     return None if question is None else (kit, question)
 
 
@@ -46,9 +46,16 @@ def _ask(q: Question) -> tuple[Any, ...]:
     return (q.user, q.connection, q.match.action, q.match.resource)
 
 
-def check(method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None) -> None:
-    """Check a request about to be sent; raises ``ActionRefused`` when it may not go."""
-    found = _question(method, _http(url), headers, body)
+def check(
+    method: str,
+    url: str,
+    headers: Mapping[str, str] | None,
+    body: bytes | None,
+    raw: bool = False,
+) -> None:
+    """Check a request about to be sent; raises ``ActionRefused`` when it may not go.
+    ``raw``: the client writes ``body`` as it is, so it must end where the headers say."""
+    found = _question(method, _http(url), headers, body, raw)
     if found is not None:
         kit, q = found
         try:
@@ -59,10 +66,14 @@ def check(method: str, url: str, headers: Mapping[str, str] | None, body: bytes 
 
 
 async def acheck(
-    method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None
+    method: str,
+    url: str,
+    headers: Mapping[str, str] | None,
+    body: bytes | None,
+    raw: bool = False,
 ) -> None:
     """``check`` for async clients: the engine is asked without blocking the loop."""
-    found = _question(method, _http(url), headers, body)
+    found = _question(method, _http(url), headers, body, raw)
     if found is not None:
         kit, q = found
         try:

@@ -41,6 +41,7 @@ from toolpass.integrations.routes import (
     normal_path,
 )
 from toolpass.intercept import context
+from toolpass.intercept.framing import Misframed, body_read, declared
 from toolpass.intercept.router import Place, Router, origin
 from toolpass.outcome.audit import AuditEvent, emit
 from toolpass.outcome.errors import ActionRefused, unanswerable
@@ -107,10 +108,12 @@ def prepare(
     url: str,
     headers: Mapping[str, str] | None,
     body: bytes | None,
+    raw: bool = False,
 ) -> Question | None:
     """Run the local checks. Returns None when the request may go as it is, a ``Question``
     when the engine must be asked; raises ``ActionRefused`` otherwise. ``body`` is None when
-    the client could not hand it over."""
+    the client could not hand it over; ``raw`` when the client writes it as it is (it must
+    then end where the headers say), not framed by the client itself."""
     if ENGINE_REQUEST.get():
         return None
     scope = context.current()
@@ -149,6 +152,9 @@ def prepare(
     place = router.place(scheme, host, port, path if normal is None else normal)
     where = place.path if place else path
     request = Request(method, where, query, headers, UNREAD if body is None else body, host)
+    framing_named = "content-length" in request.headers or "transfer-encoding" in request.headers
+    if raw or framing_named:
+        _framed(scope, record, request, body, raw)
     methods = _methods(request)
     if len(methods) > 1:
         record["override"] = ", ".join(methods[1:])
@@ -211,6 +217,50 @@ def prepare(
         _performed(scope, record, match)
         return None
     return Question(scope, record, match, scope.session.user, place.connection)
+
+
+def _framed(
+    scope: CallScope, record: dict[str, Any], request: Request, body: bytes | None, raw: bool
+) -> None:
+    """Refuse a request a server could read as more than one; a chunked body written as it
+    is is checked as the data it carries."""
+    try:
+        framing = declared(request.headers)
+        if raw and body is None and framing.chunked:
+            raise Misframed("a chunked body written as it is, which toolpass could not read")
+        if raw and body is not None:
+            data = body_read(framing, body)
+            if request.body is not UNREAD:
+                request.body = data
+    except Misframed as exc:
+        raise misframed(scope, record, str(exc)) from None
+
+
+def misframed(scope: CallScope, record: dict[str, Any], why: str) -> ActionRefused:
+    """The refusal of a request whose bytes a server could read as another request too."""
+    return _refuse(
+        scope,
+        record,
+        "check_error",
+        f"The tool's {record['method']} request is framed so that a server could read more "
+        "than the request toolpass checked, so it was not sent. Tell the user.",
+        why,
+    )
+
+
+def misframed_send(method: str, url: str, why: str) -> None:
+    """Refuse bytes a hooked connection was about to write outside the request it checked
+    (raises ``ActionRefused``), when a tool call is running here; else do nothing."""
+    scope = context.current()
+    if scope is None or ENGINE_REQUEST.get():
+        return
+    record: dict[str, Any] = {"method": method.upper(), "_request": (method.upper(), url)}
+    try:
+        _, record["host"], _, record["path"] = origin(url)
+    except ValueError:
+        record["host"], record["path"] = "", ""
+    scope.event.actions.append(record)
+    raise misframed(scope, record, why)
 
 
 def _unreadable(scope: CallScope, method: str, url: str, why: str) -> ActionRefused:

@@ -35,6 +35,11 @@ def _headers(request: Any) -> dict[str, str]:
     return found
 
 
+def _as_given(headers: dict[str, str]) -> bool:
+    """Whether h11 writes the body as it is (it chunks one under Transfer-Encoding)."""
+    return not any(name.lower() == "transfer-encoding" for name in headers)
+
+
 def _skip(request: Any) -> bool:
     return bool(request.method == b"CONNECT" or checked_above.get() is request.extensions)
 
@@ -43,7 +48,9 @@ def _handle(original: Any) -> Any:
     def handle_request(self: Any, request: Any) -> Any:
         if not _skip(request):
             seen, request.stream = peek(request.stream)
-            check(request.method.decode("ascii"), _url(request.url), _headers(request), seen)
+            headers = _headers(request)
+            method = request.method.decode("ascii")
+            check(method, _url(request.url), headers, seen, raw=_as_given(headers))
         return original(self, request)
 
     return handle_request
@@ -53,8 +60,8 @@ def _ahandle(original: Any) -> Any:
     async def handle_async_request(self: Any, request: Any) -> Any:
         if not _skip(request):
             seen, request.stream = await apeek(request.stream)
-            method = request.method.decode("ascii")
-            await acheck(method, _url(request.url), _headers(request), seen)
+            method, headers = request.method.decode("ascii"), _headers(request)
+            await acheck(method, _url(request.url), headers, seen, raw=_as_given(headers))
         return await original(self, request)
 
     return handle_async_request

@@ -47,7 +47,8 @@ def patches_for(httpx: ModuleType) -> list[Patch]:
 
     def wrap_send(original: Any) -> Any:
         def send(self: Any, request: Any) -> Any:
-            check(request.method, _url(request), request.headers, body(request))
+            seen = body(request)
+            check(request.method, _url(request), request.headers, seen, raw=_as_given(request))
             token = checked_above.set(request.extensions)
             try:
                 return original(self, request)
@@ -58,7 +59,9 @@ def patches_for(httpx: ModuleType) -> list[Patch]:
 
     def wrap_asend(original: Any) -> Any:
         async def send(self: Any, request: Any) -> Any:
-            await acheck(request.method, _url(request), request.headers, await abody(request))
+            seen = await abody(request)
+            raw = _as_given(request)
+            await acheck(request.method, _url(request), request.headers, seen, raw=raw)
             token = checked_above.set(request.extensions)
             try:
                 return await original(self, request)
@@ -71,6 +74,11 @@ def patches_for(httpx: ModuleType) -> list[Patch]:
         Patch(httpx.Client, "_send_single_request", wrap_send, ("self", "request")),
         Patch(httpx.AsyncClient, "_send_single_request", wrap_asend, ("self", "request")),
     ]
+
+
+def _as_given(request: Any) -> bool:
+    """Whether the body is written as it is (h11 chunks a body under Transfer-Encoding)."""
+    return "transfer-encoding" not in request.headers
 
 
 def _url(request: Any) -> str:

@@ -72,7 +72,8 @@ async def _body(body: Any) -> bytes | None:
 def _send(original: Any) -> Any:
     async def send(self: ClientRequest, conn: Any) -> Any:
         if self.method != "CONNECT":
-            await acheck(self.method, str(self.url), self.headers, await _body(self.body))
+            seen, raw = await _body(self.body), not self.chunked  # chunked: aiohttp frames it
+            await acheck(self.method, str(self.url), self.headers, seen, raw=raw)
         return await original(self, conn)
 
     return send

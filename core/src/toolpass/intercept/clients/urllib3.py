@@ -28,7 +28,8 @@ def _request(original: Any) -> Any:
         **kw: Any,
     ) -> None:
         seen, body = peek(body)
-        check(method, url(self, target, isinstance(self, HTTPSConnection)), headers, seen)
+        where = url(self, target, isinstance(self, HTTPSConnection))
+        check(method, where, headers, seen, raw=_as_given(headers))
         token = checked_above.set(self)
         try:
             original(self, method, target, body, headers, *args, **kw)
@@ -36,6 +37,12 @@ def _request(original: Any) -> Any:
             checked_above.reset(token)
 
     return request
+
+
+def _as_given(headers: Any) -> bool:
+    """Whether urllib3 writes the body as it is: under a Content-Length the tool gave (under
+    a Transfer-Encoding it chunks the body itself; under neither it declares the length)."""
+    return bool(headers) and any(str(name).lower() == "content-length" for name in headers)
 
 
 def patches() -> list[Patch]:
