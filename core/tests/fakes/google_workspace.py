@@ -36,7 +36,7 @@ class FakeWorkspace(FakeGoogle):
         self.users: dict[str, dict[str, Any]] = {}  # primary email -> user resource
         self.groups: dict[str, set[str]] = {}  # group email -> member emails (or groups)
         self.roles: dict[str, dict[str, Any]] = {}  # role id -> role resource
-        self.assignments: list[dict[str, Any]] = []  # {roleId, assignedTo, scopeType}
+        self.assignments: list[dict[str, Any]] = []  # {roleId, assignedTo, scopeType, condition?}
         self.files: dict[str, dict[str, dict[str, bool]]] = {}  # file id -> user -> caps
         self.drives: dict[str, dict[str, dict[str, bool]]] = {}
         self.calendars: dict[str, dict[str, str]] = {}  # calendar id -> user -> accessRole

@@ -103,6 +103,31 @@ def test_drive_is_asked_as_the_user(tp: Toolpass, fake: FakeWorkspace) -> None:
     }
 
 
+SECURITY_GROUPS_ONLY = (
+    "api.getAttribute('cloudidentity.googleapis.com/groups.labels', [])"
+    ".hasAny(['groups.security']) && resource.type == 'cloudidentity.googleapis.com/Group'"
+)
+
+
+def test_a_conditional_role_assignment_is_not_a_customer_wide_privilege(
+    tp: Toolpass, fake: FakeWorkspace
+) -> None:
+    """A role assignment with a ``condition`` (e.g. security groups only) takes effect only on
+    the resources that meet it, so it grants the privilege for some groups, never for the
+    whole customer: unknown, as a privilege held for an organizational unit only."""
+    user = fake.users["bob@example.com"]["id"]
+    fake.assignments.append(
+        {
+            "roleId": "r-groups",
+            "assignedTo": user,
+            "scopeType": "CUSTOMER",
+            "condition": SECURITY_GROUPS_ONLY,
+        }
+    )
+    d = tp.check("bob@example.com", "gws", "admin.groups.write", "customer")
+    assert d.decision == "unknown", d.reason
+
+
 def test_a_read_only_content_restriction_refuses_an_editor_a_content_change(
     tp: Toolpass,
 ) -> None:

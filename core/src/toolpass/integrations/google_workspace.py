@@ -13,7 +13,8 @@ There is no one "may this user" API; each area is asked its own way:
 - Admin console: the user's role assignments for the customer (``roleassignments?userKey=
   &includeIndirectRoleAssignments=true``, through groups too) and their roles' privileges
   (``USERS_UPDATE``, ``GROUPS_ALL``, ...; a super admin role holds all); a privilege held only
-  for an organizational unit is unknown for the customer. Users with ``isAdmin`` are super
+  for an organizational unit, or through an assignment with a ``condition`` (security groups
+  only, ...), is unknown for the customer. Users with ``isAdmin`` are super
   admins.
 - Groups: ``members.hasMember`` (nested groups included).
 
@@ -320,7 +321,9 @@ class GoogleWorkspace(GoogleIntegration):
         scopes: dict[str, set[str]] = {}
         for a in self.pages(page, limit=20, too_many=f"{uid} has too many role assignments"):
             if isinstance(a, dict) and a.get("roleId") is not None:
-                scopes.setdefault(str(a["roleId"]), set()).add(str(a.get("scopeType", "")))
+                # an assignment with a condition binds only the resources meeting it: partial
+                scope = "CONDITION" if a.get("condition") else str(a.get("scopeType", ""))
+                scopes.setdefault(str(a["roleId"]), set()).add(scope)
         superadmin, whole, unit = False, set(), set()
         for role_id, where in scopes.items():
             path = self._admin(f"/customer/{customer}/roles/{quote(role_id, safe='')}")
