@@ -74,7 +74,7 @@ def _httpx_host(url: str) -> str | None:
         return None
 
 
-@settings(max_examples=600)
+@settings(max_examples=600, deadline=None)
 @given(URLS)
 def test_every_host_a_client_connects_to_is_a_host_of_the_url(url):
     ours = parse_url(url)
@@ -91,6 +91,7 @@ def test_every_host_a_client_connects_to_is_a_host_of_the_url(url):
     assert all(h for h in ours.hosts)
 
 
+@settings(deadline=None)
 @given(URLS)
 def test_a_url_has_the_path_urllib3_sends(url):
     ours = parse_url(url)

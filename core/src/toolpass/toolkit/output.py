@@ -7,6 +7,7 @@ import json
 import re
 import traceback
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from toolpass.outcome.errors import ToolError, ToolRefused
@@ -85,9 +86,15 @@ def _vouching(texts: Iterable[str], arguments: Mapping[str, Any] | None) -> list
     said = {e for a in (arguments or {}).values() for t in destination_values(a) for e in echoes(t)}
     if not said:
         return list(texts)
-    either = "|".join(map(re.escape, sorted(said, key=len, reverse=True)))
-    echo = re.compile(rf"(?<![\w@.+%-])(?:{either})(?![\w@-]|\.\w)", re.IGNORECASE)
+    echo = _echo(tuple(sorted(said, key=lambda t: (-len(t), t))))
     return [t for t in (echo.sub(" ", text) for text in texts) if t.strip()]
+
+
+@lru_cache(maxsize=512)
+def _echo(said: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of ``said`` (longest first), as a whole value or word of a text."""
+    either = "|".join(map(re.escape, said))
+    return re.compile(rf"(?<![\w@.+%-])(?:{either})(?![\w@-]|\.\w)", re.IGNORECASE)
 
 
 def _split(

@@ -28,6 +28,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
@@ -58,7 +59,7 @@ PROSE_WORDS = 4
 _LINES = "\x00lines\x00"
 
 _EMAIL = re.compile(r"(?:mailto:)?([\w.+%-]+@[\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`)\]]+", re.IGNORECASE)
+_URL = re.compile(r"(?:\b[a-z][a-z0-9+.-]*:)?//[^\s<>\"'`)\]/]+[^\s<>\"'`)\]]*", re.IGNORECASE)
 # A link without a scheme: a dotted name (letters of any script), maybe a port and a path.
 _LINK = re.compile(
     r"(?<![\w@.%+-])(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,24}|xn--[a-z0-9-]{1,59})"
@@ -353,6 +354,7 @@ class Provenance:
         return first if seen & _UNTRUSTED and not seen & _VOUCHED else None
 
 
+@lru_cache(maxsize=1024)
 def _as_words(value: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """``value`` as words of a text: anywhere (what makes it untrusted), and not as part
     of a date, a time or a longer number (what vouches for it: ``2024-05-13`` or ``10:13``
