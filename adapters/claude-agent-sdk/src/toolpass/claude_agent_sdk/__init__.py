@@ -194,15 +194,16 @@ class ToolpassHooks:
         if not isinstance(options, ClaudeAgentOptions):
             raise TypeError(f"apply takes ClaudeAgentOptions, not {type(options).__name__}")
         pending = _Pending()
-        wrapped: set[str] = set()
+        wrapped: dict[str, frozenset[str]] = {}  # a copied server -> its tools' full names
         servers = options.mcp_servers
         tools: dict[str, list[str] | None] = {}
         if isinstance(servers, Mapping):
             copied: dict[str, Any] = {}
             for key, config in servers.items():
+                before = set(tools)
                 copy = self._copy_server(key, config, pending, tools)
                 if copy is not None:
-                    wrapped.add(key)
+                    wrapped[key] = frozenset(set(tools) - before)
                 copied[key] = config if copy is None else copy
             servers = copied
         complete = (  # no built-in tools, no settings or plugins that could add servers
@@ -210,10 +211,11 @@ class ToolpassHooks:
             and options.setting_sources == []
             and not options.plugins
             and isinstance(servers, Mapping)
-            and wrapped == set(servers)
+            and set(wrapped) == set(servers)
         )
         self.guard.add_tools(tools, complete=complete)
-        hook = self._hook(frozenset(wrapped), pending)
+        names = frozenset(servers) if isinstance(servers, Mapping) else frozenset()
+        hook = self._hook(_Served(wrapped, names), pending)
         matcher = HookMatcher(matcher=None, hooks=[hook], timeout=self.timeout, on_failure="block")
         hooks = {event: list(matchers) for event, matchers in (options.hooks or {}).items()}
         hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
@@ -258,7 +260,7 @@ class ToolpassHooks:
     # The hook: decides, or reads the call for a copied server's handler.
 
     def _hook(
-        self, wrapped: frozenset[str], pending: _Pending
+        self, wrapped: _Served, pending: _Pending
     ) -> Callable[[HookInput, str | None, HookContext], Awaitable[HookJSONOutput]]:
         async def pre_tool_use(
             input: HookInput, tool_use_id: str | None, context: HookContext
@@ -287,7 +289,7 @@ class ToolpassHooks:
         self,
         input: Any,
         tool_use_id: str | None,
-        wrapped: frozenset[str],
+        wrapped: _Served,
         pending: _Pending,
     ) -> HookJSONOutput:
         tool, arguments = _call(input)
@@ -298,9 +300,9 @@ class ToolpassHooks:
             log.warning("toolpass: the user or session of %s failed: %s", tool, failed.detail)
             self.guard.audit_refused(None, tool, arguments, failed)
             return self._deny(failed)
-        server = _sdk_server_of(input, tool, wrapped)
+        server = wrapped.server_of(input, tool)
         call_id = tool_use_id or _text(input, "tool_use_id")
-        if server in wrapped and call_id:
+        if server is not None and call_id:
             # Its handler runs the whole pipeline (and audits it): tell it for whom.
             pending.put(call_id, _Seen(tool, user, key))
             return {}
@@ -468,17 +470,30 @@ def _text(input: Any, name: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _sdk_server_of(input: Any, tool: str, wrapped: frozenset[str]) -> str | None:
-    """The copied SDK MCP server (its key in ``mcp_servers``) whose tool this call is, if any:
-    the hook input's ``mcp_server`` says, or else the tool's name."""
-    server = input.get("mcp_server") if isinstance(input, Mapping) else None
-    if isinstance(server, Mapping):
-        name = server.get("name")
-        if server.get("source") != "sdk" or not isinstance(name, str):
+@dataclass(frozen=True, slots=True)
+class _Served:
+    """The servers of one ``apply``'s options: each copied one with its tools' full names
+    (``mcp__<server>__<tool>``), and the names of all of them."""
+
+    tools: Mapping[str, frozenset[str]]
+    names: frozenset[str]
+
+    def server_of(self, input: Any, tool: str) -> str | None:
+        """The copied server whose tool this call is: the one serving a tool of exactly this
+        name (the one the hook input's ``mcp_server`` names, when it names one), never by a
+        prefix of it. None when another server of these options might be the one (``ops``
+        beside ``ops__admin``: both make ``mcp__ops__admin__...``): then the hook decides."""
+        server = input.get("mcp_server") if isinstance(input, Mapping) else None
+        if isinstance(server, Mapping):
+            name = server.get("name")
+            if server.get("source") != "sdk" or not isinstance(name, str):
+                return None
+            return name if tool in self.tools.get(name, ()) else None
+        found = [name for name, tools in self.tools.items() if tool in tools]
+        unknown = self.names - set(self.tools)  # servers whose tools toolpass cannot list
+        if len(found) != 1 or any(tool.startswith(f"mcp__{name}__") for name in unknown):
             return None
-        return name if tool.startswith(f"mcp__{name}__") else None
-    found = [name for name in wrapped if tool.startswith(f"mcp__{name}__")]
-    return found[0] if len(found) == 1 else None
+        return found[0]
 
 
 def _check_error(exc: BaseException) -> ToolRefused:
