@@ -274,7 +274,9 @@ class Jira(AtlassianSite):
         if request.method != "POST":
             values = request.query.get("jql") or []
             jql = values[0] if len(set(values)) == 1 else None
-        bound = jql_bound(jql) if isinstance(jql, str) else None
+        if not isinstance(jql, str):
+            return found
+        bound = jql_bound(jql)
         if bound is None:
             return found
         kind, value = bound
