@@ -3,6 +3,8 @@ its dialects, whatever strings, comments and whitespace surround it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,7 +39,7 @@ _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
 
 def _line_comment(dialect: Dialect) -> st.SearchStrategy[str]:
     return st.tuples(st.sampled_from(dialect.line_comments), _TEXT).map(
-        lambda p: p[0] + p[1].replace("\n", " ").replace("\r", " ") + "\n"
+        lambda p: p[0] + re.sub("[\r\n\x0b\x0c\x85\u2028\u2029]", " ", p[1]) + "\n"
     )
 
 
@@ -104,6 +106,8 @@ def test_any_text_is_read_or_refused_without_error(text: str, dialect: Dialect) 
         ("SELECT r'\\' ; DROP TABLE t; --'", BIGQUERY),  # a raw string's backslash
         ("SELECT * FROM @stage", SNOWFLAKE),
         ("SELECT * FROM t\\\\", DATABRICKS),
+        ("SELECT 1 -- x\r; DROP TABLE t", SNOWFLAKE),  # a carriage return may end the line
+        ("SELECT `a\\`, 1 FROM a.b.c; DROP TABLE x; -- `", DATABRICKS),
     ],
 )
 def test_what_cannot_be_read_with_certainty_is_no_statement(text: str, dialect: Dialect) -> None:

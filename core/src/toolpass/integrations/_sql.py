@@ -4,8 +4,9 @@ the Snowflake, Databricks and BigQuery integrations (dialect differences are par
 The text is cut into tokens (words, quoted names, strings, numbers, symbols), comments are
 dropped, and statements are split at ``;``. Whatever the reader cannot tell with certainty
 makes the whole text unreadable (None), which callers treat as a write of unknown reach: an
-unterminated string or comment, a comment inside a comment, a raw string holding a
-backslash, dollar-quoted text, a character outside the dialect, a very long text.
+unterminated string or comment, a comment inside a comment, a line comment holding another
+line break than a newline, a raw string or a quoted name holding a backslash, dollar-quoted
+text, a character outside the dialect, a very long text.
 
 A statement is a read only when it begins with SELECT, WITH, SHOW, DESCRIBE or DESC, holds no
 word that writes, runs or changes the session (INSERT, INTO, CALL, EXECUTE, SET, ...), and
@@ -67,6 +68,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _SYMBOLS = frozenset("(),.;*=<>!+-/%|:[]{}?^&~")
 _PREFIXES = frozenset({"r", "b", "rb", "br"})
+_BREAKS = re.compile("[\r\x0b\x0c\x85\u2028\u2029]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +147,10 @@ def tokens(text: str, dialect: Dialect) -> list[Token] | None:
             i += 1
         elif any(text.startswith(m, i) for m in dialect.line_comments):
             end = text.find("\n", i)
-            i = n if end < 0 else end + 1
+            end = n if end < 0 else end
+            if _BREAKS.search(text, i, end):
+                return None  # a line a server may end before the newline
+            i = end + 1
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0 or "/*" in text[i + 2 : end]:
@@ -190,10 +195,12 @@ def _quoted(text: str, i: int, dialect: Dialect) -> tuple[str, int] | None:
     q = text[i]
     close = q * 3 if dialect.triple_quotes and text.startswith(q * 3, i) else q
     j, value = i + len(close), []
-    backslash = q in dialect.string_quotes or q == "`"
+    name = q in dialect.identifier_quotes
     while j < len(text):
         c = text[j]
-        if c == "\\" and backslash:
+        if c == "\\" and name:
+            return None  # dialects disagree on a backslash in a quoted name
+        if c == "\\":
             if j + 1 >= len(text):
                 return None
             value.append(text[j + 1])
