@@ -15,6 +15,8 @@ import httpx
 import pytest
 from conftest import ServerProcess
 from test_approvals_page import LEE_KEY, ORIGIN, Tool, client_for, csrf_of, server_config, sign_in
+from toolpass import ApprovalQueue, Session, Toolkit, ToolRefused
+from toolpass.adapting import Guard, Traits
 from toolpass.engine import ConfigError, Toolpass, literal
 from toolpass.server import create_app, parse_server_config
 
@@ -196,3 +198,19 @@ async def test_removing_a_key_ends_its_sessions(
         answer = await c.post("/approvals/decide", data=data, headers={"Origin": ORIGIN})
         assert answer.status_code == 401
     assert tool.queue.get(request_id).status == "pending"
+
+
+# --- what the page shows ------------------------------------------------------------------
+
+
+async def test_the_page_shows_a_framework_tools_arguments(engine: Toolpass, store: str) -> None:
+    """A call checked through an adapter (its Guard), waiting in the shared store: the page
+    shows the address it would send to."""
+    send = Traits(effect="write", sends_out=True, reads_private=True, untrusted_output=True)
+    kit = Toolkit(approver=ApprovalQueue(store=store), audit=[])
+    guard = Guard(None, {"send_mail": send}, toolkit=kit)
+    with Session("dana@example.com").active(), pytest.raises(ToolRefused):
+        guard.run("dana@example.com", "send_mail", {"to": "eve@evil.example"}, lambda: "sent")
+    async with client_for(create_app(engine, server_config(store))) as c:
+        page = await sign_in(c)
+    assert "to = &#x27;eve@evil.example&#x27;" in page.text
