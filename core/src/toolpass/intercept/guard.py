@@ -391,7 +391,7 @@ def _unknown_host(
             f"The tool tried to reach {host}, which toolpass does not know, so the "
             "request was not sent. Tell the user.",
         )
-    scope.read_untrusted = True
+    scope.read_untrusted = scope.read_elsewhere = True
     scope.session.tainted = True
     if changes and len(router):
         log.warning(

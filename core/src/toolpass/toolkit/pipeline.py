@@ -12,6 +12,7 @@ Nothing else differs between the two.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import Any
@@ -189,6 +190,8 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         raise wrapped
     if (kit.on_output or spec.on_output is not None) and c.body not in DECIDING:
         yield from _output_hooks(c, result)
+    if scope is not None and scope.read_elsewhere and spec.untrusted_fields is not None:
+        spec = _wholly_untrusted(spec)
     result = output(spec, session, result, event.secrets, untrusted, c.arguments)
     event.outcome = "ok"
     return result
@@ -246,6 +249,14 @@ def _no_async_stream(items: AsyncIterator[Any]) -> Any:
         "The tool returned a stream that toolpass cannot check here. Tell the user.",
         detail="a sync tool returned an async iterator; return a list instead",
     )
+
+
+def _wholly_untrusted(spec: ToolSpec) -> ToolSpec:
+    """``spec`` for a call that read from a host no connection owns: no field of its output
+    vouches for anything, whatever ``untrusted_fields`` it declares."""
+    copied = copy.copy(spec)
+    copied.untrusted_fields = None
+    return copied
 
 
 def decided() -> None:
