@@ -7,7 +7,7 @@ import datetime
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from fakes.azure import (
@@ -501,3 +501,20 @@ class TestAzureConformance(IntegrationConformance):
 
     def connection(self, api: FakeAzure, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    unsupported: ClassVar[dict[str, str]] = {
+        "make_read_only": "resource locks (ReadOnly, CanNotDelete) are a Limit toolpass "
+        "does not read",
+    }
+
+    def disable_account(self, api: FakeAzure) -> None:
+        api.users[oid(1)]["enabled"] = False
+
+    def bind_admins(self, api: FakeAzure) -> None:
+        api.assign(oid(1), OWNER, f"/subscriptions/{SUB}")
+        api.deny(RG, ["*"], [oid(1)])  # a deny assignment binds Owners too
+
+    def revoke(self, api: FakeAzure) -> None:
+        api.assignments[:] = [
+            a for a in api.assignments if a["properties"]["principalId"] != ENGINEERS
+        ]

@@ -6,7 +6,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gitlab
 import pytest
@@ -1002,3 +1002,21 @@ class TestGitLabConformance(IntegrationConformance):
             "token": literal(ADMIN_TOKEN),
             **extra,
         }
+
+    unsupported: ClassVar[dict[str, str]] = {
+        "bind_admins": "no GitLab rule on mr.create binds administrators beyond the role; "
+        "protected tags with No one do (test_protected_tags_decide_tags_and_releases)",
+    }
+
+    def _dana(self, api: FakeGitLab) -> int:
+        return next(uid for uid, u in api.users.items() if u["username"] == "dana")
+
+    def disable_account(self, api: FakeGitLab) -> None:
+        api.users[self._dana(api)]["state"] = "deactivated"
+
+    def make_read_only(self, api: FakeGitLab) -> str:
+        api.projects["acme/platform/api"]["archived"] = True
+        return "mr.create"
+
+    def revoke(self, api: FakeGitLab) -> None:
+        del api.members[("group", "acme")][self._dana(api)]

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from fakes.jira import GLOBAL_PERMISSIONS, PROJECT_PERMISSIONS, FakeJira, populate
@@ -937,6 +937,22 @@ class TestJiraConformance(IntegrationConformance):
 
     def connection(self, api: FakeJira, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    unsupported: ClassVar[dict[str, str]] = {
+        "make_read_only": "Jira's read-only states (archived projects, workflow status "
+        "properties) are Limits toolpass does not read",
+    }
+
+    def disable_account(self, api: FakeJira) -> None:
+        api.users["acc-dana"].active = False
+        api.state_blind = True  # the bulk check alone would still grant it
+
+    def bind_admins(self, api: FakeJira) -> None:
+        api.grant_global("acc-dana", "ADMINISTER")
+        api.restrict("PAY-123", "acc-erin")  # a security level binds administrators too
+
+    def revoke(self, api: FakeJira) -> None:
+        api.project_grants.discard(("acc-dana", "EDIT_ISSUES", "PAY"))
 
 
 def test_a_token_the_engine_was_issued_is_kept_out_of_reasons(fake: FakeJira) -> None:

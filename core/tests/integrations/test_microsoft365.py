@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import requests
@@ -361,3 +361,19 @@ class TestMicrosoft365Conformance(IntegrationConformance):
 
     def connection(self, api: FakeGraph, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    unsupported: ClassVar[dict[str, str]] = {
+        "make_read_only": "a drive item's read-only states (retention labels, checkout) "
+        "are Limits toolpass does not read",
+        "bind_admins": "sharing permissions have no rule binding tenant admins that Graph "
+        "exposes (DLP and sensitivity labels are Limits)",
+    }
+
+    def disable_account(self, api: FakeGraph) -> None:
+        api.users[oid(1)]["enabled"] = False
+
+    def revoke(self, api: FakeGraph) -> None:
+        def to_dana(p: dict[str, Any]) -> bool:
+            return (p.get("grantedToV2") or {}).get("user", {}).get("id") == oid(1)
+
+        api.permissions[PLAN][:] = [p for p in api.permissions[PLAN] if not to_dana(p)]

@@ -984,3 +984,17 @@ class TestSlackConformance(IntegrationConformance):
 
     def connection(self, api: FakeSlack, **extra: Any) -> dict[str, Any]:
         return connection(api, **extra)
+
+    def disable_account(self, api: FakeSlack) -> None:
+        api.users["U0DANA"]["deleted"] = True
+
+    def make_read_only(self, api: FakeSlack) -> str:
+        api.channels["C0ENG"]["is_archived"] = True
+        return "chat.postMessage"
+
+    def bind_admins(self, api: FakeSlack) -> None:
+        api.users["U0DANA"]["is_admin"] = True
+        api.channels["C0ENG"]["is_frozen"] = True  # a frozen channel binds admins too
+
+    def revoke(self, api: FakeSlack) -> None:
+        api.members["C0ENG"].remove("U0DANA")
