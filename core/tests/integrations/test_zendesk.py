@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from fakes.zendesk import FakeZendesk, populate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pytest_toolpass import IntegrationConformance
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError
@@ -97,6 +99,40 @@ def test_roles_restrictions_and_tickets_decide(
 ) -> None:
     d = tp.check(f"{user}@example.com", "zd", action, resource)
     assert d.decision == decision, d.reason
+
+
+@pytest.mark.parametrize("user", ["ada", "ben", "ivy"])  # an admin, an agent, the requester
+@pytest.mark.parametrize("action", ["ticket.edit", "ticket.comment_public", "ticket.merge"])
+def test_a_closed_ticket_takes_no_change_whoever_asks(
+    tp: Toolpass, fake: FakeZendesk, user: str, action: str
+) -> None:
+    fake.tickets[501]["status"] = "closed"
+    d = tp.check(f"{user}@example.com", "zd", action, "ticket:501")
+    assert d.decision == "deny", d.reason
+    assert "closed" in d.reason
+    assert tp.check(f"{user}@example.com", "zd", "ticket.view", "ticket:501").allowed
+
+
+_FIXTURES = [HealthCheck.function_scoped_fixture]
+
+
+@given(status=st.sampled_from(["new", "open", "pending", "hold", "solved"]))
+@settings(max_examples=10, deadline=None, suppress_health_check=_FIXTURES)
+def test_only_a_closed_ticket_refuses_an_edit(fake: FakeZendesk, status: str) -> None:
+    fake.tickets[501]["status"] = status
+    with Toolpass([conn(fake)]) as tp:
+        assert tp.check("ben@example.com", "zd", "ticket.edit", "ticket:501").allowed
+
+
+def test_a_ticket_without_a_status_is_unknown_for_a_change(tp: Toolpass, fake: FakeZendesk) -> None:
+    del fake.tickets[501]["status"]
+    assert tp.check("ben@example.com", "zd", "ticket.edit", "ticket:501").decision == "unknown"
+    assert tp.check("ben@example.com", "zd", "ticket.view", "ticket:501").allowed
+
+
+def test_a_closed_ticket_may_still_be_deleted_by_an_admin(tp: Toolpass, fake: FakeZendesk) -> None:
+    fake.tickets[502]["status"] = "closed"
+    assert tp.check("ada@example.com", "zd", "ticket.delete", "ticket:502").allowed
 
 
 def test_the_account_setting_lets_agents_delete(fake: FakeZendesk) -> None:
@@ -281,6 +317,19 @@ def test_the_hook_refuses_a_ticket_the_user_cannot_see(
     assert fake.seen("GET", r"/api/v2/tickets/502\.json") == []
 
 
+def test_the_hook_refuses_an_update_of_a_closed_ticket(
+    kit: tuple[Toolkit, list[Any], Zenpy], fake: FakeZendesk
+) -> None:
+    toolkit, events, client = kit
+    fake.tickets[501]["status"] = "closed"
+    update = toolkit.tool()(lambda: _comment(client, 501, public=False))
+    with Session("ada@example.com").active(), pytest.raises(ActionRefused):
+        update()
+    assert fake.seen("PUT", r"/api/v2/tickets/501\.json") == []
+    assert events[-1].actions[-1]["action"] == "ticket.edit"
+    assert events[-1].actions[-1]["verdict"] == "not_authorized"
+
+
 def _profile(client: Zenpy, uid: int, **fields: Any) -> str:
     user = client.users(id=uid)
     for name, value in fields.items():
@@ -343,3 +392,17 @@ class TestZendeskConformance(IntegrationConformance):
 
     def connection(self, api: FakeZendesk, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    def disable_account(self, api: FakeZendesk) -> None:
+        api.users[11]["suspended"] = True
+
+    def make_read_only(self, api: FakeZendesk) -> str:
+        api.tickets[501]["status"] = "closed"
+        return "ticket.comment_public"
+
+    def bind_admins(self, api: FakeZendesk) -> None:
+        api.users[11]["role"] = "admin"
+        api.tickets[501]["status"] = "closed"  # closed binds admins too
+
+    def revoke(self, api: FakeZendesk) -> None:
+        api.users[11]["ticket_restriction"] = "requested"

@@ -14,7 +14,8 @@ documented model from live data:
   ``ticket_merge``, ``ticket_deletion``, ``ticket_comment_access``,
   ``end_user_profile_access``;
 - the ticket (``GET /api/v2/tickets/{id}``): requester, CCs, followers, assignee, group and
-  organization; a group's ``is_public`` when the custom role sees public groups; the account
+  organization, and its ``status`` (a closed ticket takes no edit, public comment or merge,
+  whoever asks); a group's ``is_public`` when the custom role sees public groups; the account
   setting ``tickets.agent_ticket_deletion`` for agents without a custom role.
 
 Users are Zendesk user ids. The look-up ``email`` is ``GET /api/v2/users/search?query=
@@ -72,6 +73,8 @@ _OWN = frozenset(
 )
 _RESTRICTED = Route("PUT", _PROFILE, "user.manage_restricted", "user:{user_id}", "write")
 _PROFILE_EDIT = ("edit", "full")
+#: What a closed ticket refuses to everyone (an admin may still delete it).
+_CLOSED_REFUSES = frozenset({"ticket.edit", "ticket.comment_public", "ticket.merge"})
 CREDENTIAL = (
     "Least privilege: an API token (Admin Center > Apps and integrations > Zendesk API > "
     "API tokens) used with the email of an agent who sees every ticket (no ticket "
@@ -269,6 +272,11 @@ class Zendesk(Integration):
             return Decision.deny(f"ticket {rid} is not visible to {who}")
         if action == "ticket.view":
             return Decision.allow(f"ticket {rid} is visible to {who}")
+        if action in _CLOSED_REFUSES and _closed(ticket):
+            return Decision.deny(
+                f"ticket {rid} is closed: Zendesk takes no change, public comment or merge on "
+                "a closed ticket, whoever asks (a follow-up ticket can be created instead)"
+            )
         if not agent:
             if action == "ticket.comment_public" and own:
                 return Decision.allow(f"{who} is the requester or a CC of ticket {rid}")
@@ -462,6 +470,14 @@ class Zendesk(Integration):
         return ProbeResult(
             True, f"the engine reads {self.config.url} as {me.get('role')} {me['id']}"
         )
+
+
+def _closed(ticket: Mapping[str, Any]) -> bool:
+    """Whether the ticket is closed (``LookupFailed`` when its status cannot be read)."""
+    status = ticket.get("status")
+    if not isinstance(status, str):
+        raise LookupFailed(f"zendesk's ticket {ticket.get('id')} has no status")
+    return status == "closed"
 
 
 def _ids(ticket: Mapping[str, Any], *keys: str) -> set[int]:
