@@ -376,6 +376,33 @@ def test_search_answers_the_tokens_view_so_it_is_unknown_unless_tokens_are_the_u
         )  # deactivated
 
 
+def test_slack_sdk_search_is_refused_before_it_leaves(slack: FakeSlack) -> None:
+    """Through the request hook: slack_sdk's search.messages is search.read, which an admin
+    does not pass on a shared token, and the request never reaches Slack."""
+    from slack_sdk import WebClient
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    events: list[Any] = []
+    with engine(slack) as tp:
+        kit = Toolkit(permissions=tp, audit=[events.append])
+
+        @kit.tool()
+        def search(text: str) -> str:
+            client = WebClient(token=USER_TOKEN, base_url=slack.url + "/")
+            return str(client.search_messages(query=text)["ok"])
+
+        try:
+            with Session("ada@example.com").active(), pytest.raises(ActionRefused) as info:
+                search("salary")
+        finally:
+            intercept.uninstall()
+    assert info.value.code == "authorization_error"  # unknown: whose view is it?
+    assert slack.server.seen(None, "/search.messages") == []
+    action = events[-1].actions[-1]
+    assert (action["action"], action["resource"]) == ("search.read", "workspace")
+
+
 def test_a_grid_public_channel_is_read_by_its_workspaces_members_only(
     tp: Toolpass, slack: FakeSlack
 ) -> None:
