@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from fakes.snowflake import FakeSnowflake, grant, populate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pytest_toolpass import IntegrationConformance
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError
@@ -19,6 +21,7 @@ from toolpass.integrations.snowflake import Snowflake, canonical, names
 from toolpass.intercept import ActionRefused
 
 ORDERS = "table:SALES.PUBLIC.ORDERS"
+_FIXTURES = [HealthCheck.function_scoped_fixture]
 
 
 @pytest.fixture
@@ -84,6 +87,64 @@ def test_the_grant_graph_decides(
 ) -> None:
     d = check(tp, user, action, resource)
     assert d.decision == decision, d.reason
+
+
+_PAST, _AHEAD = "2020-01-01T00:00:00+00:00", "2999-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"mins_to_unlock": 14},  # locked after failed logins
+        {"mins_to_unlock": "3"},  # as DESCRIBE USER writes it
+        {"locked_until": _AHEAD},
+        {"days_to_expiry": -7.1},  # expired
+        {"days_to_expiry": 0},
+        {"expires_at": _PAST},
+        {"snowflake_lock": True},
+        {"disabled": "true"},
+    ],
+)
+def test_a_locked_or_expired_user_is_refused_whatever_their_roles(
+    tp: Toolpass, fake: FakeSnowflake, state: dict[str, Any]
+) -> None:
+    fake.users["ERIN"].update(state)  # the owner
+    for action in ("table.read", "table.manage", "account.access"):
+        d = check(tp, "erin", action, "account" if action == "account.access" else ORDERS)
+        assert d.decision == "deny", d.reason
+
+
+@given(
+    unlock=st.one_of(st.none(), st.just(""), st.integers(-5, 0)),
+    days=st.one_of(st.none(), st.just(""), st.floats(0.01, 1e6)),
+    until=st.sampled_from([None, "", _PAST]),
+    expires=st.sampled_from([None, "", _AHEAD]),
+)
+@settings(max_examples=25, deadline=None, suppress_health_check=_FIXTURES)
+def test_a_user_neither_locked_nor_expired_is_decided_by_grants(
+    fake: FakeSnowflake, unlock: Any, days: Any, until: Any, expires: Any
+) -> None:
+    fake.users["DANA"].update(
+        mins_to_unlock=unlock, days_to_expiry=days, locked_until=until, expires_at=expires
+    )
+    with Toolpass([conn(fake)]) as tp:
+        assert check(tp, "dana", "table.read", ORDERS).allowed
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"mins_to_unlock": "soon"},
+        {"days_to_expiry": True},
+        {"expires_at": "tomorrow"},
+        {"disabled": "maybe"},
+    ],
+)
+def test_an_account_state_of_another_shape_is_unknown(
+    tp: Toolpass, fake: FakeSnowflake, state: dict[str, Any]
+) -> None:
+    fake.users["DANA"].update(state)
+    assert check(tp, "dana", "table.read", ORDERS).decision == "unknown"
 
 
 def test_a_table_needs_usage_on_its_database_and_schema(tp: Toolpass, fake: FakeSnowflake) -> None:
@@ -492,6 +553,22 @@ def test_the_hook_refuses_before_sending(
     assert fake.seen("GET", r"/api/v2/roles/ANALYST/grants")  # the engine asked
 
 
+def test_the_hook_refuses_a_statement_of_a_locked_user(
+    kit: tuple[Toolkit, list[Any]], fake: FakeSnowflake
+) -> None:
+    toolkit, events = kit
+    fake.users["DANA"]["mins_to_unlock"] = 12
+
+    @toolkit.tool()
+    def query(sql: str) -> str:
+        return str(_run(fake, sql))
+
+    with Session("dana@example.com").active(), pytest.raises(ActionRefused):
+        query("SELECT count(*) FROM sales.public.orders")
+    assert events[-1].actions[-1]["verdict"] == "not_authorized"
+    assert fake.statements == []
+
+
 def test_the_hook_refuses_a_quoted_function_in_a_select(
     kit: tuple[Toolkit, list[Any]], fake: FakeSnowflake
 ) -> None:
@@ -552,3 +629,21 @@ class TestSnowflakeConformance(IntegrationConformance):
 
     def connection(self, api: FakeSnowflake, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    unsupported = {
+        "make_read_only": "a Snowflake table has no read-only state of its own: a shared "
+        "database takes only IMPORTED PRIVILEGES, which hold reads alone (evaluated)",
+    }
+
+    def disable_account(self, api: FakeSnowflake) -> None:
+        api.users["DANA"]["mins_to_unlock"] = 15  # locked after failed logins
+
+    def bind_admins(self, api: FakeSnowflake) -> None:
+        api.user_grants["DANA"].append(grant("ROLE", "SALES_OWNER", privileges=()))
+        api.users["DANA"]["default_role"] = "SALES_OWNER"  # the owner of the table
+        api.users["DANA"]["days_to_expiry"] = -1  # expired: no role helps
+
+    def revoke(self, api: FakeSnowflake) -> None:
+        api.role_grants["ANALYST"] = [
+            r for r in api.role_grants["ANALYST"] if r["securable_type"] != "TABLE"
+        ]

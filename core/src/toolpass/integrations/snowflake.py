@@ -21,7 +21,10 @@ DEFAULT_SECONDARY_ROLES is ``('ALL')``; CREATE privileges count from the primary
 (Snowflake authorizes CREATE statements with the primary role). ``roles: any``: any role the
 user could activate. Not evaluated: future grants (they do not apply to existing objects),
 row access and masking policies, network and authentication policies, grants to
-applications; a disabled user is denied.
+applications. A user Snowflake refuses whatever their grants is denied: ``disabled``,
+``snowflake_lock``, locked after failed logins (``mins_to_unlock`` above 0, ``locked_until``
+ahead), expired (``days_to_expiry`` 0 or less, ``expires_at`` past); a value of another shape
+is unknown.
 
 Identifiers fold as Snowflake does: unquoted parts upper-case, quoted parts exact. Users are
 Snowflake user names written as identifiers (``dana`` is DANA, ``"dana@example.com"`` exact);
@@ -38,6 +41,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -323,8 +327,9 @@ class Snowflake(Integration):
             return Decision.deny(text) if deny else Decision.unknown(text)
         if not isinstance(info, dict):
             raise LookupFailed(f"snowflake's user {name} is not an object")
-        if info.get("disabled") in (True, "true", "TRUE"):
-            return Decision.deny(f"{name} is a disabled Snowflake user")
+        refused = _refused_state(info)
+        if refused is not None:
+            return Decision.deny(f"the Snowflake user {name} {refused}, whatever their roles")
         if (
             kind == "account"
             and "privilege" not in declared.terms
@@ -504,6 +509,59 @@ def _next_link(header: str | None) -> str | None:
                 raise LookupFailed("snowflake's next page is not one of its result pages")
             return m.group(1)
     return None
+
+
+def _refused_state(info: Mapping[str, Any]) -> str | None:
+    """Why Snowflake refuses the user whatever their grants (disabled, locked by Snowflake or
+    after failed logins, expired), or None; :class:`LookupFailed` for a value of another
+    shape than the user's documented one."""
+    now = datetime.now(timezone.utc)
+    unlock, until = _number(info, "mins_to_unlock"), _when(info, "locked_until")
+    days, expires = _number(info, "days_to_expiry"), _when(info, "expires_at")
+    if _flag(info, "disabled"):
+        return "is disabled"
+    if _flag(info, "snowflake_lock"):
+        return "is locked by Snowflake"
+    if (unlock is not None and unlock > 0) or (until is not None and until > now):
+        return "is locked after failed logins (MINS_TO_UNLOCK)"
+    if (days is not None and days <= 0) or (expires is not None and expires <= now):
+        return "has expired (DAYS_TO_EXPIRY)"
+    return None
+
+
+def _flag(info: Mapping[str, Any], key: str) -> bool:
+    value = info.get(key)
+    if value in (None, "", False) or str(value).lower() == "false":
+        return False
+    if value is True or str(value).lower() == "true":
+        return True
+    raise LookupFailed(f"snowflake's user has a {key} that is not true or false")
+
+
+def _number(info: Mapping[str, Any], key: str) -> float | None:
+    value = info.get(key)
+    if value is None or value == "" or str(value).lower() == "null":
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError(key)
+        number = float(value)
+    except (TypeError, ValueError):
+        raise LookupFailed(f"snowflake's user has a {key} that is not a number") from None
+    if number != number:  # NaN
+        raise LookupFailed(f"snowflake's user has a {key} that is not a number")
+    return number
+
+
+def _when(info: Mapping[str, Any], key: str) -> datetime | None:
+    value = info.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise LookupFailed(f"snowflake's user has a {key} that is not a time") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
 def _secondary(value: Any) -> bool | None:
