@@ -19,11 +19,13 @@
     toolpass audit summary [--json] FILE ...  counts per outcome, code, tool, user
 
 Flags may be written ``-config`` or ``--config``; FILE defaults to ``$TOOLPASS_CONFIG`` or
-``toolpass.yaml``. Exit status: ``check`` gives 0 for allow, 1 for deny, 2 for unknown;
-``validate`` and ``probe`` give 0 when all is well and 1 otherwise; ``audit filter`` gives 1
-when no event matched (lines that are not events are skipped and counted on stderr, never an
-error); an error that stops a command (bad usage, an unreadable configuration or audit file)
-is one line on stderr and status 3. ``probe`` prints a line per connection on stderr as each
+``toolpass.yaml``. Exit status: ``check`` gives 0 for allow, 1 for deny, 2 for unknown, 3
+for a resource the action does not take, 4 when the connection or action is not configured;
+``validate`` and ``probe`` give 0 when all is well and 1 otherwise; ``audit filter`` gives,
+as grep does, 0 when an event matched and 1 when none did (saying "no event matched" on
+stderr; lines that are not events are skipped and counted on stderr, never an error); an
+error that stops a command (bad usage, an unreadable configuration or audit file) is one
+line on stderr and status 3. ``probe`` prints a line per connection on stderr as each
 finishes when stderr is a terminal, or with ``--progress``.
 """
 
@@ -33,11 +35,14 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from toolpass._version import __version__
 from toolpass.engine.config import Config, load_config
 from toolpass.engine.toolpass import Toolpass
 from toolpass.wire.errors import ToolpassError
@@ -48,6 +53,7 @@ from toolpass.wire.secrets import Secret
 ERROR = 3  # bad usage, or the command could not run
 NOT_CONFIGURED = 4
 _EXIT = {"allow": 0, "deny": 1, "unknown": 2}
+_ROUTE_COLUMNS = ("METHOD", "PATH", "ACTION", "RESOURCE", "EFFECT", "FLAGS")
 
 
 def _out(line: str) -> None:
@@ -69,11 +75,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="toolpass", description="Live permission checks for AI agent tools.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"toolpass {__version__}")
+    commands = _Commands(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
     default = os.environ.get("TOOLPASS_CONFIG", "toolpass.yaml")
 
     def with_config(name: str, help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help)
+        sub = commands.add_parser(name, help=help)
         sub.add_argument("-config", "--config", default=default, help=f"default: {default}")
         return sub
 
@@ -121,6 +128,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Commands:
+    """Subcommands whose ``--help`` says what they do: the description is the help line."""
+
+    def __init__(self, actions: Any) -> None:
+        self._actions = actions
+
+    def add_parser(self, name: str, *, help: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self._actions.add_parser(
+            name, help=help, description=help
+        )
+        return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -129,7 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(argv[1:])  # the server parses its own flags, --help included
         if argv[:1] == ["mcp-proxy"]:
             return _mcp_proxy(argv[1:])  # so does the proxy
-        args = _parser().parse_args(argv)
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as done:  # --help and --version print, then stop
+            return done.code if isinstance(done.code, int) else 0
         command = {
             "validate": _validate,
             "probe": _probe,
@@ -241,7 +264,9 @@ def _check(args: argparse.Namespace) -> int:
         _out(json.dumps({f: getattr(d, f) for f in fields}))
     else:
         _out(f"{d.decision}: {d.reason}")
-    return _EXIT[d.decision] if configured else NOT_CONFIGURED
+    if not configured:
+        return NOT_CONFIGURED
+    return ERROR if d.cause == "resource" else _EXIT[d.decision]
 
 
 def _catalog(args: argparse.Namespace) -> int:
@@ -253,22 +278,42 @@ def _catalog(args: argparse.Namespace) -> int:
                 description = integrations.get(name).description
             except Exception as e:  # one broken module must not hide the others
                 description = f"(cannot be loaded: {type(e).__name__}: {e})"
-            _out(f"{name:<12} {description}")
+            _wrapped(f"{name:<16} ", description)
         return 0
     cls = integrations.get(args.name)
-    _out(f"{cls.name}: {cls.description}")
+    _wrapped("", f"{cls.name}: {cls.description}")
     if cls.default_url:
         _out(f"default url: {cls.default_url}")
     modes = (*cls.identity_modes, *SHARED_MODES)
-    _out(f"identity modes: {', '.join(modes)} (default {default_mode(cls.identity_modes)})")
+    _wrapped("", f"identity modes: {', '.join(modes)} (default {default_mode(cls.identity_modes)})")
     _out("\nkeys:")
     for key in (*COMMON_KEYS, *cls.keys):
-        _out(f"  {key.name:<22} {_describe(key)}")
+        _wrapped(f"  {key.name:<22} ", _describe(key))
     _out("\nactions:")
     for action in cls.actions:
         needs = f" Needs {action.requires}." if action.requires else ""
-        _out(f"  {action.name:<22} {action.effect:<12} {action.description}{needs}")
+        _wrapped(f"  {action.name:<22} {action.effect:<12} ", f"{action.description}{needs}")
     return 0
+
+
+def _wrapped(head: str, text: str) -> None:
+    """``head`` then ``text``, wrapped to the terminal's width, each paragraph's lines
+    indented under its first."""
+    width = max(shutil.get_terminal_size((100, 24)).columns, len(head) + 30)
+    indent = " " * len(head)
+    for n, paragraph in enumerate(p for p in text.split("\n\n") if p.strip()):
+        if n:
+            _out("")
+        first = head if n == 0 else indent
+        _out(
+            textwrap.fill(
+                " ".join(paragraph.split()),
+                width,
+                initial_indent=first,
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+            )
+        )
 
 
 def _routes(args: argparse.Namespace) -> int:
@@ -276,19 +321,18 @@ def _routes(args: argparse.Namespace) -> int:
 
     cls = integrations.get(args.name)
     rows = [r for r in cls.route_table().routes if args.action in (None, r.action)]
-    for r in rows:
-        if args.json:
-            _out(json.dumps([r.method, r.path, r.action, r.resource, r.effect, r.flags]))
-        else:
-            _out(
-                f"{r.method:<7} {r.path:<60} {r.action:<24} {r.resource:<32} "
-                f"{r.effect:<11} {r.flags}"
-            )
-    if not args.json:
-        _err(
-            f"{len(rows)} routes (flags: u untrusted content, s sends data out, "
-            "a the agent's own, no user permission)"
-        )
+    cells = [(r.method, r.path, r.action, r.resource, r.effect, r.flags) for r in rows]
+    if args.json:
+        for row in cells:
+            _out(json.dumps(list(row)))
+        return 0
+    widths = [max(map(len, column)) for column in zip(_ROUTE_COLUMNS, *cells, strict=True)]
+    for row in (_ROUTE_COLUMNS, *cells):
+        _out("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    _err(
+        f"{len(rows)} routes (flags: u untrusted content, s sends data out, "
+        "a the agent's own, no user permission)"
+    )
     return 0
 
 
@@ -326,25 +370,42 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _import(name: str) -> Any:
+    """The module ``name`` (dotted, from the current folder) or the ``.py`` file ``name``
+    (its folder importable, the module registered as any imported module is)."""
     import importlib.util
 
-    if not name.endswith(".py"):
-        sys.path.insert(0, os.getcwd())
-        try:
+    if name.endswith(".py"):
+        if not os.path.isfile(name):
+            raise _Fail(f"cannot import {name}: no such file")
+        folder, module_name = os.path.dirname(os.path.abspath(name)), os.path.basename(name)[:-3]
+    else:
+        folder, module_name = os.getcwd(), name
+    sys.path.insert(0, folder)
+    try:
+        if not name.endswith(".py"):
             return importlib.import_module(name)
-        except ImportError as e:
-            raise _Fail(f"cannot import {name}: {e}") from None
-    spec = importlib.util.spec_from_file_location(os.path.basename(name)[:-3], name)
-    if spec is None or spec.loader is None or not os.path.isfile(name):
-        raise _Fail(f"cannot import {name}: no such file")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+        spec = importlib.util.spec_from_file_location(module_name, name)
+        if spec is None or spec.loader is None:
+            raise _Fail(f"cannot import {name}: not a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+        return module
+    except (TypeError, ValueError, _Fail):
+        raise
+    except Exception as e:
+        raise _Fail(f"cannot import {name}: {type(e).__name__}: {e}") from None
+    finally:
+        sys.path.remove(folder)
 
 
 def _audit_parser(commands: Any) -> None:
     audit = commands.add_parser("audit", help="Read JSON-lines audit files.")
-    verbs = audit.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+    verbs = _Commands(audit.add_subparsers(dest="verb", required=True, parser_class=_Parser))
     tail = verbs.add_parser("tail", help="The last events of a file, then new ones (--follow).")
     tail.add_argument("-n", "--lines", type=int, default=10, metavar="N", help="default: 10")
     tail.add_argument("-f", "--follow", action="store_true", help="wait for new events")
@@ -398,6 +459,8 @@ def _audit(args: argparse.Namespace) -> int:
             found += 1
             show(record)
         notes()
+        if not found:
+            _err("toolpass: no event matched")
         return 0 if found else 1
     except ValueError as e:
         raise _Fail(str(e)) from None
