@@ -32,6 +32,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult, TextContent
@@ -199,6 +200,7 @@ class _Core:
         self.engine, self.client, self.token = engine, client, token
         self._clients: OrderedDict[str, _ClientRun] = OrderedDict()
         self._lock = threading.Lock()
+        self._scope = token_hex(8)  # this guard's clients: never another server's
         self.guard = Guard(
             engine,
             rules,
@@ -309,7 +311,7 @@ class _Core:
             self._clients[name] = run
             if len(self._clients) > self.guard.held_sessions:
                 self._clients.popitem(last=False)
-        return run, f"mcp-client {name}"
+        return run, f"mcp-client {self._scope} {name}"
 
     def client_of(self, context: Any) -> str:
         client = self.client
@@ -381,9 +383,11 @@ class ToolpassMiddleware:
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         if ctx.method == "tools/call":
-            return await self._call(ctx, call_next)
+            called: HandlerResult = await self._call(ctx, call_next)
+            return called
         if ctx.method in CHECKED:
-            return await self._read(ctx, call_next)
+            read: HandlerResult = await self._read(ctx, call_next)
+            return read
         result = await call_next(ctx)
         if ctx.method == "tools/list":
             try:

@@ -72,8 +72,11 @@ __all__ = ["ProxyConfig", "main", "parse_mcp_section", "serve"]
 ERROR = 3
 _KEYS = ("user", "strict", "audit", "rules", "upstream_env")
 #: What an upstream on stdio gets of the proxy's environment, beside ``upstream_env``.
-BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE")
-BASE_ENV += ("TZ", "TMPDIR", "SYSTEMROOT", "TEMP", "TMP", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+BASE_ENV: tuple[str, ...] = (
+    *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TEMP", "TMP"),
+    *("LANG", "LC_ALL", "LC_CTYPE", "TZ"),
+    *("SYSTEMROOT", "APPDATA", "LOCALAPPDATA", "USERPROFILE"),  # Windows
+)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RULE_KEYS = ("connection", "action", "resource", "fresh")
 log = logging.getLogger("toolpass")
