@@ -342,10 +342,12 @@ class FakeGitHub(FakeServer):
     def _pull_json(self, repo: Repo, pull: dict[str, Any]) -> dict[str, Any]:
         full = f"{repo.owner}/{repo.name}"
         return {
+            "state": "open",
+            "draft": False,
+            "merged": False,
             **pull,
             "url": f"{self.api_url}/repos/{full}/pulls/{pull['number']}",
             "html_url": f"{self.url}/{full}/pull/{pull['number']}",
-            "state": "open",
             "base": {"ref": pull["base_ref"], "repo": self._repo_json(repo)},
             "head": {"ref": pull["head_ref"], "repo": self._repo_json(repo)},
         }
@@ -713,9 +715,16 @@ class FakeGitHub(FakeServer):
         ]
 
     def _merge(self, request: Request) -> Reply:
+        """``PUT .../pulls/{n}/merge``: 405 for a draft or a closed pull request."""
         found = self._writable(request)
         if isinstance(found, Reply):
             return found
+        pulls, number = found[0].pulls, int(request.params["number"])
+        pull = pulls[number - 1] if 0 < number <= len(pulls) else None
+        if pull is None:
+            return error(404, "Not Found")
+        if pull.get("draft") or pull.get("state", "open") != "open":
+            return error(405, "Pull Request is not mergeable")
         return Reply(200, {"sha": "b" * 40, "merged": True, "message": "Pull Request merged"})
 
     def _advisory(self, request: Request) -> Reply | dict[str, Any]:

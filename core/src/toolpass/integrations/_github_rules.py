@@ -13,13 +13,14 @@ from typing import Any, Literal
 
 ROLES = ("read", "triage", "write", "maintain", "admin")
 RANK = {role: i + 1 for i, role in enumerate(ROLES)}
-Kind = Literal["push", "delete", "merge"]
+Kind = Literal["push", "delete", "merge", "create"]
 
 #: The writes that land on a branch, and how.
 KIND: Mapping[str, Kind] = {
     "contents.write": "push",
     "contents.delete": "push",
     "branch.delete": "delete",
+    "branch.create": "create",
     "pr.merge": "merge",
 }
 
@@ -34,6 +35,7 @@ BINDING: Mapping[Kind, Mapping[str, str]] = {
         "merge_queue": "changes must go through its merge queue",
     },
     "delete": {"deletion": "it may not be deleted"},
+    "create": {"creation": "only those who may bypass its ruleset may create it"},
     "merge": {
         "update": "only those who may bypass its ruleset may update it",
         "merge_queue": "pull requests must go through its merge queue",
@@ -76,6 +78,7 @@ ROLE_IDS: Mapping[int, str] = {2: "maintain", 4: "write", 5: "admin"}
 _MODES: Mapping[Kind, tuple[str, ...]] = {
     "push": ("always", "exempt"),
     "delete": ("always", "exempt"),
+    "create": ("always", "exempt"),
     "merge": ("always", "pull_request", "exempt"),
 }
 

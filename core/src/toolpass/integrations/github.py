@@ -128,6 +128,13 @@ _PLACED = {
         "advisory:{owner}/{repo}@{ghsa_id}",
     ),
 }
+# Git reference writes the table places on the repository: a branch they name is their
+# resource (its rules bind them), named in the body (``refs/heads/x``) or in the path.
+_REF_WRITES = {
+    ("POST", "/repos/{owner}/{repo}/git/refs"): "body",
+    ("PATCH", "/repos/{owner}/{repo}/git/refs/{ref+}"): "path",
+    ("DELETE", "/repos/{owner}/{repo}/git/refs/{ref+}"): "path",
+}
 _MARGIN = 300.0  # refresh an installation token this many seconds before it expires
 # Routes with a branch or ref mid-path: a name holding "/" is re-placed by match_request.
 _MID_REF = re.compile(
@@ -135,6 +142,11 @@ _MID_REF = re.compile(
     r"(?P<tail>/(?:protection(?:/.*)?|rename|check-runs|check-suites|status|statuses))"
 )
 _PLACEHOLDER = "toolpass-ref"
+# A branch name git accepts (check-ref-format): "/"-separated components, none empty, none
+# starting with "." or ending ".lock"; no "..", control characters, space, ~^:?*[\; not
+# ending "."; not "@" (and no "@{", checked apart).
+_COMPONENT = r"(?!\.)(?:(?!\.\.)[^\x00-\x20\x7f~^:?*\[\\/])+(?<!\.lock)"
+_BRANCH_NAME = re.compile(rf"(?!@$){_COMPONENT}(?:/{_COMPONENT})*(?<!\.)")
 
 
 # actions/github.json: each action's minimum repository role (``role``) and organization role
@@ -270,6 +282,8 @@ class GitHub(Integration):
 
     def _match_api(self, request: Request) -> Match | None:
         found = self._match_api_route(request)
+        if found is not None and (found.route.method, found.route.path) in _REF_WRITES:
+            return _ref_write(found, request)
         placed = _PLACED.get((found.route.method, found.route.path)) if found else None
         if found is None or placed is None:
             return found
@@ -438,19 +452,28 @@ class GitHub(Integration):
             return self._locked(owner, repo, match["number"], role)
         if kind == "run" and action == "deployment.review":
             return self._not_reviewer(owner, repo, match["number"], login)
-        ref = data["default_branch"] if match["ref"] == "HEAD" else match["ref"]
-        if kind == "ref" and action == "branch.rename":
-            if ref == data["default_branch"] and role != "admin":
-                return f"{ref} is the default branch of {owner}/{repo}: renaming it needs admin"
-            return None
+        default = data["default_branch"]
         write = rules.KIND.get(action)
         pull = match["number"] if kind == "pr" else None
         if write == "merge" and pull is not None:
-            ref = self._base(owner, repo, pull)
-        elif kind != "ref" or write is None:
+            base, shut = self._merge_base(owner, repo, pull)
+            if shut:
+                return shut
+            branches = [base]
+        elif kind == "ref" and (write is not None or action == "branch.rename"):
+            branches = _branches(match["ref"], default)
+        else:
             return None
-        why = self._branch_rules(owner, repo, ref, login, role, write, pull)
-        return f"on the branch {ref} of {owner}/{repo} {why}" if why else None
+        if action == "branch.rename":
+            if default in branches and role != "admin":
+                return f"{default} is the default branch of {owner}/{repo}: renaming it needs admin"
+            return None
+        assert write is not None
+        for ref in branches:
+            why = self._branch_rules(owner, repo, ref, login, role, write, pull)
+            if why:
+                return f"on the branch {ref} of {owner}/{repo} {why}"
+        return None
 
     def _repository(self, owner: str, repo: str) -> dict[str, Any]:
         data = self.get(
@@ -473,14 +496,23 @@ class GitHub(Integration):
             return f"the conversation on #{number} is locked: only users with write access comment"
         return None
 
-    def _base(self, owner: str, repo: str, number: str) -> str:
+    def _merge_base(self, owner: str, repo: str, number: str) -> tuple[str, str | None]:
+        """The pull request's base branch, and why GitHub merges it for nobody: a draft (until
+        marked ready for review) or a closed pull request."""
         path = f"/repos/{owner}/{repo}/pulls/{number}"
         data = self.get(path, f"the pull request read of {owner}/{repo}#{number}", owner, repo)
         base = data.get("base")
         ref = base.get("ref") if isinstance(base, dict) else None
         if not isinstance(ref, str) or not ref:
             raise LookupFailed("github's pull request answer has no base branch")
-        return ref
+        state, draft = data.get("state"), data.get("draft")
+        if state not in ("open", "closed") or not isinstance(draft, bool):
+            raise LookupFailed("github's pull request answer does not say whether it is open")
+        if state == "closed":
+            return ref, f"#{number} is closed: GitHub merges only an open pull request"
+        if draft:
+            return ref, f"#{number} is a draft: nobody merges it until it is ready for review"
+        return ref, None
 
     def _branch_rules(
         self,
@@ -967,6 +999,43 @@ def _git(found: Match, request: Request) -> Match:
     return _placed(found, action, ref if parse_resource(ref) else None)
 
 
+def _ref_write(found: Match, request: Request) -> Match:
+    """A Git reference write placed on the branch it names: ``POST .../git/refs`` creates
+    ``refs/heads/<branch>`` (its body's ``ref``); a path that names ``refs/heads/...``
+    (not the documented ``heads/...``) is checked as every branch it may name."""
+    route, params = found.route, found.params
+    named = request.form.get("ref") if _REF_WRITES[route.method, route.path] == "body" else None
+    if named is None:
+        named = params.get("ref")
+    if not isinstance(named, str) or not named.startswith("refs/heads/"):
+        return found
+    if route.method == "POST":
+        named = named[len("refs/heads/") :]
+    resource = f"ref:{params['owner']}/{params['repo']}@{named}"
+    return Match(route, params, resource if parse_resource(resource) else None)
+
+
+def _branches(ref: str, default: str) -> list[str]:
+    """The branches a written ref may name: ``HEAD`` is the default branch; a name that
+    starts ``refs/heads/`` may be the branch it names fully as well as one of that literal
+    name, so each is checked. Any other ``refs/`` (a tag, a pull request's head) is no
+    branch: its rules are not read here."""
+    if ref == "HEAD":
+        return [default]
+    names = [ref]
+    while ref.startswith("refs/heads/"):
+        ref = ref[len("refs/heads/") :]
+        names.append(ref)
+    if ref.startswith("refs/") and len(names) == 1:
+        raise LookupFailed(f"{ref!r} is no branch; toolpass does not read what binds it")
+    if not all(_BRANCH_NAME.fullmatch(name) and "@{" not in name for name in names):
+        raise LookupFailed(
+            f"{names[0]!r} is no valid branch name (git check-ref-format), so which branch "
+            "GitHub would write cannot be told"
+        )
+    return names
+
+
 def _placed(found: Match, action: str, resource: str | None) -> Match:
     effect = EFFECTS[action]
     route = dataclasses.replace(
@@ -1009,7 +1078,7 @@ def _pushed(repo: str, old: str, new: str, ref: str) -> tuple[str, str]:
     if deleted:
         return "branch.delete", target
     if created:
-        return "branch.create", f"repo:{repo}"
+        return "branch.create", target
     return "contents.write", target
 
 

@@ -1,0 +1,144 @@
+"""Wrong allows found by attacking GitHub's checks (#19): each is a request GitHub refuses
+for a user toolpass allowed, now refused (or unknown) by ``Toolpass.check``.
+
+- a draft or closed pull request merges for nobody, whatever their role;
+- a ruleset's ``creation`` rule binds a new branch whose name it matches;
+- a branch named fully (``refs/heads/main``) is the branch GitHub writes, and answers to
+  that branch's protection and rulesets.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fakes.github import FakeGitHub
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from toolpass.engine import Toolpass
+
+from .test_github import connection
+
+ANY_FIXTURE = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@pytest.fixture
+def gh(github: FakeGitHub) -> FakeGitHub:
+    repo = github.repos["acme/widgets"]
+    repo.branches["main"] = False  # no classic protection: what is tested binds alone
+    repo.pulls.append(
+        {"id": 1, "number": 1, "title": "Fix", "body": "", "head_ref": "fix", "base_ref": "main"}
+    )
+    github.add_org("acme", {"engine-bot": "admin", "erin": "admin", "dana": "member"})
+    return github
+
+
+@pytest.fixture
+def tp(gh: FakeGitHub, engine_token: str) -> Iterator[Toolpass]:
+    with Toolpass([connection(gh)]) as engine:
+        yield engine
+
+
+def ask(tp: Toolpass, login: str, action: str, resource: str) -> Any:
+    return tp.check(f"{login}@example.com", "gh", action, resource, fresh=True)
+
+
+# --- a merge GitHub refuses whatever the role -------------------------------------------
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"draft": True}, "is a draft"),
+        ({"state": "closed"}, "is closed"),
+        ({"state": "closed", "merged": True}, "is closed"),
+    ],
+)
+def test_a_draft_or_closed_pull_request_merges_for_nobody(
+    tp: Toolpass, gh: FakeGitHub, change: dict[str, Any], said: str
+) -> None:
+    """GitHub: nobody can merge a draft until it is marked ready for review; a closed pull
+    request has nothing to merge. Admins included."""
+    assert ask(tp, "erin", "pr.merge", "pr:acme/widgets#1").decision == "allow"
+    gh.repos["acme/widgets"].pulls[0].update(change)
+    for login in ("erin", "dana"):
+        denied = ask(tp, login, "pr.merge", "pr:acme/widgets#1")
+        assert denied.decision == "deny"
+        assert said in denied.reason
+
+
+def test_a_pull_request_answer_without_its_state_is_unknown(tp: Toolpass, gh: FakeGitHub) -> None:
+    gh.repos["acme/widgets"].pulls[0]["draft"] = "maybe"
+    assert ask(tp, "erin", "pr.merge", "pr:acme/widgets#1").decision == "unknown"
+
+
+# --- rulesets bind the creation of a branch ---------------------------------------------
+def test_a_creation_rule_binds_new_branches_it_matches(tp: Toolpass, gh: FakeGitHub) -> None:
+    """GitHub: "Restrict creations: only allow users with bypass permission to create
+    matching refs"."""
+    ruleset = {"id": 11, "branches": ["release"], "rules": [{"type": "creation"}]}
+    gh.repos["acme/widgets"].rulesets.append(ruleset)
+    for login in ("dana", "erin"):
+        denied = ask(tp, login, "branch.create", "ref:acme/widgets@release")
+        assert denied.decision == "deny"
+        assert "may create it (ruleset 11)" in denied.reason
+    assert ask(tp, "dana", "branch.create", "ref:acme/widgets@topic").decision == "allow"
+    ruleset["bypass_actors"] = [{"actor_id": 5, "actor_type": "RepositoryRole"}]
+    assert ask(tp, "erin", "branch.create", "ref:acme/widgets@release").decision == "allow"
+    assert ask(tp, "dana", "branch.create", "ref:acme/widgets@release").decision == "deny"
+
+
+# --- a branch named fully is the branch ---------------------------------------------------
+@ANY_FIXTURE
+@given(
+    action=st.sampled_from(["contents.write", "contents.delete", "branch.delete"]),
+    spelled=st.sampled_from(["refs/heads/feature", "refs/heads/refs/heads/feature"]),
+)
+def test_a_fully_named_branch_answers_to_its_rules(
+    tp: Toolpass, gh: FakeGitHub, action: str, spelled: str
+) -> None:
+    """``refs/heads/feature`` names the branch ``feature``: its ruleset binds the write;
+    toolpass read no rules for a branch of that literal name."""
+    repo = gh.repos["acme/widgets"]
+    if not repo.rulesets:
+        rules = [{"type": "update"}, {"type": "deletion"}]
+        repo.rulesets.append({"id": 12, "branches": ["feature"], "rules": rules})
+    found = ask(tp, "dana", action, f"ref:acme/widgets@{spelled}")
+    assert found.decision == "deny", found.reason
+    assert "(ruleset 12)" in found.reason
+
+
+def test_a_ref_that_is_no_branch_is_unknown(tp: Toolpass) -> None:
+    """``refs/tags/v1`` or ``refs/pull/1/head`` is no branch: no branch rules say what binds."""
+    for spelled in ("refs/tags/v1", "refs/pull/1/head"):
+        assert ask(tp, "dana", "contents.write", f"ref:acme/widgets@{spelled}").decision == (
+            "unknown"
+        )
+
+
+def _git_accepts(branch: str) -> bool:
+    """git's own verdict on a branch name (``git check-ref-format``)."""
+    done = subprocess.run(
+        ["git", "check-ref-format", f"refs/heads/{branch}"], capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
+@ANY_FIXTURE
+@given(
+    st.text(
+        alphabet=st.sampled_from(["a", "b", "/", ".", "-", "_", "~", "^", ":", "*", "[", "\\"]),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_only_a_name_git_accepts_is_a_branch_toolpass_allows(tp: Toolpass, branch: str) -> None:
+    """``heads//main`` or ``./main`` names no branch toolpass can read the rules of (GitHub
+    may normalise it onto a protected one): a name git refuses is unknown, never allowed."""
+    found = ask(tp, "dana", "contents.write", f"ref:acme/widgets@{branch}")
+    if found.decision == "allow":
+        assert _git_accepts(branch), branch
+    elif branch != "HEAD" and _git_accepts(branch):
+        raise AssertionError(f"{branch!r}: {found.reason}")
