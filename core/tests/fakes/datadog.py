@@ -5,7 +5,11 @@
 - ``GET /api/v2/users/{id}/permissions``: the permissions of the user's roles;
 - ``GET /api/v2/users/{id}/memberships``: the user's team memberships;
 - ``GET /api/v2/restriction_policy/{type}:{id}``: ``bindings`` (empty when none);
-- ``GET`` / ``PUT`` ``/api/v1/monitor/{id}``: a monitor (for the request hook).
+- ``GET`` / ``PUT`` ``/api/v1/monitor/{id}``: a monitor (``restricted_roles``, null or role
+  ids);
+- ``GET`` / ``PUT`` ``/api/v1/dashboard/{id}``: a dashboard (``author_handle``,
+  ``restricted_roles``);
+- ``GET /api/v1/synthetics/tests/{public_id}``: a test (``options.restricted_roles``).
 
 Credentials: ``DD-API-KEY`` + ``DD-APPLICATION-KEY`` or a bearer token; otherwise 403
 ``{"errors": ["Forbidden"]}`` as Datadog answers.
@@ -27,6 +31,8 @@ class FakeDatadog(FakeServer):
         self.roles: dict[str, set[str]] = {}  # role id -> permission names
         self.policies: dict[str, list[dict[str, Any]]] = {}
         self.monitors: dict[str, dict[str, Any]] = {}
+        self.dashboards: dict[str, dict[str, Any]] = {}
+        self.tests: dict[str, dict[str, Any]] = {}
         self.keys: set[tuple[str, str]] = set()
         self.tokens: set[str] = set()
         self.add("GET", r"/api/v2/users", self._list)
@@ -36,6 +42,9 @@ class FakeDatadog(FakeServer):
         self.add("GET", r"/api/v2/restriction_policy/(?P<rid>[^/]+)", self._policy)
         self.add("GET", r"/api/v1/monitor/(?P<id>\d+)", self._monitor)
         self.add("PUT", r"/api/v1/monitor/(?P<id>\d+)", self._update_monitor)
+        self.add("GET", r"/api/v1/dashboard/(?P<id>[^/]+)", self._dashboard)
+        self.add("PUT", r"/api/v1/dashboard/(?P<id>[^/]+)", self._update_dashboard)
+        self.add("GET", r"/api/v1/synthetics/tests/(?P<id>[^/]+)", self._test)
 
     def add_user(
         self, uid: str, email: str, roles: list[str], teams: list[str] = (), status: str = "Active"
@@ -58,6 +67,7 @@ class FakeDatadog(FakeServer):
             "id": uid,
             "attributes": {
                 "email": u["email"],
+                "handle": u["email"],
                 "status": u["status"],
                 "disabled": u["status"] == "Disabled",
             },
@@ -152,6 +162,24 @@ class FakeDatadog(FakeServer):
         m.update(request.json())
         return Reply(200, m)
 
+    def _one(self, request: Request, kept: dict[str, Any], what: str) -> Reply:
+        if not self._ok(request):
+            return self._denied()
+        found = kept.get(request.params["id"])
+        return Reply(200, found) if found else Reply(404, {"errors": [f"{what} not found"]})
+
+    def _dashboard(self, request: Request) -> Reply:
+        return self._one(request, self.dashboards, "Dashboard")
+
+    def _test(self, request: Request) -> Reply:
+        return self._one(request, self.tests, "Synthetic test")
+
+    def _update_dashboard(self, request: Request) -> Reply:
+        found = self._one(request, self.dashboards, "Dashboard")
+        if found.status == 200:
+            self.dashboards[request.params["id"]].update(request.json())
+        return found
+
 
 def populate(fake: FakeDatadog) -> FakeDatadog:
     fake.keys.add(("dd-api-key-1", "dd-app-key-1"))
@@ -176,5 +204,20 @@ def populate(fake: FakeDatadog) -> FakeDatadog:
         "message": "page @sre",
         "type": "metric alert",
         "query": "avg:cpu{*} > 90",
+        "restricted_roles": None,
+    }
+    fake.dashboards["abc-123"] = {
+        "id": "abc-123",
+        "title": "Service health",
+        "layout_type": "ordered",
+        "widgets": [],
+        "author_handle": "frank@example.com",
+        "restricted_roles": [],
+    }
+    fake.tests["syn-abc-def"] = {
+        "public_id": "syn-abc-def",
+        "name": "Login works",
+        "type": "api",
+        "options": {"tick_every": 60},
     }
     return fake

@@ -73,6 +73,7 @@ def test_role_permissions_and_restriction_policies_decide(
 
 
 def test_a_user_or_role_principal_grants_the_relation(tp: Toolpass, fake: FakeDatadog) -> None:
+    fake.monitors["7"] = {**fake.monitors["42"], "id": 7}
     fake.policies["monitor:7"] = [{"relation": "editor", "principals": ["user:aaaaaaaa-0001"]}]
     fake.policies["slo:s1"] = [{"relation": "viewer", "principals": ["role:role-ro"]}]
     fake.roles["role-ro"].add("slos_read")
@@ -84,7 +85,73 @@ def test_a_user_or_role_principal_grants_the_relation(tp: Toolpass, fake: FakeDa
     assert tp.check("dana@example.com", "dd", "slos.read", "slo:s1").decision == "deny"
 
 
+@pytest.mark.parametrize(
+    ("user", "action", "resource", "decision"),
+    [
+        ("dana", "monitors.write", "monitor:42", "deny"),  # role-std is not named
+        ("dana", "monitors.read", "monitor:42", "allow"),  # a monitor's restrict editing only
+        ("erin", "monitors.read", "monitor:42", "allow"),
+        ("frank", "monitors.write", "monitor:42", "allow"),  # role-oncall
+        ("dana", "dashboards.write", "dashboard:xyz-789", "deny"),
+        ("dana", "dashboards.read", "dashboard:xyz-789", "allow"),
+        ("frank", "dashboards.write", "dashboard:xyz-789", "allow"),
+        ("erin", "dashboards.write", "dashboard:own-456", "allow"),  # the author is exempt
+        ("dana", "synthetics.read", "synthetics-test:syn-abc-def", "deny"),  # reads too
+        ("frank", "synthetics.write", "synthetics-test:syn-abc-def", "allow"),
+    ],
+)
+def test_legacy_restricted_roles_bind_whatever_the_role_permissions(
+    tp: Toolpass, fake: FakeDatadog, user: str, action: str, resource: str, decision: str
+) -> None:
+    for role in ("role-std", "role-ro", "role-oncall"):
+        fake.roles.setdefault(role, set()).update(
+            {"synthetics_read", "synthetics_write", "dashboards_write", "monitors_write"}
+        )
+    fake.users["aaaaaaaa-0003"]["roles"].append("role-oncall")
+    fake.monitors["42"]["restricted_roles"] = ["role-oncall"]
+    base = {"layout_type": "ordered", "widgets": [], "restricted_roles": ["role-oncall"]}
+    fake.dashboards["xyz-789"] = {**base, "id": "xyz-789", "author_handle": "x@example.com"}
+    fake.dashboards["own-456"] = {**base, "id": "own-456", "author_handle": "erin@example.com"}
+    fake.tests["syn-abc-def"]["options"]["restricted_roles"] = ["role-oncall"]
+    d = tp.check(f"{user}@example.com", "dd", action, resource)
+    assert d.decision == decision, d.reason
+
+
+@pytest.mark.parametrize("roles", [None, []])
+def test_no_restricted_roles_restrict_nothing(
+    tp: Toolpass, fake: FakeDatadog, roles: list[str] | None
+) -> None:
+    fake.monitors["42"]["restricted_roles"] = roles
+    assert tp.check("dana@example.com", "dd", "monitors.write", "monitor:42").allowed
+
+
+@pytest.mark.parametrize("roles", ["role-std", [1], {"id": "role-std"}])
+def test_malformed_restricted_roles_are_unknown(
+    tp: Toolpass, fake: FakeDatadog, roles: Any
+) -> None:
+    fake.monitors["42"]["restricted_roles"] = roles
+    d = tp.check("dana@example.com", "dd", "monitors.write", "monitor:42")
+    assert d.decision == "unknown", d.reason
+
+
+def test_a_read_only_dashboard_is_its_authors_alone(tp: Toolpass, fake: FakeDatadog) -> None:
+    fake.dashboards["abc-123"]["is_read_only"] = True  # author: frank
+    assert tp.check("frank@example.com", "dd", "dashboards.write", "dashboard:abc-123").allowed
+    fake.dashboards["abc-123"]["author_handle"] = "x@example.com"
+    with Toolpass([conn(fake)]) as again:
+        d = again.check("frank@example.com", "dd", "dashboards.write", "dashboard:abc-123")
+    assert d.decision == "deny", d.reason
+
+
+def test_an_author_without_a_handle_is_not_exempt(tp: Toolpass, fake: FakeDatadog) -> None:
+    fake.dashboards["xyz-789"] = {"id": "xyz-789", "restricted_roles": ["role-x"]}
+    fake.roles["role-std"].add("dashboards_write")
+    d = tp.check("dana@example.com", "dd", "dashboards.write", "dashboard:xyz-789")
+    assert d.decision == "deny", d.reason
+
+
 def test_a_malformed_policy_is_unknown(tp: Toolpass, fake: FakeDatadog) -> None:
+    fake.monitors["9"] = {**fake.monitors["42"], "id": 9}
     fake.policies["monitor:9"] = [{"relation": "editor", "principals": "user:x"}]
     d = tp.check("dana@example.com", "dd", "monitors.write", "monitor:9")
     assert d.decision == "unknown", d.reason
@@ -194,6 +261,18 @@ def test_the_hook_refuses_an_update_before_it_is_sent(
     assert action["verdict"] == "not_authorized"
 
 
+def test_the_hook_refuses_an_update_the_restricted_roles_forbid(
+    kit: tuple[Toolkit, list[Any]], fake: FakeDatadog
+) -> None:
+    toolkit, events = kit
+    fake.monitors["42"]["restricted_roles"] = ["role-oncall"]
+    rename = toolkit.tool()(lambda: _rename(fake))
+    with Session("dana@example.com").active(), pytest.raises(ActionRefused):
+        rename()
+    assert fake.seen("PUT", r"/api/v1/monitor/42") == []
+    assert events[-1].actions[-1]["verdict"] == "not_authorized"
+
+
 class TestDatadogConformance(IntegrationConformance):
     integration = "datadog"
     user, action, resource = "dana@example.com", "monitors.write", "monitor:42"
@@ -210,3 +289,18 @@ class TestDatadogConformance(IntegrationConformance):
 
     def connection(self, api: FakeDatadog, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    def disable_account(self, api: FakeDatadog) -> None:
+        api.users["aaaaaaaa-0001"]["status"] = "Disabled"
+
+    def make_read_only(self, api: FakeDatadog) -> str:
+        api.monitors["42"]["restricted_roles"] = ["role-oncall"]  # editable by on-call only
+        return "monitors.write"
+
+    def bind_admins(self, api: FakeDatadog) -> None:
+        api.roles["role-admin"] = {"monitors_write", "user_access_manage", "org_management"}
+        api.users["aaaaaaaa-0001"]["roles"] = ["role-admin"]
+        api.policies["monitor:42"] = [{"relation": "editor", "principals": ["team:team-sre"]}]
+
+    def revoke(self, api: FakeDatadog) -> None:
+        api.users["aaaaaaaa-0001"]["roles"] = ["role-ro"]

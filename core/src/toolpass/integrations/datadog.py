@@ -10,6 +10,13 @@ must be one of its principals (``user:UUID``, ``role:UUID`` of one of their role
 of one of their teams, ``org:UUID`` of their organization). A policy without that
 relation leaves the role permission to decide. A disabled user is denied.
 
+The legacy ``restricted_roles`` are read too, and bind beside the policy: a monitor's
+(``GET /api/v1/monitor/{id}``) and a dashboard's (``GET /api/v1/dashboard/{id}``, whose author
+is exempt) restrict editing, a synthetic test's (``GET /api/v1/synthetics/tests/{id}``,
+``options.restricted_roles``) reading and editing, to users holding one of those roles;
+``null``, empty or absent restricts nothing. A dashboard's legacy ``is_read_only`` restricts
+editing to its author (the administrators Datadog also admits are not told apart: denied).
+
 Users are Datadog user UUIDs. The look-up ``email`` finds the user by exact email
 (``GET /api/v2/users?filter=EMAIL``: the filter is a substring match); an active account is
 preferred over disabled or pending ones with the same email, and a disabled one is denied.
@@ -44,6 +51,15 @@ _UUID = re.compile(r"[0-9a-fA-F-]{8,64}")
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _ORG = "org"
 _RELATIONS = {"viewer": ("viewer", "editor"), "editor": ("editor",)}
+#: Resources with legacy ``restricted_roles``: where they are read, and which relations
+#: they restrict.
+_LEGACY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "monitor": ("/api/v1/monitor/{id}", ("editor",)),
+    "dashboard": ("/api/v1/dashboard/{id}", ("editor",)),
+    "synthetics-test": ("/api/v1/synthetics/tests/{id}", ("viewer", "editor")),
+}
+_User = tuple[bool, frozenset[str], frozenset[str], str]  # active, held, principals, handle
+_Restricted = tuple[frozenset[str], str] | None  # role principals, the author; None: none
 CREDENTIAL = (
     "Least privilege: a service account (Organization Settings > Service Accounts > New "
     "Service Account) with a custom role holding only User Access Read (user_access_read: "
@@ -94,8 +110,9 @@ class Datadog(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._users: Remembered[str, tuple[bool, frozenset[str], frozenset[str]]] = Remembered(5000)
+        self._users: Remembered[str, _User] = Remembered(5000)
         self._policies: Remembered[str, dict[str, frozenset[str]]] = Remembered(5000)
+        self._restricted: Remembered[str, tuple[_Restricted]] = Remembered(5000)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -162,7 +179,7 @@ class Datadog(Integration):
             return Decision.unknown(
                 f"{user} maps to {uid!r}, not a Datadog user id", cause="identity"
             )
-        active, held, principals = self._user(uid)
+        active, held, principals, handle = self._user(uid)
         if not active:
             return Decision.deny(f"Datadog user {uid} is disabled")
         needed = str(terms.terms.get("permission") or "")
@@ -172,6 +189,11 @@ class Datadog(Integration):
             granted = f"grant {needed}" if needed else "make them an active user"
             return Decision.allow(f"Datadog user {uid}'s roles {granted}")
         relation = str(terms.terms.get("relation") or "viewer")
+        (legacy,) = self._legacy(rtype, rid, relation)
+        if legacy is not None and not _admitted(legacy, principals, handle):
+            return Decision.deny(
+                f"{resource}'s restricted_roles name none of Datadog user {uid}'s roles"
+            )
         bindings = self._policy(resource)
         if relation not in bindings:  # e.g. a monitor's policy binds editor only
             return Decision.allow(
@@ -186,8 +208,8 @@ class Datadog(Integration):
             f"{resource}'s restriction policy does not make Datadog user {uid} a {relation}"
         )
 
-    def _user(self, uid: str) -> tuple[bool, frozenset[str], frozenset[str]]:
-        """Whether the user is active, their permission names and their principals."""
+    def _user(self, uid: str) -> _User:
+        """Whether the user is active, their permission names, principals and handle."""
         hit = self._users.get(uid)
         if hit is not None:
             return hit
@@ -225,8 +247,34 @@ class Datadog(Integration):
             team = ((m.get("relationships") or {}).get("team") or {}).get("data")
             if isinstance(team, dict) and "id" in team:
                 principals.add(f"team:{team['id']}")
-        found = (bool(active), held, frozenset(principals))
+        handle = str(attributes.get("handle") or attributes.get("email") or "").lower()
+        found = (bool(active), held, frozenset(principals), handle)
         self._users.put(uid, found, float(self.options.get("permission_cache_ttl", 300.0)))
+        return found
+
+    def _legacy(self, rtype: str, rid: str, relation: str) -> tuple[_Restricted]:
+        """The legacy ``restricted_roles`` of the resource where they restrict ``relation``:
+        the roles (as principals) and the author who is exempt, or None."""
+        path, restricts = _LEGACY.get(rtype, ("", ()))
+        if relation not in restricts:
+            return (None,)
+        key = f"{rtype}:{rid}"
+        hit = self._restricted.get(key)
+        if hit is not None:
+            return hit
+        what = f"read the restricted_roles of {key}"
+        data = self.get_json(path.format(id=quote(rid, safe="")), what=what)
+        holder = data.get("options") if rtype == "synthetics-test" else data
+        roles = holder.get("restricted_roles") if isinstance(holder, dict) else None
+        if roles is not None and not (
+            isinstance(roles, list) and all(isinstance(r, str) for r in roles)
+        ):
+            raise LookupFailed(f"datadog's answer to {what} has malformed restricted_roles")
+        author = str(data.get("author_handle") or "").lower() if rtype == "dashboard" else ""
+        locked = rtype == "dashboard" and data.get("is_read_only") is True  # the author's only
+        restricted = bool(roles) or locked
+        found = ((frozenset(f"role:{r}" for r in roles or ()), author) if restricted else None,)
+        self._restricted.put(key, found, float(self.options.get("policy_cache_ttl", 60.0)))
         return found
 
     def _policy(self, resource: str) -> dict[str, frozenset[str]]:
@@ -257,6 +305,14 @@ class Datadog(Integration):
         if not isinstance(data.get("data"), list):
             return ProbeResult(False, "datadog's /api/v2/users answer has no data list")
         return ProbeResult(True, f"the engine reads users of {self.config.url}")
+
+
+def _admitted(
+    restricted: tuple[frozenset[str], str], principals: frozenset[str], handle: str
+) -> bool:
+    """Whether legacy ``restricted_roles`` admit the user: one of the roles, or the author."""
+    roles, author = restricted
+    return bool(principals & roles) or (bool(author) and handle == author)
 
 
 INTEGRATION = Datadog
