@@ -80,7 +80,14 @@ class Repo:
     advisories: dict[str, dict[str, Any]] = field(default_factory=dict)  # ghsa_id -> advisory
     # run id -> its pending deployments: [{"environment": name, "users": [...], "teams": [...]}]
     pending: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # commit sha -> its statuses ({"context", "state"}) and check runs ({"name", "status",
+    # "conclusion", "app_id"}); a pull request's head is its "head_sha" (default HEAD_SHA)
+    statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    check_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     id: int = field(default_factory=lambda: next(_ids))
+
+
+HEAD_SHA = "c" * 40
 
 
 @dataclass
@@ -241,6 +248,9 @@ class FakeGitHub(FakeServer):
         self.add("POST", repo + r"/issues/(?P<number>\d+)/comments", self._comment)
         self.add("GET", repo + r"/pulls/(?P<number>\d+)/reviews", self._reviews)
         self.add("PUT", repo + r"/pulls/(?P<number>\d+)/merge", self._merge)
+        commit = repo + r"/commits/(?P<sha>[0-9a-f]{40})"
+        self.add("GET", commit + r"/status", self._combined_status)
+        self.add("GET", commit + r"/check-runs", self._check_runs)
         advisory = repo + r"/security-advisories/(?P<ghsa>GHSA(?:-[a-z0-9]{4}){3})"
         self.add("GET", advisory, self._advisory)
         self.add("PATCH", advisory, self._advisory)
@@ -349,7 +359,11 @@ class FakeGitHub(FakeServer):
             "url": f"{self.api_url}/repos/{full}/pulls/{pull['number']}",
             "html_url": f"{self.url}/{full}/pull/{pull['number']}",
             "base": {"ref": pull["base_ref"], "repo": self._repo_json(repo)},
-            "head": {"ref": pull["head_ref"], "repo": self._repo_json(repo)},
+            "head": {
+                "ref": pull["head_ref"],
+                "sha": pull.get("head_sha", HEAD_SHA),
+                "repo": self._repo_json(repo),
+            },
         }
 
     def _create_pull(self, request: Request) -> Reply:
@@ -713,6 +727,42 @@ class FakeGitHub(FakeServer):
             }
             for review in repo.reviews.get(int(request.params["number"]), [])
         ]
+
+    def _combined_status(self, request: Request) -> Reply | dict[str, Any]:
+        """``GET .../commits/{sha}/status``: each context's latest status."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        latest = {s["context"]: s for s in found[0].statuses.get(request.params["sha"], [])}
+        listed = [{"id": next(_ids), **s} for s in latest.values()]
+        states = {s["state"] for s in listed}
+        state = "failure" if states - {"success", "pending"} else "pending"
+        return {
+            "state": "success" if states == {"success"} else state,
+            "sha": request.params["sha"],
+            "total_count": len(listed),
+            "statuses": listed,
+        }
+
+    def _check_runs(self, request: Request) -> Reply | dict[str, Any]:
+        """``GET .../commits/{sha}/check-runs`` (``filter=latest``), paged."""
+        found = self._visible(request)
+        if isinstance(found, Reply):
+            return found
+        runs = [
+            {
+                "id": next(_ids),
+                "name": run["name"],
+                "status": run.get("status", "completed"),
+                "conclusion": run.get("conclusion"),
+                "app": {"id": run.get("app_id", 15368), "slug": "github-actions"},
+            }
+            for run in found[0].check_runs.get(request.params["sha"], [])
+        ]
+        per_page = min(int(request.arg("per_page") or 30), 100)
+        page = int(request.arg("page") or 1)
+        shown = runs[(page - 1) * per_page : page * per_page]
+        return {"total_count": len(runs), "check_runs": shown}
 
     def _merge(self, request: Request) -> Reply:
         """``PUT .../pulls/{n}/merge``: 405 for a draft or a closed pull request."""

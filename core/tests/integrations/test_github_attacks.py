@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fakes.github import FakeGitHub
+from fakes.github import HEAD_SHA, FakeGitHub
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toolpass.engine import Toolpass
@@ -142,3 +142,67 @@ def test_only_a_name_git_accepts_is_a_branch_toolpass_allows(tp: Toolpass, branc
         assert _git_accepts(branch), branch
     elif branch != "HEAD" and _git_accepts(branch):
         raise AssertionError(f"{branch!r}: {found.reason}")
+
+
+# --- required status checks bind a merge ---------------------------------------------------
+CI = {"strict": False, "contexts": ["ci"], "checks": [{"context": "ci", "app_id": None}]}
+
+
+def test_a_merge_waits_for_the_required_status_checks(tp: Toolpass, gh: FakeGitHub) -> None:
+    """GitHub: a pull request merges into a branch with required status checks only once
+    each has passed on its head commit (admins exempt unless enforce_admins)."""
+    repo = gh.repos["acme/widgets"]
+    repo.branches["main"] = True
+    repo.protections["main"] = {"required_status_checks": CI}
+    denied = ask(tp, "dana", "pr.merge", "pr:acme/widgets#1")
+    assert denied.decision == "deny"
+    assert "has not passed its required status checks (ci)" in denied.reason
+    assert ask(tp, "erin", "pr.merge", "pr:acme/widgets#1").decision == "allow"
+    repo.statuses[HEAD_SHA] = [{"context": "ci", "state": "failure"}]
+    assert ask(tp, "dana", "pr.merge", "pr:acme/widgets#1").decision == "deny"
+    repo.statuses[HEAD_SHA].append({"context": "ci", "state": "success"})
+    assert ask(tp, "dana", "pr.merge", "pr:acme/widgets#1").decision == "allow"
+
+
+@ANY_FIXTURE
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["lint", "test", "other"]),
+            st.sampled_from(["queued", "in_progress", "completed"]),
+            st.sampled_from(["success", "failure", "neutral", "skipped", "cancelled", None]),
+        ),
+        max_size=5,
+        unique_by=lambda run: run[0],
+    ),
+    st.integers(min_value=0, max_value=140),
+)
+def test_a_ruleset_requires_each_check_run_to_pass(
+    tp: Toolpass, gh: FakeGitHub, runs: list[tuple[str, str, Any]], padding: int
+) -> None:
+    """A ruleset's ``required_status_checks``: each named check run completed as success,
+    neutral or skipped, read across every page of the head's check runs."""
+    repo = gh.repos["acme/widgets"]
+    needed = [{"context": "lint"}, {"context": "test"}]
+    rule = {"type": "required_status_checks", "parameters": {"required_status_checks": needed}}
+    repo.rulesets = [{"id": 13, "branches": ["main"], "rules": [rule]}]
+    filler = [{"name": f"extra-{i}", "conclusion": "failure"} for i in range(padding)]
+    listed = [{"name": n, "status": s, "conclusion": c} for n, s, c in runs]
+    repo.check_runs[HEAD_SHA] = filler + listed
+    ok = {n for n, s, c in runs if s == "completed" and c in ("success", "neutral", "skipped")}
+    expected = "allow" if {"lint", "test"} <= ok else "deny"
+    assert ask(tp, "erin", "pr.merge", "pr:acme/widgets#1").decision == expected
+
+
+def test_a_check_required_from_an_app_is_not_met_by_another(tp: Toolpass, gh: FakeGitHub) -> None:
+    """A required check that names its app (``app_id``) is met only by that app's run; a
+    commit status of the same name, which any writer can post, does not count."""
+    repo = gh.repos["acme/widgets"]
+    repo.branches["main"] = True
+    checks = {**CI, "checks": [{"context": "ci", "app_id": 15368}]}
+    repo.protections["main"] = {"required_status_checks": checks}
+    repo.statuses[HEAD_SHA] = [{"context": "ci", "state": "success"}]
+    repo.check_runs[HEAD_SHA] = [{"name": "ci", "conclusion": "success", "app_id": 999}]
+    assert ask(tp, "dana", "pr.merge", "pr:acme/widgets#1").decision == "deny"
+    repo.check_runs[HEAD_SHA].append({"name": "ci", "conclusion": "success"})
+    assert ask(tp, "dana", "pr.merge", "pr:acme/widgets#1").decision == "allow"

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from toolpass.wire.errors import LookupFailed
+
 ROLES = ("read", "triage", "write", "maintain", "admin")
 RANK = {role: i + 1 for i, role in enumerate(ROLES)}
 Kind = Literal["push", "delete", "merge", "create"]
@@ -40,6 +42,7 @@ BINDING: Mapping[Kind, Mapping[str, str]] = {
         "update": "only those who may bypass its ruleset may update it",
         "merge_queue": "pull requests must go through its merge queue",
         "pull_request": "",  # judged from the pull request's reviews
+        "required_status_checks": "",  # judged from its head commit's checks
     },
 }
 
@@ -128,3 +131,47 @@ def latest_reviews(reviews: Sequence[Any]) -> dict[str, str]:
         if isinstance(login, str) and state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
             latest[login.lower()] = state
     return latest
+
+
+def required_checks(part: Mapping[str, Any]) -> dict[str, int | None]:
+    """Each context a classic protection's ``required_status_checks`` (``checks``, else
+    ``contexts``) or a ruleset rule's parameters (``required_status_checks``) require, with
+    the app that must report it (None: any source)."""
+    listed = part.get("checks") or part.get("required_status_checks")
+    if not listed:
+        listed = [{"context": c} for c in part.get("contexts") or []]
+    if not isinstance(listed, list):
+        raise LookupFailed("github's required status checks are malformed")
+    required: dict[str, int | None] = {}
+    for check in listed:
+        name = check.get("context") if isinstance(check, dict) else None
+        app = check.get("app_id", check.get("integration_id")) if isinstance(check, dict) else 0
+        if not isinstance(name, str) or not (app is None or isinstance(app, int)):
+            raise LookupFailed("github's required status checks are malformed")
+        required[name] = app
+    return required
+
+
+def missing_checks(
+    required: Mapping[str, int | None], statuses: Sequence[Any], runs: Sequence[Any]
+) -> list[str]:
+    """The required contexts that have not passed: a commit status whose latest state is
+    ``success`` (any source), or a check run (the latest of its name) completed as success,
+    neutral or skipped, from the required app when one is named."""
+    missing = []
+    for name, app in required.items():
+        by_status = app is None and any(
+            isinstance(s, dict) and s.get("context") == name and s.get("state") == "success"
+            for s in statuses
+        )
+        by_run = any(
+            isinstance(r, dict)
+            and r.get("name") == name
+            and r.get("status") == "completed"
+            and r.get("conclusion") in ("success", "neutral", "skipped")
+            and (app is None or (isinstance(r.get("app"), dict) and r["app"].get("id") == app))
+            for r in runs
+        )
+        if not (by_status or by_run):
+            missing.append(name)
+    return sorted(missing)

@@ -558,11 +558,16 @@ class GitHub(Integration):
             if write == "push":
                 return "changes must go through a pull request"
             if write == "merge":
-                return self._reviews_missing(
+                why = self._reviews_missing(
                     owner, repo, branch, pull, reviews, "require_code_owner_reviews"
                 )
-        if write == "push" and protection.get("required_status_checks") is not None:
+                if why:
+                    return why
+        checks = protection.get("required_status_checks")
+        if write == "push" and checks is not None:
             return "commits must pass its required status checks first"
+        if write == "merge" and checks is not None:
+            return self._checks_missing(owner, repo, pull, rules.required_checks(checks))
         return None
 
     def _protection(self, owner: str, repo: str, branch: str) -> dict[str, Any] | None:
@@ -695,23 +700,68 @@ class GitHub(Integration):
             if self._bypasses(owner, repo, ruleset, login, role, write):
                 continue
             for rule in found:
-                says = rules.BINDING[write][rule["type"]]
-                if not says:
-                    params = rule.get("parameters")
-                    says = (
-                        self._reviews_missing(
-                            owner,
-                            repo,
-                            branch,
-                            pull,
-                            params if isinstance(params, dict) else {},
-                            "require_code_owner_review",
-                        )
-                        or ""
-                    )
+                says = rules.BINDING[write][rule["type"]] or self._pull_rule_refuses(
+                    owner, repo, branch, pull, rule
+                )
                 if says:
                     return f"{says} (ruleset {ruleset})"
         return None
+
+    def _pull_rule_refuses(
+        self, owner: str, repo: str, branch: str, pull: str | None, rule: Mapping[str, Any]
+    ) -> str | None:
+        """What a ruleset rule judged from the pull request says of its merge: its reviews
+        (``pull_request``) or its head's checks (``required_status_checks``)."""
+        params = rule.get("parameters")
+        params = params if isinstance(params, dict) else {}
+        if rule["type"] == "required_status_checks":
+            return self._checks_missing(owner, repo, pull, rules.required_checks(params))
+        return self._reviews_missing(owner, repo, branch, pull, params, "require_code_owner_review")
+
+    def _checks_missing(
+        self, owner: str, repo: str, pull: str | None, required: Mapping[str, int | None]
+    ) -> str | None:
+        """Why the pull request's head has not passed the checks its base requires: each
+        needs a successful commit status or a check run that completed as success, neutral
+        or skipped."""
+        if pull is None:
+            raise LookupFailed("a merge with required status checks needs its pull request")
+        what = f"the pull request read of {owner}/{repo}#{pull}"
+        data = self.get(f"/repos/{owner}/{repo}/pulls/{pull}", what, owner, repo)
+        head = data.get("head")
+        sha = head.get("sha") if isinstance(head, dict) else None
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+            raise LookupFailed("github's pull request answer has no head commit")
+        missing = rules.missing_checks(required, *self._checks(owner, repo, sha))
+        if missing:
+            return f"#{pull} has not passed its required status checks ({', '.join(missing)})"
+        return None
+
+    def _checks(self, owner: str, repo: str, sha: str) -> tuple[list[Any], list[Any]]:
+        """A commit's statuses (each context's latest) and its check runs (the latest)."""
+        base = f"/repos/{owner}/{repo}/commits/{sha}"
+        headers = self.headers(owner, repo)
+        what = f"the combined status of {owner}/{repo}@{sha[:12]}"
+        status = self.get_json(
+            f"{base}/status", what=what, params={"per_page": "100"}, headers=headers
+        )
+        statuses = status.get("statuses")
+        count = status.get("total_count")
+        if not isinstance(statuses, list) or not isinstance(count, int) or count > len(statuses):
+            raise LookupFailed(f"toolpass cannot read all of {what}")
+        what = f"the check runs of {owner}/{repo}@{sha[:12]}"
+
+        def page(token: str | None) -> tuple[list[Any], str | None]:
+            number = int(token or 1)
+            params = {"per_page": "100", "page": str(number)}
+            found = self.get_json(f"{base}/check-runs", what=what, params=params, headers=headers)
+            runs, total = found.get("check_runs"), found.get("total_count")
+            if not isinstance(runs, list) or not isinstance(total, int):
+                raise LookupFailed(f"github's answer to {what} is malformed")
+            return runs, str(number + 1) if number * 100 < total and runs else None
+
+        runs = list(self.pages(page, limit=10, too_many=f"{what} has too many pages"))
+        return statuses, runs
 
     def _rules(self, owner: str, repo: str, branch: str) -> list[Any]:
         path = f"/repos/{owner}/{repo}/rules/branches/{quote(branch, safe='')}"
