@@ -43,9 +43,11 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from toolpass._version import __version__
-from toolpass.engine.config import Config, load_config
+from toolpass.engine.config import Config, did_you_mean, read_config
 from toolpass.engine.toolpass import Toolpass
+from toolpass.store import StoreUnavailable
 from toolpass.wire.errors import ToolpassError
+from toolpass.wire.http import HTTPClient
 from toolpass.wire.identity import SHARED_MODES, default_mode
 from toolpass.wire.keys import COMMON_KEYS, ConfigKey
 from toolpass.wire.secrets import Secret
@@ -166,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command(args)
     except (_Fail, ToolpassError) as e:
         _err(f"toolpass: {e}")
+    except StoreUnavailable as e:
+        _err(f"toolpass: the shared store cannot be used: {e}")
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader went away (toolpass catalog | head)
@@ -178,10 +182,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.config)
+        config, problems = read_config(args.config)
     except ToolpassError as e:
         _err(f"toolpass: {e}")
         return 1
+    problems += _secret_problems(config) + _engine_problems(config)
+    server = _server_problems(config)
+    mcp = _mcp_problems(config)
+    problems += (server or []) + (mcp or [])
+    for problem in problems:
+        _err(f"toolpass: {problem}")
+    if problems:
+        return 1
+    ids = ", ".join(c.id for c in config.connections) or "none"
+    unchecked = [
+        f"; {name}: not checked (needs {needs})"
+        for name, found, needs in (
+            ("server", server, "toolpass-server"),
+            ("mcp", mcp, "toolpass-mcp"),
+        )
+        if found is None
+    ]
+    _out(f"{args.config}: valid ({len(config.connections)} connections: {ids}){''.join(unchecked)}")
+    return 0
+
+
+def _secret_problems(config: Config) -> list[str]:
+    """Each secret reference of a connection that gives no value."""
     problems = []
     for conn in config.connections:
         secrets = [v for v in conn.options.values() if isinstance(v, Secret)]
@@ -192,45 +219,84 @@ def _validate(args: argparse.Namespace) -> int:
                 secret.check()
             except ToolpassError as e:
                 problems.append(f"{conn.origin}, connection {conn.id!r}: {e}")
+    return problems
+
+
+def _engine_problems(config: Config) -> list[str]:
+    """What stops the engine of ``config``: a store that cannot be opened, a connection its
+    integration refuses, an identity that cannot be read (identity files)."""
+    problems = []
+    if config.store is not None:
+        try:
+            config.open_store(config.store).close()
+        except (ToolpassError, StoreUnavailable) as e:
+            problems.append(str(e))
+    http = HTTPClient()
     try:
-        with Toolpass.from_config(args.config) as tp:
-            for conn_id in tp.connections:
-                try:
-                    tp.integration(conn_id).identity.check()
-                except ToolpassError as e:
-                    problems.append(f"{args.config}, connection {conn_id!r}: {e}")
-    except ToolpassError as e:
-        problems.append(str(e))
-    server = _server_problem(config)
-    if server:
-        problems.append(server)
-    for problem in problems:
-        _err(f"toolpass: {problem}")
-    if problems:
-        return 1
-    ids = ", ".join(c.id for c in config.connections) or "none"
-    checked = "" if server is not None else "; server: not checked (needs toolpass-server)"
-    _out(f"{args.config}: valid ({len(config.connections)} connections: {ids}){checked}")
-    return 0
+        for conn in config.connections:
+            try:
+                conn.integration(conn, http).identity.check()
+            except ToolpassError as e:
+                key = getattr(e, "key", None)
+                where = f", key {key!r}" if key else ""
+                problems.append(f"{conn.origin}, connection {conn.id!r}{where}: {e}")
+    finally:
+        http.close()
+    return problems
 
 
-def _server_problem(config: Config) -> str | None:
+def _server_problems(config: Config) -> list[str] | None:
     """What is wrong with the ``server:`` section (its keys, API key references and their
-    strength), "" when nothing is; None when toolpass-server, which owns it, is not
-    installed and the file has one."""
+    strength, the approvals page and its store); None when toolpass-server, which owns it,
+    is not installed and the file has one."""
     if not config.server:
-        return ""
+        return []
     try:  # toolpass-server is optional: core never imports it statically.
         server_config = importlib.import_module("toolpass.server.config")
     except ImportError:
         return None
+    base = os.path.dirname(os.path.abspath(config.path)) if config.path else None
     try:
-        base = os.path.dirname(os.path.abspath(config.path)) if config.path else None
-        parsed = server_config.parse_server_config(config.server, source=config.path, base_dir=base)
+        parsed = server_config.parse_server_config(
+            config.server, source=config.path, base_dir=base, store=config.store
+        )
         parsed.resolve_keys()
     except ToolpassError as e:
-        return str(e)
-    return ""
+        return [str(e)]
+    return []
+
+
+def _mcp_problems(config: Config) -> list[str] | None:
+    """What is wrong with the ``mcp:`` section: what toolpass-mcp's proxy refuses, and each
+    rule naming a connection or action the configuration lacks; None when toolpass-mcp is
+    not installed and the file has the section."""
+    if not config.mcp:
+        return []
+    try:
+        proxy = importlib.import_module("toolpass.mcp.proxy")
+    except ImportError:
+        return None
+    try:
+        parsed = proxy.parse_mcp_section(config.mcp, config.path, proxy.secret_variables(config))
+    except ToolpassError as e:
+        return [str(e)]
+    raw = config.mcp.get("rules") or {}
+    lines = getattr(raw, "lines", {})
+    connections = {c.id: c for c in config.connections}
+    problems = []
+    for name, rule in zip(raw, parsed.rules.values(), strict=True):
+        where = f"{config.path}, line {lines.get(name, '?')}: the mcp rule for {name!r}"
+        conn = connections.get(rule.connection)
+        if conn is None:
+            close = did_you_mean(rule.connection, connections)
+            problems.append(f"{where}: no connection {rule.connection!r}{close}")
+        elif conn.integration.action(rule.action) is None:
+            close = did_you_mean(rule.action, [a.name for a in conn.integration.actions])
+            problems.append(
+                f"{where}: connection {rule.connection!r} ({conn.integration.name}) has no "
+                f"action {rule.action!r}{close} (toolpass catalog {conn.integration.name})"
+            )
+    return problems
 
 
 def _probe(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ by reference (``env:NAME``, ``file:/path``); ``toolpass.literal()`` is for code.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from toolpass.store import store_kind
+from toolpass.store import Store, StoreUnavailable, open_store, store_kind
 from toolpass.wire.errors import ConfigError, LookupFailed
 from toolpass.wire.http import NetOptions, tls_context
 from toolpass.wire.http import check_url as check_url  # re-exported
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _COMMON = {k.name for k in COMMON_KEYS}
+_SECTIONS = ("connections", "server", "mcp", "store")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,18 @@ class Config:
     #: The ``store:`` URL shared by the processes of a deployment (``toolpass.store``); in
     #: the file it may be a secret reference (``env:NAME``, ``file:/path``) to the URL.
     store: str | None = field(default=None, repr=False)
+    #: Where ``store`` was given (``FILE, line N``), for errors about it.
+    store_origin: str | None = None
+
+    def open_store(self, store: Store | str) -> Store:
+        """``store`` opened; when it is this file's ``store:`` and cannot be opened, a
+        ``ConfigError`` names the file and line."""
+        try:
+            return open_store(store)
+        except StoreUnavailable as e:
+            if self.store_origin is None or store != self.store:
+                raise
+            raise ConfigError(f"{self.store_origin}: 'store': cannot be opened ({e})") from None
 
 
 class Located(dict[str, Any]):
@@ -57,8 +71,50 @@ class Located(dict[str, Any]):
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:
-    """Read and validate a YAML configuration file."""
+    """Read and validate a YAML configuration file (``ConfigError``: its first problem)."""
+    config, problems = read_config(path)
+    if problems:
+        raise ConfigError(problems[0])
+    return config
+
+
+def read_config(path: str | os.PathLike[str]) -> tuple[Config, list[str]]:
+    """Read a YAML configuration file: what of it is valid, and every problem found, each
+    naming the file and line (``ConfigError`` when the file cannot be read as YAML)."""
     path = os.fspath(path)
+    data = _read_yaml(path)
+    problems: list[str] = []
+    for key in data:
+        if key not in _SECTIONS:
+            problems.append(
+                f"{path}, line {data.lines[key]}: unknown top-level key {key!r}"
+                f"{did_you_mean(key, _SECTIONS)} (expected {', '.join(_SECTIONS)})"
+            )
+    raw = data.get("connections")
+    if not isinstance(raw, list):
+        at = data.lines.get("connections", 1)
+        problems.append(f"{path}, line {at}: 'connections' must be a list of mappings")
+        raw = []
+    sections: dict[str, Mapping[str, Any]] = {}
+    for name in ("server", "mcp"):
+        sections[name] = data.get(name, {})
+        if not isinstance(sections[name], dict):
+            problems.append(f"{path}, line {data.lines[name]}: {name!r} must be a mapping")
+            sections[name] = {}
+    base = os.path.dirname(os.path.abspath(path))
+    store = None
+    if data.get("store") is not None:
+        where = f"{path}, line {data.lines['store']}: 'store'"
+        try:
+            store = _store_url(data["store"], where, base)
+        except ConfigError as e:
+            problems.append(str(e))
+    connections = _parse_all(raw, path, base, problems)
+    origin = f"{path}, line {data.lines['store']}" if store else None
+    return Config(connections, sections["server"], path, sections["mcp"], store, origin), problems
+
+
+def _read_yaml(path: str) -> Located:
     yaml = yaml_module()
     try:
         with open(path, encoding="utf-8") as f:
@@ -72,28 +128,13 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ConfigError(f"{path}: not valid YAML ({e})")
     if not isinstance(data, Located):
         raise ConfigError(f"{path}: expected a mapping with a 'connections' list")
-    for key in data:
-        if key not in ("connections", "server", "mcp", "store"):
-            raise ConfigError(
-                f"{path}, line {data.lines[key]}: unknown top-level key {key!r} "
-                "(expected connections, server, mcp, store)"
-            )
-    raw = data.get("connections")
-    if not isinstance(raw, list):
-        at = data.lines.get("connections", 1)
-        raise ConfigError(f"{path}, line {at}: 'connections' must be a list of mappings")
-    server = data.get("server", {})
-    if not isinstance(server, dict):
-        raise ConfigError(f"{path}, line {data.lines['server']}: 'server' must be a mapping")
-    mcp = data.get("mcp", {})
-    if not isinstance(mcp, dict):
-        raise ConfigError(f"{path}, line {data.lines['mcp']}: 'mcp' must be a mapping")
-    base = os.path.dirname(os.path.abspath(path))
-    store = data.get("store")
-    if store is not None:
-        store = _store_url(store, f"{path}, line {data.lines['store']}: 'store'", base)
-    connections = parse_connections(raw, source=path, base_dir=base)
-    return Config(connections, server, path, mcp, store)
+    return data
+
+
+def did_you_mean(word: object, names: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when one of ``names`` is close to ``word``, else ``""``."""
+    close = difflib.get_close_matches(str(word), list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _store_url(raw: object, where: str, base: str) -> str:
@@ -112,7 +153,7 @@ def _store_url(raw: object, where: str, base: str) -> str:
         except ValueError:
             raise ConfigError(
                 f"{where}: the secret {raw} is not a store URL "
-                "(memory:, sqlite:///path/to/state.db or redis://host:6379/0)"
+                "(memory:, sqlite:///absolute/path/to/state.db or redis://host:6379/0)"
             ) from None
         return url
     try:
@@ -151,14 +192,30 @@ def parse_connections(
     raw: Iterable[object], *, source: str | None = None, base_dir: str | None = None
 ) -> tuple[ConnectionConfig, ...]:
     """Validate connection mappings; ``source`` is the file they came from (None: code)."""
+    problems: list[str] = []
+    result = _parse_all(raw, source, base_dir, problems)
+    if problems:
+        raise ConfigError(problems[0])
+    return result
+
+
+def _parse_all(
+    raw: Iterable[object], source: str | None, base_dir: str | None, problems: list[str]
+) -> tuple[ConnectionConfig, ...]:
+    """The valid connections of ``raw``; the problem of each other one added to ``problems``."""
     seen: dict[str, str] = {}
     result = []
     for index, item in enumerate(raw):
-        conn = _parse_one(item, index, source, base_dir)
+        try:
+            conn = _parse_one(item, index, source, base_dir)
+        except ConfigError as e:
+            problems.append(str(e))
+            continue
         if conn.id in seen:
-            raise ConfigError(
+            problems.append(
                 f"{conn.origin}: duplicate connection id {conn.id!r} (first at {seen[conn.id]})"
             )
+            continue
         seen[conn.id] = conn.origin
         result.append(conn)
     return tuple(result)
@@ -194,8 +251,11 @@ def _parse_one(
     own = {k.name: k for k in cls.keys}
     for key in item:
         if key not in own and key not in _COMMON:
-            known = ", ".join(sorted(_COMMON | set(own)))
-            raise ConfigError(f"{where(str(key))}: unknown key (expected one of {known})")
+            known = sorted(_COMMON | set(own))
+            raise ConfigError(
+                f"{where(str(key))}: unknown key{did_you_mean(key, known)} "
+                f"(expected one of {', '.join(known)})"
+            )
     try:
         options = {k.name: _value(k, item.get(k.name), in_code, base_dir) for k in cls.keys}
         cls.validate(options)
@@ -225,7 +285,7 @@ def _integration(value: object, in_code: bool, where: str) -> type[Integration]:
     try:
         return integrations.get(value)
     except ConfigError as e:
-        raise ConfigError(f"{where}: {e}") from None
+        raise ConfigError(f"{where}: {e}{did_you_mean(value, integrations.available())}") from None
 
 
 def _value(key: ConfigKey, value: Any, in_code: bool, base_dir: str | None) -> Any:
@@ -245,7 +305,8 @@ def _value(key: ConfigKey, value: Any, in_code: bool, base_dir: str | None) -> A
     if not _is(kind, value):
         raise ConfigError(f"must be a {kind}", key.name)
     if key.choices is not None and value not in key.choices:
-        raise ConfigError(f"must be one of {', '.join(map(str, key.choices))}", key.name)
+        close = did_you_mean(value, map(str, key.choices))
+        raise ConfigError(f"must be one of {', '.join(map(str, key.choices))}{close}", key.name)
     if kind == "float":
         return float(value)
     return tuple(value) if kind == "list" else value

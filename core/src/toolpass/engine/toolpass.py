@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from toolpass.engine.cache import DecisionCache
 from toolpass.engine.checker import Checker
 from toolpass.engine.config import Config, ConnectionConfig, load_config, parse_connections
-from toolpass.store import Store, open_store
+from toolpass.store import Store
 from toolpass.wire import budget
 from toolpass.wire.decision import Decision, Where
 from toolpass.wire.errors import ConfigError, LookupFailed
@@ -79,7 +79,7 @@ class Toolpass(Checker):
     def _setup(self, config: Config, cache_size: int, store: Store | str | None) -> None:
         self.config = config
         self._http = HTTPClient()
-        shared = None if store is None else open_store(store)
+        shared = None if store is None else config.open_store(store)
         self._cache = DecisionCache(cache_size, store=shared)
         self._conns: dict[str, ConnectionConfig] = {c.id: c for c in config.connections}
         self._integrations: dict[str, Integration] = {}

@@ -19,8 +19,8 @@ from toolpass.store.memory import MemoryStore
 
 
 def open_store(url: str | Store | None) -> Store:
-    """The store ``url`` names: ``memory:``, ``sqlite:///<path>`` (``sqlite:///:memory:`` is
-    not shared and so refused), ``redis://``/``rediss://``/``unix://`` (needs the ``redis``
+    """The store ``url`` names: ``memory:``, ``sqlite:///<absolute path>`` (``sqlite:///:memory:``
+    is not shared and so refused), ``redis://``/``rediss://``/``unix://`` (needs the ``redis``
     extra). A :class:`Store` is returned as it is; None is a new :class:`MemoryStore`."""
     if url is None:
         return MemoryStore()
@@ -32,12 +32,19 @@ def open_store(url: str | Store | None) -> Store:
     if kind == "sqlite":
         from toolpass.store.sqlite import SQLiteStore
 
-        return SQLiteStore(url[len("sqlite:///") :])
+        return SQLiteStore(sqlite_path(url))
     if kind == "redis":
         from toolpass.store.redis import RedisStore
 
         return RedisStore(url)
     return MemoryStore()
+
+
+def sqlite_path(url: str) -> str:
+    """The file a ``sqlite:///`` URL names, always an absolute path, as in a ``file:///``
+    URL: ``sqlite:///var/lib/toolpass/state.db`` is ``/var/lib/toolpass/state.db`` (and
+    SQLAlchemy's four slashes, ``sqlite:////var/...``, name the same file)."""
+    return "/" + url[len("sqlite:///") :].lstrip("/")
 
 
 def store_kind(url: str) -> str:
@@ -46,13 +53,27 @@ def store_kind(url: str) -> str:
     scheme, sep, rest = url.partition(":")
     if scheme == "memory" and sep:
         return "memory"
-    if scheme == "sqlite" and rest.startswith("///") and rest[3:] not in ("", ":memory:"):
+    if (
+        scheme == "sqlite"
+        and rest.startswith("///")
+        and rest[3:].strip("/") not in ("", ":memory:")
+    ):
         return "sqlite"
     if scheme in ("redis", "rediss", "unix") and sep:
         return "redis"
     raise ValueError(
-        f"not a store URL: {url!r} (use memory:, sqlite:///path/to/state.db or redis://host:6379/0)"
+        f"not a store URL: {url!r} (use memory:, sqlite:///path/to/state.db or "
+        "redis://host:6379/0; a sqlite path is absolute: "
+        "sqlite:///var/lib/toolpass/state.db is the file /var/lib/toolpass/state.db)"
     )
 
 
-__all__ = ["Change", "MemoryStore", "Store", "StoreUnavailable", "open_store", "store_kind"]
+__all__ = [
+    "Change",
+    "MemoryStore",
+    "Store",
+    "StoreUnavailable",
+    "open_store",
+    "sqlite_path",
+    "store_kind",
+]
