@@ -7,10 +7,11 @@ It speaks the documented shapes of Confluence Cloud's REST API (v1 ``/wiki/rest/
   "identifier": accountId}, "operation": "read"|"update"|"delete"}``): ``hasPermission`` and
   ``errors[]`` of ``{"message": {"key", "translation", "args"}}``; checking another user needs
   Confluence Administrator (else 403); a missing content is 404, an unknown operation 400;
-- ``GET /wiki/rest/api/content/{id}?expand=space`` and ``/history``, ``PUT`` of it, and the v2
-  ``GET``/``DELETE /wiki/api/v2/pages/{id}``;
+- ``GET /wiki/rest/api/content/{id}?expand=space`` (with the page's ``status``) and
+  ``/history``, ``PUT`` of it, and the v2 ``GET``/``DELETE /wiki/api/v2/pages/{id}``;
 - ``GET /wiki/api/v2/spaces?keys=``, ``GET /wiki/api/v2/spaces/{id}/permissions`` (cursor
   pages: ``_links.next``), ``GET /wiki/rest/api/user/memberof?accountId=`` (start/limit pages);
+- ``POST /wiki/api/v2/users-bulk`` (``accountIds``): users with ``accountStatus``;
 - ``POST /wiki/api/v2/user/access/check-access-by-email``,
   ``GET /wiki/rest/api/user/current?expand=operations``;
 - the site's Atlassian user search ``GET /rest/api/3/user/search?query=``;
@@ -46,6 +47,7 @@ class User:
     name: str
     groups: list[str] = field(default_factory=list)
     can_use: bool = True
+    status: str = "active"  # accountStatus: active, inactive, closed
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Page:
     version: int = 1
     #: operation -> accounts allowed (a content restriction), when set
     restricted: dict[str, set[str]] = field(default_factory=dict)
+    status: str = "current"  # or archived, trashed, draft
 
 
 class FakeConfluence(FakeServer):
@@ -186,7 +189,7 @@ class FakeConfluence(FakeServer):
         return {
             "id": page.id,
             "type": "page",
-            "status": "current",
+            "status": page.status,
             "title": page.title,
             "space": {"id": int(space.id), "key": space.key, "name": space.key.title()},
             "version": {"number": page.version},
@@ -299,7 +302,7 @@ class FakeConfluence(FakeServer):
             if page is None:
                 return not_found("page")
             space = self.spaces[page.space]
-            return {"id": page.id, "spaceId": space.id, "title": page.title, "status": "current"}
+            return {"id": page.id, "spaceId": space.id, "title": page.title, "status": page.status}
 
         @api("DELETE", V2 + r"/pages/(?P<id>\d+)")
         def delete_v2(request: Request, caller: str) -> Reply:
@@ -348,6 +351,24 @@ class FakeConfluence(FakeServer):
                 return not_found("user")
             groups = [{"type": "group", "name": g, "id": g} for g in user.groups]
             return {"results": groups, "start": 0, "limit": 200, "size": len(groups), "_links": {}}
+
+        @api("POST", V2 + "/users-bulk")
+        def users_bulk(request: Request, caller: str) -> dict[str, Any]:
+            found = [
+                self.users[a] for a in request.json().get("accountIds") or [] if a in self.users
+            ]
+            results = [
+                {
+                    "accountId": u.account_id,
+                    "accountType": "atlassian",
+                    "accountStatus": u.status,
+                    "displayName": u.name,
+                    "publicName": u.name,
+                    "email": u.email,
+                }
+                for u in found
+            ]
+            return {"results": results, "_links": {}}
 
         @api("POST", V2 + "/user/access/check-access-by-email")
         def access(request: Request, caller: str) -> dict[str, Any]:

@@ -342,11 +342,55 @@ def test_probe_reports_a_missing_administrator_permission(fake: FakeConfluence) 
     assert "lacks Confluence Administrator" in result.detail
 
 
-def test_decisions_and_lookups_are_cached(tp: Toolpass, fake: FakeConfluence) -> None:
-    assert check(tp, DANA, "create_page", "space:DEV").decision == "allow"
-    assert check(tp, DANA, "create_page", "space:DEV", fresh=True).decision == "allow"
-    assert len(fake.seen("GET", r"/wiki/api/v2/spaces")) == 1  # the key stays resolved
-    assert len(fake.seen("GET", r"/wiki/rest/api/user/memberof")) == 1
+@pytest.mark.parametrize("action", ["update", "comment", "attach"])
+def test_an_archived_page_takes_no_change(tp: Toolpass, fake: FakeConfluence, action: str) -> None:
+    fake.grant("DEV", "acc-dana", "create", "attachment")
+    runbook = page(fake, "Runbook")
+    assert check(tp, DANA, action, f"page:{runbook}").allowed
+    fake.pages[runbook].status = "archived"
+    d = check(tp, DANA, action, f"page:{runbook}", fresh=True)
+    assert d.decision == "deny", d.reason
+    assert "archived" in d.reason
+    assert check(tp, DANA, "read", f"page:{runbook}", fresh=True).allowed
+
+
+@pytest.mark.parametrize("status", ["current", "draft", "trashed"])
+def test_only_an_archived_page_refuses_an_update(
+    tp: Toolpass, fake: FakeConfluence, status: str
+) -> None:
+    runbook = page(fake, "Runbook")
+    fake.pages[runbook].status = status
+    assert check(tp, DANA, "update", f"page:{runbook}").allowed
+
+
+@pytest.mark.parametrize("status", ["inactive", "closed", "unknown"])
+@pytest.mark.parametrize(
+    ("action", "resource"), [("read", "page:65542"), ("create_page", "space:DEV")]
+)
+def test_an_account_that_is_not_active_is_denied(
+    tp: Toolpass, fake: FakeConfluence, status: str, action: str, resource: str
+) -> None:
+    fake.users["acc-dana"].status = status
+    d = check(tp, DANA, action, resource)
+    assert d.decision == "deny", d.reason
+    assert status in d.reason
+
+
+def test_an_account_without_a_status_is_unknown(tp: Toolpass, fake: FakeConfluence) -> None:
+    fake.users["acc-dana"].status = ""
+    assert check(tp, DANA, "read", "page:65542").decision == "unknown"
+
+
+def test_lookups_are_kept_and_fresh_reads_them_again(fake: FakeConfluence) -> None:
+    with Toolpass([conn(fake, cache_ttl_allow=0, cache_ttl_deny=0)]) as tp:
+        for _ in range(2):
+            assert check(tp, DANA, "create_page", "space:DEV").decision == "allow"
+        assert len(fake.seen("GET", r"/wiki/api/v2/spaces")) == 1  # the key stays resolved
+        assert len(fake.seen("GET", r"/wiki/rest/api/user/memberof")) == 1
+        assert len(fake.seen("POST", r"/wiki/api/v2/users-bulk")) == 1
+        assert check(tp, DANA, "create_page", "space:DEV", fresh=True).decision == "allow"
+    assert len(fake.seen("GET", r"/wiki/rest/api/user/memberof")) == 2
+    assert len(fake.seen("POST", r"/wiki/api/v2/users-bulk")) == 2
 
 
 def test_catalog_names_the_credential() -> None:
@@ -390,3 +434,17 @@ class TestConfluenceConformance(IntegrationConformance):
 
     def connection(self, api: FakeConfluence, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    def disable_account(self, api: FakeConfluence) -> None:
+        api.users["acc-dana"].status = "inactive"
+
+    def make_read_only(self, api: FakeConfluence) -> str:
+        api.pages["65542"].status = "archived"
+        return "update"
+
+    def bind_admins(self, api: FakeConfluence) -> None:
+        api.admins.add("acc-dana")  # a Confluence administrator
+        api.users["acc-dana"].status = "closed"  # a closed account binds administrators too
+
+    def revoke(self, api: FakeConfluence) -> None:
+        api.users["acc-dana"].groups.remove("g-dev")

@@ -194,7 +194,7 @@ def fake() -> Iterator[FakeConfluence]:
         server.add_user("acc-rory", RORY)
         server.add_space("DEV")
         server.add_page("DEV", "Runbook")
-        for who in ("g-dev", "acc-rory", "acc-tool"):
+        for who in ("g-dev", "acc-rory", "acc-tool", "engine-1"):
             server.grant("DEV", who, "read", "space")
         server.grant("DEV", "g-dev", "create", "page")
         server.grant("DEV", "g-dev", "delete", "page")
@@ -268,3 +268,29 @@ def test_atlassian_python_api_edit_refused_then_allowed(kit: Toolkit, fake: Fake
     assert "<untrusted-content" in result  # the tool read the page: its output is fenced
     assert fake.pages[page].title == "Runbook v2"
     assert len(fake.seen("PUT")) == 1
+
+
+def test_atlassian_python_api_edit_of_an_archived_page_is_refused(
+    kit: Toolkit, fake: FakeConfluence, events: list[Any]
+) -> None:
+    atlassian = pytest.importorskip("atlassian")
+    page = next(iter(fake.pages))
+    fake.pages[page].status = "archived"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client = atlassian.Confluence(
+            url=fake.url + "/wiki", username="tool@example.com", password="tool-token"
+        )
+
+    @kit.tool()
+    def rename(title: str) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            client.update_page(page, title, "<p>body</p>")
+        return fake.pages[page].title
+
+    with Session(DANA).active(), pytest.raises(ActionRefused):
+        rename("Runbook v2")
+    assert fake.seen("PUT") == []
+    assert events[-1].actions[-1]["action"] == "update"
+    assert events[-1].actions[-1]["verdict"] == "not_authorized"

@@ -16,6 +16,10 @@ is asked with ``POST /wiki/api/v2/user/access/check-access-by-email``. The Confl
 Administrator permission itself has no API answering for another user: ``administer`` is
 always unknown.
 
+Rules above the permissions: an account whose ``accountStatus`` (``POST
+/wiki/api/v2/users-bulk``) is not ``active`` is denied; an archived page (the content's
+``status``, ``GET /wiki/rest/api/content/{id}``) takes no update, comment or attachment.
+
 Resources: ``content:ID`` (or ``page:``, ``blogpost:``, ``comment:``, ``attachment:``, ...),
 ``space:KEY`` or ``space:ID``, ``site``. Authentication (``auth``) is Atlassian's: ``basic``
 (email + API token, against the site), ``scoped`` (email + scoped API token) or ``oauth``
@@ -57,6 +61,8 @@ _SPACE_KEY = re.compile(r"~?[A-Za-z0-9_]{1,255}")
 _ACCOUNT_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
 _GATEWAY = re.compile(r"/ex/confluence/([^/]+)(/.*)?")
 _PARENTS = ("pageId", "blogPostId", "attachmentId", "customContentId", "parentCommentId")
+#: Actions an archived page refuses (beside ``update``), whoever asks.
+_LIVE_ONLY = frozenset({"comment", "attach"})
 _PAGES = 20  # pages of 250 permission assignments, or of 200 groups, read at most
 
 
@@ -203,9 +209,15 @@ class Confluence(AtlassianSite):
 
     def _content_space(self, content: str) -> str | None:
         """The id of the space holding ``content``; None when Confluence answers 404."""
+        found = self._content_info(content)
+        return None if found is None else found[0]
+
+    def _content_info(self, content: str) -> tuple[str, str] | None:
+        """The id of the space holding ``content`` and the content's ``status`` (current,
+        archived, ...); None when Confluence answers 404."""
         hit = self._known.get(("content", content))
         if hit is not None:
-            return str(hit)
+            return str(hit[0]), str(hit[1])
         what = f"find the space of content {content}"
         path = f"{V1}/content/{quote(content)}"
         data = self._api("GET", path, what=what, params={"expand": "space"}, absent=(404,))
@@ -217,7 +229,42 @@ class Confluence(AtlassianSite):
             found = str(found)
         if not isinstance(found, str) or not _ID.fullmatch(found):
             raise LookupFailed(f"confluence's answer for content {content} has no space id")
-        return str(self._remember(("content", content), found))
+        status = data.get("status")
+        if not isinstance(status, str) or not status:
+            raise LookupFailed(f"confluence's answer for content {content} has no status")
+        self._remember(("content", content), (found, status))
+        return found, status
+
+    def _archived(self, content: str, action: str) -> Decision | None:
+        """A denial when ``content`` is archived (Confluence takes no change, comment or
+        attachment on it), else None."""
+        found = self._content_info(content)
+        if found is None:
+            return self._missing(f"Confluence has no content {content} the engine can see")
+        if found[1] != "archived":
+            return None
+        return Decision.deny(
+            f"content {content} is archived: Confluence takes no {action} on an archived page "
+            "(a space administrator can restore it)"
+        )
+
+    def _account_status(self, account: str) -> str:
+        """The Atlassian account's ``accountStatus`` (active, inactive, closed, unknown), from
+        ``POST /wiki/api/v2/users-bulk``."""
+        hit = self._known.get(("account", account))
+        if hit is not None:
+            return str(hit)
+        what = f"read the account status of {account}"
+        data = self._api("POST", f"{V2}/users-bulk", what=what, json={"accountIds": [account]})
+        results = data.get("results")
+        found = [
+            u.get("accountStatus")
+            for u in (results if isinstance(results, list) else [])
+            if isinstance(u, dict) and u.get("accountId") == account
+        ]
+        if len(found) != 1 or not isinstance(found[0], str) or not found[0]:
+            raise LookupFailed(f"confluence's answer to {what} has no accountStatus")
+        return str(self._remember(("account", account), found[0]))
 
     def _groups(self, account: str) -> set[str]:
         hit = self._known.get(("groups", account))
@@ -263,13 +310,23 @@ class Confluence(AtlassianSite):
             return Decision.unknown(
                 f"{user} maps to {account!r}, not an Atlassian accountId", cause="identity"
             )
+        status = self._account_status(account)
+        if status != "active":
+            return Decision.deny(f"the Atlassian account {account} is {status}")
         if terms["check"] == "content":
-            return self._content(account, str(terms["operation"]), ref)
+            decided = self._content(account, str(terms["operation"]), ref)
+            if not decided.allowed or action != "update":
+                return decided
+            archived = self._archived(ref, action)
+            return decided if archived is None else archived
         if kind != "space":
             needed = "update" if action == "attach" else "read"
             first = self._content(account, needed, ref)
             if not first.allowed:
                 return first
+            archived = self._archived(ref, action) if action in _LIVE_ONLY else None
+            if archived is not None:
+                return archived
             space = self._content_space(ref)
         else:  # no content check has covered site access ("can use"): ask it
             access = self._site_access(user)
