@@ -8,9 +8,10 @@ It speaks the documented shapes of the REST API (v XX.X):
   ``{"totalSize", "done", "records": [{"attributes": {...}, ...}], "nextRecordsUrl"}``, pages
   of ``page_size`` followed at ``/query/<locator>``; the SOQL it understands is what the
   integration and the tests send: ``User`` by Id/Email/Username/FederationIdentifier,
-  ``UserRecordAccess`` for one user and record, ``ObjectPermissions`` and ``PermissionSet``
-  through ``PermissionSetAssignment``, ``PermissionSetAssignment LIMIT 1``, and
-  ``SELECT ... FROM <SObject>`` over the fake's records; anything else is 400
+  ``UserLogin`` (``IsFrozen``) for one user (needs ``manage_users`` for the caller, else 400
+  ``INVALID_TYPE``), ``UserRecordAccess`` for one user and record, ``ObjectPermissions``
+  and ``PermissionSet`` through ``PermissionSetAssignment``, ``PermissionSetAssignment
+  LIMIT 1``, and ``SELECT ... FROM <SObject>`` over the fake's records; anything else is 400
   ``MALFORMED_QUERY``;
 - ``GET/PATCH/DELETE /services/data/vXX.X/sobjects/<SObject>/<Id>``.
 
@@ -53,7 +54,9 @@ class User:
     username: str
     federation: str | None = None
     active: bool = True
+    frozen: bool = False
     view_setup: bool = False
+    manage_users: bool = False
     permission_sets: list[str] = field(default_factory=list)
 
 
@@ -183,6 +186,18 @@ class FakeSalesforce(FakeServer):
                     wanted = [f.strip() for f in m.group(1).split(",")]
                     rows.append(self._record("User", version, {k: data[k] for k in wanted}))
             return rows
+        m = re.fullmatch(r"SELECT UserId, IsFrozen FROM UserLogin WHERE UserId = " + lit, q)
+        if m:
+            if not (caller_user and caller_user.manage_users):
+                return Reply(
+                    400, errors("INVALID_TYPE", "sObject type 'UserLogin' is not supported.")
+                )
+            found = self.users.get(unq(m.group(1)))
+            return (
+                [self._record("UserLogin", version, {"UserId": found.id, "IsFrozen": found.frozen})]
+                if found
+                else []
+            )
         m = re.fullmatch(
             r"SELECT (.+) FROM UserRecordAccess WHERE UserId = " + lit + r" AND RecordId = " + lit,
             q,
@@ -349,7 +364,7 @@ ENGINE_TOKEN = "00D000000000001!engine-token"
 def populate(fake: FakeSalesforce) -> FakeSalesforce:
     """The engine (View Setup, token and a client), Dana (edits Acme), Rory (reads only),
     Olga (inactive)."""
-    fake.add_user(ENGINE, "engine@example.com", view_setup=True)
+    fake.add_user(ENGINE, "engine@example.com", view_setup=True, manage_users=True)
     fake.add_token(ENGINE_TOKEN, ENGINE)
     fake.clients["client-1"] = ("client-secret", ENGINE)
     fake.add_user(

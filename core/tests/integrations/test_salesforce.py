@@ -148,6 +148,38 @@ def test_org_access_and_an_inactive_user(tp: Toolpass) -> None:
 
 @pytest.mark.parametrize(
     ("action", "resource"),
+    [("record.edit", RECORD), ("object.read", "object:Account"), ("org.access", "org")],
+)
+def test_a_frozen_user_is_denied_when_frozen_users_is_on(
+    fake: FakeSalesforce, action: str, resource: str
+) -> None:
+    fake.users[DANA].frozen = True
+    with Toolpass([conn(fake, frozen_users=True)]) as tp:
+        d = check(tp, "dana@example.com", action, resource)
+        assert d.decision == "deny", d.reason
+        assert "frozen" in d.reason
+        assert check(tp, "rory@example.com", "record.read", RECORD).allowed
+
+
+def test_frozen_users_unread_is_unknown_and_off_is_not_asked(fake: FakeSalesforce) -> None:
+    fake.users[ENGINE].manage_users = False  # the engine may not read UserLogin
+    with Toolpass([conn(fake, frozen_users=True)]) as tp:
+        d = check(tp, "dana@example.com", "record.edit", RECORD)
+    assert d.decision == "unknown", d.reason
+    assert "UserLogin" in d.reason
+    with Toolpass([conn(fake)]) as tp:  # off: UserLogin is not asked
+        assert check(tp, "dana@example.com", "record.edit", RECORD).allowed
+    assert len([r for r in fake.seen("GET") if "UserLogin" in str(r.query)]) == 1
+
+
+def test_an_inactive_user_is_denied_for_every_action(tp: Toolpass) -> None:
+    for action, resource in (("object.read", "object:Account"), ("org.access", "org")):
+        d = check(tp, "olga@example.com", action, resource)
+        assert d.decision == "deny", d.reason
+
+
+@pytest.mark.parametrize(
+    ("action", "resource"),
     [
         ("record.read", "object:Account"),
         ("record.read", "record:Account/bad'id"),
@@ -369,6 +401,32 @@ def test_the_request_hook_lets_an_allowed_edit_through_and_refuses_another(
     assert fake.records[ACME]["Name"] == "Acme Corp"
 
 
+def test_the_request_hook_refuses_a_frozen_users_edit(
+    tls_fake: tuple[FakeSalesforce, str],
+) -> None:
+    fake, ca = tls_fake
+    fake.add_token("00D000000000001!tool-token", DANA)
+    fake.users[DANA].frozen = True
+    engine = Toolpass([conn(fake, ca_file=ca, frozen_users=True)])
+    kit = Toolkit(permissions=engine)
+
+    @kit.tool()
+    def rename(name: str) -> str:
+        sf = simple(fake, ca, token="00D000000000001!tool-token")
+        sf.Account.update(ACME, {"Name": name})
+        return "renamed"
+
+    try:
+        with Session("dana@example.com").active(), pytest.raises(ActionRefused) as info:
+            rename("Acme Corp")
+    finally:
+        intercept.uninstall()
+        engine.close()
+    assert info.value.code == "not_authorized"
+    assert fake.seen("PATCH", r".*/sobjects/Account/.*") == []
+    assert fake.records[ACME]["Name"] == "Acme"
+
+
 def test_the_request_hook_checks_a_soql_query_by_its_object(
     kit: Toolkit, tls_fake: tuple[FakeSalesforce, str]
 ) -> None:
@@ -399,4 +457,19 @@ class TestSalesforceConformance(IntegrationConformance):
         return fake
 
     def connection(self, api: FakeSalesforce, **extra: Any) -> dict[str, Any]:
-        return conn(api, **extra)
+        return conn(api, **{"frozen_users": True, **extra})
+
+    unsupported = {
+        "make_read_only": "a Salesforce record's read-only states (a locked approval, a "
+        "closed period) are not read: see docs/permissions/salesforce.md, Limits",
+    }
+
+    def disable_account(self, api: FakeSalesforce) -> None:
+        api.users[DANA].frozen = True
+
+    def bind_admins(self, api: FakeSalesforce) -> None:
+        api.permission_sets[api.users[DANA].permission_sets[0]].modify_all_data = True
+        api.users[DANA].active = False  # an inactive administrator signs in no more
+
+    def revoke(self, api: FakeSalesforce) -> None:
+        api.access.pop((DANA, ACME))

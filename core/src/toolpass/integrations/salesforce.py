@@ -11,7 +11,9 @@
 - ``org``: ``org.access`` (an active user), ``org.admin`` (Modify All Data).
 
 The user is a User Id (``005...``), found by exact ``Email`` (``email``), ``Username``
-(``username``) or ``FederationIdentifier`` (``federation``); an inactive user is denied.
+(``username``) or ``FederationIdentifier`` (``federation``); an inactive user
+(``User.IsActive``) is denied, and with ``frozen_users`` a frozen one (``UserLogin.IsFrozen``,
+which needs Manage Users on the engine's user; unknown when it cannot be read).
 
 The engine's user needs API Enabled and View Setup and Configuration (to read permission set
 assignments); keep its credential away from the agent. Authentication (``auth``): ``token``
@@ -110,6 +112,13 @@ class Salesforce(Integration):
             "engine cannot see it): unknown (the default) or deny.",
             default="unknown",
             choices=("unknown", "deny"),
+        ),
+        ConfigKey(
+            "frozen_users",
+            "Read whether the user is frozen (UserLogin.IsFrozen; a frozen user cannot sign "
+            "in, whatever their permissions). Reading UserLogin needs Manage Users on the "
+            "engine's user: when on and it cannot be read, the check is unknown.",
+            default=False,
         ),
         ConfigKey(
             "restriction_rules",
@@ -273,6 +282,15 @@ class Salesforce(Integration):
             raise LookupFailed("salesforce's user answer has no IsActive")
         return active
 
+    def _frozen(self, user: str) -> bool:
+        """``UserLogin.IsFrozen`` of the user (``LookupFailed`` when it cannot be read)."""
+        soql = f"SELECT UserId, IsFrozen FROM UserLogin WHERE UserId = {_quote(user)}"  # noqa: S608 - SOQL; values quoted
+        records = self.query(soql, "read whether the user is frozen (UserLogin)")
+        frozen = [r.get("IsFrozen") for r in records if r.get("UserId") == user]
+        if len(frozen) != 1 or not isinstance(frozen[0], bool):
+            raise LookupFailed(f"salesforce's UserLogin answer for {user} has no one IsFrozen")
+        return frozen[0]
+
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
         declared = self.action(action)
@@ -297,6 +315,8 @@ class Salesforce(Integration):
             return Decision.unknown(f"{user} maps to {uid!r}, not a User Id", cause="identity")
         if not self._active(uid):
             return Decision.deny(f"{user}'s Salesforce user {uid} is inactive")
+        if self.options.get("frozen_users") and self._frozen(uid):
+            return Decision.deny(f"{user}'s Salesforce user {uid} is frozen")
         if action == "org.access":
             return Decision.allow(f"{user}'s Salesforce user {uid} is active")
         assigned = (
