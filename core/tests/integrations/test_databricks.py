@@ -395,6 +395,10 @@ def test_a_plain_select_is_checked_as_a_table_read(
     [
         "SELECT * FROM main.sales.orders WHERE id > 0;\nDROP TABLE main.sales.orders",
         "SELECT `http_request`('https://example.com', 'GET') FROM main.sales.orders",
+        "SELECT * FROM main.sales.orders o JOIN (main.hr.pay) p ON true",
+        "SELECT * FROM (main.sales.orders o JOIN main.hr.pay p ON true)",
+        "SELECT * FROM main.sales.orders o, (WITH pay AS (SELECT 1) SELECT * FROM pay) x, pay",
+        "WITH pay AS (SELECT * FROM pay) SELECT * FROM main.sales.orders, pay",
     ],
 )
 def test_a_second_statement_or_a_quoted_function_is_no_table_read(

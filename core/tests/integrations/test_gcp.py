@@ -318,6 +318,28 @@ def test_a_query_is_checked_on_every_table_it_reads(
 @pytest.mark.parametrize(
     "sql",
     [
+        "SELECT * FROM sales.orders o JOIN (`other-proj.hr.pay`) p ON true",
+        "SELECT * FROM (sales.orders), ((other-proj.hr.pay))",
+    ],
+)
+def test_a_table_in_parentheses_is_checked_too(
+    kit: tuple[Toolkit, list[Any]], fake: FakeGcp, key: Path, sql: str
+) -> None:
+    toolkit, _ = kit
+    query = toolkit.tool(effect="read")(lambda sql: _sql(fake, key, sql))
+    with Session("alice@example.com").active(), pytest.raises(ActionRefused):
+        query(sql)  # alice reads sales.orders, not other-proj's hr.pay
+    assert fake.jobs == []
+    asked = [json.loads(r.body)["accessTuple"] for r in fake.seen("POST", r"/v3/iam:troubleshoot")]
+    assert f"{SALES}/tables/orders" in [a["fullResourceName"] for a in asked]
+    assert "//bigquery.googleapis.com/projects/other-proj/datasets/hr/tables/pay" in [
+        a["fullResourceName"] for a in asked
+    ]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
         "DROP TABLE sales.orders",
         "DELETE FROM sales.orders WHERE true",
         "SELECT 1;\n DROP TABLE sales.orders",

@@ -158,3 +158,54 @@ def test_the_tables_a_read_names(
 )
 def test_a_function_that_is_not_plain_is_no_read(text: str, dialect: Dialect) -> None:
     assert not reads_only(text, dialect)
+
+
+_FROMS = (  # {0}: the other table; {1}: where the secret one goes
+    "SELECT * FROM {0} x JOIN {1} ON true",
+    "SELECT * FROM {0} x, {1}",
+    "SELECT * FROM {1}, {0}",
+    "SELECT * FROM {0} x LEFT JOIN {1} y ON x.a = y.a",
+    "SELECT * FROM ({0} x JOIN {1} y ON true)",
+    "SELECT * FROM {0} WHERE a IN (SELECT a FROM {1})",
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    shape=st.sampled_from(_FROMS),
+    depth=st.integers(0, 4),
+    dialect=st.sampled_from(DIALECTS),
+)
+def test_a_table_in_parentheses_is_still_a_table(
+    data: st.DataObject, shape: str, depth: int, dialect: Dialect
+) -> None:
+    gap = data.draw(_gap(dialect))
+    secret = "(" * depth + gap + "db.s.secret" + gap + ")" * depth
+    text = shape.format("db.s.t", secret)
+    [statement] = read(text, dialect) or []
+    assert ("db", "s", "secret") in statement.tables, text
+    assert ("db", "s", "t") in statement.tables, text
+
+
+@pytest.mark.parametrize(
+    ("text", "dialect"),
+    [
+        # a CTE defined inside a subquery names nothing outside it
+        ("SELECT * FROM (WITH pay AS (SELECT 1) SELECT * FROM pay) x, pay", DATABRICKS),
+        ("SELECT * FROM pay WHERE a IN (WITH pay AS (SELECT 1) SELECT * FROM pay)", BIGQUERY),
+        # inside its own body, or before it is defined, the name is a table's
+        ("WITH pay AS (SELECT * FROM pay) SELECT * FROM pay", DATABRICKS),
+        ("WITH a AS (SELECT * FROM pay), pay AS (SELECT 1) SELECT * FROM a", BIGQUERY),
+        # a quoted CTE name is another name than the unquoted one (Snowflake folds case)
+        ('WITH "pay" AS (SELECT 1) SELECT * FROM pay', SNOWFLAKE),
+    ],
+)
+def test_a_name_no_cte_covers_is_a_table(text: str, dialect: Dialect) -> None:
+    [statement] = read(text, dialect) or []
+    assert ("pay",) in statement.tables or ("PAY",) in statement.tables, text
+
+
+def test_a_cte_in_scope_is_no_table() -> None:
+    [statement] = read("WITH pay AS (SELECT 1) SELECT * FROM pay, (pay) p", DATABRICKS) or []
+    assert statement.tables == ()

@@ -13,8 +13,11 @@ word that writes, runs or changes the session (INSERT, INTO, CALL, EXECUTE, SET,
 calls no function outside the dialect's plain list (a quoted, back-ticked or qualified
 function name is never plain: it may be a user's function, or one that calls out). Its tables
 are the names after FROM and JOIN and after a comma of a FROM list (a FROM inside a
-function's parentheses, ``EXTRACT(YEAR FROM d)``, is no table); names a WITH clause defines are
-left out. Writes name their tables after INTO, UPDATE, DELETE, MERGE, TABLE, VIEW, SCHEMA and
+function's parentheses, ``EXTRACT(YEAR FROM d)``, is no table), and inside parentheses opened
+where a table is named (``JOIN (t)``, ``FROM (a JOIN b)``). A one-part name is left out only
+where the statement's leading WITH defines it: after that CTE's body (within it under
+RECURSIVE), compared as written (a quoted name exactly); a WITH inside a subquery leaves
+nothing out. Writes name their tables after INTO, UPDATE, DELETE, MERGE, TABLE, VIEW, SCHEMA and
 USING as well.
 """
 
@@ -297,23 +300,24 @@ def calls_plain(toks: list[Token], dialect: Dialect) -> bool:
 
 def _tables(toks: list[Token], dialect: Dialect) -> tuple[tuple[str, ...], ...] | None:
     """The table names a statement reads or writes; None when one cannot be read."""
-    defined = {
-        toks[i].text.lower()
-        for i in range(1, len(toks) - 2)
-        if toks[i].kind in ("word", "name")
-        and toks[i + 1].word("as")
-        and toks[i + 2].symbol("(")
-        and (toks[i - 1].word("with", "recursive") or toks[i - 1].symbol(","))
-    }
+    ctes = _ctes(toks)
+
+    def visible(at: int) -> set[tuple[str, str]]:
+        return {key for key, start in ctes if start <= at}
+
+    def joined_on(at: int) -> bool:  # JOIN t USING (columns)
+        return toks[at].word("using") and not toks[0].word("merge")
+
     found: list[tuple[str, ...]] = []
     calls: list[bool] = []  # per open parenthesis: whether a function call opened it
+    nested: set[int] = set()  # parentheses opened where a table is named
     listing: list[bool] = [False]  # per depth: whether a FROM list is being read
     i = 0
     while i < len(toks):
         t = toks[i]
         if t.symbol("("):
             calls.append(i > 0 and _call_at(toks, i - 1))
-            listing.append(False)
+            listing.append(i in nested)  # FROM (a JOIN b), JOIN (t): tables inside
         elif t.symbol(")"):
             if not calls:
                 return None
@@ -326,7 +330,7 @@ def _tables(toks: list[Token], dialect: Dialect) -> tuple[tuple[str, ...], ...] 
             continue
         starts = t.word("from", "join", "into", "update", "table", "view", "schema", "using")
         starts = starts or (t.symbol(",") and listing[-1]) or (i == 0 and t.word("merge"))
-        starts = starts or (i == 0 and t.word("delete", "insert", "truncate"))
+        starts = starts or (i == 0 and t.word("delete", "insert", "truncate")) or i in nested
         if t.word("from") and i > 0 and toks[i - 1].word("distinct"):
             starts = False  # IS DISTINCT FROM
         if t.word("from", "join"):
@@ -340,15 +344,53 @@ def _tables(toks: list[Token], dialect: Dialect) -> tuple[tuple[str, ...], ...] 
             got = _name(toks, j, dialect)
             if got is None:
                 return None
-            name, j = got
-            if name and not (len(name) == 1 and name[0].lower() in defined):
+            name, end = got
+            if not name and j < len(toks) and toks[j].symbol("(") and not joined_on(i):
+                nested.add(j)  # a table position opening a parenthesis: read inside it
+            elif name and not (len(name) == 1 and _cte_key(toks[j]) in visible(j)):
                 found.append(name)
+            j = end
             i = max(j, i + 1)
             continue
         i += 1
     if calls:
         return None
     return tuple(found)
+
+
+def _ctes(toks: list[Token]) -> list[tuple[tuple[str, str], int]]:
+    """The names a statement's leading WITH defines, each with the index from which it names
+    the CTE: after its body (inside it, and before it, the name is a table's), or from its
+    body under RECURSIVE. A WITH nested in a subquery defines nothing here (its names are
+    read as tables: more is checked, never less)."""
+    if not toks or not toks[0].word("with"):
+        return []
+    recursive = len(toks) > 1 and toks[1].word("recursive")
+    out, i = [], 2 if recursive else 1
+    while i + 2 < len(toks) and toks[i + 1].word("as") and toks[i + 2].symbol("("):
+        close = _closing(toks, i + 2)
+        if close is None:
+            break
+        out.append((_cte_key(toks[i]), i + 2 if recursive else close))
+        if close + 1 >= len(toks) or not toks[close + 1].symbol(","):
+            break
+        i = close + 2
+    return out
+
+
+def _cte_key(t: Token) -> tuple[str, str]:
+    """How a name is compared with a CTE's: a word without case, a quoted name exactly."""
+    return (t.kind, t.text.lower() if t.kind == "word" else t.text)
+
+
+def _closing(toks: list[Token], i: int) -> int | None:
+    """The index of the parenthesis that closes the one at ``i``."""
+    depth = 0
+    for k in range(i, len(toks)):
+        depth += toks[k].symbol("(") - toks[k].symbol(")")
+        if depth == 0:
+            return k
+    return None
 
 
 def _name(toks: list[Token], i: int, dialect: Dialect) -> tuple[tuple[str, ...], int] | None:
