@@ -210,6 +210,8 @@ class _Core:
             session=session,
             on_refuse=on_refuse,
         )
+        self.guard.add_tools(dict(_READS), complete=False)
+        self._listed: set[str] = set()
 
     async def call(
         self,
@@ -274,6 +276,17 @@ class _Core:
                 detail=f"{type(exc).__name__}: {exc}",
             )
             return self.refusal(failed, refused_as)
+
+    def saw_tools(self, found: dict[str, list[str] | None]) -> None:
+        """A listing of the server's tools (name: argument names): the rules checked
+        against them again when they changed, each problem a warning."""
+        found = {**found, **_READS}
+        if set(found) == self._listed:
+            return
+        self._listed = set(found)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # a warning must never fail the listing
+            self.guard.add_tools(found, late=True)
 
     def secrets(self) -> tuple[str, ...]:
         """The secrets of the engine's connections, as they resolve now (a rotated token
@@ -377,7 +390,6 @@ class ToolpassMiddleware:
     def __init__(self, core: _Core) -> None:
         self._core = core
         self.guard = core.guard
-        self._listed: set[str] = set()
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -442,14 +454,14 @@ class ToolpassMiddleware:
                 else getattr(tool, "input_schema", None)
             )
             if isinstance(name, str):
-                properties = schema.get("properties") if isinstance(schema, Mapping) else None
-                found[name] = list(properties) if isinstance(properties, Mapping) else None
-        found.update(_READS)
-        if set(found) != self._listed:  # checked again only when the tools change
-            self._listed = set(found)
-            with warnings.catch_warnings():
-                warnings.simplefilter("default")  # a warning must never fail the listing
-                self.guard.add_tools(found, late=True)
+                found[name] = _arguments_of(schema)
+        self._core.saw_tools(found)
+
+
+def _arguments_of(schema: Any) -> list[str] | None:
+    """The argument names of a tool's JSON schema (None when it names none)."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return list(properties) if isinstance(properties, Mapping) else None
 
 
 def guard(
@@ -527,7 +539,7 @@ def guard(
         token=get_access_token,
         client=client,
     )
-    core.guard.add_tools({**_known_tools(server), **_READS}, complete=False)
+    core.guard.add_tools(_known_tools(server), complete=False)
     _surface_body_refusals(server)
     added = ToolpassMiddleware(core)
     chain.append(added)

@@ -1,17 +1,30 @@
-"""toolpass for servers of the ``fastmcp`` package: its ``Middleware``, ``on_call_tool``."""
+"""toolpass for servers of the ``fastmcp`` package: its ``Middleware``, checking tool calls,
+resource reads and prompts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import mcp_types
+from fastmcp.prompts.base import PromptResult
+from fastmcp.resources.base import ResourceResult
 from fastmcp.server.dependencies import get_access_token, get_http_request
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.tools.base import ToolResult
+from fastmcp.tools.base import Tool, ToolResult
 from mcp_types import TextContent
 from toolpass.adapting import OnRefuse, PermissionEngine, Rules, SessionSource, Toolkit, ToolRefused
 from toolpass.adapting import refusal_text as refusal_text
-from toolpass.mcp import Client, User, _connection_of, _Core
+from toolpass.mcp import (
+    CHECKED,
+    Client,
+    User,
+    _arguments_of,
+    _as_mcp_error,
+    _connection_of,
+    _Core,
+    log,
+)
 
 __all__ = ["FastMCPGuard"]
 
@@ -39,7 +52,8 @@ def _http_request() -> Any:
 
 
 class FastMCPGuard(Middleware):
-    """A ``fastmcp`` server ``Middleware`` checking every tool call with toolpass
+    """A ``fastmcp`` server ``Middleware`` checking every tool call (and resource read and
+    prompt, as ``guard`` does) with toolpass
     (``server.add_middleware(FastMCPGuard(tp, rules))``, or ``guard(server, tp, rules)``).
     The options are ``toolpass.mcp.guard``'s; the access token is FastMCP's
     (``fastmcp.server.dependencies.get_access_token``), and a ``user`` callable is given the
@@ -78,21 +92,75 @@ class FastMCPGuard(Middleware):
         call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         message: Any = context.message
+        name, arguments = getattr(message, "name", None), getattr(message, "arguments", None)
+        result: ToolResult = await self._checked(
+            name, arguments, context, call_next, _as_tool_result
+        )
+        if isinstance(result, str):  # the pipeline fenced an untrusted result: text
+            return ToolResult(content=[TextContent(type="text", text=result)])
+        return result
+
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mcp_types.ReadResourceRequestParams],
+        call_next: CallNext[mcp_types.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
+        """Checked as a call of the tool ``resources/read`` (argument ``uri``); refused as
+        a JSON-RPC error."""
+        uri = getattr(context.message, "uri", None)
+        arguments = {"uri": None if uri is None else str(uri)}
+        read: ResourceResult = await self._checked(
+            "resources/read", arguments, context, call_next, _as_mcp_error
+        )
+        return read
+
+    async def on_get_prompt(
+        self,
+        context: MiddlewareContext[mcp_types.GetPromptRequestParams],
+        call_next: CallNext[mcp_types.GetPromptRequestParams, PromptResult],
+    ) -> PromptResult:
+        """Checked as a call of the tool ``prompts/get`` (arguments ``name``,
+        ``arguments``); refused as a JSON-RPC error."""
+        message: Any = context.message
+        arguments = {name: getattr(message, name, None) for name in CHECKED["prompts/get"]}
+        got: PromptResult = await self._checked(
+            "prompts/get", arguments, context, call_next, _as_mcp_error
+        )
+        return got
+
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mcp_types.ListToolsRequest],
+        call_next: CallNext[mcp_types.ListToolsRequest, Sequence[Tool]],
+    ) -> Sequence[Tool]:
+        """The listing as it is; the rules are checked against its tools (warnings)."""
+        tools = await call_next(context)
+        try:
+            self._core.saw_tools({t.name: _arguments_of(t.parameters) for t in tools})
+        except Exception:  # only a check of the rules: never fail the listing
+            log.exception("toolpass: could not check the rules against the tools")
+        return tools
+
+    async def _checked(
+        self,
+        name: Any,
+        arguments: Any,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Any],
+        refused_as: Callable[[Any, ToolRefused], Any],
+    ) -> Any:
         fastmcp_context = context.fastmcp_context
         try:
             session = fastmcp_context.session if fastmcp_context is not None else None
         except RuntimeError:  # no request: called in process, without a client
             session = None
         connection = _connection_of(session) if session is not None else context
-        result: ToolResult = await self._core.call(
-            getattr(message, "name", None),
-            getattr(message, "arguments", None),
+        return await self._core.call(
+            name,
+            arguments,
             context,
             connection,
             _http_request(),
             lambda: call_next(context),
-            _as_tool_result,
+            refused_as,
         )
-        if isinstance(result, str):  # the pipeline fenced an untrusted result: text
-            return ToolResult(content=[TextContent(type="text", text=result)])
-        return result
