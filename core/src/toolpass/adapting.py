@@ -247,6 +247,7 @@ class Guard:
         self.session_source = session
         self.on_refuse = on_refuse
         self.rules, self.traits = _rules(rules)
+        _check_effects(self.traits, self.toolkit.settings.effects)
         _check_engine(engine, bool(self.rules))
         self._checks = {
             name: _permission_check(engine, name, rule) for name, rule in self.rules.items()
@@ -570,6 +571,16 @@ def _rules(rules: Rules | None) -> tuple[dict[str, Rule], dict[str, Traits]]:
 
 
 _NO_TRAITS = Traits()
+
+
+def _check_effects(traits: Mapping[str, Traits], known: Collection[str]) -> None:
+    """Refuse an effect the toolkit does not know, as ``secured_tool`` does."""
+    for tool, declared in traits.items():
+        if declared.effect is not None and declared.effect not in known:
+            raise ValueError(
+                f"{tool}: effect {declared.effect!r} is not one of {', '.join(sorted(known))}; "
+                "declare an effect of your own with Toolkit(effects=[...]) first"
+            )
 
 
 def _check_engine(engine: Any, needed: bool) -> None:

@@ -28,6 +28,7 @@ from toolpass.toolkit.provenance import destination_values
 from toolpass.toolkit.session import Session, _current
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
+from toolpass.wire.errors import ConfigError
 
 Steps = Generator[Step, Any, None]
 log = logging.getLogger("toolpass")
@@ -454,12 +455,7 @@ def credential(kit: Settings, name: str) -> Generator[Step, Any, str]:
     """8. The credential the tool declared, fetched only now, for the body alone."""
     source = kit.credentials
     if source is None or (isinstance(source, Mapping) and name not in source):
-        raise ToolRefused(
-            "not_configured",
-            "The credential this tool needs is not set up. Tell the user; an operator must "
-            "configure it.",
-            detail=f"no credential named {name!r}",
-        )
+        raise _not_set_up(f"no credential named {name!r}")
     try:
         if isinstance(source, Mapping):
             value = source[name]
@@ -471,11 +467,22 @@ def credential(kit: Settings, name: str) -> Generator[Step, Any, str]:
             value = yield Hook(source, (name,))
     except (ToolRefused, AsyncHookError):
         raise
+    except ConfigError as exc:  # an unset env: variable, an unreadable file: an operator's
+        raise _not_set_up(f"credential {name!r}: {exc}")
     except Exception as exc:
         raise _unavailable(name, f"{type(exc).__name__}: {exc}")
     if not isinstance(value, str) or not value:
         raise _unavailable(name, f"got {type(value).__name__}")
     return value
+
+
+def _not_set_up(detail: str) -> ToolRefused:
+    return ToolRefused(
+        "not_configured",
+        "The credential this tool needs is not set up. Tell the user; an operator must "
+        "configure it.",
+        detail=detail,
+    )
 
 
 def _unavailable(name: str, detail: str) -> ToolRefused:
