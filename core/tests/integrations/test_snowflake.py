@@ -480,6 +480,8 @@ def test_the_catalog_names_the_least_privileged_credential() -> None:
         ("SELECT * FROM sales.public.orders WHERE a = 'x;'", ("table.read", "sales.public.orders")),
         ("SELECT * FROM sales.public.orders WHERE a = 1;\n DROP TABLE t", None),
         ("SELECT * FROM sales.public.orders WHERE a = $$x$$", None),
+        ("SELECT sales.public.ids.nextval FROM sales.public.orders", None),  # a write
+        ("SELECT * FROM sales.public.orders WHERE id = sales.public.ids.NEXTVAL", None),
         (None, None),
     ],
 )

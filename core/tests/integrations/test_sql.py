@@ -33,6 +33,7 @@ WRITES = (
     "SELECT a INTO x FROM db.s.t",
     "COPY INTO db.s.t FROM 's3://b/k'",
     "EXECUTE IMMEDIATE 'DROP TABLE db.s.t'",
+    "SELECT db.s.seq.nextval FROM db.s.t",  # advances the sequence
 )
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 

@@ -24,8 +24,8 @@ stages (``@``), time travel beyond plain clauses, ``INSERT ... SELECT``, ``UPDAT
 ``DELETE ... USING``, MERGE, COPY, CALL, DDL, GRANT/REVOKE, session commands, and any
 function outside a short list of plain scalar and aggregate functions (a function may call
 out: external functions, ``SYSTEM$...``, Cortex; a quoted or qualified name, ``"FN"(...)``,
-is never one of them). The warehouse a statement runs on is not
-checked by this route (``warehouse.use`` is its own action).
+is never one of them), a sequence's NEXTVAL (it advances the sequence). The warehouse a
+statement runs on is not checked by this route (``warehouse.use`` is its own action).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ _SHAPES: list[tuple[str, str, str, re.Pattern[str]]] = [
 ]
 _NOT_PLAIN = re.compile(
     r"--|//|/\*|\$\$|@|\b(?:FROM|JOIN|UNION|INTERSECT|EXCEPT|MINUS|WITH|SELECT|INTO|LATERAL|"
-    r"TABLE|IDENTIFIER|USING|CONNECT|MATCH_RECOGNIZE|PIVOT|UNPIVOT|CHANGES|RESULT_SCAN)\b",
+    r"TABLE|IDENTIFIER|USING|CONNECT|MATCH_RECOGNIZE|PIVOT|UNPIVOT|CHANGES|RESULT_SCAN|NEXTVAL)\b",
     re.I,
 )
 

@@ -61,7 +61,7 @@ _STRUCTURAL = _words(
 #: Words a read never holds: they write, run code, move data or change the session.
 _WRITES = _words(
     """alter analyze begin call clone commit copy create declare delete drop execute exec
-    export grant immediate import insert into list load merge msck optimize put refresh
+    export grant immediate import insert into list load merge msck nextval optimize put refresh
     remove rename restore revoke rollback set truncate undrop unload unset update upsert use
     vacuum"""
 )
