@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import os
 import secrets
@@ -155,32 +156,34 @@ class ApprovalsPage:
 
     def client(self, request: Request) -> str:
         """The request's address: its peer's, or, from a trusted proxy, the last address of
-        ``X-Forwarded-For`` that is not a trusted proxy's."""
+        ``X-Forwarded-For`` that is not a trusted proxy's; written one way whatever its
+        spelling (no port, an IPv4-mapped address as IPv4, an IPv6 address as its /64), so
+        the sign-in limit counts a client once."""
         peer = request.client.host if request.client else "unknown"
         if not self.config.trusts(peer):
-            return peer
+            return client_address(peer)
         forwarded = ",".join(request.headers.getlist("x-forwarded-for"))
         for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()]):
-            if not self.config.trusts(hop):
-                return hop[:64]
-        return peer
+            if not self.config.trusts(_host(hop)):
+                return client_address(hop)
+        return client_address(peer)
 
     def _proxy_user(self, request: Request) -> str | None:
+        """The person a trusted proxy names: its user header (with the email beside it), each
+        sent once; a header sent twice, or holding a comma (two joined), names nobody."""
         proxy = self.config.proxy
         if proxy is None:
             return None
-        name = request.headers.get(proxy.user_header, "").strip()
-        if not name or len(name) > 256 or not name.isprintable():
-            return None
         peer = request.client.host if request.client else None
         if not self.config.trusts(peer):
-            log.warning("ignored %s from %s: not a trusted proxy", proxy.user_header, peer)
+            if proxy.user_header in request.headers:
+                log.warning("ignored %s from %s: not a trusted proxy", proxy.user_header, peer)
             return None
-        if proxy.email_header:
-            email = request.headers.get(proxy.email_header, "").strip()
-            if email and email != name and len(email) <= 256 and email.isprintable():
-                return f"{name} <{email}>"
-        return name
+        name = _one_header(request, proxy.user_header)
+        email = _one_header(request, proxy.email_header) if proxy.email_header else ""
+        if not name or email is None:
+            return None
+        return f"{name} <{email}>" if email and email != name else name
 
     def who(self, request: Request) -> tuple[Who | None, bool]:
         """The signed-in person (None: nobody), and whether the session is new (a cookie to
@@ -439,6 +442,41 @@ class ApprovalsPage:
             return []
         records = [r for r in (event(line) for line in lines) if r is not None]
         return [views.audit_row(r) for r in reversed(records[-self.config.audit_lines :])]
+
+
+def _one_header(request: Request, header: str) -> str | None:
+    """The one value of ``header`` ("" when absent); None when it is sent more than once or
+    is not one printable line of at most 256 characters without a comma."""
+    values = request.headers.getlist(header)
+    if not values:
+        return ""
+    value = values[0].strip()
+    if len(values) > 1 or len(value) > 256 or not value.isprintable() or "," in value:
+        log.warning("approvals page: ignored an ambiguous %s header", header)
+        return None
+    return value
+
+
+def _host(hop: str) -> str:
+    """A forwarded address without its port or brackets."""
+    text = hop.strip().strip('"')
+    if text.startswith("["):
+        return text[1:].partition("]")[0]
+    return text.partition(":")[0] if text.count(":") == 1 else text
+
+
+def client_address(hop: str) -> str:
+    """One spelling of a client's address: no port or brackets, an IPv4-mapped address as
+    IPv4, an IPv6 address as its /64 (what one client holds); else the text, cut short."""
+    try:
+        ip = ipaddress.ip_address(_host(hop))
+    except ValueError:
+        return hop[:64]
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 async def _form(request: Request, limit: int = 16384) -> dict[str, str]:

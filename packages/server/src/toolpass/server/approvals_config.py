@@ -82,11 +82,14 @@ class ApprovalsConfig:
     self_approval: bool = False
 
     def trusts(self, address: str | None) -> bool:
-        """Whether ``address`` (a request's peer) is one of the ``trusted_proxies``."""
+        """Whether ``address`` (a request's peer) is one of the ``trusted_proxies`` (an
+        IPv4-mapped IPv6 address, as a dual-stack socket writes it, as its IPv4 address)."""
         try:
             ip = ipaddress.ip_address(address or "")
         except ValueError:
             return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
         return any(ip in net for net in self.trusted_proxies)
 
 

@@ -12,14 +12,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpass.outcome.audit_text import iso, plain, reason
-from toolpass.toolkit.approval import ApprovalRequest
+from toolpass.toolkit.approval import ApprovalRequest, printable
 
 STATIC = "/approvals/static"
 
 
 def esc(value: object) -> str:
-    """``value`` as text inside HTML (element content or a quoted attribute)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """``value`` as text inside HTML (element content or a quoted attribute), with every
+    character that would not show as itself (a bidi override, a zero-width space, a control
+    character) written as its escape."""
+    return html.escape(printable("" if value is None else str(value)), quote=True)
 
 
 def document(title: str, body: str) -> str:
