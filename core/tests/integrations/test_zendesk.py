@@ -16,7 +16,7 @@ from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.intercept import ActionRefused
 from zenpy import Zenpy
-from zenpy.lib.api_objects import Comment
+from zenpy.lib.api_objects import Comment, User
 
 
 @pytest.fixture
@@ -375,6 +375,56 @@ def test_the_hook_lets_a_user_change_their_own_name_and_time_zone(
     assert fake.users[20]["time_zone"] == "Berlin"
     action = events[-1].actions[-1]
     assert (action["action"], action["verdict"]) == ("user.manage", "allowed")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda client: client.users.create(User(name="Mal", email="mal@example.com", role="admin")),
+        lambda client: client.users.create(
+            User(name="Mal", email="mal@example.com", moderator=True)
+        ),
+        # create_or_update changes the user its email names: here the admin, demoted
+        lambda client: client.users.create_or_update(
+            User(email="ada@example.com", role="end-user")
+        ),
+        lambda client: client.users.create_or_update(User(email="ada@example.com", name="Mal")),
+    ],
+)
+def test_the_hook_refuses_an_agent_making_or_changing_accounts_an_admin_must(
+    kit: tuple[Toolkit, list[Any], Zenpy], fake: FakeZendesk, make: Any
+) -> None:
+    toolkit, events, client = kit
+    create = toolkit.tool()(lambda: make(client))
+    with Session("ben@example.com").active(), pytest.raises(ActionRefused):
+        create()  # ben is an agent: only an admin gives a role or changes another account
+    assert fake.seen("POST", r"/api/v2/users.*") == []
+    action = events[-1].actions[-1]
+    assert (action["action"], action["verdict"]) == ("account.admin", "not_authorized")
+
+
+def test_the_hook_reads_a_form_encoded_ticket_update_as_unresolved(
+    kit: tuple[Toolkit, list[Any], Zenpy], fake: FakeZendesk
+) -> None:
+    import requests
+
+    toolkit, events, _ = kit
+    form = {"ticket[comment][body]": "Refund approved", "ticket[comment][public]": "true"}
+
+    @toolkit.tool()
+    def update() -> int:
+        answer = requests.put(
+            f"{fake.url}/api/v2/tickets/501.json",
+            data=form,  # Rails reads bracketed fields as the ticket's public comment
+            auth=("engine@example.com/token", "zd-api-token-1"),
+            timeout=10,
+        )
+        return answer.status_code
+
+    with Session("gus@example.com").active(), pytest.raises(ActionRefused):
+        update()  # gus may edit the ticket, but comments only privately
+    assert fake.seen("PUT", r"/api/v2/tickets/501.*") == []
+    assert events[-1].actions[-1]["resource"] is None
 
 
 class TestZendeskConformance(IntegrationConformance):

@@ -53,6 +53,8 @@ _UPDATE = "/api/v2/tickets/{ticket_id}"
 _PUBLIC = Route("PUT", _UPDATE, "ticket.comment_public", "ticket:{ticket_id}", "write", False, True)
 _PROFILE = "/api/v2/users/{user_id}"
 _ADMIN = Route("PUT", _PROFILE, "account.admin", "account", "write")
+_CREATE = "/api/v2/users"
+_CREATE_OR_UPDATE = "/api/v2/users/create_or_update"
 #: User fields only an administrator may change: a profile update setting one administers.
 _PRIVILEGED = frozenset(
     {
@@ -177,8 +179,10 @@ class Zendesk(Integration):
         update carrying a comment that is not ``"public": false`` adds a public comment; a
         profile update setting a role, restriction or suspension administers the account, one
         setting any field but those a user may change on their own (name, alias, signature,
-        photo, locale, time zone) is ``user.manage_restricted``; a profile update with
-        anything beside its ``user`` object (other fields, a query string) is unresolved."""
+        photo, locale, time zone) is ``user.manage_restricted``; a profile or ticket update
+        with anything beside its ``user`` or ``ticket`` object (other fields, a query string,
+        a form's ``ticket[comment][public]``) is unresolved; a user created with a role or
+        another admin's field, or created-or-updated, administers the account."""
         if request.path.endswith(".json"):
             request = Request(
                 request.method,
@@ -189,6 +193,8 @@ class Zendesk(Integration):
                 request.host,
             )
         found = self.route_table().match(request)
+        if found is not None and found.route.path in (_CREATE, _CREATE_OR_UPDATE):
+            return _new_user(found, request)
         if (
             found is None
             or found.route.method != "PUT"
@@ -206,6 +212,8 @@ class Zendesk(Integration):
             return Match(found.route, found.params, None)
         if key == "user":
             return _profile(found, request, data)
+        if set(form) - {"ticket"} or request.query_string:
+            return Match(found.route, found.params, None)  # Zendesk may read more than we do
         comment = data.get("comment") if isinstance(data, dict) else None
         if comment is None:
             return found
@@ -498,6 +506,22 @@ def _profile(found: Match, request: Request, data: Any) -> Match:
         return Match(_ADMIN, found.params, "account")
     if not fields <= _OWN:
         return Match(_RESTRICTED, found.params, found.resource)
+    return found
+
+
+def _new_user(found: Match, request: Request) -> Match:
+    """A user created (``POST /api/v2/users``): an admin's when it gives them a role other
+    than end user or another field only an admin sets. ``create_or_update`` changes the
+    existing user its email or external id names, whoever that is: an admin's."""
+    form = request.form
+    data = form.get("user") if form is not UNREADABLE else None
+    if not isinstance(data, dict) or set(form) != {"user"} or request.query_string:
+        return Match(found.route, found.params, None)  # Zendesk may read more than we do
+    privileged = _PRIVILEGED & set(data) - ({"role"} if data.get("role") == "end-user" else set())
+    if found.route.path == _CREATE_OR_UPDATE or privileged:
+        return Match(
+            Route("POST", found.route.path, "account.admin", "account", "write"), {}, "account"
+        )
     return found
 
 
