@@ -27,6 +27,8 @@ without changing its code.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import threading
 import warnings
@@ -35,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
-from mcp_types import CallToolResult, TextContent
+from mcp_types import AudioContent, BlobResourceContents, CallToolResult, ImageContent, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass.adapting import (
     Guard,
@@ -48,7 +50,7 @@ from toolpass.adapting import (
     ToolRefused,
     refusal_text,
 )
-from toolpass.rules.redact import redact, usable
+from toolpass.rules.redact import REDACTED, redact, redact_text, usable
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -233,7 +235,7 @@ class _Core:
 
         async def body() -> Any:
             try:
-                return redact(await call_next(), self.secrets())
+                return redacted(await call_next(), self.secrets())
             except Exception as exc:
                 refused = refusal_in(exc)
                 if refused is not None:  # refused inside the body: the call's outcome
@@ -364,6 +366,92 @@ class _Core:
         if made is None:
             made = refusal_text(refused)
         return refused_as(made, refused)
+
+
+def redacted(value: Any, secrets: tuple[str, ...]) -> Any:
+    """A server's result without ``secrets``: in its text (``redact``), in the base64 of its
+    images, audio and binary resources (which the client decodes), and in the text of a list
+    of content blocks (which the client's model reads as one text)."""
+    if not secrets:
+        return value
+    return redact(_decoded(value, secrets, 0), secrets)
+
+
+#: The base64 field of a binary content block, by its model or its ``type``.
+_PAYLOADS: dict[Any, str] = {
+    ImageContent: "data",
+    AudioContent: "data",
+    BlobResourceContents: "blob",
+    "image": "data",
+    "audio": "data",
+}
+_DEPTH = 32
+
+
+def _decoded(value: Any, secrets: tuple[str, ...], depth: int) -> Any:
+    """``value`` with the secrets redacted in its base64 payloads and split text blocks
+    (the same object when there are none)."""
+    if depth > _DEPTH or isinstance(value, str | bytes):
+        return value
+    d = depth + 1
+    if isinstance(value, list):
+        items = _one_text([_decoded(v, secrets, d) for v in value], secrets)
+        same = len(items) == len(value) and all(a is b for a, b in zip(items, value, strict=True))
+        return value if same else items
+    if isinstance(value, Mapping):
+        field = _PAYLOADS.get(value.get("type")) or ("blob" if "blob" in value else None)
+        changed = {k: _decoded(v, secrets, d) for k, v in value.items()}
+        if field is not None and isinstance(value.get(field), str):
+            changed[field] = _unencoded(value[field], secrets)
+        same = all(changed[k] is v for k, v in value.items())
+        return value if same else changed
+    fields = getattr(type(value), "model_fields", None)
+    if not isinstance(fields, Mapping) or not callable(getattr(value, "model_copy", None)):
+        return value
+    update = {name: _decoded(getattr(value, name, None), secrets, d) for name in fields}
+    field = _PAYLOADS.get(type(value))
+    if field is not None and isinstance(getattr(value, field, None), str):
+        update[field] = _unencoded(getattr(value, field), secrets)
+    update = {k: v for k, v in update.items() if v is not getattr(value, k, None)}
+    return value.model_copy(update=update) if update else value
+
+
+def _unencoded(data: str, secrets: tuple[str, ...]) -> str:
+    """Base64 ``data`` with the secrets redacted in what it decodes to (itself when it
+    holds none; the redaction mark when it is not base64)."""
+    try:
+        raw = base64.b64decode(data)
+    except (binascii.Error, ValueError):
+        return REDACTED if any(s in data for s in secrets) else data
+    clean = raw
+    for secret in secrets:
+        clean = clean.replace(secret.encode(), REDACTED.encode())
+    return data if clean == raw else base64.b64encode(clean).decode("ascii")
+
+
+def _text_of(block: Any) -> str | None:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, Mapping) and block.get("type") == "text":
+        text = block.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _one_text(blocks: list[Any], secrets: tuple[str, ...]) -> list[Any]:
+    """Content blocks whose text, joined, holds a secret split across them: those text
+    blocks made one, in place of the first, redacted; otherwise the blocks as they are."""
+    texts = [t for t in map(_text_of, blocks) if t is not None]
+    each_redacted = "".join(redact_text(t, secrets) for t in texts)
+    if len(texts) < 2 or not any(s in each_redacted for s in secrets):
+        return blocks  # no secret, or none but whole ones in single blocks
+    first = next(i for i, b in enumerate(blocks) if _text_of(b) is not None)
+    one: Any = TextContent(type="text", text=redact_text(each_redacted, secrets))
+    if isinstance(blocks[first], Mapping):
+        one = {"type": "text", "text": one.text}
+    return [
+        one if i == first else b for i, b in enumerate(blocks) if _text_of(b) is None or i == first
+    ]
 
 
 def _as_mcp_result(made: Any, refused: ToolRefused) -> Any:
