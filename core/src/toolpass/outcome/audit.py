@@ -47,6 +47,8 @@ class AuditEvent:
     secrets: tuple[str, ...] = ()
 
     def __init__(self, tool: str, effect: str | None) -> None:
+        #: When the call ended (``finish``; until then, when it began): events are written
+        #: as calls end, so a file of them is in time order, a nested call before its caller.
         self.time = time.time()
         self._start = time.perf_counter()
         self.tool = tool
@@ -64,7 +66,9 @@ class AuditEvent:
         return out
 
     def finish(self) -> None:
+        """The call ended: ``time`` is now, ``duration`` how long it took."""
         self.duration = time.perf_counter() - self._start
+        self.time = time.time()
 
     def seal(self) -> None:
         """Redact the call's credential from what the event holds now, and forget it: a sink

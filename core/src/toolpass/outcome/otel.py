@@ -5,6 +5,7 @@ imports it only when an ``OtelSink`` is made."""
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,7 @@ from toolpass._version import __version__
 from toolpass.outcome.audit import AuditEvent
 
 _SCALAR = (str, bool, int, float)
+log = logging.getLogger("toolpass")
 
 
 def _value(value: Any) -> Any:
@@ -48,11 +50,30 @@ class OtelSink:
             ) from None
         self.tracer = tracer or trace.get_tracer("toolpass", __version__)
         self._status, self._error = trace.Status, trace.StatusCode.ERROR
+        self._trace, self._default, self._checked = trace, tracer is None, False
+
+    def _warn_if_nowhere(self) -> None:
+        """Say once (logger ``toolpass``) when spans go nowhere: the API alone, no tracer
+        provider set (``trace.set_tracer_provider`` of ``opentelemetry-sdk``, or an agent)."""
+        self._checked = True
+        trace = self._trace
+        noop = isinstance(self.tracer, trace.NoOpTracer)
+        if self._default:
+            unset = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+            noop = noop or isinstance(trace.get_tracer_provider(), unset)
+        if noop:
+            log.warning(
+                "toolpass OtelSink: no OpenTelemetry tracer provider is set, so tool call "
+                "spans go nowhere; install opentelemetry-sdk and call "
+                "trace.set_tracer_provider(...) (or run under an OpenTelemetry agent)"
+            )
 
     def __call__(self, event: AuditEvent) -> None:
+        if not self._checked:
+            self._warn_if_nowhere()
         record = event.to_dict()
-        start = int(event.time * 1e9)
-        end = start + int(event.duration * 1e9)
+        end = int(event.time * 1e9)  # the event's time is when the call ended
+        start = end - int(event.duration * 1e9)
         where = _where(record["actions"])
         attributes = {
             "gen_ai.operation.name": "execute_tool",
