@@ -44,6 +44,7 @@ class User:
     account_id: str
     uuid: str
     display_name: str
+    account_status: str = "active"
 
     def json(self) -> dict[str, Any]:
         return {
@@ -51,6 +52,7 @@ class User:
             "account_id": self.account_id,
             "uuid": self.uuid,
             "display_name": self.display_name,
+            "account_status": self.account_status,
             "nickname": self.display_name.split()[0].lower(),
         }
 
@@ -62,6 +64,13 @@ class Repo:
     private: bool = True
     #: account id -> effective permission (read, write, admin)
     grants: dict[str, str] = field(default_factory=dict)
+    main: str = "main"
+    #: branch restrictions as Bitbucket answers them (kind, branch_match_kind, pattern, ...)
+    restrictions: list[dict[str, Any]] = field(default_factory=list)
+    #: pull request id -> destination branch
+    pulls: dict[int, str] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)  # the effective branching model
+    branches: set[str] = field(default_factory=lambda: {"main"})
 
 
 class FakeBitbucket(FakeServer):
@@ -90,6 +99,12 @@ class FakeBitbucket(FakeServer):
             rf"{API}/repositories/(?P<ws>{SLUG})/(?P<repo>{SLUG})/pullrequests",
             self._create_pull,
         )
+        repo = rf"{API}/repositories/(?P<ws>{SLUG})/(?P<repo>{SLUG})"
+        self.add("GET", rf"{repo}/branch-restrictions", self._restrictions)
+        self.add("GET", rf"{repo}/effective-branching-model", self._model)
+        self.add("GET", rf"{repo}/pullrequests/(?P<id>\d+)", self._pull)
+        self.add("POST", rf"{repo}/pullrequests/(?P<id>\d+)/merge", self._merge)
+        self.add("DELETE", rf"{repo}/refs/branches/(?P<name>.+)", self._delete_branch)
         self.add("GET", rf"{API}/users/(?P<user>{SLUG})", self._user)
         self.add("GET", rf"{API}/user", self._me)
         self.add("POST", r"/site/oauth2/access_token", self._token)
@@ -191,11 +206,78 @@ class FakeBitbucket(FakeServer):
                 "slug": repo.slug,
                 "name": repo.slug,
                 "is_private": repo.private,
+                "mainbranch": {"type": "branch", "name": repo.main},
                 "links": {
                     "self": {"href": f"{self.url}{API}/repositories/{repo.workspace}/{repo.slug}"}
                 },
             },
         )
+
+    def restrict(self, workspace: str, slug: str, kind: str, pattern: str = "", **kw: Any) -> None:
+        """A branch restriction: by glob ``pattern``, or ``branch_type`` of the model."""
+        repo = self.repos[(workspace, slug)]
+        how = "branching_model" if "branch_type" in kw else "glob"
+        rule = {"type": "branchrestriction", "id": len(repo.restrictions) + 1, "kind": kind}
+        rule |= {"branch_match_kind": how, "users": [], "groups": [], "value": None}
+        if how == "glob":
+            rule["pattern"] = pattern
+        users = [self.users[a].json() for a in kw.pop("users", ())]
+        groups = [{"type": "group", "slug": g, "name": g} for g in kw.pop("groups", ())]
+        repo.restrictions.append(rule | kw | {"users": users, "groups": groups})
+
+    def _visible(self, request: Request) -> Repo | Reply:
+        caller = self._caller(request)
+        if caller is None:
+            return error(401, "Unauthorized")
+        repo = self.repos.get((request.params["ws"], request.params["repo"]))
+        if repo is None or (repo.private and caller not in repo.grants):
+            return error(404, "Repository not found")
+        return repo
+
+    def _restrictions(self, request: Request) -> Reply:
+        repo = self._visible(request)
+        if isinstance(repo, Reply):
+            return repo
+        if self.repos[(repo.workspace, repo.slug)].grants.get(self._caller(request) or "") != (
+            "admin"
+        ):
+            return error(403, "You must be an administrator of this repository")
+        return self._paged(request, request.path, repo.restrictions)
+
+    def _model(self, request: Request) -> Reply:
+        repo = self._visible(request)
+        return repo if isinstance(repo, Reply) else Reply(200, repo.model)
+
+    def _pull(self, request: Request) -> Reply:
+        repo = self._visible(request)
+        if isinstance(repo, Reply):
+            return repo
+        target = repo.pulls.get(int(request.params["id"]))
+        if target is None:
+            return error(404, "Pull request not found")
+        body = {"type": "pullrequest", "id": int(request.params["id"]), "state": "OPEN"}
+        return Reply(200, body | {"destination": {"branch": {"name": target}}})
+
+    def _merge(self, request: Request) -> Reply:
+        repo = self._visible(request)
+        if isinstance(repo, Reply):
+            return repo
+        pull = repo.pulls.pop(int(request.params["id"]), None)
+        if pull is None:
+            return error(404, "Pull request not found")
+        return Reply(
+            200, {"type": "pullrequest", "id": int(request.params["id"]), "state": "MERGED"}
+        )
+
+    def _delete_branch(self, request: Request) -> Reply:
+        repo = self._visible(request)
+        if isinstance(repo, Reply):
+            return repo
+        name = unquote(request.params["name"])
+        if name not in repo.branches:
+            return error(404, "Branch not found")
+        repo.branches.discard(name)
+        return Reply(204, None)
 
     def _create_pull(self, request: Request) -> Reply:
         if self._caller(request) is None:
@@ -265,4 +347,13 @@ def populate(fake: FakeBitbucket) -> FakeBitbucket:
     fake.member("acme", "acc-erin", "owner")
     fake.member("acme", "acc-dana", "member")
     fake.member("acme", "acc-frank", "collaborator")
+    api = fake.repos[("acme", "api")]
+    api.branches |= {"release/1.0", "feature/x", "develop"}
+    api.pulls[7] = "main"
+    api.model = {
+        "type": "branching_model",
+        "development": {"name": "develop", "branch": {"name": "develop"}, "use_mainbranch": False},
+        "production": {"name": "main", "branch": {"name": "main"}, "enabled": True},
+        "branch_types": [{"kind": "release", "prefix": "release/", "enabled": True}],
+    }
     return fake

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from atlassian.bitbucket import Cloud
 from fakes.bitbucket import FakeBitbucket, populate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pytest_toolpass import IntegrationConformance
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError
@@ -17,6 +19,7 @@ from toolpass.integrations.bitbucket import Bitbucket
 from toolpass.intercept import ActionRefused
 
 PERMS = r"/2.0/workspaces/acme/permissions/repositories/api"
+_FIXTURES = [HealthCheck.function_scoped_fixture]
 PEOPLE = {
     f"{name}@example.com": f"acc-{name}" for name in ("dana", "erin", "frank", "gail", "engine")
 }
@@ -296,6 +299,111 @@ def test_the_catalog_names_the_least_privileged_credential() -> None:
     assert cls.default_url == "https://api.bitbucket.org"
 
 
+# --- branch restrictions and account state -------------------------------------------------
+MAIN, RELEASE, PULL = (
+    "branch:acme/api/main",
+    "branch:acme/api/release/1.0",
+    "pullrequest:acme/api/7",
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "action", "resource"),
+    [
+        ("push", "write", MAIN),
+        ("push", "write", "branch:acme/api/"),  # the main branch
+        ("delete", "delete_branch", MAIN),
+        ("restrict_merges", "write", PULL),  # pull request 7 merges into main
+    ],
+)
+def test_a_branch_restriction_binds_a_writer_and_an_admin(
+    fake: FakeBitbucket, kind: str, action: str, resource: str
+) -> None:
+    with Toolpass([conn(fake)]) as tp:
+        assert tp.check("dana@example.com", "bb", action, resource).allowed
+    fake.restrict("acme", "api", kind, "main")
+    with Toolpass([conn(fake)]) as tp:
+        for who in ("dana", "erin"):  # write, and admin
+            d = tp.check(f"{who}@example.com", "bb", action, resource)
+            assert d.decision == "deny", d.reason
+            assert kind in d.reason
+        assert tp.check("dana@example.com", "bb", action, "branch:acme/api/feature/x").allowed
+
+
+def test_the_users_a_push_restriction_lists_are_exempt(fake: FakeBitbucket) -> None:
+    fake.restrict("acme", "api", "push", "release/*", users=["acc-erin"])
+    fake.restrict("acme", "api", "delete", "release/*", users=["acc-erin"])  # binds everyone
+    with Toolpass([conn(fake)]) as tp:
+        assert tp.check("erin@example.com", "bb", "write", RELEASE).allowed
+        assert tp.check("dana@example.com", "bb", "write", RELEASE).decision == "deny"
+        assert tp.check("erin@example.com", "bb", "delete_branch", RELEASE).decision == "deny"
+
+
+def test_a_restriction_exempting_groups_is_unknown_for_others(fake: FakeBitbucket) -> None:
+    fake.restrict("acme", "api", "restrict_merges", "main", groups=["leads"])
+    with Toolpass([conn(fake)]) as tp:
+        assert tp.check("dana@example.com", "bb", "write", PULL).decision == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("branch_type", "branch", "decision"),
+    [
+        ("production", "main", "deny"),
+        ("development", "develop", "deny"),
+        ("development", "main", "allow"),
+        ("release", "release/1.0", "deny"),
+        ("feature", "feature/x", "allow"),  # no feature prefix in the model
+    ],
+)
+def test_a_branching_model_restriction_names_its_branches(
+    fake: FakeBitbucket, branch_type: str, branch: str, decision: str
+) -> None:
+    fake.restrict("acme", "api", "push", branch_type=branch_type)
+    with Toolpass([conn(fake)]) as tp:
+        d = tp.check("dana@example.com", "bb", "write", f"branch:acme/api/{branch}")
+    assert d.decision == decision, d.reason
+
+
+@given(
+    branch=st.text(
+        st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="*?"),
+        min_size=1,
+        max_size=30,
+    )
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=_FIXTURES)
+def test_a_glob_restriction_matches_the_branch_it_names(fake: FakeBitbucket, branch: str) -> None:
+    fake.repos[("acme", "api")].restrictions.clear()
+    fake.restrict("acme", "api", "push", branch)  # a literal pattern
+    fake.restrict("acme", "api", "push", "wip/*")
+    with Toolpass([conn(fake, permission_cache_ttl=0)]) as tp:
+        d = tp.check("dana@example.com", "bb", "write", f"branch:acme/api/{branch}")
+        assert d.decision == "deny", d.reason
+        d = tp.check("dana@example.com", "bb", "write", f"branch:acme/api/wip/{branch}")
+        assert d.decision == "deny", d.reason
+
+
+def test_unreadable_restrictions_are_unknown(fake: FakeBitbucket) -> None:
+    fake.restrict("acme", "api", "push", branch_match_kind="regex", pattern="m.*")
+    with Toolpass([conn(fake)]) as tp:
+        assert tp.check("dana@example.com", "bb", "write", MAIN).decision == "unknown"
+        assert tp.check("dana@example.com", "bb", "write", "repo:acme/api").allowed
+
+
+@pytest.mark.parametrize("status", ["inactive", "closed"])
+@pytest.mark.parametrize(
+    ("action", "resource"),
+    [("write", "repo:acme/api"), ("write", MAIN), ("member", "workspace:acme"), ("access", "site")],
+)
+def test_an_account_that_is_not_active_is_denied(
+    tp: Toolpass, fake: FakeBitbucket, status: str, action: str, resource: str
+) -> None:
+    fake.users["acc-dana"].account_status = status
+    d = tp.check("dana@example.com", "bb", action, resource)
+    assert d.decision == "deny", d.reason
+    assert status in d.reason
+
+
 # --- the route table ---------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("method", "path", "action", "resource", "flags"),
@@ -400,6 +508,50 @@ def test_the_hook_refuses_a_pull_request_before_it_is_sent(
     assert action["verdict"] == "not_authorized"
 
 
+def test_the_hook_refuses_a_merge_into_a_restricted_branch(
+    kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
+) -> None:
+    toolkit, events = kit
+    fake.restrict("acme", "api", "restrict_merges", "main", users=["acc-erin"])
+
+    @toolkit.tool()
+    def merge() -> str:
+        answer = _client(fake).post("repositories/acme/api/pullrequests/7/merge", data={})
+        return str(answer["state"])
+
+    with Session("dana@example.com").active(), pytest.raises(ActionRefused):
+        merge()
+    assert fake.seen("POST", r"/2.0/repositories/acme/api/pullrequests/7/merge") == []
+    [action] = events[-1].actions
+    assert (action["action"], action["resource"]) == ("write", "pullrequest:acme/api/7")
+    assert action["verdict"] == "not_authorized"
+    with Session("erin@example.com").active():
+        assert "MERGED" in merge()
+
+
+def test_the_hook_refuses_deleting_a_protected_branch(
+    kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
+) -> None:
+    toolkit, events = kit
+    fake.repos[("acme", "api")].branches |= {"rel-1", "wip"}
+    fake.restrict("acme", "api", "delete", "rel-*")
+
+    @toolkit.tool()
+    def delete(branch: str) -> str:
+        _client(fake).delete(f"repositories/acme/api/refs/branches/{branch}")
+        return "deleted"
+
+    with Session("erin@example.com").active(), pytest.raises(ActionRefused):
+        delete("rel-1")  # an admin too
+    assert "rel-1" in fake.repos[("acme", "api")].branches
+    [action] = events[-1].actions
+    assert (action["action"], action["resource"]) == ("delete_branch", "branch:acme/api/rel-1")
+    assert action["verdict"] == "not_authorized"
+    with Session("dana@example.com").active():
+        assert delete("wip") == "deleted"
+    assert "wip" not in fake.repos[("acme", "api")].branches
+
+
 def test_the_vendor_client_reads_a_repository_through_the_hook(
     kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
 ) -> None:
@@ -419,13 +571,27 @@ def test_the_vendor_client_reads_a_repository_through_the_hook(
 
 class TestBitbucketConformance(IntegrationConformance):
     integration = "bitbucket"
-    user, action, resource = "dana@example.com", "write", "repo:acme/api"
+    user, action, resource = "dana@example.com", "write", "branch:acme/api/main"
     system_user, template = "acc-dana", "acc-{local}"
     credential = "bb-api-token"
 
     @pytest.fixture
     def api(self, fake: FakeBitbucket) -> FakeBitbucket:
         return fake
+
+    def disable_account(self, api: FakeBitbucket) -> None:
+        api.users["acc-dana"].account_status = "inactive"
+
+    def make_read_only(self, api: FakeBitbucket) -> str:
+        api.restrict("acme", "api", "push", "*")  # no one pushes to any branch
+        return "write"
+
+    def bind_admins(self, api: FakeBitbucket) -> None:
+        api.grant("acme", "api", "acc-dana", "admin")
+        api.users["acc-dana"].account_status = "closed"
+
+    def revoke(self, api: FakeBitbucket) -> None:
+        api.grant("acme", "api", "acc-dana", "read")
 
     def connection(self, api: FakeBitbucket, **extra: Any) -> dict[str, Any]:
         settings = conn(api, **extra)

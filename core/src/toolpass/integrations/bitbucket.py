@@ -13,6 +13,16 @@ Only a repository's administrators may read its permission list, and only a work
 administrators its member roles: the engine's account is a workspace administrator even
 though it only reads. Keep its credential away from the agent.
 
+Rules above the permission: an account whose ``account_status`` (``GET /2.0/users/{id}``) is
+not ``active`` is denied. A write to a branch (``branch:WORKSPACE/REPO_SLUG/BRANCH``; BRANCH
+empty: the main branch), a branch's deletion (``delete_branch``) and a pull request's merge
+(``pullrequest:WORKSPACE/REPO_SLUG/ID``, by its destination branch) meet the repository's
+branch restrictions (``GET /2.0/repositories/{ws}/{repo}/branch-restrictions``): ``push``,
+``delete`` and ``restrict_merges`` matching the branch by glob ``pattern`` or branching-model
+kind (``effective-branching-model``); the users a ``push`` or ``restrict_merges`` restriction
+lists are exempt, one exempting groups leaves the others unknown (Bitbucket Cloud lists no
+group members).
+
 Resources: ``repo:WORKSPACE/REPO_SLUG`` (actions ``read``, ``write``, ``admin``),
 ``workspace:WORKSPACE`` (``member``, ``owner``) and ``site`` (``access``: the account exists).
 Users are Atlassian ``account_id``s (or Bitbucket ``{uuid}``s). Bitbucket Cloud has no
@@ -29,6 +39,7 @@ or any OAuth access token), ``oauth`` (an OAuth consumer's client credentials, e
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 import threading
 import time
@@ -47,6 +58,7 @@ from toolpass.integrations.base import (
     issued_token,
     load_actions,
 )
+from toolpass.integrations.routes import UNREADABLE, Match, Request
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import check_url
 
@@ -58,7 +70,14 @@ _SLUG = r"(?!\.+(?:/|$))[A-Za-z0-9_.-]{1,128}"  # never "." or ".."
 _REPO = re.compile(rf"({_SLUG})/({_SLUG})")
 _WORKSPACE = re.compile(_SLUG)
 _ACCOUNT = re.compile(r"[A-Za-z0-9:_-]{1,128}|\{[0-9a-fA-F-]{36}\}")
+_BRANCH = re.compile(rf"({_SLUG})/({_SLUG})/([^\x00-\x1f\x7f]{{0,255}})")
+_PULL = re.compile(rf"({_SLUG})/({_SLUG})/([1-9][0-9]{{0,9}})")
 SITE = "site"
+#: The branch restriction that binds each action on a branch, and whether its users and
+#: groups are exempt from it (``delete`` and ``force`` bind everyone).
+_RESTRICTS = {"write": "push", "delete_branch": "delete", "merge": "restrict_merges"}
+_EXEMPTING = frozenset({"push", "restrict_merges"})
+_MODEL_KINDS = frozenset({"feature", "bugfix", "release", "hotfix"})
 
 ACTIONS: tuple[Action, ...] = load_actions("bitbucket")
 _RANK = {a.name: int(a.terms["rank"]) for a in ACTIONS if "rank" in a.terms}
@@ -135,6 +154,31 @@ class Bitbucket(Integration):
         super().__init__(*args, **kwargs)
         self._token_lock = threading.Lock()
         self._lists: Remembered[str, tuple[dict[str, Any], ...]] = Remembered(1000)
+        self._reads: Remembered[str, dict[str, Any]] = Remembered(5000)
+
+    # --- the request hook --------------------------------------------------------------
+    def match_request(self, request: Request) -> Match | None:
+        """The table's route; a write that names its branch is asked on
+        ``branch:WS/SLUG/BRANCH`` (``POST .../src`` by its ``branch`` field, the main branch
+        without one; ``DELETE .../refs/branches/{name}`` as ``delete_branch``), a merge on
+        ``pullrequest:WS/SLUG/ID``: the branch restrictions then bind."""
+        found = self.route_table().match(request)
+        if found is None:
+            return None
+        ws, slug = found.params.get("workspace"), found.params.get("repo_slug")
+        path = found.route.path.removeprefix(f"{_API}/repositories/{{workspace}}/{{repo_slug}}")
+        if path == "/pullrequests/{pull_request_id}/merge":
+            target = f"pullrequest:{ws}/{slug}/{found.params.get('pull_request_id')}"
+            return _narrowed(found, "write", target)
+        if path == "/refs/branches/{name}" and found.route.method == "DELETE":
+            return _narrowed(found, "delete_branch", f"branch:{ws}/{slug}/{found.params['name']}")
+        if path == "/src" and found.route.method == "POST":
+            form = request.form
+            branch = form.get("branch", "") if form is not UNREADABLE else None
+            if not isinstance(branch, str):  # unreadable, or named twice
+                return Match(found.route, found.params, None)
+            return _narrowed(found, "write", f"branch:{ws}/{slug}/{branch}")
+        return found
 
     # --- configuration ---------------------------------------------------------------
     @classmethod
@@ -237,6 +281,13 @@ class Bitbucket(Integration):
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
         kind, _, ref = resource.partition(":")
+        if kind in ("branch", "pullrequest"):
+            return self._on_branch(user, action, kind, ref)
+        if action == "delete_branch":
+            return Decision.unknown(
+                f"delete_branch is asked on branch:WORKSPACE/REPO_SLUG/BRANCH, not {resource!r}",
+                cause="resource",
+            )
         repo = _REPO.fullmatch(ref) if kind == "repo" else None
         if action in _RANK and repo is None:
             return Decision.unknown(
@@ -258,14 +309,159 @@ class Bitbucket(Integration):
                 cause="identity",
             )
         if repo is not None:
-            return self._repository(account, action, repo.group(1), repo.group(2))
-        if action in _ROLES:
-            return self._workspace(account, action, ref)
-        what = "fetch the user's account"
-        data = self.get_json(f"{_API}/users/{quote(account, safe='')}", what=what, absent=(404,))
+            decided = self._repository(account, action, repo.group(1), repo.group(2))
+        elif action in _ROLES:
+            decided = self._workspace(account, action, ref)
+        else:
+            return self._site(account)
+        if not decided.allowed:
+            return decided
+        inactive = self._active(account)
+        return decided if inactive is None else inactive
+
+    def _on_branch(self, user: str, action: str, kind: str, ref: str) -> Decision:
+        """A write to a branch, a branch's deletion or a pull request's merge: the repository
+        permission, then the account, then the branch restrictions that bind it."""
+        shape = _PULL if kind == "pullrequest" else _BRANCH
+        named = shape.fullmatch(ref)
+        if (
+            named is None
+            or action not in ("write", "delete_branch")
+            or (kind == "pullrequest" and action != "write")
+        ):
+            return Decision.unknown(
+                f"{action} is not asked on {kind}:{ref!r} (branch:WORKSPACE/REPO_SLUG/BRANCH, "
+                "pullrequest:WORKSPACE/REPO_SLUG/ID)",
+                cause="resource",
+            )
+        account = self.user_id(user)
+        if not _ACCOUNT.fullmatch(account):
+            return Decision.unknown(
+                f"{user} maps to {account!r}, not an Atlassian account_id or Bitbucket uuid",
+                cause="identity",
+            )
+        ws, slug, name = named.groups()
+        decided = self._repository(account, action, ws, slug)
+        if not decided.allowed:
+            return decided
+        inactive = self._active(account)
+        if inactive is not None:
+            return inactive
+        kind_of = "merge" if kind == "pullrequest" else action
+        branch = self._destination(ws, slug, name) if kind == "pullrequest" else name
+        branch = branch or self._main_branch(ws, slug)
+        refused = self._restricted(account, _RESTRICTS[kind_of], ws, slug, branch)
+        return decided if refused is None else refused
+
+    def _site(self, account: str) -> Decision:
+        inactive = self._active(account)
+        return (
+            Decision.allow(f"Bitbucket has the account {account}") if inactive is None else inactive
+        )
+
+    def _account(self, account: str) -> dict[str, Any] | None:
+        """The user's account (``GET /2.0/users/{id}``), kept; None when there is none."""
+        path = f"{_API}/users/{quote(account, safe='')}"
+        hit = self._reads.get(path)
+        if hit is None:
+            found = self.get_json(path, what="fetch the user's account", absent=(404,))
+            hit = {"absent": True} if found is None else found
+            self._reads.put(path, hit, float(self.options.get("permission_cache_ttl", 60.0)))
+        return None if hit == {"absent": True} else hit
+
+    def _active(self, account: str) -> Decision | None:
+        """A denial when the account is not active (``account_status``), else None."""
+        data = self._account(account)
         if data is None:
             return Decision.deny(f"Bitbucket has no account {account}")
-        return Decision.allow(f"Bitbucket has the account {account}")
+        status = data.get("account_status")
+        if not isinstance(status, str) or not status:
+            raise LookupFailed(f"bitbucket's account {account} has no account_status")
+        if status != "active":
+            return Decision.deny(f"the Bitbucket account {account} is {status}")
+        return None
+
+    def _read(self, path: str, what: str) -> dict[str, Any]:
+        """One object, kept ``permission_cache_ttl``."""
+        hit = self._reads.get(path)
+        if hit is None:
+            hit = self.get_json(f"{_API}{path}", what=what)
+            self._reads.put(path, hit, float(self.options.get("permission_cache_ttl", 60.0)))
+        return hit
+
+    def _destination(self, ws: str, slug: str, pull: str) -> str:
+        what = f"read pull request {pull} of {ws}/{slug}"
+        data = self._read(f"/repositories/{quote(ws)}/{quote(slug)}/pullrequests/{pull}", what)
+        branch = ((data.get("destination") or {}).get("branch") or {}).get("name")
+        if not isinstance(branch, str) or not branch:
+            raise LookupFailed(f"bitbucket's answer to {what} has no destination branch")
+        return branch
+
+    def _main_branch(self, ws: str, slug: str) -> str:
+        what = f"read the repository {ws}/{slug}"
+        data = self._read(f"/repositories/{quote(ws)}/{quote(slug)}", what)
+        branch = (data.get("mainbranch") or {}).get("name")
+        if not isinstance(branch, str) or not branch:
+            raise LookupFailed(f"bitbucket's answer to {what} has no main branch")
+        return branch
+
+    def _restricted(
+        self, account: str, kind: str, ws: str, slug: str, branch: str
+    ) -> Decision | None:
+        """A denial when a branch restriction of ``kind`` matches ``branch`` and does not
+        exempt the user; unknown when one exempts groups (whose members Bitbucket Cloud does
+        not list) and not the user."""
+        name = f"{ws}/{slug}"
+        path = f"/repositories/{quote(ws)}/{quote(slug)}/branch-restrictions"
+        rules = self._list(path, f"list the branch restrictions of {name}")
+        if rules is None:
+            raise LookupFailed(f"bitbucket answered 404 to list the branch restrictions of {name}")
+        for rule in rules:
+            if rule.get("kind") != kind or not self._matches(rule, ws, slug, branch):
+                continue
+            users, groups = rule.get("users") or [], rule.get("groups") or []
+            if not isinstance(users, list) or not isinstance(groups, list):
+                raise LookupFailed(f"bitbucket's branch restriction on {name} is malformed")
+            if kind in _EXEMPTING and any(
+                isinstance(u, dict) and _is({"user": u}, account) for u in users
+            ):
+                continue
+            if kind in _EXEMPTING and groups:
+                return Decision.unknown(
+                    f"a {kind} restriction on branch {branch} of {name} exempts groups, whose "
+                    f"members Bitbucket does not list: whether {account} is one is unknown"
+                )
+            return Decision.deny(
+                f"a {kind} branch restriction on {branch} of Bitbucket repository {name} "
+                f"does not let {account} do this"
+            )
+        return None
+
+    def _matches(self, rule: Mapping[str, Any], ws: str, slug: str, branch: str) -> bool:
+        """Whether a branch restriction names ``branch``: a glob ``pattern``, or a kind of the
+        repository's branching model."""
+        how = rule.get("branch_match_kind", "glob")
+        if how == "glob":
+            pattern = rule.get("pattern")
+            if not isinstance(pattern, str):
+                raise LookupFailed("bitbucket's glob branch restriction has no pattern")
+            return _glob(pattern).fullmatch(branch) is not None
+        if how != "branching_model":
+            raise LookupFailed(f"bitbucket gave the unknown branch_match_kind {how!r}")
+        what = f"read the branching model of {ws}/{slug}"
+        model = self._read(
+            f"/repositories/{quote(ws)}/{quote(slug)}/effective-branching-model", what
+        )
+        kind = rule.get("branch_type")
+        if kind in ("development", "production"):
+            named = model.get(kind) or {}
+            found = named.get("name") or (named.get("branch") or {}).get("name")
+            return named.get("enabled", True) is not False and found == branch
+        if kind not in _MODEL_KINDS:
+            raise LookupFailed(f"bitbucket gave the unknown branch_type {kind!r}")
+        types = model.get("branch_types") or []
+        prefixes = [t.get("prefix") for t in types if isinstance(t, dict) and t.get("kind") == kind]
+        return any(isinstance(p, str) and p and branch.startswith(p) for p in prefixes)
 
     def _not_found(self, text: str) -> Decision:
         if self.options.get("not_found") == "deny":
@@ -343,6 +539,18 @@ class Bitbucket(Integration):
 
 class _Absent(Exception):
     """The list's first page answered 404."""
+
+
+def _narrowed(found: Match, action: str, resource: str) -> Match:
+    route = dataclasses.replace(found.route, action=action)
+    return Match(route, found.params, resource)
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A branch restriction's glob as a pattern: ``*`` any text (``/`` too), ``?`` any one
+    character (read widely: a pattern that matches more binds more, never less)."""
+    parts = (".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile("".join(parts), re.DOTALL)
 
 
 def _is(entry: Mapping[str, Any], account: str) -> bool:
