@@ -11,6 +11,12 @@ It speaks the documented shapes of the Bitbucket Cloud REST API 2.0:
 - ``GET /2.0/workspaces/{workspace}/permissions``: paged ``workspace_membership`` objects
   (``permission``: owner, collaborator, member); workspace owners only (else 403);
 - ``POST /2.0/repositories/{workspace}/{repo_slug}/pullrequests``: creates a pull request;
+  ``GET .../pullrequests/{id}`` (``destination.branch.name``), ``POST .../pullrequests/{id}/merge``;
+- ``GET .../branch-restrictions`` (paged ``branchrestriction`` objects: ``kind``,
+  ``branch_match_kind`` glob or branching_model, ``pattern`` / ``branch_type``, exempt
+  ``users`` and ``groups``; repository admins only, else 403),
+  ``GET .../effective-branching-model``, ``DELETE .../refs/branches/{name}``;
+- users carry ``account_status`` (``active``, ``inactive``, ``closed``);
 - ``POST /site/oauth2/access_token``: client credentials (HTTP basic client id and secret).
 
 Pages hold ``pagelen`` values (at most ``page_cap``) with ``page``, ``size`` and ``next`` (a
@@ -18,7 +24,8 @@ full URL on the fake's own origin). Errors carry Bitbucket's body
 ``{"type": "error", "error": {"message": ...}}``; a request without a valid credential is 401.
 
 State is plain data: :meth:`add_user`, :meth:`add_repo`, :meth:`grant`, :meth:`member`,
-:meth:`basic` / :meth:`bearer` / :meth:`oauth_client` credentials.
+:meth:`restrict` (a branch restriction), :meth:`basic` / :meth:`bearer` / :meth:`oauth_client`
+credentials.
 """
 
 from __future__ import annotations
