@@ -970,6 +970,32 @@ def test_python_gitlab_cannot_create_a_tag_no_one_may(tagged: World) -> None:
     )
 
 
+def test_python_gitlab_cannot_list_a_milestones_issues_as_a_guest(world: World) -> None:
+    """Through the request hook: a milestone's issues hold confidential ones the agent's
+    token sees; a Guest, who may read the project, is refused before GitLab is asked."""
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    fake, events = world.fake, []
+    with world.engine() as engine:
+        kit = Toolkit(permissions=engine, audit=[events.append])
+
+        @kit.tool()
+        def milestone_issues() -> int:
+            client = gitlab.Gitlab(fake.url, private_token=BOT_TOKEN)
+            project = client.projects.get("acme/platform/api", lazy=True)
+            return len(project.milestones.get(3, lazy=True).issues())
+
+        try:
+            with Session("erin@example.com").active(), pytest.raises(ActionRefused):
+                milestone_issues()
+        finally:
+            intercept.uninstall()
+    assert fake.seen("GET", rf"{API}/projects/.*/milestones/3/issues") == []
+    action = events[0].actions[-1]
+    assert (action["action"], action["resource"]) == ("issue.read_all", PROJECT)
+
+
 @given(st.text(min_size=1, max_size=40))
 def test_hostile_tag_names_never_parse_into_another_resource(name: str) -> None:
     try:

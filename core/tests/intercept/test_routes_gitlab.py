@@ -397,6 +397,15 @@ def test_hand_checked_requests(
         ("/api/v4/groups/acme/variables", "", ("group.settings", "group:acme")),
         ("/api/v4/groups/acme/hooks", "", ("group.settings", "group:acme")),
         ("/api/v4/groups/acme/labels", "", ("group.read", "group:acme")),
+        # a milestone's or an epic's issues: confidential ones too, whatever the filter
+        ("/api/v4/projects/42/milestones/3/issues", "", ("issue.read_all", "project:42")),
+        ("/api/v4/groups/acme/milestones/3/issues", "", ("group.read_all", "group:acme")),
+        ("/api/v4/groups/acme/epics/3/issues", "", ("group.read_all", "group:acme")),
+        (
+            "/api/v4/projects/acme%2Fapi/issues",
+            "confidential=false&confidential=true",
+            ("issue.read_all", "project:acme/api"),
+        ),
     ],
 )
 def test_lists_and_searches_need_what_they_can_return(

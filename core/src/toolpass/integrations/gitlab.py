@@ -923,14 +923,19 @@ def _listing_action(route: Route, request: Request) -> str | None:
     """The action of a read that lists or searches what a project or group holds, by what
     it can return (the agent's token sees more than the user may): a search by its
     ``scope`` (an unknown scope: ``instance.read``, which only administrators pass), an
-    issue list by whether it may hold confidential issues (``confidential=false`` cannot),
+    issue list by whether it may hold confidential issues (``confidential=false`` cannot; a
+    milestone's or an epic's issues always may),
     a group's merge requests and epics across its projects, a group's settings and secrets.
     None when the route's own action stands."""
     if route.method != "GET":
         return None
     kind, _, rest = route.path.removeprefix("/api/v4/").partition("s/{")
     tail = rest.partition("}/")[2]
-    if kind not in ("project", "group") or "/" in tail:
+    if kind not in ("project", "group"):
+        return None
+    if re.fullmatch(r"(?:milestones|epics)/\{\w+\}/issues", tail):
+        return "issue.read_all" if kind == "project" else "group.read_all"  # confidential too
+    if "/" in tail:
         return None
     if tail == "search":
         scope = _fields.scalar(_fields.either(request, "scope")) or ""
