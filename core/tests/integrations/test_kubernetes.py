@@ -898,3 +898,20 @@ class TestKubernetesConformance(IntegrationConformance):
 
     def connection(self, api: FakeKubernetes, **extra: Any) -> dict[str, Any]:
         return conn(**{"url": api.url, **extra})
+
+    unsupported = {
+        "disable_account": "Kubernetes has no user accounts: a user is the name an "
+        "authenticator outside the API server asserts, and RBAC has nothing to disable",
+        "make_read_only": "a Deployment has no read-only state RBAC knows of; refusing writes "
+        "to one is admission control, which a SubjectAccessReview does not evaluate",
+    }
+
+    def bind_admins(self, api: FakeKubernetes) -> None:
+        """Dana is bound to cluster-admin; a webhook authorizer, consulted before RBAC,
+        denies her reading the Deployment (``denied: true``), which no RBAC allow lifts."""
+        api.bind("dana-admin", [Rule(["*"], ["*"], ["*"])], users=[DANA], role="cluster-admin")
+        api.deny("get", "deployments", users=[DANA], reason="change freeze on payments")
+
+    def revoke(self, api: FakeKubernetes) -> None:
+        """The RoleBinding that grants payments-devs the Deployments is deleted."""
+        api.bindings = [b for b in api.bindings if b.name != "payments-devs"]
