@@ -308,3 +308,21 @@ def test_chunks_go_only_when_they_end_where_the_body_ends(
             with pytest.raises(ToolRefused):
                 read_repo()
             assert arrived(github) == []
+
+
+def test_send_on_a_urllib3_connection_is_held_to_its_request(
+    kit: Toolkit, github: FakeGitHub
+) -> None:
+    conn = urllib3.connection.HTTPConnection("127.0.0.1", _port(github), timeout=5)
+
+    @kit.tool()
+    def read_then_delete() -> str:
+        conn.request("GET", "/repos/acme/widgets", headers=AUTH)
+        conn.send(SMUGGLED_BYTES)
+        return "sent"
+
+    with Session("dana@example.com").active(), pytest.raises(ToolRefused) as info:
+        read_then_delete()
+    conn.close()
+    assert info.value.code == "check_error"
+    assert "DELETE" not in arrived(github)
