@@ -403,6 +403,37 @@ def test_slack_sdk_search_is_refused_before_it_leaves(slack: FakeSlack) -> None:
     assert (action["action"], action["resource"]) == ("search.read", "workspace")
 
 
+@pytest.mark.parametrize("twin", [" channel", "channel[]", "channel.", "Channel", "channel\u00a0"])
+def test_an_argument_slack_may_read_as_another_names_no_channel(
+    slack: FakeSlack, twin: str
+) -> None:
+    """Through the request hook: beside ``channel=C0ENG`` (erin's), an argument a PHP-style
+    reader may take for ``channel`` (`` channel``, ``channel[]``) names no channel, and the
+    request never reaches Slack."""
+    from slack_sdk import WebClient
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    events: list[Any] = []
+    with engine(slack) as tp:
+        kit = Toolkit(permissions=tp, audit=[events.append])
+
+        @kit.tool()
+        def history() -> str:
+            client = WebClient(token=BOT, base_url=slack.url + "/")
+            params = {"channel": "C0ENG", twin: "C0SECRET"}
+            return str(client.api_call("conversations.history", params=params)["ok"])
+
+        try:
+            with Session("erin@example.com").active(), pytest.raises(ActionRefused):
+                history()
+        finally:
+            intercept.uninstall()
+    assert slack.server.seen(None, "/conversations.history") == []
+    action = events[-1].actions[-1]
+    assert (action["action"], action["resource"]) == ("conversations.history", None)
+
+
 def test_a_grid_public_channel_is_read_by_its_workspaces_members_only(
     tp: Toolpass, slack: FakeSlack
 ) -> None:

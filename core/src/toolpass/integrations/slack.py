@@ -67,6 +67,7 @@ _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
 _TEAM_ID = re.compile(r"[TE][A-Z0-9]{2,30}")
 _TS = re.compile(r"\d{1,12}\.\d{1,9}")
 _CHANNEL_NAME = re.compile(r"[^\s#,/]{1,80}")
+_ARGUMENT = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 # what every check reads (users.lookupByEmail, users.info, conversations.info / .members)
 _NEEDED_SCOPES = ("users:read", "users:read.email", "channels:read", "groups:read")
@@ -312,12 +313,16 @@ class Slack(Integration):
     def match_request(self, request: Request) -> Match | None:
         """The method's route (``routes/slack.json``), its resource read from wherever Slack
         reads arguments: the query string, a urlencoded, multipart or JSON body. A channel
-        named in two places differently, or a list of several channels, names no resource."""
+        named in two places differently, or a list of several channels, names no resource;
+        nor does an argument name other than Slack's snake_case (`` channel``, ``channel[]``,
+        ``channel.x``: a PHP-style reader may take it for ``channel``)."""
         found = self.route_table().match(request)
         if found is not None and found.route.path in _SEARCH_METHODS:
             return self._searched(found)
         if found is None or "{" not in found.route.resource:
             return found
+        if not _plain_arguments(request):
+            return Match(found.route, found.params, None)
         method = found.route.path.lstrip("/")
 
         def value_of(name: str) -> Any:
@@ -888,6 +893,13 @@ class Slack(Integration):
             admin = self.call("auth.test", admin=True)
             detail += f"; admin token of {admin.get('user')} ({admin.get('user_id')})"
         return ProbeResult(True, detail)
+
+
+def _plain_arguments(request: Request) -> bool:
+    """Whether every argument the request names is named as Slack names its arguments."""
+    body = _fields.form(request)
+    names = [*request.query, *(body if isinstance(body, Mapping) else ())]
+    return all(isinstance(n, str) and _ARGUMENT.fullmatch(n) for n in names)
 
 
 def _is_admin(person: Mapping[str, Any]) -> bool:
