@@ -379,5 +379,26 @@ class TestArgoCDConformance(IntegrationConformance):
     def connection(self, api: FakeArgoCD, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
 
+    unsupported = {
+        "disable_account": "dana signs in through SSO, whose provider disables her; a local "
+        "account's accounts.<name>.enabled in argocd-cm is not read (only argocd-rbac-cm)",
+    }
+
+    def make_read_only(self, api: FakeArgoCD) -> str:
+        """An active deny sync window on guestbook (``canSync: false``)."""
+        api.blocked.add(("argocd", "guestbook"))
+        return "applications.sync"
+
+    def bind_admins(self, api: FakeArgoCD) -> None:
+        """Dana holds role:admin, and a deny for her on guestbook wins over every allow of
+        her roles (Argo CD's policy effect: an allow and no deny)."""
+        api.rbac["policy.csv"] += (
+            "\ng, dana, role:admin\np, dana, applications, sync, team-a/guestbook, deny\n"
+        )
+
+    def revoke(self, api: FakeArgoCD) -> None:
+        """Dana loses role:deployer in argocd-rbac-cm."""
+        api.rbac["policy.csv"] = api.rbac["policy.csv"].replace("g, dana, role:deployer\n", "")
+
 
 _ = ArgoCD
