@@ -272,3 +272,22 @@ class TestPagerDutyConformance(IntegrationConformance):
 
     def connection(self, api: FakePagerDuty, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    unsupported = {
+        "make_read_only": "PagerDuty has no read-only incident: a resolved one still takes "
+        "notes, status updates and responder requests (incidents.respond)",
+        "bind_admins": "nothing in PagerDuty's roles binds an Admin or the Account Owner: "
+        "team roles and private teams apply below the base role admin",
+    }
+
+    def disable_account(self, api: FakePagerDuty) -> None:
+        """Dana is removed from the account (``DELETE /users/{id}``): gone from the users
+        and from her teams."""
+        del api.users["PDANA01"]
+        for team in api.teams.values():
+            team["members"].pop("PDANA01", None)
+
+    def revoke(self, api: FakePagerDuty) -> None:
+        """Dana's base role is lowered to Stakeholder (observer) and she leaves team A."""
+        api.users["PDANA01"].update(role="observer", teams=[])
+        del api.teams["PTEAMA1"]["members"]["PDANA01"]
