@@ -37,7 +37,7 @@ from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
 from llama_index.core.agent.workflow.multi_agent_workflow import handoff
 from llama_index.core.tools import BaseTool, FunctionTool, ToolOutput
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
-from llama_index.core.tools.types import AsyncBaseTool, ToolMetadata
+from llama_index.core.tools.types import AsyncBaseTool, ToolMetadata, adapt_to_async_tool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 from toolpass.adapting import (
     Guard,
@@ -214,13 +214,16 @@ class ToolpassAuthorization:
             )
         for agent in agents:
             _refuse_generated_code(agent)
+        coders = [a for a in agents if getattr(a, "code_execute_fn", None) is not None]
         for host in hosts:
-            _hook(host, self)
+            _hook(host, self, coders)
         tools: dict[str, list[str] | None] = {}
         for agent in agents:
             for each in agent.tools or ():
                 tool = each if isinstance(each, BaseTool) else FunctionTool.from_defaults(each)
                 tools[_name(tool)] = _arguments(tool)
+            if agent not in coders:  # the check goes with its tools into any later workflow
+                agent.tools = [_Applied.of(each, self) for each in agent.tools or ()]
         complete = all(agent.tool_retriever is None for agent in agents)
         self.guard.add_tools(tools, complete=complete)
         return target
@@ -497,9 +500,21 @@ class GuardedTool(AsyncBaseTool):
 # The agent's tool-call step.
 
 
-def _hook(host: Any, owner: ToolpassAuthorization) -> None:
+class _Applied(GuardedTool):
+    """An applied agent's tool, checked by itself when a host ``apply`` did not guard (an
+    ``AgentWorkflow`` made later) runs it; a guarded host runs the tool as LlamaIndex would."""
+
+    @classmethod
+    def of(cls, tool: BaseTool | Callable[..., Any], owner: ToolpassAuthorization) -> BaseTool:
+        if isinstance(tool, GuardedTool) and tool.owner is owner:
+            return tool
+        return cls(tool if isinstance(tool, BaseTool) else FunctionTool.from_defaults(tool), owner)
+
+
+def _hook(host: Any, owner: ToolpassAuthorization, coders: Sequence[Any] = ()) -> None:
     """Replace ``host._call_tool`` (the step that runs every tool call of an agent or an
-    agent workflow) with one that checks the call first."""
+    agent workflow) with one that checks the call first; while one of ``coders`` (agents
+    running generated code) has a tool that does not check itself, every call is refused."""
     original = getattr(host, "_call_tool", None)
     if not inspect.iscoroutinefunction(original):
         raise TypeError(
@@ -516,13 +531,18 @@ def _hook(host: Any, owner: ToolpassAuthorization) -> None:
             output: ToolOutput = await original(ctx, tool, tool_input)
             return output
         inner: AsyncBaseTool = tool
-        if isinstance(tool, GuardedTool) and tool.owner is owner:  # checked here, once
+        if isinstance(tool, _Applied) and tool.owner is owner:  # checked here, once
+            inner = adapt_to_async_tool(tool.tool)
+        elif isinstance(tool, GuardedTool) and tool.owner is owner:
             inner = tool.tool if isinstance(tool.tool, AsyncBaseTool) else _Threaded(tool.tool)
         arguments = {k: v for k, v in tool_input.items() if not isinstance(v, Context)}
         try:
             name = _name(tool)
         except Exception as exc:  # a tool without a name: nothing to check it by
             return owner._failed_check("(unnamed tool)", arguments, tool_input, exc)
+        unchecked = _generated_code_problem(coders)
+        if unchecked is not None:
+            return owner._refused(name, arguments, tool_input, unchecked, audit=True)
         return await owner.acall(
             ctx, name, arguments, lambda: original(ctx, inner, tool_input), tool_input
         )
@@ -648,6 +668,22 @@ def _refuse_generated_code(agent: Any) -> None:
             "toolpass secured tool (Toolkit.secured_tool or toolpass.tool) before giving it "
             "to the agent and to code_execute_fn, or use a FunctionAgent or ReActAgent."
         )
+
+
+def _generated_code_problem(coders: Sequence[Any]) -> ToolRefused | None:
+    """The refusal for a call of an agent running generated code that was given a tool not
+    checking itself after ``apply`` (None while every one checks itself)."""
+    for agent in coders:
+        try:
+            _refuse_generated_code(agent)
+        except ValueError as problem:
+            return ToolRefused(
+                "not_configured",
+                "This agent's code cannot be run safely as it is set up, so the call was not "
+                "made. Tell the user.",
+                detail=str(problem),
+            )
+    return None
 
 
 #: The tools a CodeActAgent adds itself: running the model's code, and handing off.
