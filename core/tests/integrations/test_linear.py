@@ -341,3 +341,24 @@ class TestLinearConformance(IntegrationConformance):
 
     def connection(self, api: FakeLinear, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    unsupported = {
+        "make_read_only": "not read: Linear's archived issues and retired teams (archivedAt) "
+        "are not in what the integration asks",
+    }
+
+    def disable_account(self, api: FakeLinear) -> None:
+        """Ana is suspended (``active: false``)."""
+        api.users[ANA]["active"] = False
+
+    def bind_admins(self, api: FakeLinear) -> None:
+        """Ana is a workspace admin, and ENG becomes a private team she is not a member of:
+        a private team binds admins too (they see only the private teams they belong to)."""
+        api.users[ANA]["admin"] = True
+        api.teams[ENG].update(private=True, visibility="private")
+        del api.members[(ANA, ENG)]
+
+    def revoke(self, api: FakeLinear) -> None:
+        """Ana becomes a guest and leaves ENG: a guest sees only the teams they belong to."""
+        api.users[ANA]["guest"] = True
+        del api.members[(ANA, ENG)]
