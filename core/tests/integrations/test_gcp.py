@@ -315,6 +315,30 @@ def test_a_query_is_checked_on_every_table_it_reads(
     } in asked
 
 
+def test_a_default_dataset_places_only_unqualified_tables(
+    kit: tuple[Toolkit, list[Any]], fake: FakeGcp, key: Path
+) -> None:
+    """``defaultDataset`` names the dataset of a bare ``t``; ``d.t`` stays in the job's
+    project whatever project the default dataset is in (BigQuery: it "does not alter
+    behavior of unqualified dataset names")."""
+    toolkit, events = kit
+    body = {
+        "query": "SELECT count(*) FROM sales.orders",
+        "useLegacySql": False,
+        "defaultDataset": {"projectId": "other-proj", "datasetId": "hr"},
+    }
+
+    @toolkit.tool(effect="read")
+    def query() -> Any:
+        with _bigquery(fake, key) as bigquery:
+            return bigquery.jobs().query(projectId="proj-1", body=body).execute()
+
+    with Session("alice@example.com").active():
+        assert "42" in str(query())
+    [action] = [a for a in events[-1].actions if a["action"] == "bigquery.jobs.create"]
+    assert action["resource"] == (f"{PROJECT} +bigquery.tables.getData {SALES}/tables/orders")
+
+
 @pytest.mark.parametrize(
     "sql",
     [

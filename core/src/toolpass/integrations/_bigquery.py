@@ -192,8 +192,8 @@ def _named(
         return None
     if len(name) == 1 and home is not None:
         name = (*home, *name)
-    elif len(name) == 2:
-        name = (home[0] if home else project, *name)
+    elif len(name) == 2:  # defaultDataset "does not alter behavior of unqualified dataset names"
+        name = (project, *name)
     if len(name) != 3:
         return None
     p, d, t = name
