@@ -426,3 +426,27 @@ class TestGcpConformance(IntegrationConformance):
 
     def connection(self, api: FakeGcp, **extra: Any) -> dict[str, Any]:
         return conn(api, self._key, **extra)
+
+    unsupported = {
+        "make_read_only": "not read: a bucket's retention policy and an object's holds "
+        "(temporaryHold, eventBasedHold) refuse deletes that IAM, which the Policy "
+        "Troubleshooter answers for, allows",
+    }
+
+    def disable_account(self, api: FakeGcp) -> None:
+        """Alice's Google account is deleted: IAM rewrites her bindings to
+        ``deleted:user:...?uid=`` principals, which grant nothing."""
+        api.grants = {
+            (f"deleted:{p}?uid=123456789" if p == "user:alice@example.com" else p, perm, res)
+            for p, perm, res in api.grants
+        }
+
+    def bind_admins(self, api: FakeGcp) -> None:
+        """Alice holds every permission of roles/owner on the project; an IAM deny policy on
+        the bucket denies her deleting objects, and deny policies bind owners too."""
+        api.grants.add(("user:alice@example.com", "resourcemanager.projects.setIamPolicy", PROJECT))
+        api.denies.add(("user:alice@example.com", "storage.objects.delete", BUCKET))
+
+    def revoke(self, api: FakeGcp) -> None:
+        """Alice's project binding that grants deleting objects is removed."""
+        api.grants.discard(("user:alice@example.com", "storage.objects.delete", PROJECT))
