@@ -291,3 +291,23 @@ class TestGoogleWorkspaceConformance(IntegrationConformance):
 
     def connection(self, api: FakeWorkspace, **extra: Any) -> dict[str, Any]:
         return conn(api, self._key, **extra)
+
+    def disable_account(self, api: FakeWorkspace) -> None:
+        """Alice is suspended in the directory."""
+        api.users["alice@example.com"]["suspended"] = True
+
+    def make_read_only(self, api: FakeWorkspace) -> str:
+        """doc1 gets a read-only content restriction: Drive answers ``canModifyContent:
+        false`` to everyone, its editors too."""
+        api.files["doc1"]["alice@example.com"]["canModifyContent"] = False
+        return "drive.file.write"
+
+    def bind_admins(self, api: FakeWorkspace) -> None:
+        """Alice is a super admin; a read-only content restriction only an owner may lift
+        (``ownerRestricted``) still holds her as the user Drive answers for."""
+        api.users["alice@example.com"]["isAdmin"] = True
+        api.files["doc1"]["alice@example.com"].update(canModifyContent=False, canEdit=True)
+
+    def revoke(self, api: FakeWorkspace) -> None:
+        """Alice's permission on doc1 is removed: as her, Drive no longer finds the file."""
+        del api.files["doc1"]["alice@example.com"]
