@@ -180,3 +180,45 @@ def test_a_field_left_out_of_repr_is_shown_and_bound() -> None:
         assert other.value.code == "approval_pending"
         assert pay(Payment(10, "utility")) == "paid"
     assert paid == ["utility"]
+
+
+# --- secrets ----------------------------------------------------------------------------------
+
+
+def test_a_secret_inside_an_argument_is_not_shown() -> None:
+    arguments = {
+        "request": {
+            "url": "https://api.example/v1",
+            "headers": {"Authorization": "Basic ZGFuYTpodW50ZXIy"},
+        },
+        "accounts": [{"name": "ops", "password": "correct horse battery"}],
+    }
+    request = ask(ApprovalQueue(), arguments)
+    assert "ZGFuYTpodW50ZXIy" not in request.preview
+    assert "correct horse" not in request.preview
+    assert "'url': 'https://api.example/v1'" in request.preview  # the rest is shown
+    assert "'name': 'ops'" in request.preview
+    assert "a secret, not shown" in request.preview
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.recursive(
+        st.one_of(
+            st.integers(),
+            st.text(max_size=8),
+            st.none(),
+            st.floats(allow_nan=False, allow_infinity=False),
+        ),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.tuples(inner),
+            st.tuples(inner, inner),
+            st.dictionaries(st.text("abc", max_size=3), inner, max_size=3),
+        ),
+        max_leaves=8,
+    )
+)
+def test_a_value_without_secrets_is_shown_as_python_writes_it(value: Any) -> None:
+    request = ask(ApprovalQueue(), {"value": value})
+    assert request.preview == f"  value = {value!r}" or "not shown" in request.preview

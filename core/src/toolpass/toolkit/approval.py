@@ -47,15 +47,34 @@ def _name(name: object) -> str:
 
 
 def _text(value: Any, depth: int = 0) -> str:
-    """``repr(value)``, with every field of a dataclass (a field kept out of its repr is
-    still part of the call)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type) and depth < 10:
-        fields = ", ".join(
-            f"{f.name}={_text(getattr(value, f.name, None), depth + 1)}"
+    """``repr(value)``, except that a value held under a secret's name in a dict (at any
+    depth in dicts, lists and tuples) shows only its digest, and a dataclass shows every
+    field (one kept out of its repr is still part of the call)."""
+    if depth > 20:
+        return printable(repr(value))
+    kind = type(value)
+    if kind is dict:
+        items = (f"{_text(k, depth + 1)}: {_held(k, v, depth)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    if kind is list or kind is tuple:
+        inner = ", ".join(_text(v, depth + 1) for v in value)
+        return f"[{inner}]" if kind is list else f"({inner}{',' if len(value) == 1 else ''})"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = (
+            f"{f.name}={_held(f.name, getattr(value, f.name, None), depth)}"
             for f in dataclasses.fields(value)
         )
-        return f"{type(value).__name__}({fields})"
+        return f"{kind.__name__}({', '.join(fields)})"
     return printable(repr(value))
+
+
+def _held(name: Any, value: Any, depth: int) -> str:
+    """A value held under ``name``: its digest alone when the name is a secret's."""
+    text = _text(value, depth + 1)
+    if isinstance(name, str) and secret_name(name):
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return f"[a secret, not shown: sha256 {digest}]"
+    return text
 
 
 def _shown(name: str, value: Any) -> str:
