@@ -17,7 +17,9 @@ one segment) to capabilities, the most specific pattern wins as Vault's priority
 (exact before glob; a later wildcard, fewer ``+``, a longer pattern first), and a token's
 policies merge per pattern (``deny`` wins). A root token holds ``["root"]``. Every request
 needs ``X-Vault-Token``; a missing or unknown token is 403 ``{"errors": ["permission
-denied"]}``; a KV request the token's capabilities refuse is 403 too.
+denied"]}``; a KV request the token's capabilities refuse is 403 too, and so is asking the
+capabilities of a token whose identity entity is disabled (``Token.entity_disabled``), as
+Vault's ``Capabilities`` refuses it.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class Token:
     name: str
     policies: list[str] = field(default_factory=list)
     root: bool = False
+    entity_disabled: bool = False  # the identity entity the token belongs to is disabled
 
 
 def _priority(pattern: str) -> tuple[int, int, int, int, int]:
@@ -154,6 +157,8 @@ class FakeVault(FakeServer):
             )
             if target is None:
                 return Reply(400, {"errors": ["invalid accessor"]})
+            if target.entity_disabled:  # vault/capabilities.go: the entity is disabled
+                return denied()
             return self._caps_answer(target, paths)
 
         def capabilities_self(request: Request) -> Reply | dict[str, Any]:

@@ -369,3 +369,26 @@ class TestVaultConformance(IntegrationConformance):
 
     def error_body(self, text: str) -> Any:
         return {"errors": [text]}
+
+    unsupported = {
+        "make_read_only": "a Vault path has no read-only state of its own: what a token may "
+        "do there is its policies' capabilities (a sealed Vault or a locked namespace "
+        "answers nothing at all)",
+    }
+
+    def disable_account(self, api: FakeVault) -> None:
+        """Dana's identity entity is disabled: Vault refuses her token's capabilities."""
+        api.tokens[DANA_TOKEN].entity_disabled = True
+
+    def bind_admins(self, api: FakeVault) -> None:
+        """Dana holds an admin policy (every capability on every path, sudo too); a policy
+        that denies secret/data/app/db wins over it, as deny wins over every policy but
+        root's."""
+        every = ["create", "read", "update", "patch", "delete", "list", "sudo"]
+        api.set_policy("admin", {"*": every})
+        api.set_policy("no-db", {"secret/data/app/db": ["deny"]})
+        api.tokens[DANA_TOKEN].policies += ["admin", "no-db"]
+
+    def revoke(self, api: FakeVault) -> None:
+        """Dana's token is revoked: its accessor is no longer valid."""
+        del api.tokens[DANA_TOKEN]
