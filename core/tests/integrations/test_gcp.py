@@ -315,6 +315,27 @@ def test_a_query_is_checked_on_every_table_it_reads(
     } in asked
 
 
+def test_a_name_not_given_in_full_in_a_session_is_refused(
+    kit: tuple[Toolkit, list[Any]], fake: FakeGcp, key: Path
+) -> None:
+    """In a session, ``SET @@dataset_project_id`` run earlier moves ``d.t`` to another
+    project: only a name in full is placed."""
+    toolkit, _ = kit
+    session = [{"key": "session_id", "value": "CgwKBnByb2otMRABGAE"}]
+
+    @toolkit.tool(effect="read")
+    def query(sql: str) -> Any:
+        body = {"query": sql, "useLegacySql": False, "connectionProperties": session}
+        with _bigquery(fake, key) as bigquery:
+            return bigquery.jobs().query(projectId="proj-1", body=body).execute()
+
+    with Session("alice@example.com").active(), pytest.raises(ActionRefused):
+        query("SELECT count(*) FROM sales.orders")
+    assert fake.jobs == []
+    with Session("alice@example.com").active():
+        assert "42" in str(query("SELECT count(*) FROM `proj-1.sales.orders`"))
+
+
 def test_a_default_dataset_places_only_unqualified_tables(
     kit: tuple[Toolkit, list[Any]], fake: FakeGcp, key: Path
 ) -> None:

@@ -21,8 +21,10 @@ an IAM permission on a full resource name:
 Anything else is None, and the request names no resource (refused): legacy SQL, a statement
 the SQL reader cannot read with certainty, scripting (DECLARE, SET, IF, EXECUTE IMMEDIATE,
 CALL), CREATE ... CLONE/COPY/LIKE, external tables and inline table definitions, a name that
-needs a default dataset the request does not give, INFORMATION_SCHEMA, a field of the body
-this module does not know.
+needs a default dataset the request does not give, a name not given in full in a query that
+joins a session (``connectionProperties``: the session's ``@@dataset_id`` and
+``@@dataset_project_id`` place it), INFORMATION_SCHEMA, a field of the body this module does
+not know.
 """
 
 from __future__ import annotations
@@ -125,6 +127,8 @@ def _query(project: str, body: Mapping[str, Any], known: frozenset[str]) -> _Pla
         return None
     effect, checks, sends = "read", [], False
     for statement in found:
+        if _in_session(body) and any(len(name) < 3 for name in statement.tables):
+            return None  # the session's @@dataset_id, @@dataset_project_id may place it
         one = _statement(statement, project, home)
         if one is None:
             return None
@@ -138,6 +142,12 @@ def _query(project: str, body: Mapping[str, Any], known: frozenset[str]) -> _Pla
         effect = max(effect, dest[0], key=_RANK.__getitem__)
         checks += dest[1]
     return effect, checks, sends
+
+
+def _in_session(body: Mapping[str, Any]) -> bool:
+    """Whether the query runs in an existing session (``connectionProperties`` may name one,
+    and any property may change how names resolve)."""
+    return bool(body.get("connectionProperties"))
 
 
 def _statement(statement: Statement, project: str, home: tuple[str, str] | None) -> _Plan | None:
