@@ -429,3 +429,18 @@ class TestDatabricksConformance(IntegrationConformance):
 
     def connection(self, api: FakeDatabricks, **extra: Any) -> dict[str, Any]:
         return conn(api, **extra)
+
+    unsupported = {
+        "make_read_only": "a job has no read-only state: a paused schedule still takes run-now, "
+        "and only the job's ACL says who may run or change it",
+        "bind_admins": "workspace admins hold CAN_MANAGE on every job (inherited from the "
+        "admins group, which no job ACL can take away): nothing about a job binds them",
+    }
+
+    def disable_account(self, api: FakeDatabricks) -> None:
+        """Dana is deactivated (SCIM ``active: false``); she stays in her groups."""
+        api.users["dana@example.com"].active = False
+
+    def revoke(self, api: FakeDatabricks) -> None:
+        """Dana is removed from the analysts group, which the job's ACL names."""
+        api.users["dana@example.com"].groups.remove("analysts")
