@@ -342,3 +342,22 @@ async def test_the_clients_calls_share_one_session(tmp_path: Path, github: FakeG
     )
     sessions = {e["session"] for e in audit(tmp_path)}
     assert len(sessions) == 1, sessions
+
+
+@pytest.mark.parametrize("copy", [TOKEN, f"Bearer {TOKEN}"])
+def test_a_variable_holding_a_connections_secret_under_another_name_stops_the_proxy(
+    tmp_path: Path,
+    github: FakeGitHub,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    copy: str,
+) -> None:
+    cfg = config(tmp_path, github, "  user: a@b.c\n  upstream_env: [UPSTREAM_LOG, GH_TOKEN]\n")
+    for name, value in environment(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GH_TOKEN", copy)  # the same token, read by the upstream's own CLI
+    assert main(["-config", str(cfg), "--", sys.executable, UPSTREAM]) == 3
+    err = capsys.readouterr().err
+    assert "GH_TOKEN holds a connection's secret" in err
+    assert TOKEN not in err
+    assert ran(tmp_path) == []  # never started

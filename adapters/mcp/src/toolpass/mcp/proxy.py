@@ -29,7 +29,8 @@ does not have, or naming an argument its tool does not take, stops the proxy bef
 
 An upstream run on stdio gets a minimal environment, never the proxy's (which holds the
 engine's secrets): ``BASE_ENV`` (``PATH``, ``HOME``, ``LANG``, ...) and the variables
-``upstream_env`` names; naming one a connection's secret is read from is an error. Only the
+``upstream_env`` names; naming one a connection's secret is read from, or one holding a
+connection's secret under another name, is an error. Only the
 tools the upstream listed when the proxy started are served (a call of any other name is
 refused, never passed on); resources and prompts are not served. Every result reaches the
 client without the connections' secrets. The proxy serves one client, on stdio: its calls
@@ -182,6 +183,18 @@ def _upstream_env(names: Any, secrets: Collection[str], where: str) -> tuple[str
     return tuple(names)
 
 
+def _refuse_secrets_in(env: Mapping[str, str], secrets: Collection[str]) -> None:
+    """A ``ValueError`` when a variable the upstream would get holds a connection's secret
+    (under another name than the one the connection reads: ``GH_TOKEN`` beside
+    ``GITHUB_TOKEN``)."""
+    holding = sorted(name for name, value in env.items() if any(s in value for s in secrets))
+    if holding:
+        raise ValueError(
+            f"mcp.upstream_env: {', '.join(holding)} holds a connection's secret, which the "
+            "upstream must not get"
+        )
+
+
 def upstream_environment(names: Sequence[str]) -> dict[str, str]:
     """The upstream's environment: ``BASE_ENV`` and ``names``, as far as they are set."""
     return {name: os.environ[name] for name in (*BASE_ENV, *names) if name in os.environ}
@@ -264,6 +277,8 @@ async def serve(
     added = guard(
         server, engine, config.rules, strict=config.strict, toolkit=toolkit, user=config.user
     )  # the rules against the engine's connections: before the upstream starts
+    if isinstance(upstream, StdioServerParameters):
+        _refuse_secrets_in(upstream.env or {}, added._core.secrets())
     async with Client(upstream) as client:
         tools += await upstream_tools(client)
         schema = {t.name: list((t.input_schema or {}).get("properties") or {}) for t in tools}
