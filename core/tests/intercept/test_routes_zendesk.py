@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from toolpass.engine import literal
@@ -114,7 +115,7 @@ def test_regenerating_from_the_description_gives_the_committed_table() -> None:
         ("GET", "/api/v2/users/7/tickets/requested", "account.read", "account", "u"),
         ("POST", "/api/v2/users/7/password", "account.admin", "account", ""),
         ("PUT", "/api/v2/users/7/identities/3/request_verification", "user.manage", "user:7", "s"),
-        ("POST", "/api/v2/users", "account.write", "account", ""),
+        ("POST", "/api/v2/users", "account.write", None, ""),  # no user object: unresolved
         ("POST", "/api/v2/macros", "account.write", "account", ""),
         ("PUT", "/api/v2/organizations/5", "account.write", "account", ""),
         ("POST", "/api/v2/triggers", "account.admin", "account", ""),
@@ -132,6 +133,29 @@ def test_hand_checked_requests(
     found = zendesk.match_request(Request(method, path))
     assert found is not None
     assert (found.action, found.resource, found.route.flags) == (action, resource, flags)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "expected"),
+    [
+        ("/api/v2/users", {"user": {"name": "N", "email": "n@x.io"}}, "account.write"),
+        ("/api/v2/users", {"user": {"name": "N", "role": "end-user"}}, "account.write"),
+        ("/api/v2/users", {"user": {"name": "N", "role": "agent"}}, "account.admin"),
+        ("/api/v2/users", {"user": {"name": "N", "custom_role_id": 7}}, "account.admin"),
+        ("/api/v2/users.json", {"user": {"name": "N", "role": "admin"}}, "account.admin"),
+        ("/api/v2/users", {"user": {"name": "N"}, "users": [{"role": "admin"}]}, None),
+        ("/api/v2/users/create_or_update", {"user": {"email": "a@x.io"}}, "account.admin"),
+    ],
+)
+def test_a_user_created_with_an_admins_field_is_an_admins(
+    zendesk: Zendesk, path: str, body: dict[str, Any], expected: str | None
+) -> None:
+    request = Request(
+        "POST", path, "", {"content-type": "application/json"}, json.dumps(body).encode()
+    )
+    found = zendesk.match_request(request)
+    assert found is not None
+    assert (found.action if found.resource else None) == expected
 
 
 @pytest.mark.parametrize(
