@@ -392,10 +392,14 @@ def test_groups_from_an_http_service_are_cached(
         assert tp.check(DANA, "k8s", "list", "namespaces/payments/pods").allowed
         assert tp.check(ERIN, "k8s", "get", DEPLOY).decision == "unknown"
         assert tp.check("x@example.com", "k8s", "get", DEPLOY).decision == "unknown"
-        groups_service.fail(500)
-        assert tp.check(DANA, "k8s", "get", DEPLOY, fresh=True).allowed  # from the cache
+        groups_service.fail(500, times=2)
+        pods = "namespaces/payments/pods/api-0"
+        assert tp.check(DANA, "k8s", "get", pods).allowed  # groups from the cache
+        d = tp.check(DANA, "k8s", "get", DEPLOY, fresh=True)  # fresh asks the groups again
+    assert d.decision == "unknown", d.reason
+    assert "groups service answered HTTP 500" in d.reason
     asked = [r.query["email"][0] for r in groups_service.seen("GET")]
-    assert asked == [DANA, ERIN, "x@example.com"]
+    assert asked == [DANA, ERIN, "x@example.com", DANA]
 
 
 def test_groups_service_failure_is_unknown(k8s: FakeKubernetes, groups_service: FakeServer) -> None:
