@@ -27,6 +27,9 @@ _C0_AND_SPACE = "".join(map(chr, range(33)))
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21, "ws": 80, "wss": 443}
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?")
 _PORT = re.compile(r"\d{0,5}")
+# Ideographic full stops, dots between labels to IDNA (``evil。example``).
+_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+_LONGEST = 253
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,7 @@ class Url:
 def parse_url(text: str) -> Url | None:
     """``text`` as a URL with a host (``scheme://host/...``, ``//host/...`` or
     ``host.name/...``), or None when it is not one or a client would reject its host."""
-    text = text.strip(_C0_AND_SPACE)
-    if any(c in text for c in "\t\n\r"):
-        return None  # clients reject these or drop them: not a link to vouch for
+    text = re.sub("[\t\n\r]", "", text.strip(_C0_AND_SPACE))  # as urllib and yarl read it
     scheme = _SCHEME.match(text)
     if scheme and text[scheme.end() :].startswith("//"):
         name, rest = scheme.group(1).lower(), text[scheme.end() + 2 :]
@@ -101,14 +102,14 @@ def _host_port(authority: str) -> tuple[list[str], int | None] | None:
 def normalize_host(host: str) -> tuple[str, ...]:
     """Every spelling of ``host`` a client resolves (percent-decoded, lower-cased, no
     trailing dot, IDNA 2008 and 2003 punycode, an IP address in its usual form); empty when
-    it is not a host name or address."""
+    it is not a host name or address, or is longer than DNS allows."""
     try:
         host = unicodedata.normalize("NFKC", unquote(host, errors="strict"))
     except UnicodeError:
         return ()
-    host = host.lower().rstrip(".")
-    if not host:
-        return ()
+    host = host.translate(_DOTS).lower().rstrip(".")
+    if not host or len(host) > _LONGEST:
+        return ()  # no resolver looks up a name longer than DNS allows
     address = _address(host) if host[0].isdigit() or ":" in host else None
     if address is not None:
         return (address,)

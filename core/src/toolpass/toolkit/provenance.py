@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
-from toolpass.rules.urls import Url, host_of_email, parse_url
+from toolpass.rules.urls import Url, host_of_email, normalize_host, parse_url
 from toolpass.rules.walk import plain, strings_in
 
 Label = Literal["trusted", "private", "untrusted"]
@@ -58,8 +58,19 @@ PROSE_WORDS = 4
 #: Marks a text that vouches as whole lines (see ``lines``).
 _LINES = "\x00lines\x00"
 
-_EMAIL = re.compile(r"(?:mailto:)?([\w.+%-]+@[\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
-_URL = re.compile(r"(?:\b[a-z][a-z0-9+.-]*:)?//[^\s<>\"'`)\]/]+[^\s<>\"'`)\]]*", re.IGNORECASE)
+# Each pattern starts a match only where a run of its characters starts (the look-behinds):
+# tried at every position of a long run, it would cost the square of the text's length.
+_EMAIL = re.compile(r"(?:mailto:)?(?<![\w.+%-])([\w.+%-]+@[\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
+_URL = re.compile(
+    r"(?:(?<![\w+.-])[a-z][a-z0-9+.-]*:)?//[^\s<>\"'`)\]/]+[^\s<>\"'`)\]]*", re.IGNORECASE
+)
+# An IP address written bare (``203.0.113.5``, ``2001:db8::1``): a host.
+_IP = re.compile(
+    r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}(?!\w|\.\d)|\[?[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}\]?(?![\w:]))",
+    re.IGNORECASE,
+)
+# What is left of an address after its local part was disguised (``"eve"@``, ``eve(x)@``).
+_AT_HOST = re.compile(r"@(\[[^\]\s]*\]|[^\s@<>,;\"'()\[\]\\/?#]+)")
 # A link without a scheme: a dotted name (letters of any script), maybe a port and a path.
 _LINK = re.compile(
     r"(?<![\w@.%+-])(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,24}|xn--[a-z0-9-]{1,59})"
@@ -71,16 +82,48 @@ _LINK = re.compile(
 _IBAN = re.compile(
     r"\b([A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?)\b", re.IGNORECASE
 )
-_DIGITS = re.compile(r"\+?\d(?:[ .-]?\d){5,}")
+_DIGITS = re.compile(r"\+?\d(?:[ .,/-]?\d){5,}")
 _SPACES = re.compile(r"\s+")
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_WORD = re.compile(r"\w+")
+# Unicode's default-ignorable code points: invisible, dropped by whoever reads the text.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+# A digit of another script, read as its ASCII digit (``int("١٣")`` is 13).
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+# Ideographic full stops, read as dots in a host name (IDNA).
+_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
+# A defanged address or link (``evil[.]example``, ``eve (at) evil dot example``, ``hxxps``).
+_DEFANGED = re.compile(
+    r"\s*[\[({]\s*(dot|\.|at|@)\s*[\])}]\s*|\s+(dot|at)\s+|\bhxxp", re.IGNORECASE
+)
 _PIECES = re.compile(r"[,;|\n]+|\s(?:and|or|&)\s")
-_EDGES = "\"'`<>()[]{}.:!? \t"
+_EDGES = "\"'`<>()[]{}.:!?#*~=/\\ \t"
 
 
 def _plain(text: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    if not text.isascii():
+        text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
+        text = text.translate(_DOTS)
     return _SPACES.sub(" ", text).strip().casefold()
+
+
+def _refanged(text: str) -> str:
+    """``text`` with defanged dots, ats and schemes written plainly."""
+
+    def plainly(match: re.Match[str]) -> str:
+        word = (match.group(1) or match.group(2) or "http").lower()
+        return {"dot": ".", "at": "@"}.get(word, word)
+
+    return _DEFANGED.sub(plainly, text)
+
+
+def _number(digits: str) -> str:
+    """A number's key: its digits, without leading zeros (``0013`` is 13)."""
+    return "number:" + (re.sub(r"\D", "", digits).lstrip("0") or "0")
 
 
 @dataclass(frozen=True)
@@ -91,6 +134,21 @@ class _Value:
     shown: str
     keys: frozenset[str]
     words: str | None = None
+    #: Keys that judge a value never read itself, nearest first: the one read decides
+    #: (the domain of an address, the parent domains of a host, the digits of an id).
+    parents: tuple[str, ...] = ()
+
+
+def _domains(host: str) -> tuple[str, ...]:
+    """``host:`` keys of ``host`` and each parent domain of two labels or more."""
+    if ":" in host or host.replace(".", "").isdigit():
+        return (f"host:{host}",)  # an IP address
+    labels = host.split(".")
+    return tuple(f"host:{'.'.join(labels[i:])}" for i in range(max(len(labels) - 1, 1)))
+
+
+def _host_value(host: str) -> _Value:
+    return _Value(host, frozenset({f"host:{host}"}), parents=_domains(host)[1:])
 
 
 def _url_values(url: Url, depth: int) -> list[_Value]:
@@ -102,17 +160,25 @@ def _url_values(url: Url, depth: int) -> list[_Value]:
     found = [
         _Value(f"{url.hosts[0]}{tail}", frozenset(f"url:{scheme}//{h}{tail}" for h in url.hosts))
     ]
-    found += [_Value(h, frozenset({f"host:{h}"})) for h in url.hosts]
+    found += [_host_value(h) for h in url.hosts]
     if depth < 3:
-        for _, value in parse_qsl(url.query, keep_blank_values=False):
-            found += _values(value, depth + 1)
+        for name, value in parse_qsl(url.query, keep_blank_values=True):
+            found += _values(name, depth + 1) + _values(value, depth + 1)
     return found
 
 
 def _email_value(address: str) -> _Value | None:
     local = address.rpartition("@")[0].removeprefix("mailto:")
     hosts = host_of_email(address)
-    return _Value(address, frozenset(f"email:{local}@{h}" for h in hosts)) if hosts else None
+    if not hosts:
+        return None
+    keys = frozenset(f"email:{local}@{h}" for h in hosts)
+    return _Value(address, keys, parents=tuple(k for h in hosts for k in _domains(h)))
+
+
+def _ip_value(match: re.Match[str]) -> _Value | None:
+    hosts = normalize_host(match.group(0).strip("[]"))
+    return _host_value(hosts[0]) if hosts and (":" in hosts[0] or hosts[0][0].isdigit()) else None
 
 
 def _structured(plain_text: str, depth: int) -> tuple[list[_Value], str]:
@@ -126,6 +192,11 @@ def _structured(plain_text: str, depth: int) -> tuple[list[_Value], str]:
             found.extend([email] if email else [])
         elif match.re is _IBAN:
             found.append(_Value(raw, frozenset({"iban:" + re.sub(r"[ -]", "", raw).upper()})))
+        elif match.re is _IP:
+            ip = _ip_value(match)
+            if ip is None:
+                return match.group(0)
+            found.append(ip)
         elif (url := parse_url(raw)) is not None:
             found.extend(_url_values(url, depth))
         else:
@@ -133,30 +204,50 @@ def _structured(plain_text: str, depth: int) -> tuple[list[_Value], str]:
         return " , " + match.group(0)[len(raw) :]
 
     rest = plain_text
-    for pattern in (_URL, _EMAIL, _IBAN, _LINK):
+    for pattern in (_URL, _EMAIL, _IBAN, _IP, _LINK):
         rest = pattern.sub(take, rest)
     return found, rest
 
 
+def _readings(text: str) -> set[str]:
+    """The ways a destination may be read by the tool given it: as written, with its
+    invisible characters dropped or taken as spaces, without tabs and line breaks (as
+    ``urllib`` and ``yarl`` read a URL), percent-decoded."""
+    found = {text, _INVISIBLE.sub(" ", text)}
+    found |= {re.sub(r"[\t\r\n]", "", t) for t in found}
+    return found | {unquote(t) for t in found if "%" in t}
+
+
 def _values(text: str, depth: int = 0) -> list[_Value]:
-    """The values of one destination text (see the module's docstring)."""
+    """The values of one destination text (see the module's docstring), however read."""
+    readings = _readings(text) if depth == 0 else {text}
+    return [value for reading in readings for value in _values_of(reading, depth)]
+
+
+def _values_of(text: str, depth: int) -> list[_Value]:
     found, rest = _structured(_plain(text), depth)
+    for at_host in _AT_HOST.finditer(rest):  # an address whose local part is disguised
+        hosts = normalize_host(at_host.group(1).strip("[]"))
+        found += [_Value(at_host.group(0), frozenset(), parents=_domains(h)) for h in hosts]
     for piece in _PIECES.split(rest):
         piece = piece.strip(_EDGES)
         if not any(c.isalnum() for c in piece):
             continue
-        digits = _DIGITS.fullmatch(piece)
-        number = {"number:" + re.sub(r"\D", "", piece)} if digits else set()
-        found.append(_Value(piece, frozenset({"value:" + piece, *number}), words=piece))
-        if not digits and " " in piece:  # each word with a digit (an id) is a value too
+        found.append(_id(piece))
+        if not _DIGITS.fullmatch(piece) and " " in piece:  # each word with a digit (an id)
             found += [_id(word) for word in piece.split() if any(c.isdigit() for c in word)]
     return found
 
 
 def _id(word: str) -> _Value:
+    """A name, an id or a number: its words (a whole number as it is counted: ``0013`` and
+    ``13.0`` are 13) and its digits."""
     word = word.strip(_EDGES)
-    number = {"number:" + re.sub(r"\D", "", word)} if _DIGITS.fullmatch(word) else set()
-    return _Value(word, frozenset({"value:" + word, *number}), words=word)
+    if re.fullmatch(r"\d+(?:\.0+)?", word):
+        word = word.split(".")[0].lstrip("0") or "0"
+    number = {_number(word)} if _DIGITS.fullmatch(word) else set()
+    runs = tuple(_number(m.group(0)) for m in _DIGITS.finditer(word)) if not number else ()
+    return _Value(word, frozenset({"value:" + word, *number}), words=word, parents=runs)
 
 
 def keys(text: str) -> set[str]:
@@ -167,8 +258,16 @@ def keys(text: str) -> set[str]:
     for value in values:
         found |= value.keys
         found |= {f"host:{k.rpartition('@')[2]}" for k in value.keys if k.startswith("email:")}
-    found |= {"number:" + re.sub(r"\D", "", m.group(0)) for m in _DIGITS.finditer(rest)}
+        found |= {_number(k) for k in value.keys if k.startswith("iban:")}
+    found |= {_number(m.group(0)) for m in _DIGITS.finditer(rest)}
     return found
+
+
+def untrusted_keys(text: str) -> set[str]:
+    """The keys of untrusted ``text``: also those of what it spells defanged."""
+    found = keys(text)
+    refanged = _refanged(text)
+    return found | keys(refanged) if refanged != text else found
 
 
 def destination_keys(text: str) -> set[str]:
@@ -259,6 +358,7 @@ class Provenance:
         "_pending",
         "_read",
         "_sources",
+        "_texts_with",
         "_untrusted",
         "full",
     )
@@ -269,6 +369,7 @@ class Provenance:
         self._keys: dict[str, int] = {}  # key -> bits of the labels it was read with
         self._sources: dict[str, str] = {}  # untrusted key -> where it was first read
         self._read: list[tuple[str, int, str]] = []  # each text normalised, its label, source
+        self._texts_with: dict[str, list[int]] = {}  # word -> the texts of _read holding it
         self._untrusted = False
         self._lock = threading.Lock()
         #: More was read than is kept: no destination can be vouched for.
@@ -297,6 +398,7 @@ class Provenance:
     def _fill(self) -> None:
         self.full = True
         self._pending, self._keys, self._sources, self._read = [], {}, {}, []
+        self._texts_with = {}
 
     def _flush(self) -> None:
         with self._lock:
@@ -314,8 +416,11 @@ class Provenance:
             if bit != _UNTRUSTED:  # only what vouches is narrowed; untrusted text is all read
                 self._note(_line_keys(text), bit, source)
                 return
-        self._read.append((_plain(text), bit, source))
-        self._note(keys(text), bit, source)
+        plain_text = _plain(text)
+        for word in set(_WORD.findall(plain_text)):
+            self._texts_with.setdefault(word, []).append(len(self._read))
+        self._read.append((plain_text, bit, source))
+        self._note(untrusted_keys(text) if bit == _UNTRUSTED else keys(text), bit, source)
 
     def _note(self, found: set[str], bit: int, source: str) -> None:
         for key in found:
@@ -345,13 +450,35 @@ class Provenance:
                 first = key.split(":", 1)[1], self._sources.get(key, "")
         if value.words is not None and not seen & _VOUCHED:
             anywhere, whole = _as_words(value.words)
-            for read, bit, source in self._read:
+            for read, bit, source in self._texts_holding(value.words):
                 within = anywhere if bit == _UNTRUSTED else whole
                 if not seen & bit and within.search(read):
                     seen |= bit
                     if bit == _UNTRUSTED and first is None:
                         first = value.words, source
+        if not seen:
+            return self._judged_by_parents(value)
         return first if seen & _UNTRUSTED and not seen & _VOUCHED else None
+
+    def _texts_holding(self, words: str) -> Iterator[tuple[str, int, str]]:
+        """The texts read that hold every word of ``words`` (a few, found by the index,
+        rather than every text read)."""
+        postings = [self._texts_with.get(word, []) for word in set(_WORD.findall(words))]
+        if not postings:
+            yield from self._read
+            return
+        for index in min(postings, key=len):
+            yield self._read[index]
+
+    def _judged_by_parents(self, value: _Value) -> tuple[str, str] | None:
+        """A value never read: the nearest of its parents that was read decides."""
+        for key in value.parents:
+            bits = self._keys.get(key, 0)
+            if bits & _VOUCHED:
+                return None
+            if bits:
+                return value.shown, self._sources.get(key, "")
+        return None
 
 
 @lru_cache(maxsize=1024)
