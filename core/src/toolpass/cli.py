@@ -96,8 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check = with_config(
         "check",
-        "One decision; exit 0 allow, 1 deny, 2 could not be answered, 3 bad usage, "
-        "4 not configured (no such connection or action).",
+        "One decision; exit 0 allow, 1 deny, 2 could not be answered, 3 bad usage (a "
+        "resource the action does not take too), 4 not configured (no such connection or "
+        "action).",
     )
     for name in ("user", "connection", "action", "resource"):
         check.add_argument(name)
@@ -475,7 +476,11 @@ def _audit_parser(commands: Any) -> None:
     tail = verbs.add_parser("tail", help="The last events of a file, then new ones (--follow).")
     tail.add_argument("-n", "--lines", type=int, default=10, metavar="N", help="default: 10")
     tail.add_argument("-f", "--follow", action="store_true", help="wait for new events")
-    filt = verbs.add_parser("filter", help="The events that match every option given.")
+    filt = verbs.add_parser(
+        "filter",
+        help="The events that match every option given; exit 0 when one did, 1 (saying "
+        "'no event matched' on stderr) when none did, as grep does.",
+    )
     filt.add_argument("--user", help="a user (a shell pattern: '*@example.com')")
     filt.add_argument("--code", help="a refusal code, or an outcome (ok, error)")
     filt.add_argument("--tool", help="a tool (a shell pattern: 'merge_*')")

@@ -215,3 +215,27 @@ def test_missing_id_and_url() -> None:
         parse_connections([{"id": "d", "integration": Demo, "token": "env:T"}])
     with pytest.raises(ConfigError, match="must be a mapping"):
         parse_connections(["demo"])
+
+
+def test_read_config_gives_the_valid_part_and_every_problem(tmp_path: Path) -> None:
+    """What ``toolpass validate`` reports: every connection's problem, not the first only."""
+    from toolpass.engine.config import read_config
+
+    broken = GOOD.replace("    timeout: 3\n", "    timout: 3\n")
+    second = "  - id: other\n    integration: demoo\n  - id: demo-main\n    integration: demo\n"
+    path = write(tmp_path, broken.replace("server:\n", second + "server:\n") + "mcpp: {}\n")
+    config, problems = read_config(path)
+    assert config.connections == ()
+    assert [p.split(": ", 1)[1] for p in problems] == [
+        "unknown top-level key 'mcpp' (did you mean 'mcp'?) "
+        "(expected connections, server, mcp, store)",
+        problems[1].split(": ", 1)[1],
+        problems[2].split(": ", 1)[1],
+        problems[3].split(": ", 1)[1],
+    ]
+    assert "key 'timout': unknown key (did you mean 'timeout'?)" in problems[1]
+    assert "no integration named 'demoo'" in problems[2]
+    assert "key 'token': missing required key" in problems[3]
+    with pytest.raises(ConfigError) as first:
+        load_config(path)
+    assert str(first.value) == problems[0]
