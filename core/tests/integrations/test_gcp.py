@@ -463,8 +463,9 @@ class TestGcpConformance(IntegrationConformance):
         }
 
     def bind_admins(self, api: FakeGcp) -> None:
-        """Alice holds every permission of roles/owner on the project; an IAM deny policy on
-        the bucket denies her deleting objects, and deny policies bind owners too."""
+        """Alice is made an owner of the project (setIamPolicy stands for roles/owner's
+        permissions); an IAM deny policy on the bucket denies her deleting objects, and deny
+        policies bind owners too."""
         api.grants.add(("user:alice@example.com", "resourcemanager.projects.setIamPolicy", PROJECT))
         api.denies.add(("user:alice@example.com", "storage.objects.delete", BUCKET))
 
