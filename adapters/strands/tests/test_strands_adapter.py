@@ -617,3 +617,36 @@ def test_a_streaming_tools_events_are_passed_on_and_its_last_value_is_the_result
     agent("go", invocation_state={"user_id": DANA})
     assert streamed == ["at 1", "at 2", "at 3"]
     assert read_back(agent) == ["at 3"]
+
+
+def test_the_interrupt_shows_no_secret_and_no_invisible_character() -> None:
+    """What an application shows of the interrupt (its message, preview and arguments) holds
+    neither a credential the call carries nor a bidi override or terminal escape."""
+    queue, sent = ApprovalQueue(), []
+
+    @tool
+    def post(url: str, headers: dict[str, str]) -> str:
+        """Post to a URL."""
+        sent.append(url)
+        return "posted"
+
+    headers = {"Authorization": "Basic ZGFuYTpodW50ZXIy", "X-Note": "ok\u202e\x1b[2K"}
+    send = Traits(effect="write", sends_out=True, reads_private=True, untrusted_output=True)
+    agent = Agent(
+        model=OneMessageModel([("post", {"url": "https://hooks.example/x", "headers": headers})]),
+        tools=[post],
+        interventions=[
+            ToolpassAuthorization(
+                ScriptedEngine(), {"post": send}, toolkit=Toolkit(approver=queue, audit=[])
+            )
+        ],
+        callback_handler=None,
+    )
+    result = agent("go", invocation_state={"user_id": DANA})
+    [ask] = result.interrupts
+    shown = json.dumps(ask.reason, ensure_ascii=False)
+    assert "ZGFuYTpodW50ZXIy" not in shown
+    assert "\u202e" not in shown
+    assert "\x1b" not in shown
+    assert "https://hooks.example/x" in ask.reason["arguments"]["url"]
+    assert sent == []

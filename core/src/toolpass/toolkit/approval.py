@@ -153,6 +153,11 @@ class ApprovalRequest:
             f"Request id: {self.id}"
         )
 
+    def shown_arguments(self) -> dict[str, str]:
+        """Each argument as the preview shows it (a secret by its digest, invisible
+        characters escaped, a long value cut with its length and digest), for a prompt."""
+        return {str(name): _shown(name, value) for name, value in self.arguments.items()}
+
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON values (arguments as Python writes them)."""
         return {

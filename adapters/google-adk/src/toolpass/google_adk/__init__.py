@@ -335,7 +335,7 @@ class ToolpassCallbacks:
         request = getattr(refused, "request", None)
         describe = getattr(request, "describe", None)
         message = describe() if callable(describe) else refused.message
-        arguments = getattr(request, "arguments", {})
+        arguments = request.shown_arguments() if request is not None else {}
         tool_context.request_confirmation(
             hint=message,  # what the person reads: who asks for what, why, every argument
             payload={
@@ -343,7 +343,7 @@ class ToolpassCallbacks:
                 "request_id": request_id,
                 "tool": tool,
                 "user": user,
-                "arguments": {k: repr(v) for k, v in arguments.items()},
+                "arguments": arguments,
                 "message": message,
             },
         )

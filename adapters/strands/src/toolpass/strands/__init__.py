@@ -527,7 +527,7 @@ def _request(refused: ToolRefused, user: str | None, tool: str) -> dict[str, Any
         "request_id": getattr(refused, "request_id", None),
         "tool": tool,
         "user": user,
-        "arguments": {k: repr(v) for k, v in getattr(request, "arguments", {}).items()},
+        "arguments": request.shown_arguments() if request is not None else {},
         "preview": getattr(request, "preview", ""),
         "message": describe() if callable(describe) else refused.message,
     }
