@@ -222,3 +222,27 @@ def test_a_secret_inside_an_argument_is_not_shown() -> None:
 def test_a_value_without_secrets_is_shown_as_python_writes_it(value: Any) -> None:
     request = ask(ApprovalQueue(), {"value": value})
     assert request.preview == f"  value = {value!r}" or "not shown" in request.preview
+
+
+@pytest.mark.parametrize(
+    ("approved", "retried"),
+    [
+        (0.0, -0.0),
+        (1, True),
+        (1, 1.0),
+        ("caf\u00e9", "cafe\u0301"),  # NFC and NFD
+        ("x", b"x"),
+        ([1, 2], (1, 2)),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),  # another order is another preview
+    ],
+)
+def test_a_retry_that_differs_in_any_way_needs_its_own_approval(
+    approved: Any, retried: Any
+) -> None:
+    queue = ApprovalQueue()
+    guard = Guard(None, {"send_mail": SEND}, toolkit=Toolkit(approver=queue, audit=[]))
+    request = ask(queue, {"amount": approved}, guard=guard)
+    queue.approve(request.id, by="lee@example.com")
+    again = ask(queue, {"amount": retried}, guard=guard)
+    assert again.id != request.id
+    assert queue.get(request.id).status == "approved"  # still waiting for its own call
