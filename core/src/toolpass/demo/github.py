@@ -1,7 +1,8 @@
 """A small GitHub on 127.0.0.1 for the demo: one repository, two users, a request log.
 
 It answers what the engine and the demo's tool ask, shaped as GitHub's REST API answers
-them: a collaborator's permission, a file's contents, a new pull request.
+them: the repository (not archived), a collaborator's permission, a file's contents, a new
+pull request.
 """
 
 from __future__ import annotations
@@ -39,6 +40,16 @@ class DemoGitHub:
 
     def answer(self, method: str, path: str) -> tuple[int, dict[str, Any]]:
         self.requests.append((method, path))
+        if method == "GET" and path == f"/repos/{REPO}":
+            owner, name = REPO.split("/")
+            return 200, {
+                "full_name": REPO,
+                "name": name,
+                "owner": {"login": owner},
+                "private": True,
+                "archived": False,
+                "default_branch": "main",
+            }
         found = _PERMISSION.fullmatch(path)
         if method == "GET" and found:
             role = ROLES.get(found["login"], "none")
