@@ -34,6 +34,9 @@ ADAPTERS = {
     for folder in sorted(p.parent.name for p in ROOT.glob("adapters/*/pyproject.toml"))
 }
 #: What the shared scenario of integration-tests/ needs beside the adapter's own test group.
+#: `toolpass validate`'s tests of the sections a companion distribution reads (server:, mcp:),
+#: run where that companion is installed (core's own session has neither).
+VALIDATE_SECTIONS = "core/tests/command/test_validate_sections.py"
 SCENARIO = ["PyGithub>=2.3", "cryptography>=42", "pytest>=8", "pytest-asyncio>=0.24"]
 
 
@@ -57,6 +60,7 @@ def server(session: nox.Session) -> None:
         "-e", "core[yaml]", "-e", "packages/server", *test_group(ROOT / "packages/server")
     )
     session.run("pytest", "packages/server/tests", "-q", *session.posargs)
+    session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
     session.install("mypy>=1.11")
     session.run("mypy", "--strict", "-p", "toolpass.server")
 
@@ -107,6 +111,8 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         "asyncio_default_fixture_loop_scope=function",
         *session.posargs,
     )
+    if name == "mcp":  # `toolpass validate` reads the mcp: section through toolpass-mcp
+        session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
     if install == "workspace":  # typed like core, against the framework's own types
         session.install("mypy>=1.11")
         session.run("mypy", "--strict", "-p", f"toolpass.{module}")
