@@ -33,12 +33,17 @@ def _kit() -> CallKit | None:
 
 
 def _question(
-    method: str, url: str, headers: Mapping[str, str] | None, body: bytes | None, raw: bool
+    method: str,
+    url: str,
+    headers: Mapping[str, str] | None,
+    body: bytes | None,
+    raw: bool,
+    peer: str | None,
 ) -> tuple[CallKit, Question] | None:
     kit = _kit()
     if kit is None or kit.settings.permissions is None:
         return None
-    question = prepare(kit, kit.router, method, url, headers, body, raw)
+    question = prepare(kit, kit.router, method, url, headers, body, raw, peer)
     return None if question is None else (kit, question)
 
 
@@ -52,10 +57,12 @@ def check(
     headers: Mapping[str, str] | None,
     body: bytes | None,
     raw: bool = False,
+    peer: str | None = None,
 ) -> None:
     """Check a request about to be sent; raises ``ActionRefused`` when it may not go.
-    ``raw``: the client writes ``body`` as it is, so it must end where the headers say."""
-    found = _question(method, _http(url), headers, body, raw)
+    ``raw``: the client writes ``body`` as it is, so it must end where the headers say.
+    ``peer``: the origin an absolute-form target is written to."""
+    found = _question(method, _http(url), headers, body, raw, peer)
     if found is not None:
         kit, q = found
         try:
@@ -71,9 +78,10 @@ async def acheck(
     headers: Mapping[str, str] | None,
     body: bytes | None,
     raw: bool = False,
+    peer: str | None = None,
 ) -> None:
     """``check`` for async clients: the engine is asked without blocking the loop."""
-    found = _question(method, _http(url), headers, body, raw)
+    found = _question(method, _http(url), headers, body, raw, peer)
     if found is not None:
         kit, q = found
         try:

@@ -65,6 +65,9 @@ _NAMES_METHOD = re.compile(
     ),
     re.IGNORECASE,
 )
+# A header name is a token (RFC 9110); a value holds no line break (no obs-fold) and no NUL.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_BREAK = re.compile(r"[\r\n\x00]")
 _NO_CALL = (
     "The request came from a thread that belongs to no tool call, so it could not be "
     "checked and was not sent. Tell the user."
@@ -109,11 +112,13 @@ def prepare(
     headers: Mapping[str, str] | None,
     body: bytes | None,
     raw: bool = False,
+    peer: str | None = None,
 ) -> Question | None:
     """Run the local checks. Returns None when the request may go as it is, a ``Question``
     when the engine must be asked; raises ``ActionRefused`` otherwise. ``body`` is None when
     the client could not hand it over; ``raw`` when the client writes it as it is (it must
-    then end where the headers say), not framed by the client itself."""
+    then end where the headers say), not framed by the client itself. ``peer``: the origin
+    the bytes are written to, when the target is in absolute form (a proxy, or not)."""
     if ENGINE_REQUEST.get():
         return None
     scope = context.current()
@@ -149,9 +154,15 @@ def prepare(
             "list, so the request was not sent. Tell the user.",
         )
     normal = normal_path(path)
-    place = router.place(scheme, host, port, path if normal is None else normal)
+    full = path if normal is None else normal
+    place = router.place(scheme, host, port, full)
     where = place.path if place else path
     request = Request(method, where, query, headers, UNREAD if body is None else body, host)
+    elsewhere = _odd_headers(headers) or _another_server(
+        router, scheme, host, port, full, place, request, peer
+    )
+    if elsewhere:
+        raise misframed(scope, record, elsewhere)
     framing_named = "content-length" in request.headers or "transfer-encoding" in request.headers
     if raw or framing_named:
         _framed(scope, record, request, body, raw)
@@ -234,6 +245,61 @@ def _framed(
                 request.body = data
     except Misframed as exc:
         raise misframed(scope, record, str(exc)) from None
+
+
+def _odd_headers(headers: Mapping[Any, Any] | None) -> str:
+    """Why a server could read these headers another way (a name that is no token, a value
+    that breaks its line), or ''."""
+    for name, value in (headers or {}).items():
+        name, value = _text(name), _text(value)
+        if not _TOKEN.fullmatch(name):
+            return f"a header name that is no token: {name[:60]!r}"
+        if _BREAK.search(value):
+            return f"a line break or NUL in the value of {name[:60]}"
+    return ""
+
+
+def _text(value: Any) -> str:
+    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def _another_server(
+    router: Router,
+    scheme: str,
+    host: str,
+    port: int,
+    path: str,
+    place: Place | None,
+    request: Request,
+    peer: str | None,
+) -> str:
+    """Why a server could act on the request as another connection's than the one its URL
+    names (or than none), or '': a Host header naming another connection's host (a server
+    behind a reverse proxy is reached by it), or an absolute-form target written to a
+    connection's own server (which is no proxy; a proxy ignores the Host header)."""
+    owner = place.connection if place else None
+    named = request.headers.get("host")
+    if named is not None and peer is None:
+        try:
+            _, other, other_port, _ = origin(f"{scheme}://{named.strip()}/")
+        except ValueError:
+            return f"a Host header that cannot be read one way only: {named[:60]!r}"
+        if (other, other_port) != (host, port):
+            server = _owner(router, scheme, other, other_port, path)
+            if server is not None and server != owner:
+                return f"a Host header naming {server}'s host, not {host}:{port}"
+    if peer is not None:
+        peer_scheme, peer_host, peer_port, _ = origin(peer)
+        if (peer_host, peer_port) != (host, port):
+            server = _owner(router, peer_scheme, peer_host, peer_port, path)
+            if server is not None and server != owner:
+                return f"an absolute-form target for {host}:{port} written to {server}'s server"
+    return ""
+
+
+def _owner(router: Router, scheme: str, host: str, port: int, path: str) -> str | None:
+    place = router.place(scheme, host, port, path)
+    return place.connection if place else None
 
 
 def misframed(scope: CallScope, record: dict[str, Any], why: str) -> ActionRefused:

@@ -30,6 +30,8 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # What no parser reads the same way in an authority: spaces, controls, backslashes, quotes.
 _UNREADABLE = re.compile(r'[\x00-\x20\x7f\\"<>^`{|}]')
+# What a request line cannot carry in its target: spaces and controls end or break it.
+_BREAKS_LINE = re.compile(r"[\x00-\x20\x7f]")
 LOOPBACK = "127.0.0.1"
 
 
@@ -46,11 +48,13 @@ def origin(url: str) -> tuple[str, str, int, str]:
     ``normal_host`` spells it, default ports filled in (port 0 for an unknown scheme).
     Raises ``ValueError`` for an address that cannot be read one way only: no scheme, no
     host, a port that is not a number, a second ``@``, spaces, backslashes or control
-    characters. Written out, since it runs per request; what comes before the path is read
-    once per address."""
+    characters (anywhere in the URL). Written out, since it runs per request; what comes
+    before the path is read once per address."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         raise ValueError("not an absolute URL")
+    if _BREAKS_LINE.search(rest):
+        raise ValueError("a space or control character in the target")
     authority, path = _AUTHORITY_PATH.match(rest).groups()  # type: ignore[union-attr]
     return (*_address(scheme, authority), path or "/")
 

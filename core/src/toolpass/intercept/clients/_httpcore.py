@@ -27,6 +27,15 @@ def _url(url: Any) -> str:
     return f"{url.scheme.decode('ascii')}://{host}:{port}{target}"
 
 
+def _peer(url: Any) -> str | None:
+    """The origin the request is written to, when its target is in absolute form."""
+    if not absolute(url.target.decode("latin-1")):
+        return None
+    host = url.host.decode("ascii")
+    host = f"[{host}]" if ":" in host else host
+    return f"{url.scheme.decode('ascii')}://{host}:{url.port or _PORTS.get(url.scheme, 0)}/"
+
+
 def _headers(request: Any) -> dict[str, str]:
     found: dict[str, str] = {}
     for name, value in request.headers:
@@ -50,7 +59,8 @@ def _handle(original: Any) -> Any:
             seen, request.stream = peek(request.stream)
             headers = _headers(request)
             method = request.method.decode("ascii")
-            check(method, _url(request.url), headers, seen, raw=_as_given(headers))
+            url, raw = request.url, _as_given(headers)
+            check(method, _url(url), headers, seen, raw=raw, peer=_peer(url))
         return original(self, request)
 
     return handle_request
@@ -61,7 +71,8 @@ def _ahandle(original: Any) -> Any:
         if not _skip(request):
             seen, request.stream = await apeek(request.stream)
             method, headers = request.method.decode("ascii"), _headers(request)
-            await acheck(method, _url(request.url), headers, seen, raw=_as_given(headers))
+            url, raw = request.url, _as_given(headers)
+            await acheck(method, _url(url), headers, seen, raw=raw, peer=_peer(url))
         return await original(self, request)
 
     return handle_async_request

@@ -70,6 +70,18 @@ def url(conn: Any, target: str, tls: bool) -> str:
     return f"{'https' if tls else 'http'}://{host}:{port}{target}"
 
 
+def peer(conn: Any, target: str, tls: bool) -> str | None:
+    """The origin ``conn`` writes to, when ``target`` is in absolute form (else None)."""
+    return url(conn, "/", tls) if absolute(target) else None
+
+
+def fragment(method: str, target: str, where: str) -> None:
+    """Refuse a target that carries a fragment into the request line: servers differ on
+    whether ``#`` ends the path."""
+    if "#" in target:
+        misframed_send(method, where, "a fragment in a request target written as it is")
+
+
 def _tls(conn: Conn) -> bool:
     """Whether ``conn`` speaks TLS: an ``HTTPSConnection``, or a subclass of
     ``HTTPConnection`` that is one in all but name (urllib3's)."""
@@ -126,7 +138,9 @@ def _endheaders(original: Any) -> Any:
 def _checked(self: Conn, pending: _Pending, message_body: Any, encode_chunked: bool) -> Any:
     """Check the request ``endheaders`` is about to send (unless a layer above checked it),
     hold its writes to its framing; returns the body to send instead of ``message_body``."""
-    target = url(self, pending.target, _tls(self))
+    tls = _tls(self)
+    target = url(self, pending.target, tls)
+    fragment(pending.method, pending.target, target)
     headers = pending.header_map()
     try:
         framing = declared({k.lower(): v for k, v in headers.items()})
@@ -142,7 +156,8 @@ def _checked(self: Conn, pending: _Pending, message_body: Any, encode_chunked: b
     else:
         seen = None  # the body follows through send(): metered there
     if pending.checked:
-        check(pending.method, target, headers, seen, raw=not encode_chunked)
+        where = peer(self, pending.target, tls)
+        check(pending.method, target, headers, seen, raw=not encode_chunked, peer=where)
     if context.current() is not None:
         self._toolpass_wire = _Wire(pending.method, target, framing)  # type: ignore[attr-defined]
     return message_body

@@ -11,7 +11,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from toolpass.intercept.check import check, checked_above, peek
 from toolpass.intercept.clients import Patch
-from toolpass.intercept.clients.stdlib import url
+from toolpass.intercept.clients.stdlib import fragment, peer, url
 
 DISTRIBUTION = "urllib3"
 TESTED = ">=2,<3"
@@ -28,8 +28,10 @@ def _request(original: Any) -> Any:
         **kw: Any,
     ) -> None:
         seen, body = peek(body)
-        where = url(self, target, isinstance(self, HTTPSConnection))
-        check(method, where, headers, seen, raw=_as_given(headers))
+        tls = isinstance(self, HTTPSConnection)
+        where = url(self, target, tls)
+        fragment(method, target, where)
+        check(method, where, headers, seen, raw=_as_given(headers), peer=peer(self, target, tls))
         token = checked_above.set(self)
         try:
             original(self, method, target, body, headers, *args, **kw)
