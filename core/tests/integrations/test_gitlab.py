@@ -929,6 +929,26 @@ def test_protected_tags_decide_tags_and_releases(
     assert d.decision == expected, d.reason
 
 
+@pytest.mark.parametrize(
+    ("who", "tag", "expected"),
+    [
+        ("omar", "frozen-1", "deny"),  # No one may create it: no one may delete it
+        ("omar", "dana-1", "deny"),  # a Maintainer+ the rule does not name
+        ("dana", "dana-1", "deny"),  # named, but a Developer: Maintainer too
+        ("omar", "team-1", "unknown"),  # a group entry is not evaluated
+        ("omar", "v1.0", "allow"),  # a Maintainer+ allowed to create it
+    ],
+)
+def test_deleting_a_protected_tag_takes_maintainer_and_leave_to_create_it(
+    tagged: World, tp: Toolpass, who: str, tag: str, expected: str
+) -> None:
+    """GitLab's push check (tag_check) refuses a protected tag's deletion to a user a matching
+    rule's allowed-to-create list does not hold, Maintainer or not (gitlab-org/gitlab#455799,
+    #584005): Maintainer alone was read as enough."""
+    d = tp.check(f"{who}@example.com", "gl", "tag.delete", TAG + tag)
+    assert d.decision == expected, d.reason
+
+
 def test_tag_actions_on_a_project_are_unknown(tagged: World, tp: Toolpass) -> None:
     for action in ("tag.create", "tag.delete", "release.create"):
         d = tp.check("omar@example.com", "gl", action, PROJECT)

@@ -744,7 +744,8 @@ class GitLab(Integration):
     ) -> Decision:
         """Protected tags (``GET /projects/:id/protected_tags``, wildcards included): creating
         a protected tag, or a release for one, needs a matching rule's ``create_access_levels``
-        entry (the most permissive rule applies); deleting one needs Maintainer."""
+        entry (the most permissive rule applies); deleting one needs Maintainer and that entry
+        too (GitLab's push check refuses it to anyone not allowed to create the tag)."""
         tag = target.branch
         assert tag is not None
         what = f"the protected tags of {target.path}"
@@ -756,10 +757,9 @@ class GitLab(Integration):
         if not rules:
             return Decision.allow(f"{reason}; tag {tag} is not protected")
         protected = f"tag {tag} is protected ({', '.join(sorted({r['name'] for r in rules}))})"
-        if op == "delete":
-            if level >= MAINTAINER:
-                return Decision.allow(f"{reason}; {protected} and Maintainers may delete it")
+        if op == "delete" and level < MAINTAINER:
             return Decision.deny(f"{who}: {protected}; deleting it needs Maintainer")
+        doing = {"create": "create it", "release": "create a release for it"}.get(op, "delete it")
         groups: set[int] = set()
         for rule in rules:
             entries = rule.get("create_access_levels")
@@ -767,10 +767,9 @@ class GitLab(Integration):
                 raise MalformedResponse("gitlab's protected tag has no create_access_levels")
             verdict = _entry_allows(entries, uid, level)
             if verdict is True:
-                return Decision.allow(f"{reason}; {protected} and allows {who} to create it")
+                return Decision.allow(f"{reason}; {protected} and allows {who} to {doing}")
             if isinstance(verdict, set):
                 groups |= verdict
-        doing = "create a release for it" if op == "release" else "create it"
         if groups:
             ids = ", ".join(map(str, sorted(groups)))
             return Decision.unknown(
