@@ -878,6 +878,16 @@ def test_gitlabs_merge_checks_bind_whoever_may_merge(world: World, tp: Toolpass)
     assert tp.check("omar@example.com", "gl", "mr.merge", merge + "9").allowed
 
 
+def test_a_merge_request_without_gitlabs_merge_status_is_unknown(
+    world: World, tp: Toolpass
+) -> None:
+    """A merge request answer without ``detailed_merge_status`` (GitLab before 15.6, or a
+    null) says nothing of GitLab's merge checks: unknown, not mergeable."""
+    world.fake.add_merge_request("acme/platform/api", 11, source="f11", status=None)  # type: ignore[arg-type]
+    d = tp.check("omar@example.com", "gl", "mr.merge", "mr:acme/platform/api!11")
+    assert d.decision == "unknown", d.reason
+
+
 def test_a_locked_discussion_takes_reporter_to_comment(world: World, tp: Toolpass) -> None:
     world.fake.add_issue("acme/platform/api", 40, author=world.erin, locked=True)
     issue = "issue:acme/platform/api#40"

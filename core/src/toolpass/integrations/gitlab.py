@@ -813,11 +813,13 @@ def _same(a: object, b: str) -> bool:
 
 def _unmergeable(mr: Mapping[str, Any], label: str) -> Decision | None:
     """What GitLab's own merge checks say (``detailed_merge_status``, GitLab 15.6+): None when
-    ``mergeable`` (or not reported), unknown while still checking, else a deny naming it
+    ``mergeable``, unknown while still checking or when not reported, else a deny naming it
     (not approved, a pipeline that must pass, draft, unresolved threads, conflicts, ...)."""
     status = mr.get("detailed_merge_status")
-    if status is None or status == "mergeable":
+    if status == "mergeable":
         return None
+    if status is None:
+        return Decision.unknown(f"gitlab does not say whether its merge checks let {label} merge")
     if status in ("checking", "unchecked", "preparing", "approvals_syncing"):
         return Decision.unknown(f"gitlab is still checking whether {label} can be merged")
     return Decision.deny(f"gitlab's merge checks refuse merging {label} ({status})")
