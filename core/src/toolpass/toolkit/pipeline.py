@@ -12,6 +12,7 @@ Nothing else differs between the two.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
@@ -160,7 +161,10 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
     failure: Exception | None = None
     try:
         result = yield (fn, call_args, call_kwargs, None, True)
-        if type(result) not in PLAIN and isinstance(result, (Iterator, AsyncIterator)):
+        if type(result) in CONTAINERS:
+            if lazy_within(result):  # a generator in a dict, say: read here, not later
+                result = yield Hook(Settler().settle, (result,), afn=Settler().asettle)
+        elif type(result) not in PLAIN and isinstance(result, (Iterator, AsyncIterator)):
             result = yield _reading(result)  # in the call's scope: its requests are checked
     except Exception as exc:
         failure = exc
@@ -234,13 +238,104 @@ async def adrain(items: AsyncIterator[Any]) -> list[Any]:
 
 def _count(taken: list[Any], item: Any) -> None:
     if len(taken) >= LAZY_LIMIT:
-        raise ToolRefused(
-            "check_error",
-            "The tool returned more items than toolpass reads from one call, so its output "
-            "was withheld. Tell the user.",
-            detail=f"a lazy result of more than {LAZY_LIMIT} items",
-        )
+        raise _too_many()
     taken.append(item)
+
+
+def _too_many() -> ToolRefused:
+    return ToolRefused(
+        "check_error",
+        "The tool returned more items than toolpass reads from one call, so its output "
+        "was withheld. Tell the user.",
+        detail=f"a lazy result of more than {LAZY_LIMIT} items",
+    )
+
+
+#: Results walked for lazy values inside them (exact types: their subclasses are not).
+CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+_ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def lazy_within(result: Any) -> bool:
+    """Whether a container result holds an iterator or async iterator at any depth."""
+    stack, seen = [result], set()
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        for item in value.values() if type(value) is dict else value:
+            kind = type(item)
+            if kind in _ATOMS:
+                continue
+            if kind in CONTAINERS:
+                stack.append(item)
+            elif isinstance(item, (Iterator, AsyncIterator)):
+                return True
+    return False
+
+
+class Settler:
+    """Reads every lazy value in a result, at any depth, into a list, in the call's scope;
+    at most ``LAZY_LIMIT`` items in all."""
+
+    def __init__(self) -> None:
+        self.left = LAZY_LIMIT
+        self.path: set[int] = set()  # the containers being rebuilt: one met again is a cycle
+
+    def settle(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in CONTAINERS:
+            self._enter(value)
+            try:
+                if kind is dict:
+                    return {k: self.settle(v) for k, v in value.items()}
+                return kind(self.settle(v) for v in value)
+            finally:
+                self.path.discard(id(value))
+        if kind in _ATOMS or kind in PLAIN:
+            return value
+        if isinstance(value, Iterator):
+            return [self.settle(item) for item in self._taken(drain(value))]
+        if isinstance(value, AsyncIterator):
+            return _no_async_stream(value)
+        return value
+
+    async def asettle(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in CONTAINERS:
+            self._enter(value)
+            try:
+                if kind is dict:
+                    return {k: await self.asettle(v) for k, v in value.items()}
+                return kind([await self.asettle(v) for v in value])
+            finally:
+                self.path.discard(id(value))
+        if kind in _ATOMS or kind in PLAIN:
+            return value
+        if isinstance(value, Iterator):
+            items = await asyncio.to_thread(drain, value)  # the call's context goes along
+        elif isinstance(value, AsyncIterator):
+            items = await adrain(value)
+        else:
+            return value
+        return [await self.asettle(item) for item in self._taken(items)]
+
+    def _enter(self, value: Any) -> None:
+        if id(value) in self.path:
+            raise ToolRefused(
+                "check_error",
+                "The tool returned a result that contains itself, so its output was "
+                "withheld. Tell the user.",
+                detail="a cyclic result holding a lazy value",
+            )
+        self.path.add(id(value))
+
+    def _taken(self, items: list[Any]) -> list[Any]:
+        self.left -= len(items)
+        if self.left < 0:
+            raise _too_many()
+        return items
 
 
 def _no_async_stream(items: AsyncIterator[Any]) -> Any:
