@@ -42,6 +42,8 @@ class AuditEvent:
     authorization: tuple[str, str] | None = None  # (decision, reason)
     approval_reasons: tuple[str, ...] = ()
     approval_id: str | None = None
+    approved_by: str | None = None  # who approved the call that ran
+    standing_approval: str | None = None  # the standing approval it ran under, if any
     preview: str | None = None  # what a person was asked to approve
     duration = 0.0
     secrets: tuple[str, ...] = ()
@@ -102,6 +104,8 @@ class AuditEvent:
             "detail": _clean(self.detail, secrets),
             "reasons": self.reasons,
             "approval_id": self.approval_id,
+            "approved_by": self.approved_by,
+            "standing_approval": self.standing_approval,
             "preview": _clean(self.preview, secrets),
             "actions": [
                 _clean({k: v for k, v in a.items() if k[:1] != "_"}, secrets) for a in self.actions

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from toolpass.store.base import Change, Store, StoreUnavailable
 from toolpass.store.memory import MemoryStore
+from toolpass.store.waiting import Watchable, wait_changed, wait_changed_async
 
 
 def open_store(url: str | Store | None) -> Store:
@@ -73,7 +74,10 @@ __all__ = [
     "MemoryStore",
     "Store",
     "StoreUnavailable",
+    "Watchable",
     "open_store",
     "sqlite_path",
     "store_kind",
+    "wait_changed",
+    "wait_changed_async",
 ]

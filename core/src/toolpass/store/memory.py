@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolpass.store.base import Change, T
+from toolpass.store.waiting import Wakers, forever, poll, poll_async
 
 
 class MemoryStore:
@@ -19,6 +20,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._values: dict[str, tuple[Any, float | None]] = {}
         self._lists: dict[str, tuple[list[str], float | None]] = {}
+        self._wakers = Wakers()
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -42,7 +44,19 @@ class MemoryStore:
                 self._values.pop(key, None)
             else:
                 self._values[key] = (copy.deepcopy(value), self._expires(ttl))
-            return result
+        self._wakers.wake()
+        return result
+
+    def wait(self, key: str, seen: Any, timeout: float) -> Any:
+        """The value at ``key`` once it is not ``seen`` (woken by the write itself), or as it
+        is after ``timeout`` seconds."""
+        with self._wakers.waiting() as pause:
+            return poll(lambda: self.get(key), seen, timeout, pause, forever())
+
+    async def wait_async(self, key: str, seen: Any, timeout: float) -> Any:
+        """:meth:`wait`, awaited."""
+        async with self._wakers.waiting_async() as pause:
+            return await poll_async(lambda: self.get(key), seen, timeout, pause, forever())
 
     def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
         with self._lock:

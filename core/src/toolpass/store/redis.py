@@ -3,11 +3,15 @@
 Updates are optimistic transactions (``WATCH``, read, ``MULTI``/``EXEC``) retried while
 another process writes the same key; a Redis that cannot be reached, refuses, or keeps
 losing the race raises :class:`StoreUnavailable`. Needs the ``redis`` extra.
+
+Each update also publishes on the key's channel (in the same transaction), so ``wait`` sleeps
+on a pub/sub subscription, woken by the write from any process, never polling.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from toolpass.store.base import Change, StoreUnavailable, T
@@ -34,6 +38,7 @@ class RedisStore:
         self._redis: Any = redis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
         )
+        self._timeout = timeout
 
     def __repr__(self) -> str:
         return f"RedisStore({self._redis.connection_pool.connection_kwargs.get('host')!r})"
@@ -46,7 +51,7 @@ class RedisStore:
             raw = self._redis.get(self.prefix + "v:" + key)
         except self._errors as exc:
             raise self._failed(exc) from None
-        return None if raw is None else json.loads(raw)
+        return _loads(raw)
 
     def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
         name = self.prefix + "v:" + key
@@ -63,6 +68,7 @@ class RedisStore:
                         else:
                             ms = None if ttl is None else max(1, int(ttl * 1000))
                             pipe.set(name, json.dumps(value), px=ms)
+                        pipe.publish(self._channel(key), "changed")
                         pipe.execute()
                         return result
                     except self._watch_error:
@@ -70,6 +76,54 @@ class RedisStore:
         except self._errors as exc:
             raise self._failed(exc) from None
         raise StoreUnavailable(f"the Redis store: {key} kept changing under {_ATTEMPTS} updates")
+
+    def _channel(self, key: str) -> str:
+        return self.prefix + "c:" + key
+
+    def wait(self, key: str, seen: Any, timeout: float) -> Any:
+        """The value at ``key`` once it is not ``seen`` (a write publishes on the key's
+        channel), or as it is after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        try:
+            with self._redis.pubsub() as pubsub:
+                pubsub.subscribe(self._channel(key))
+                # Subscribed before the first read, so no write after that read is missed.
+                pubsub.get_message(timeout=self._timeout)
+                while (value := self.get(key)) == seen:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return value
+                    pubsub.get_message(timeout=left)
+                return value
+        except self._errors as exc:
+            raise self._failed(exc) from None
+
+    async def wait_async(self, key: str, seen: Any, timeout: float) -> Any:
+        """:meth:`wait`, awaited, on a connection of its own."""
+        import redis.asyncio
+
+        deadline = time.monotonic() + timeout
+        client = redis.asyncio.Redis.from_url(
+            self.url,
+            socket_timeout=self._timeout,
+            socket_connect_timeout=self._timeout,
+            decode_responses=True,
+        )
+        try:
+            async with client.pubsub() as pubsub:
+                await pubsub.subscribe(self._channel(key))
+                await pubsub.get_message(timeout=self._timeout)
+                name = self.prefix + "v:" + key
+                while (value := _loads(await client.get(name))) == seen:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return value
+                    await pubsub.get_message(timeout=left)
+                return value
+        except self._errors as exc:
+            raise self._failed(exc) from None
+        finally:
+            await client.aclose()
 
     def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
         name = self.prefix + "l:" + key
@@ -100,3 +154,7 @@ class RedisStore:
 
     def close(self) -> None:
         self._redis.close()
+
+
+def _loads(raw: str | None) -> Any:
+    return None if raw is None else json.loads(raw)

@@ -3,6 +3,11 @@
 Each update is one ``BEGIN IMMEDIATE`` transaction, so writers queue on the file's lock
 (WAL mode lets readers go on); a lock held past ``timeout`` seconds, a full disk or a file
 that is not a database raise :class:`StoreUnavailable`.
+
+``wait`` is woken at once by a write made in this process; SQLite tells no other process of
+a write, so a write made elsewhere is seen by reading the one row again after pauses that
+double from 10 ms to 250 ms (a change is seen at most 250 ms late, for one indexed read
+per pause of each waiter).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from toolpass.store.base import Change, StoreUnavailable, T
+from toolpass.store.waiting import Wakers, backoff, poll, poll_async
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS toolpass_values "
@@ -44,6 +50,7 @@ class SQLiteStore:
         self._clock = clock
         self._local = threading.local()
         self._updates = 0
+        self._wakers = Wakers()
         with self._transaction() as db:
             for statement in _SCHEMA:
                 db.execute(statement)
@@ -103,7 +110,19 @@ class SQLiteStore:
             if self._updates % _PURGE_EVERY == 0:
                 db.execute("DELETE FROM toolpass_values WHERE expires <= ?", (now,))
                 db.execute("DELETE FROM toolpass_lists WHERE expires <= ?", (now,))
+        self._wakers.wake()
         return result
+
+    def wait(self, key: str, seen: Any, timeout: float) -> Any:
+        """The value at ``key`` once it is not ``seen``, or as it is after ``timeout`` seconds
+        (see the module's docstring for how a change is seen)."""
+        with self._wakers.waiting() as pause:
+            return poll(lambda: self.get(key), seen, timeout, pause, backoff())
+
+    async def wait_async(self, key: str, seen: Any, timeout: float) -> Any:
+        """:meth:`wait`, awaited (each read of the row is a quick local one, made inline)."""
+        async with self._wakers.waiting_async() as pause:
+            return await poll_async(lambda: self.get(key), seen, timeout, pause, backoff())
 
     def append(self, key: str, item: str, *, ttl: float | None = None) -> int:
         now = self._clock()

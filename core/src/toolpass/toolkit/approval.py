@@ -9,12 +9,14 @@ import secrets
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.secrets import find_secret, secret_name
-from toolpass.store import Store, open_store
+from toolpass.store import Store, open_store, wait_changed, wait_changed_async
+from toolpass.toolkit.routing import Routing
+from toolpass.toolkit.standing import MAX_STANDING, Standing, StandingApproval
 
 DEFAULT_TTL = 15 * 60.0
 #: How much of one argument a preview shows before it says what it left out.
@@ -97,7 +99,9 @@ class ApprovalRequest:
     """
 
     __slots__ = (
+        "approvers",
         "arguments",
+        "connection",
         "created",
         "decided_at",
         "decided_by",
@@ -108,6 +112,7 @@ class ApprovalRequest:
         "reason",
         "reasons",
         "session_id",
+        "standing",
         "status",
         "tool",
         "user",
@@ -125,6 +130,7 @@ class ApprovalRequest:
         reasons: tuple[str, ...],
         preview: str,
         now: float,
+        connection: str | None = None,
     ) -> None:
         self.id = secrets.token_hex(6)
         self.key = key
@@ -141,6 +147,11 @@ class ApprovalRequest:
         self.decided_by: str | None = None
         self.decided_at: float | None = None
         self.reason = ""
+        self.connection = connection
+        #: Who may decide it (empty: anyone but its user), set by the queue's routing.
+        self.approvers: tuple[str, ...] = ()
+        #: The standing approval that approved it, if one did.
+        self.standing: str | None = None
 
     def describe(self) -> str:
         """Who asks for what and why, with a preview, for the person deciding."""
@@ -174,11 +185,15 @@ class ApprovalRequest:
             "decided_by": self.decided_by,
             "decided_at": self.decided_at,
             "reason": self.reason,
+            "connection": self.connection,
+            "approvers": list(self.approvers),
+            "standing": self.standing,
         }
 
     def _load(self, record: Mapping[str, Any]) -> ApprovalRequest:
         self.status, self.decided_by = record["status"], record["decided_by"]
         self.decided_at, self.reason = record["decided_at"], record["reason"]
+        self.approvers, self.standing = tuple(record.get("approvers", ())), record.get("standing")
         return self
 
     @classmethod
@@ -192,6 +207,7 @@ class ApprovalRequest:
         )
         req.arguments, req.reasons = dict(record["arguments"]), tuple(record["reasons"])
         req.preview, req.created = record["preview"], record["created"]
+        req.connection = record.get("connection")
         return req._load(record)
 
     def __repr__(self) -> str:
@@ -234,6 +250,13 @@ class ApprovalQueue:
     Nobody approves a call made for themselves (``PermissionError``): the approver's name is
     compared with the request's user, ignoring case, and a name written ``Name <address>``
     by either part of it. ``self_approval=True`` allows it. Denying is always allowed.
+
+    ``approvers`` routes requests to the people who may decide them, by tool, effect or
+    connection (``{"destructive": ["ops-leads"], "tool:deploy": ["lee"]}``, ``groups``
+    naming lists of people; see :class:`~toolpass.toolkit.routing.Routing`): anyone else
+    gets ``PermissionError`` (the request's own user may still deny it). ``approve(...,
+    standing=Standing(...))`` also approves later calls of its kind, for at most
+    ``max_standing`` seconds. ``wait(id, timeout)`` blocks until a request is decided.
     """
 
     def __init__(
@@ -243,6 +266,9 @@ class ApprovalQueue:
         clock: Callable[[], float] = time.time,
         store: Store | str | None = None,
         self_approval: bool = False,
+        approvers: Mapping[str, Sequence[str]] | None = None,
+        groups: Mapping[str, Sequence[str]] | None = None,
+        max_standing: float = MAX_STANDING,
     ) -> None:
         if not isinstance(self_approval, bool):
             raise TypeError(f"self_approval is True or False, not {self_approval!r}")
@@ -254,6 +280,8 @@ class ApprovalQueue:
         #: The requests this process has seen, by id, so each is one object here.
         self._known: dict[str, ApprovalRequest] = {}
         self.listeners: list[Callable[[ApprovalRequest], object]] = []
+        self.routing = Routing(approvers, groups)
+        self.max_standing = max_standing
 
     def on_request(
         self, callback: Callable[[ApprovalRequest], object]
@@ -281,16 +309,96 @@ class ApprovalQueue:
             raise KeyError(f"no approval request {request_id!r} (unknown, used or expired)")
         return self._object(record)
 
-    def approve(self, request_id: str, *, by: str) -> ApprovalRequest:
+    def approve(
+        self, request_id: str, *, by: str, standing: Standing | None = None
+    ) -> ApprovalRequest:
         """Approve a pending request; its call runs on the next retry. ``PermissionError``
-        when ``by`` is the person the call is made for (unless ``self_approval``)."""
-        return self._decide(request_id, "approved", by, "")
+        when ``by`` is the person the call is made for (unless ``self_approval``) or not
+        one of its approvers. ``standing`` also approves later calls of its kind
+        (:class:`Standing`; listed by :meth:`standing`, ended by :meth:`revoke`)."""
+        if standing is None:
+            return self._decide(request_id, "approved", by, "")
+        grant = StandingApproval.grant(
+            standing,
+            request=self.get(request_id),
+            by=by,
+            now=self._clock(),
+            longest=self.max_standing,
+        )
+        req = self._decide(request_id, "approved", by, "")
+        self.store.update(
+            _STANDING + grant.id,
+            lambda _: (grant.to_dict(), None),
+            ttl=max(grant.expires - self._clock(), 1.0),
+        )
+        return req
+
+    def standing(self) -> list[StandingApproval]:
+        """The standing approvals in force, oldest first."""
+        now, found = self._clock(), []
+        for name in self.store.keys(_STANDING):
+            record = self.store.get(name)
+            if record is not None and StandingApproval.from_dict(record).expires > now:
+                found.append(StandingApproval.from_dict(record))
+        return sorted(found, key=lambda s: (s.created, s.id))
+
+    def revoke(self, standing_id: str) -> StandingApproval:
+        """End a standing approval (calls already running go on); ``KeyError`` when none."""
+        record = self.store.update(_STANDING + str(standing_id), lambda found: (None, found))
+        if record is None:
+            raise KeyError(f"no standing approval {standing_id!r}")
+        return StandingApproval.from_dict(record)
+
+    def wait(self, request_id: str, timeout: float) -> ApprovalRequest:
+        """Block until request ``request_id`` is decided (also in another process), at most
+        ``timeout`` seconds; the request, whose ``status`` is then ``approved`` (or
+        ``claimed`` / ``spent`` once its call runs), ``denied``, ``expired``, or still
+        ``pending`` after the timeout. ``KeyError`` for an unknown or used-up request."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record, left = self._waiting(request_id, deadline)
+            if left <= 0:
+                return self._settled(request_id, record)
+            wait_changed(self.store, _RECORD + request_id, record, left)
+
+    async def wait_async(self, request_id: str, timeout: float) -> ApprovalRequest:
+        """:meth:`wait`, awaited."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record, left = self._waiting(request_id, deadline)
+            if left <= 0:
+                return self._settled(request_id, record)
+            await wait_changed_async(self.store, _RECORD + request_id, record, left)
 
     def deny(self, request_id: str, *, by: str, reason: str = "") -> ApprovalRequest:
         """Deny a pending request; the next retry of its call is refused with the reason."""
         return self._decide(request_id, "denied", by, reason)
 
     # Internals used by the pipeline.
+
+    def _waiting(self, request_id: str, deadline: float) -> tuple[dict[str, Any], float]:
+        """The request's record and how long to wait for it to change (0: it is settled)."""
+        record = self.store.get(_RECORD + request_id) if request_id.isalnum() else None
+        if record is None:
+            raise KeyError(f"no approval request {request_id!r} (unknown, used or expired)")
+        if record["status"] != "pending" or self._expired(record):
+            return record, 0.0
+        expires_in = record["created"] + self.ttl - self._clock()
+        return record, max(0.0, min(deadline - time.monotonic(), expires_in + 0.01))
+
+    def _settled(self, request_id: str, record: dict[str, Any]) -> ApprovalRequest:
+        req = self._object(record)
+        if self._expired(record):
+            req.status = "expired"
+        return req
+
+    def _standing_for(self, req: ApprovalRequest) -> StandingApproval | None:
+        """A standing approval that covers ``req``, if one is in force."""
+        now = self._clock()
+        for grant in self.standing():
+            if grant.covers(req, now):
+                return grant
+        return None
 
     def _expired(self, record: Mapping[str, Any]) -> bool:
         status = record["status"]
@@ -347,6 +455,10 @@ class ApprovalQueue:
             problem[:] = [] if record["status"] == "pending" else [record["status"]]
             if not problem and status == "approved" and not self.self_approval:
                 problem[:] = ["self"] if same_person(by, record["user"]) else []
+            approvers = record.get("approvers") or ()
+            if not problem and approvers and by not in approvers:
+                withdrawn = status == "denied" and same_person(by, record["user"])
+                problem[:] = [] if withdrawn else ["approvers"]
             if problem:
                 return
             record.update(status=status, decided_by=by, reason=reason, decided_at=now)
@@ -358,6 +470,11 @@ class ApprovalQueue:
             raise PermissionError(
                 f"{by} may not approve request {request_id}: it is a call made for themselves; "
                 "another person must approve it"
+            )
+        if problem == ["approvers"]:
+            raise PermissionError(
+                f"{by} may not decide request {request_id}: only its approvers may "
+                f"({', '.join(record.get('approvers') or ())})"
             )
         if problem:
             raise ValueError(f"approval request {request_id} is already {problem[0]}")
@@ -375,8 +492,16 @@ class ApprovalQueue:
         now = self._clock()
         seen: str | None = self.store.get(_KEY + digest)
         existing = seen if seen is not None and self._record(seen) is not None else None
+        candidate = make(now)
+        candidate.approvers = self.routing.approvers(
+            tool=candidate.tool, effect=candidate.effect, connection=candidate.connection
+        )
+        covering = self._standing_for(candidate)
         if existing is None:  # none yet, or used up or expired: a new request takes the key
-            req = make(now)
+            req = candidate
+            if covering is not None:
+                req.status, req.standing = "approved", covering.id
+                req.decided_by, req.decided_at = covering.by, now
             record = {**req.to_dict(), "digest": digest, "claimed_at": None}
             self.store.update(_RECORD + req.id, lambda _: (record, None), ttl=self._keep())
 
@@ -389,11 +514,17 @@ class ApprovalQueue:
             if existing is None:
                 with self._lock:
                     self._known[req.id] = req
-                return None, req
-            self.store.update(_RECORD + req.id, lambda _: (None, None))
+                if covering is None:
+                    return None, req
+                existing = req.id
+            else:
+                self.store.update(_RECORD + req.id, lambda _: (None, None))
         outcome: list[str] = []
 
         def claim(record: dict[str, Any]) -> None:
+            if record["status"] == "pending" and covering is not None:
+                record.update(status="approved", decided_by=covering.by, decided_at=now)
+                record["standing"] = covering.id
             outcome[:] = [record["status"]]
             if record["status"] == "approved":
                 record.update(status="claimed", claimed_at=now)
@@ -464,6 +595,7 @@ def _identities(text: str) -> tuple[set[str], set[str]]:
 
 _RECORD = "approval:"
 _KEY = "approval-key:"
+_STANDING = "approval-standing:"
 
 
 def _unless_other(request_id: str) -> Callable[[Any], tuple[Any, None]]:

@@ -22,7 +22,7 @@ from toolpass.rules.walk import non_finite, strings_in
 from toolpass.store import StoreUnavailable
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending, preview_of
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
-from toolpass.toolkit.authorize import refusal, verdict
+from toolpass.toolkit.authorize import PermissionCheck, refusal, verdict
 from toolpass.toolkit.drivers import NO_KWARGS, AsyncHookError, Hook, Step
 from toolpass.toolkit.provenance import destination_values
 from toolpass.toolkit.session import Session, _current
@@ -420,6 +420,9 @@ def _ask(c: CallState) -> Steps:
             reasons=reasons,
             preview=preview,
             now=now,
+            connection=spec.authorize.connection
+            if isinstance(spec.authorize, PermissionCheck)
+            else None,
         )
 
     event.preview = preview
@@ -428,6 +431,7 @@ def _ask(c: CallState) -> Steps:
         c.grant, request = approver._claim(key, make)
         event.approval_id = request.id
         if c.grant is not None:
+            event.approved_by, event.standing_approval = request.decided_by, request.standing
             return
         for listener in list(approver.listeners):
             try:

@@ -1,0 +1,119 @@
+"""Standing approvals: one decision that approves later calls of the same kind, for a while."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolpass.toolkit.approval import ApprovalRequest
+
+#: The longest a standing approval lasts, unless the queue says otherwise (8 hours).
+MAX_STANDING = 8 * 3600.0
+
+
+@dataclass(frozen=True)
+class Standing:
+    """How far an approval reaches: later calls of the same tool for the same user,
+    ``session=True`` in this session only, for ``minutes`` (at most the queue's
+    ``max_standing``, which is also how long one without ``minutes`` lasts), and with
+    ``match`` only calls whose arguments named in it hold these values (compared as Python
+    writes them). A later call is covered only when it needs approval for reasons this one
+    was approved for."""
+
+    session: bool = False
+    minutes: float | None = None
+    match: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.session, bool):
+            raise TypeError(f"session is True or False, not {self.session!r}")
+        if self.minutes is not None and not (
+            isinstance(self.minutes, (int, float)) and self.minutes > 0
+        ):
+            raise ValueError(f"minutes is a positive number, not {self.minutes!r}")
+        if not (self.session or self.minutes or self.match):
+            raise ValueError(
+                "say how far the approval reaches: Standing(session=True), "
+                "Standing(minutes=N) or Standing(match={name: value})"
+            )
+
+
+@dataclass(frozen=True)
+class StandingApproval:
+    """A standing approval in force: ``by`` approved ``user``'s calls of ``tool`` (in
+    ``session_id`` when set, with arguments matching ``match``, for ``reasons``) until
+    ``expires``; granted with request ``request_id``."""
+
+    id: str
+    user: str
+    tool: str
+    session_id: str | None
+    match: dict[str, str]
+    reasons: tuple[str, ...]
+    by: str
+    request_id: str
+    created: float
+    expires: float
+
+    @classmethod
+    def grant(
+        cls, standing: Standing, *, request: ApprovalRequest, by: str, now: float, longest: float
+    ) -> StandingApproval:
+        """The standing approval ``by`` grants with ``request`` (approved now);
+        ``ValueError`` past ``longest`` seconds or for an argument ``request`` lacks."""
+        seconds = longest if standing.minutes is None else standing.minutes * 60
+        if seconds > longest:
+            raise ValueError(
+                f"a standing approval lasts at most {longest / 60:g} minutes, "
+                f"not {standing.minutes:g}"
+            )
+        unknown = sorted(set(map(str, standing.match)) - set(map(str, request.arguments)))
+        if unknown:
+            raise ValueError(f"request {request.id} has no argument {', '.join(unknown)}")
+        return cls(
+            id=secrets.token_hex(6),
+            user=request.user,
+            tool=request.tool,
+            session_id=request.session_id if standing.session else None,
+            match={str(name): repr(value) for name, value in standing.match.items()},
+            reasons=tuple(request.reasons),
+            by=by,
+            request_id=request.id,
+            created=now,
+            expires=now + seconds,
+        )
+
+    def covers(self, request: ApprovalRequest, now: float) -> bool:
+        """Whether this approves ``request`` (made in this process: its own arguments)."""
+        arguments = {str(name): value for name, value in request.arguments.items()}
+        return (
+            now < self.expires
+            and request.user == self.user
+            and request.tool == self.tool
+            and self.session_id in (None, request.session_id)
+            and set(request.reasons) <= set(self.reasons)
+            and all(
+                name in arguments and repr(arguments[name]) == shown
+                for name, shown in self.match.items()
+            )
+        )
+
+    def describe(self) -> str:
+        """What it approves, for the page and the audit."""
+        scope = f" in session {self.session_id}" if self.session_id else ""
+        match = ", ".join(f"{name}={shown}" for name, shown in self.match.items())
+        return (
+            f"{self.by} approved {self.user}'s calls of {self.tool}{scope}"
+            f"{f' with {match}' if match else ''} (standing approval {self.id})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "reasons": list(self.reasons)}
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> StandingApproval:
+        return cls(**{**record, "reasons": tuple(record["reasons"])})
