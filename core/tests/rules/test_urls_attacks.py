@@ -93,6 +93,7 @@ def test_every_host_any_client_connects_to_is_a_host_of_the_url(url):
         "https://ev\til.example/",  # urllib and yarl drop the tab: evil.example
         "https://evil\u3002example/",  # httpx and yarl read an ideographic dot as a dot
         "https://hooks.trusted.example\t@evil.example/",
+        "evil.example.://hooks.trusted.example/",  # urllib3 reads no scheme: evil.example
     ],
 )
 def test_url_host_reads_what_urllib_and_aiohttp_connect_to(url):

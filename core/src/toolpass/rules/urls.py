@@ -70,6 +70,9 @@ def parse_url(text: str) -> Url | None:
         if parsed is not None:
             hosts += [h for h in parsed[0] if h not in hosts]
             port, tail = parsed[1], rest_of_it
+    if scheme and "." in scheme.group(1):  # urllib3 reads no scheme there: a host, a port
+        other = _host_port(_authority(text, "/?#")[0])
+        hosts += [h for h in (other[0] if other else []) if h not in hosts]
     if not hosts:
         return None
     port = None if port == _DEFAULT_PORTS.get(name) else port
