@@ -346,6 +346,30 @@ def test_a_restriction_exempting_groups_is_unknown_for_others(fake: FakeBitbucke
 
 
 @pytest.mark.parametrize(
+    ("restrictions", "decision"),
+    [
+        ([("enforce_merge_checks", "main"), ("require_approvals_to_merge", "main")], "unknown"),
+        ([("enforce_merge_checks", "*"), ("require_passing_builds_to_merge", "ma*")], "unknown"),
+        ([("enforce_merge_checks", "main"), ("require_tasks_to_be_completed", "main")], "unknown"),
+        ([("require_approvals_to_merge", "main")], "allow"),  # not enforced: a warning
+        ([("enforce_merge_checks", "main"), ("require_approvals_to_merge", "dev")], "allow"),
+    ],
+)
+def test_enforced_merge_checks_leave_a_merge_unknown(
+    fake: FakeBitbucket, restrictions: list[tuple[str, str]], decision: str
+) -> None:
+    """Premium's "prevent a merge with unresolved merge checks" (``enforce_merge_checks``)
+    makes Bitbucket refuse a merge whose checks (approvals, builds, tasks, ...) are unmet,
+    to an administrator too: the engine does not evaluate them, so it cannot allow."""
+    for kind, pattern in restrictions:
+        fake.restrict("acme", "api", kind, pattern, value=2)
+    with Toolpass([conn(fake)]) as tp:
+        d = tp.check("erin@example.com", "bb", "write", PULL)  # an admin, into main
+        assert d.decision == decision, d.reason
+        assert tp.check("erin@example.com", "bb", "write", MAIN).allowed  # a push: no PR
+
+
+@pytest.mark.parametrize(
     ("branch_type", "branch", "decision"),
     [
         ("production", "main", "deny"),

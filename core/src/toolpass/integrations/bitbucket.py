@@ -21,7 +21,8 @@ branch restrictions (``GET /2.0/repositories/{ws}/{repo}/branch-restrictions``):
 ``delete`` and ``restrict_merges`` matching the branch by glob ``pattern`` or branching-model
 kind (``effective-branching-model``); the users a ``push`` or ``restrict_merges`` restriction
 lists are exempt, one exempting groups leaves the others unknown (Bitbucket Cloud lists no
-group members).
+group members). A merge into a branch whose merge checks are enforced (``enforce_merge_checks``,
+Premium) and bound by one (approvals, builds, tasks, ...) is unknown: they are not evaluated.
 
 Resources: ``repo:WORKSPACE/REPO_SLUG`` (actions ``read``, ``write``, ``admin``),
 ``workspace:WORKSPACE`` (``member``, ``owner``) and ``site`` (``access``: the account exists).
@@ -78,6 +79,19 @@ SITE = "site"
 _RESTRICTS = {"write": "push", "delete_branch": "delete", "merge": "restrict_merges"}
 _EXEMPTING = frozenset({"push", "restrict_merges"})
 _MODEL_KINDS = frozenset({"feature", "bugfix", "release", "hotfix"})
+#: ``enforce_merge_checks`` (Premium) turns the merge checks that match a branch from
+#: warnings into refusals.
+_MERGE_CHECKS = frozenset(
+    {
+        "enforce_merge_checks",
+        "require_approvals_to_merge",
+        "require_default_reviewer_approvals_to_merge",
+        "require_passing_builds_to_merge",
+        "require_tasks_to_be_completed",
+        "require_no_changes_requested",
+        "require_commits_behind",
+    }
+)
 
 ACTIONS: tuple[Action, ...] = load_actions("bitbucket")
 _RANK = {a.name: int(a.terms["rank"]) for a in ACTIONS if "rank" in a.terms}
@@ -351,6 +365,8 @@ class Bitbucket(Integration):
         branch = self._destination(ws, slug, name) if kind == "pullrequest" else name
         branch = branch or self._main_branch(ws, slug)
         refused = self._restricted(account, _RESTRICTS[kind_of], ws, slug, branch)
+        if refused is None and kind == "pullrequest":
+            refused = self._merge_checks(ws, slug, branch)
         return decided if refused is None else refused
 
     def _site(self, account: str) -> Decision:
@@ -405,6 +421,29 @@ class Bitbucket(Integration):
             raise LookupFailed(f"bitbucket's answer to {what} has no main branch")
         return branch
 
+    def _restrictions(self, ws: str, slug: str) -> tuple[dict[str, Any], ...]:
+        path = f"/repositories/{quote(ws)}/{quote(slug)}/branch-restrictions"
+        rules = self._list(path, f"list the branch restrictions of {ws}/{slug}")
+        if rules is None:
+            raise LookupFailed(
+                f"bitbucket answered 404 to list the branch restrictions of {ws}/{slug}"
+            )
+        return rules
+
+    def _merge_checks(self, ws: str, slug: str, branch: str) -> Decision | None:
+        """Unknown when merges into ``branch`` must pass merge checks (``enforce_merge_checks``,
+        Premium) and one binds it: Bitbucket refuses an unmet one to anyone, and the engine
+        does not evaluate them (approvals, builds, tasks, ...). None otherwise."""
+        rules = [r for r in self._restrictions(ws, slug) if r.get("kind") in _MERGE_CHECKS]
+        bound = {str(r["kind"]) for r in rules if self._matches(r, ws, slug, branch)}
+        if "enforce_merge_checks" not in bound or bound == {"enforce_merge_checks"}:
+            return None
+        checks = ", ".join(sorted(bound - {"enforce_merge_checks"}))
+        return Decision.unknown(
+            f"merges into {branch} of {ws}/{slug} must pass Bitbucket's merge checks ({checks}), "
+            "which toolpass does not evaluate"
+        )
+
     def _restricted(
         self, account: str, kind: str, ws: str, slug: str, branch: str
     ) -> Decision | None:
@@ -412,11 +451,7 @@ class Bitbucket(Integration):
         exempt the user; unknown when one exempts groups (whose members Bitbucket Cloud does
         not list) and not the user."""
         name = f"{ws}/{slug}"
-        path = f"/repositories/{quote(ws)}/{quote(slug)}/branch-restrictions"
-        rules = self._list(path, f"list the branch restrictions of {name}")
-        if rules is None:
-            raise LookupFailed(f"bitbucket answered 404 to list the branch restrictions of {name}")
-        for rule in rules:
+        for rule in self._restrictions(ws, slug):
             if rule.get("kind") != kind or not self._matches(rule, ws, slug, branch):
                 continue
             users, groups = rule.get("users") or [], rule.get("groups") or []
