@@ -388,6 +388,26 @@ def test_a_branching_model_restriction_names_its_branches(
     assert d.decision == decision, d.reason
 
 
+@pytest.mark.parametrize(
+    ("production", "decision"),
+    [
+        ({"use_mainbranch": True}, "deny"),  # the main branch, main, by another name
+        ({"enabled": True}, "unknown"),  # no branch named: it may be this one
+        ({"enabled": False}, "allow"),
+    ],
+)
+def test_a_model_branch_without_a_name_is_never_read_as_another_branch(
+    fake: FakeBitbucket, production: dict[str, object], decision: str
+) -> None:
+    """A production (or development) branch the effective model enables without naming it
+    was read as matching no branch: a restriction on it bound nothing."""
+    fake.repos[("acme", "api")].model["production"] = production
+    fake.restrict("acme", "api", "push", branch_type="production")
+    with Toolpass([conn(fake)]) as tp:
+        d = tp.check("dana@example.com", "bb", "write", MAIN)
+    assert d.decision == decision, d.reason
+
+
 @given(
     branch=st.text(
         st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="*?"),

@@ -490,13 +490,24 @@ class Bitbucket(Integration):
         kind = rule.get("branch_type")
         if kind in ("development", "production"):
             named = model.get(kind) or {}
-            found = named.get("name") or (named.get("branch") or {}).get("name")
-            return named.get("enabled", True) is not False and found == branch
+            if not named or named.get("enabled", True) is False:
+                return False
+            return self._model_branch(named, kind, ws, slug) == branch
         if kind not in _MODEL_KINDS:
             raise LookupFailed(f"bitbucket gave the unknown branch_type {kind!r}")
         types = model.get("branch_types") or []
         prefixes = [t.get("prefix") for t in types if isinstance(t, dict) and t.get("kind") == kind]
         return any(isinstance(p, str) and p and branch.startswith(p) for p in prefixes)
+
+    def _model_branch(self, named: Mapping[str, Any], kind: str, ws: str, slug: str) -> str:
+        """The branch the model's development or production names (the main branch with
+        ``use_mainbranch``); :class:`LookupFailed` when it names none."""
+        found = named.get("name") or (named.get("branch") or {}).get("name")
+        if isinstance(found, str) and found:
+            return found
+        if named.get("use_mainbranch") is True:
+            return self._main_branch(ws, slug)
+        raise LookupFailed(f"bitbucket's branching model of {ws}/{slug} names no {kind} branch")
 
     def _not_found(self, text: str) -> Decision:
         if self.options.get("not_found") == "deny":
