@@ -277,6 +277,7 @@ class FakeAWS(FakeServer):
         self.resource_policies: dict[str, Any] = {}
         self.bucket_owners: dict[str, str] = {}
         self.policy_read_denied: set[str] = set()
+        self.bucket_keys: dict[str, str] = {}  # bucket -> its default KMS key (SSE-KMS)
         self.add("GET", "/2015-03-31/functions/(?P<name>[^/]+)/policy", self._lambda_GetPolicy)
         self.buckets: dict[str, dict[str, tuple[bytes, str]]] = {}
         for method in ("PUT", "GET"):
@@ -556,6 +557,26 @@ class FakeAWS(FakeServer):
         return Reply(
             200, {"Policy": policy, "RevisionId": "1"}, {"Content-Type": "application/json"}
         )
+
+    def _bucket_encryption(self, request: Request, bucket: str) -> Reply:
+        """``GetBucketEncryption``: SSE-S3 unless ``bucket_keys`` names a KMS key (every
+        bucket has default encryption since January 2023)."""
+        if "s3" in self.policy_read_denied:
+            return _s3_error("AccessDenied", "Access Denied", 403)
+        if bucket not in self.buckets and bucket not in self.resource_policies:
+            return _s3_error("NoSuchBucket", "The specified bucket does not exist", 404)
+        key = self.bucket_keys.get(bucket)
+        rule = (
+            f"<SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>{escape(key)}</KMSMasterKeyID>"
+            if key
+            else "<SSEAlgorithm>AES256</SSEAlgorithm>"
+        )
+        body = (
+            '<ServerSideEncryptionConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+            f"<Rule><ApplyServerSideEncryptionByDefault>{rule}</ApplyServerSideEncryptionByDefault>"
+            "<BucketKeyEnabled>false</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>"
+        )
+        return Reply(200, body.encode(), {"Content-Type": "application/xml"})
 
     def _bucket_policy(self, request: Request, bucket: str) -> Reply:
         if "s3" in self.policy_read_denied:
@@ -905,6 +926,8 @@ class FakeAWS(FakeServer):
             return _s3_error(code, message, status)
         if "policy" in request.query and "key" in request.params and "bucket" not in request.params:
             return self._bucket_policy(request, unquote(request.params["key"]))
+        if "encryption" in request.query and "bucket" not in request.params:
+            return self._bucket_encryption(request, unquote(request.params["key"]))
         virtual = _VIRTUAL_HOST.fullmatch(request.headers.get("host", "").lower())
         if virtual:  # S3 routes by the Host header, not by the URL the client used
             bucket, key = virtual["bucket"], unquote(request.path[1:])

@@ -79,6 +79,7 @@ def _kit(url: str, events: list[Any]) -> Iterator[Toolkit]:
         "integration": "aws",
         "url": url,
         "sts_url": url,
+        "endpoint_urls": {"default": url},  # the bucket's own policy is read there too
         "credentials": "static",
         "access_key_id": literal(ENGINE_KEY),
         "secret_access_key": literal(ENGINE_SECRET),

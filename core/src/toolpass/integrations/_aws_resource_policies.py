@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -171,19 +172,69 @@ def read(aws: AWS, action: str, resource: str, principal_account: str) -> Resour
     return reader(aws, region or aws.region, account or principal_account, rest)
 
 
-def _s3(aws: AWS, region: str, account: str, rest: str) -> ResourcePolicy | None:
-    bucket = rest.partition("/")[0]
-    if not _BUCKET.fullmatch(bucket):
-        raise LookupFailed(f"toolpass does not read the policies of S3 resources like {rest!r}")
+def _bucket_get(aws: AWS, region: str, account: str, bucket: str, what: str) -> Response:
+    """A bucket subresource (``?policy``, ``?encryption``), asked of the bucket's region."""
     headers = {"x-amz-content-sha256": _EMPTY_SHA256, "x-amz-expected-bucket-owner": account}
     for _ in range(2):
-        url = f"{aws.endpoint('s3', region)}/{quote(bucket, safe='')}?policy="
-        answer = aws.signed("GET", url, "s3", region, headers, b"", "read the bucket policy")
+        url = f"{aws.endpoint('s3', region)}/{quote(bucket, safe='')}?{what}="
+        answer = aws.signed("GET", url, "s3", region, headers, b"", f"read the bucket {what}")
         moved = answer.header("x-amz-bucket-region")
         if answer.status in (301, 400) and moved and moved != region:
             region = moved  # the bucket lives in another region: ask there, once
             continue
         break
+    return answer
+
+
+def bucket_key(aws: AWS, account: str, bucket: str) -> str | None:
+    """The ARN of the customer managed KMS key a bucket encrypts new objects with by default
+    (``GetBucketEncryption``); None for SSE-S3 or AWS's own ``aws/s3`` key. A key named by
+    alias cannot be told without reading the alias: :class:`LookupFailed`."""
+    answer = _bucket_get(aws, aws.region, account, bucket, "encryption")
+    what = f"the default encryption of {bucket}"
+    if answer.status != 200:
+        code = aws.error_code(answer)
+        if code in ("ServerSideEncryptionConfigurationNotFoundError", "NoSuchBucket"):
+            return None  # no default key (an absent bucket takes no upload either)
+        if code == "AccessDenied":
+            raise LookupFailed(
+                f"S3 refused to read {what} (the engine lacks s3:GetEncryptionConfiguration)"
+            )
+        raise aws.resource_failure(answer, f"read {what}", code)
+    if b"<!DOCTYPE" in answer.body or b"<!ENTITY" in answer.body:
+        raise LookupFailed(f"S3's answer to {what} declares a DTD")
+    try:
+        root = ET.fromstring(answer.body)  # noqa: S314 - DTDs are refused above
+    except ET.ParseError:
+        raise LookupFailed(f"S3's answer to {what} is not XML") from None
+    keys = []
+    for rule in root.iter():
+        if rule.tag.rpartition("}")[2] != "ApplyServerSideEncryptionByDefault":
+            continue
+        fields = {child.tag.rpartition("}")[2]: (child.text or "").strip() for child in rule}
+        if fields.get("SSEAlgorithm", "").startswith("aws:kms") and fields.get("KMSMasterKeyID"):
+            keys.append(fields["KMSMasterKeyID"])
+    if len(keys) > 1:
+        raise LookupFailed(f"S3's answer to {what} names several keys")
+    return _key_arn(aws, account, keys[0]) if keys else None
+
+
+def _key_arn(aws: AWS, account: str, key: str) -> str:
+    if key.startswith("arn:") and ":key/" in key:
+        return key
+    if re.fullmatch(r"(?:mrk-)?[0-9a-f-]{32,36}", key):
+        return f"arn:{aws.partition}:kms:{aws.region}:{account}:key/{key}"
+    raise LookupFailed(
+        f"the bucket's default encryption names its KMS key as {key!r}, which toolpass "
+        "does not resolve (name the key by its ARN or id)"
+    )
+
+
+def _s3(aws: AWS, region: str, account: str, rest: str) -> ResourcePolicy | None:
+    bucket = rest.partition("/")[0]
+    if not _BUCKET.fullmatch(bucket):
+        raise LookupFailed(f"toolpass does not read the policies of S3 resources like {rest!r}")
+    answer = _bucket_get(aws, region, account, bucket, "policy")
     kind = f"bucket policy of {bucket}"
     if answer.status == 200:
         return ResourcePolicy(kind, account, answer.body.decode("utf-8", "replace"))

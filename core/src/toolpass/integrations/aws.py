@@ -554,9 +554,13 @@ class AWS(Integration):
         since a virtual-hosted request carries its bucket there."""
         host = getattr(request, "host", None) or _header_text(request.headers.get("host"))
         account = self.options.get("account_id")
-        return _aws_routes.routes().match(
+        found = _aws_routes.routes().match(
             request, host or "", self.partition, self.region, account, self._own[1]
         )
+        copied = _header_text(request.headers.get("x-amz-copy-source"))
+        if found is None or not copied or found.resource is None:
+            return found
+        return _copy(found, copied)
 
     # --- the check ----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
@@ -595,7 +599,27 @@ class AWS(Integration):
             first = self._simulate(principal, action, resource, policy)
             if isinstance(first, Decision):
                 return first
-        return self._decide(first, principal, action, resource, cover)
+        decided = self._decide(first, principal, action, resource, cover)
+        if decided.decision == "allow" and action.lower() == "s3:putobject":
+            return self._bucket_key_allows(user, resource, principal, decided)
+        return decided
+
+    def _bucket_key_allows(
+        self, user: str, resource: str, principal: str, decided: Decision
+    ) -> Decision:
+        """S3 refuses an upload to a bucket whose default encryption is a customer managed
+        KMS key unless the user may also ``kms:GenerateDataKey`` with that key."""
+        bucket = resource.split(":", 5)[5].partition("/")[0]
+        key = policies.bucket_key(self, principal.split(":")[4], bucket)
+        if key is None:
+            return decided
+        needed = self.check(user, "kms:GenerateDataKey", key)
+        if needed.decision == "allow":
+            return decided
+        said = f"{bucket} encrypts new objects with the KMS key {key} by default, and "
+        if needed.decision == "deny":
+            return Decision.deny(said + needed.reason)
+        return Decision.unknown(said + needed.reason)
 
     def _simulate(
         self,
@@ -1317,6 +1341,17 @@ class _Coverage:
 
 class _NotFound(LookupFailed):
     """A JSON API's ResourceNotFoundException."""
+
+
+def _copy(found: Match, source: str) -> Match:
+    """An S3 copy (CopyObject, UploadPartCopy: ``x-amz-copy-source``) reads its source as it
+    writes its destination, and one request is checked on one resource: only a copy of an
+    object onto itself (a metadata change) is placed; any other is left unresolved (refused),
+    so that a copy never carries out data the user may not read."""
+    path, _, query = unquote(source).partition("?")
+    if f"arn:aws:s3:::{path.lstrip('/')}" == found.resource and not query.strip():
+        return found
+    return Match(found.route, found.params, None)
 
 
 def _without(text: str, creds: Credentials | None) -> str:
