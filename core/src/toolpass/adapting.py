@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from toolpass.outcome.audit import AuditEvent, emit
-from toolpass.outcome.errors import ToolRefused
-from toolpass.toolkit.approval import preview_of
+from toolpass.outcome.errors import ApprovalPending, ToolRefused
+from toolpass.rules.redact import REDACTED, redact, redact_text
+from toolpass.rules.redact import usable as usable_secrets
+from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, preview_of
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.drivers import run_async, run_sync
@@ -46,9 +48,13 @@ from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
 __all__ = [
+    "APPROVAL",
+    "REDACTED",
+    "Answer",
     "Explanation",
     "Guard",
     "OnRefuse",
+    "Pending",
     "PermissionEngine",
     "Rule",
     "RuleLike",
@@ -59,12 +65,133 @@ __all__ = [
     "Toolkit",
     "Traits",
     "UserSource",
+    "redact",
+    "redact_text",
     "refusal_text",
     "source_failed",
+    "usable_secrets",
     "user_from",
 ]
 
 T = TypeVar("T")
+
+
+#: The ``type`` of the payload a framework's pause carries for a call awaiting approval.
+APPROVAL = "toolpass_approval"
+_APPROVING = frozenset({"y", "yes", "approve", "approved", "accept", "allow"})
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A call waiting for a person, as an adapter pauses its framework for it: the request's
+    id, who the call is for, the tool, the call's full arguments, why a person must decide,
+    what the person reads (``preview``, ``message``) and when the request expires (the
+    queue's clock)."""
+
+    request_id: str
+    user: str
+    tool: str
+    arguments: Mapping[str, Any]
+    reasons: tuple[str, ...]
+    preview: str
+    expires: float
+    message: str
+    #: Each argument as the preview shows it (secrets by their digest), for a prompt.
+    shown: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, request: ApprovalRequest, ttl: float) -> Pending:
+        return cls(
+            request_id=request.id,
+            user=request.user,
+            tool=request.tool,
+            arguments=dict(request.arguments),
+            reasons=tuple(request.reasons),
+            preview=request.preview,
+            expires=request.created + ttl,
+            message=request.describe(),
+            shown=request.shown_arguments(),
+        )
+
+    def payload(self) -> dict[str, Any]:
+        """The pause's value, JSON only: ``type`` (``"toolpass_approval"``), ``request_id``,
+        ``tool``, ``user``, ``arguments`` (as the preview shows them), ``reasons``,
+        ``preview``, ``expires`` and ``message``."""
+        return {
+            "type": APPROVAL,
+            "request_id": self.request_id,
+            "tool": self.tool,
+            "user": self.user,
+            "arguments": dict(self.shown),
+            "reasons": list(self.reasons),
+            "preview": self.preview,
+            "expires": self.expires,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a resume carries for a paused call: ``approve``, ``deny`` (with the person's
+    ``reason``), ``edit`` (approve with the ``arguments`` the person wrote) or ``expired``
+    (nobody answered in time); ``by`` names the person; ``request_id``, when given, is the
+    request it answers (an answer naming another request is not taken for this one)."""
+
+    decision: Literal["approve", "deny", "edit", "expired"]
+    by: str = ""
+    reason: str = ""
+    arguments: Mapping[str, Any] | None = None
+    request_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision not in ("approve", "deny", "edit", "expired"):
+            raise ValueError(f"an answer is approve, deny, edit or expired, not {self.decision!r}")
+        if (self.decision == "edit") != isinstance(self.arguments, Mapping):
+            raise ValueError("an edit (and only an edit) carries the arguments, as a mapping")
+
+    @classmethod
+    def of(cls, value: Any, *, by: str = "") -> Answer:
+        """The answer a framework's resume value means: an ``Answer``; ``True`` or ``"y"``/
+        ``"yes"``/``"approve"`` approve; a mapping with ``decision`` (or ``type``:
+        ``approve``, ``deny``/``reject``, ``edit``, ``expired``) or ``approved`` (True or
+        False), and ``by``, ``reason`` (or ``message``), ``arguments`` (or ``args``),
+        ``request_id``. Anything else denies; ``by`` names the person when it does not."""
+        if isinstance(value, Answer):
+            return value
+        if isinstance(value, Mapping):
+            return cls._of_mapping(value, by)
+        yes = value is True or (isinstance(value, str) and value.strip().lower() in _APPROVING)
+        return cls("approve" if yes else "deny", by=by)
+
+    @classmethod
+    def _of_mapping(cls, value: Mapping[str, Any], by: str) -> Answer:
+        said = value.get("decision", value.get("type"))
+        if said is None:
+            said = "approve" if value.get("approved", value.get("approve")) is True else "deny"
+        decision = {"reject": "deny", "approved": "approve", "denied": "deny"}.get(said, said)
+        if decision not in ("approve", "deny", "edit", "expired"):
+            decision = "deny"
+        arguments = value.get("arguments", value.get("args"))
+        named = value.get("by")
+        request_id = value.get("request_id")
+        return cls(
+            decision,
+            by=named if isinstance(named, str) and named.strip() else by,
+            reason=str(value.get("reason") or value.get("message") or ""),
+            arguments=arguments if decision == "edit" else None,
+            request_id=request_id if isinstance(request_id, str) else None,
+        )
+
+
+def expired_refusal(request_id: str) -> ToolRefused:
+    """What the model reads when nobody decided on its call in time."""
+    return ToolRefused(
+        "approval_expired",
+        f"Nobody decided on this call in time: its request for approval (request "
+        f"{request_id}) expired, so it was not made. Tell the user; call it again only if "
+        "they still want it.",
+        detail=f"approval request {request_id} expired undecided",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,6 +604,116 @@ class Guard:
                 self.audit_refused(user, tool, arguments, refused)
             raise
 
+    # Approvals: the pause and the resume, for adapters whose framework pauses a run.
+
+    @property
+    def queue(self) -> ApprovalQueue | None:
+        """The toolkit's approval queue, when its approver is one (else no call pauses)."""
+        approver = self.toolkit.settings.approver
+        return approver if isinstance(approver, ApprovalQueue) else None
+
+    def pending(self, refused: ToolRefused) -> Pending | None:
+        """The pause for ``refused``, when it is a call waiting for a person in the queue
+        (None otherwise: the refusal is the answer)."""
+        queue = self.queue
+        if queue is None or not isinstance(refused, ApprovalPending):
+            return None
+        request = refused.request
+        if not isinstance(request, ApprovalRequest) or request.status != "pending":
+            return None  # running already, or not the queue's: the refusal says so
+        return Pending.of(request, queue.ttl)
+
+    def answer(
+        self,
+        request_id: str,
+        answer: Answer,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+    ) -> Mapping[str, Any]:
+        """Record a resume's ``answer`` to request ``request_id``, the one this very call
+        (``user``, ``tool``, ``arguments``) paused for, and give the arguments the call now
+        runs with (the person's, for an edit). The resume decides nothing itself: the check
+        runs again after it and the queue's record decides, so an answer for another
+        request, another call, or a request decided, used or unknown is not recorded (the
+        call asks anew, or is refused by the record). ``ToolRefused``
+        (``approval_expired``, audited) once the request has expired."""
+        queue = self.queue
+        if queue is None or not isinstance(request_id, str):
+            return arguments
+        state = queue.state(request_id)
+        ours = answer.request_id in (None, request_id) and (
+            state == "pending" and self._asked_by(queue, request_id, user, tool, arguments)
+        )
+        if ours and answer.decision == "expired":
+            queue.expire(request_id)
+            state = "expired"
+        if state == "expired":
+            refused = expired_refusal(request_id)
+            self.audit_refused(user, tool, arguments, refused)
+            raise refused
+        if not ours:
+            return arguments
+        try:
+            _record(queue, request_id, answer)
+        except (KeyError, ValueError, PermissionError) as exc:  # decided meanwhile, or theirs
+            warnings.warn(
+                f"toolpass: the answer to {request_id} was not recorded: {exc}", stacklevel=2
+            )
+            return arguments
+        return answer.arguments if answer.arguments is not None else arguments
+
+    @staticmethod
+    def _asked_by(
+        queue: ApprovalQueue,
+        request_id: str,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+    ) -> bool:
+        """Whether request ``request_id`` was made for this very call (its arguments are
+        compared as Python writes them: a request made in another process holds them so)."""
+        try:
+            request = queue.get(request_id)
+        except KeyError:
+            return False
+        shown = {str(name): repr(value) for name, value in arguments.items()}
+        asked = {str(name): repr(value) for name, value in request.arguments.items()}
+        same = shown in (asked, dict(request.arguments))
+        return request.user == user and request.tool == tool and same
+
+    def resume(
+        self,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        body: Callable[[Mapping[str, Any]], Callable[[], T]],
+        *,
+        request_id: str,
+        answer: Answer,
+        key: Any = None,
+    ) -> T:
+        """A paused call resumed with ``answer``: the answer recorded (``answer``), then the
+        whole check again and the body (``body(arguments)`` makes it for the arguments the
+        call runs with), once. Raises ``ToolRefused`` as ``run`` does."""
+        runs_with = self.answer(request_id, answer, user, tool, arguments)
+        return self.run(user, tool, runs_with, body(runs_with), key=key)
+
+    async def aresume(
+        self,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        body: Callable[[Mapping[str, Any]], Callable[[], Awaitable[T]]],
+        *,
+        request_id: str,
+        answer: Answer,
+        key: Any = None,
+    ) -> T:
+        """``resume`` for async frameworks."""
+        runs_with = self.answer(request_id, answer, user, tool, arguments)
+        return await self.arun(user, tool, runs_with, body(runs_with), key=key)
+
     def audit_refused(
         self, user: str | None, tool: str, arguments: Mapping[str, Any], refused: ToolRefused
     ) -> None:
@@ -714,6 +951,18 @@ class _RunSessions:
                 weak.pop(slot, None)
 
         return forget
+
+
+def _record(queue: ApprovalQueue, request_id: str, answer: Answer) -> None:
+    """Write a person's answer into the queue's record of the request."""
+    by = answer.by or "the application"
+    if answer.decision == "approve":
+        queue.approve(request_id, by=by)
+    elif answer.decision == "edit":
+        assert answer.arguments is not None
+        queue.edit(request_id, by=by, arguments=answer.arguments)
+    else:
+        queue.deny(request_id, by=by, reason=answer.reason)
 
 
 def _preview(call: ToolCall) -> str:

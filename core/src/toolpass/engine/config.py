@@ -62,6 +62,16 @@ class Config:
                 raise
             raise ConfigError(f"{self.store_origin}: 'store': cannot be opened ({e})") from None
 
+    def secret_references(self) -> frozenset[str]:
+        """Where the connections read their secrets from, as written (``env:NAME``,
+        ``file:/path``; never a literal's value)."""
+        return frozenset(
+            value.reference
+            for connection in self.connections
+            for value in connection.options.values()
+            if isinstance(value, Secret)
+        )
+
 
 class Located(dict[str, Any]):
     """A mapping read from YAML, remembering the line of each key (1-based)."""

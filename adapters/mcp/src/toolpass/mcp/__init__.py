@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_types import AudioContent, BlobResourceContents, CallToolResult, ImageContent, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass.adapting import (
+    REDACTED,
     Guard,
     OnRefuse,
     PermissionEngine,
@@ -48,9 +49,11 @@ from toolpass.adapting import (
     SessionSource,
     Toolkit,
     ToolRefused,
+    redact,
+    redact_text,
     refusal_text,
 )
-from toolpass.rules.redact import REDACTED, redact, redact_text, usable
+from toolpass.adapting import usable_secrets as usable
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken

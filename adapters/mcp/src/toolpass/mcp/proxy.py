@@ -57,11 +57,9 @@ from mcp_types import (
     PaginatedRequestParams,
     Tool,
 )
-from toolpass import ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
+from toolpass import Config, ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
 from toolpass.adapting import Rule, ToolRefused
-from toolpass.engine.config import Config
 from toolpass.mcp import guard
-from toolpass.wire.secrets import Secret
 
 from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
@@ -202,12 +200,7 @@ def upstream_environment(names: Sequence[str]) -> dict[str, str]:
 
 def secret_variables(config: Config) -> frozenset[str]:
     """The environment variables the configuration reads secrets from (``env:NAME``)."""
-    references = [
-        value.reference
-        for connection in config.connections
-        for value in connection.options.values()
-        if isinstance(value, Secret)
-    ]
+    references = config.secret_references()
     return frozenset(r[4:] for r in references if r.startswith("env:"))
 
 
