@@ -362,6 +362,22 @@ def test_the_workspaces_editing_and_deletion_settings_bind_authors(
         assert tp.check("ada@example.com", "slack", "chat.delete", mine).allowed  # an admin
 
 
+@pytest.mark.parametrize("action", ["chat.update", "chat.delete"])
+@pytest.mark.parametrize("who", ["dana", "ada"])  # the author, and an admin
+def test_a_message_in_a_frozen_channel_is_no_more_editable_than_a_new_one(
+    slack: FakeSlack, action: str, who: str
+) -> None:
+    """A frozen channel (a Slack Connect channel cut off) takes no new message whoever
+    asks: an edit or a deletion there was allowed to its author and to admins."""
+    slack.messages["C0ENG"] = [
+        {"type": "message", "ts": "1712345678.000100", "user": "U0DANA", "text": "hello"},
+    ]
+    slack.channels["C0ENG"]["is_frozen"] = True
+    with engine(slack, message_editing="anytime", message_deletion="everyone") as tp:
+        d = tp.check(f"{who}@example.com", "slack", action, "message:C0ENG/1712345678.000100")
+    assert not d.allowed, d.reason
+
+
 def test_search_answers_the_tokens_view_so_it_is_unknown_unless_tokens_are_the_users(
     slack: FakeSlack,
 ) -> None:

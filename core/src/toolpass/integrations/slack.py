@@ -587,6 +587,8 @@ class Slack(Integration):
                 return readable
             if archived:
                 return Decision.deny(f"{label} is archived")
+            if _flag(info, "is_frozen"):
+                return Decision.unknown(f"{label} is frozen; slack does not document who may write")
             author = self._author(channel_id, where.ts)
             if kind == _EDIT:
                 if author != uid:
