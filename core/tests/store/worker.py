@@ -27,6 +27,15 @@ def main(command: str, url: str, *args: str) -> object:
         while not (waiting := queue.pending()) and time.monotonic() < deadline:
             time.sleep(0.02)
         return [queue.approve(r.id, by="lead@example.com").id for r in waiting]
+    if command == "decide-later":  # decide every pending request after a pause
+        queue, pause, answer = ApprovalQueue(store=url), float(args[0]), args[1]
+        deadline = time.monotonic() + 10
+        while not (waiting := queue.pending()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(pause)
+        decide = queue.approve if answer == "approve" else queue.deny
+        decided = [decide(r.id, by="lead@example.com").id for r in waiting]
+        return [decided, time.time()]
     kit = Toolkit(store=url, approver=ApprovalQueue(store=url), audit=[])
     session = kit.conversations.get(args[0], USER)
     tools = {
