@@ -20,6 +20,8 @@ CODES: dict[str, str] = {
     "not_granted": "the request was not granted this tool or effect",
     "approval_pending": "a person must approve this call first",
     "approval_denied": "a person denied this call",
+    "approval_expired": "nobody decided on the call's approval request in time",
+    "approval_edited": "a person approved this call only with other arguments",
     "credential_unavailable": "the credential the tool needs could not be had",
     "check_error": "a check failed unexpectedly, so the call was refused",
     "store_unavailable": "the shared store of sessions, limits and approvals failed",

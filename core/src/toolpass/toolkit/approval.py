@@ -374,6 +374,59 @@ class ApprovalQueue:
         """Deny a pending request; the next retry of its call is refused with the reason."""
         return self._decide(request_id, "denied", by, reason)
 
+    def edit(self, request_id: str, *, by: str, arguments: Mapping[str, Any]) -> ApprovalRequest:
+        """Approve a pending request with the arguments ``by`` wrote instead of its own: the
+        call with these arguments (same user, session and tool) runs once, after every check
+        again, and is approved here when it needs approval for no reason the request did not
+        show; the call with the old arguments does not run. As ``approve`` for who decides."""
+        shown = {str(name): repr(value) for name, value in arguments.items()}
+        req = self._decide(request_id, "edited", by, "", edited=shown)
+        name = _EDIT + _edit_digest(req.user, req.session_id, req.tool, shown)
+        self.store.update(name, lambda _: (req.id, None), ttl=self._keep())
+        return req
+
+    def expire(self, request_id: str) -> None:
+        """End a pending request undecided (the framework's wait for it ran out)."""
+        past = self._clock() - self.ttl - 1
+
+        def expire(record: dict[str, Any]) -> None:
+            if record["status"] == "pending":
+                record["created"] = past
+
+        self._change(request_id, expire)
+
+    def state(self, request_id: str) -> str:
+        """Where request ``request_id`` stands: its status (``pending``, ``approved``,
+        ``edited``, ``denied``, ``claimed``, ``spent``), ``expired`` once it timed out
+        undecided or unused, ``unknown`` when there is no such request (or it was used)."""
+        if not isinstance(request_id, str) or not request_id.isalnum():
+            return "unknown"
+        record = self.store.get(_RECORD + request_id)
+        if record is None:
+            return "unknown"
+        return "expired" if self._expired(record) else str(record["status"])
+
+    def _edit_for(self, req: ApprovalRequest) -> _Edited | None:
+        """The approval of a request ``edit``ed to ``req``'s call, taken once; None if none."""
+        shown = {str(name): repr(value) for name, value in req.arguments.items()}
+        name = _EDIT + _edit_digest(req.user, req.session_id, req.tool, shown)
+        earlier: str | None = self.store.get(name)
+        if earlier is None:
+            return None
+        taken: list[dict[str, Any]] = []
+
+        def take(record: dict[str, Any]) -> None:
+            ours = record["status"] == "edited" and record.get("edited") == shown
+            if ours and set(req.reasons) <= set(record["reasons"]):
+                taken.append(dict(record))
+                record["status"] = "dropped"
+
+        self._change(earlier, take)
+        if not taken:
+            return None
+        self.store.update(name, _unless_other(earlier))
+        return _Edited(id=earlier, by=str(taken[0]["decided_by"]))
+
     # Internals used by the pipeline.
 
     def _waiting(self, request_id: str, deadline: float) -> tuple[dict[str, Any], float]:
@@ -402,10 +455,11 @@ class ApprovalQueue:
 
     def _expired(self, record: Mapping[str, Any]) -> bool:
         status = record["status"]
-        since = record["decided_at"] if status == "approved" else record["created"]
+        since = record["decided_at"] if status in ("approved", "edited") else record["created"]
         if status == "claimed":
             since = record["claimed_at"]
-        return status in ("pending", "approved", "claimed") and self._clock() - since > self.ttl
+        live = ("pending", "approved", "claimed", "edited")
+        return status in live and self._clock() - since > self.ttl
 
     def _object(self, record: Mapping[str, Any]) -> ApprovalRequest:
         with self._lock:
@@ -445,7 +499,9 @@ class ApprovalQueue:
     def _keep(self) -> float:
         return 2 * self.ttl + 60  # a record outlives every time it can be used in
 
-    def _decide(self, request_id: str, status: str, by: str, reason: str) -> ApprovalRequest:
+    def _decide(
+        self, request_id: str, status: str, by: str, reason: str, **more: Any
+    ) -> ApprovalRequest:
         if not by:
             raise ValueError("say who decides: by='name'")
         now = self._clock()
@@ -453,7 +509,7 @@ class ApprovalQueue:
 
         def decide(record: dict[str, Any]) -> None:
             problem[:] = [] if record["status"] == "pending" else [record["status"]]
-            if not problem and status == "approved" and not self.self_approval:
+            if not problem and status != "denied" and not self.self_approval:
                 problem[:] = ["self"] if same_person(by, record["user"]) else []
             approvers = record.get("approvers") or ()
             if not problem and approvers and by not in approvers:
@@ -461,7 +517,7 @@ class ApprovalQueue:
                 problem[:] = [] if withdrawn else ["approvers"]
             if problem:
                 return
-            record.update(status=status, decided_by=by, reason=reason, decided_at=now)
+            record.update(status=status, decided_by=by, reason=reason, decided_at=now, **more)
 
         record = self._change(request_id, decide)
         if record is None:
@@ -496,7 +552,7 @@ class ApprovalQueue:
         candidate.approvers = self.routing.approvers(
             tool=candidate.tool, effect=candidate.effect, connection=candidate.connection
         )
-        covering = self._standing_for(candidate)
+        covering = self._standing_for(candidate) or self._edit_for(candidate)
         if existing is None:  # none yet, or used up or expired: a new request takes the key
             req = candidate
             if covering is not None:
@@ -546,6 +602,8 @@ class ApprovalQueue:
             )
         if outcome[0] == "approved":
             return Grant(self, req), req
+        if outcome[0] == "edited":
+            raise edited(req)
         raise pending(req, running=outcome[0] in ("claimed", "spent"))
 
     def _spend(self, req: ApprovalRequest) -> None:
@@ -596,6 +654,30 @@ def _identities(text: str) -> tuple[set[str], set[str]]:
 _RECORD = "approval:"
 _KEY = "approval-key:"
 _STANDING = "approval-standing:"
+_EDIT = "approval-edit:"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Edited:
+    """The approval a person gave by editing request ``id``'s arguments."""
+
+    id: str
+    by: str
+
+
+def _edit_digest(user: str, session_id: str, tool: str, shown: Mapping[str, str]) -> str:
+    text = json.dumps([user, session_id, tool, sorted(shown.items())])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def edited(req: ApprovalRequest) -> ToolRefused:
+    """The refusal of a call whose request a person approved with other arguments."""
+    return ToolRefused(
+        "approval_edited",
+        f"{printable(req.decided_by or 'A person')} approved this call only with changed "
+        f"arguments (request {req.id}), so it was not made as given. Tell the user.",
+        detail=f"edited by {req.decided_by}",
+    )
 
 
 def _unless_other(request_id: str) -> Callable[[Any], tuple[Any, None]]:

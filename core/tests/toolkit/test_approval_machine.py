@@ -1,0 +1,199 @@
+"""The approval machine adapters share (``toolpass.adapting``): a call pauses as a
+``Pending``, a resume carries an ``Answer``, and the queue's record decides."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from toolpass import ApprovalQueue, Decision, Session, Toolkit
+from toolpass.adapting import APPROVAL, Answer, Guard, Pending, Rule, Traits
+from toolpass.outcome.errors import ToolRefused
+
+ASKS = Traits(
+    effect="destructive",
+    sends_out=True,
+    reads_private=True,
+    untrusted_output=True,
+    rule=Rule("jira", "DELETE_ISSUES", "issue:{key}"),
+)
+
+
+class Engine:
+    """Lets dana delete any issue but PAY-9, asked live on every check."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def check(self, user: str, connection: str, action: str, resource: str, **_: Any) -> Decision:
+        self.asked.append(resource)
+        return Decision.deny("not yours") if resource == "issue:PAY-9" else Decision.allow()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def machine(store: str | None = None, clock: Callable[[], float] | None = None) -> Guard:
+    queue = ApprovalQueue(store=store, **({"clock": clock} if clock else {}))
+    return Guard(Engine(), {"delete": ASKS}, toolkit=Toolkit(approver=queue, audit=[]))
+
+
+class Runs:
+    def __init__(self) -> None:
+        self.ran: list[dict[str, Any]] = []
+
+    def body(self, arguments: Mapping[str, Any]) -> Callable[[], str]:
+        def run() -> str:
+            self.ran.append(dict(arguments))
+            return f"deleted {arguments['key']}"
+
+        return run
+
+
+def pause(guard: Guard, runs: Runs, key: str = "PAY-1", session: str = "c1") -> Pending:
+    with pytest.raises(ToolRefused) as refused:
+        guard.run(
+            "dana", "delete", {"key": key}, runs.body({"key": key}), key=Session("dana", id=session)
+        )
+    pending = guard.pending(refused.value)
+    assert pending is not None
+    return pending
+
+
+def resume(guard: Guard, runs: Runs, pending: Pending, answer: Answer, key: str = "PAY-1") -> Any:
+    return guard.resume(
+        "dana",
+        "delete",
+        {"key": key},
+        runs.body,
+        request_id=pending.request_id,
+        answer=answer,
+        key=Session("dana", id="c1"),
+    )
+
+
+def test_the_pause_carries_the_whole_request() -> None:
+    guard, runs = machine(), Runs()
+    pending = pause(guard, runs)
+    payload = pending.payload()
+    assert payload["type"] == APPROVAL
+    assert payload["request_id"] == pending.request_id
+    assert (payload["tool"], payload["user"]) == ("delete", "dana")
+    assert payload["arguments"] == {"key": "'PAY-1'"}
+    assert pending.arguments == {"key": "PAY-1"}
+    assert payload["reasons"]
+    assert "PAY-1" in payload["message"]
+    assert runs.ran == []
+
+
+def test_approved_runs_once_and_a_replay_runs_nothing() -> None:
+    guard, runs = machine(), Runs()
+    pending = pause(guard, runs)
+    assert resume(guard, runs, pending, Answer("approve", by="lee")) == "deleted PAY-1"
+    with pytest.raises(ToolRefused) as replay:
+        resume(guard, runs, pending, Answer("approve", by="lee"))
+    assert replay.value.code == "approval_pending"  # asked anew, not run on the old answer
+    assert runs.ran == [{"key": "PAY-1"}]
+
+
+def test_denied_reads_the_persons_reason() -> None:
+    guard, runs = machine(), Runs()
+    pending = pause(guard, runs)
+    with pytest.raises(ToolRefused) as denied:
+        resume(guard, runs, pending, Answer("deny", by="lee", reason="wrong project"))
+    assert denied.value.code == "approval_denied"
+    assert "wrong project" in denied.value.message
+    assert runs.ran == []
+
+
+def test_an_edit_runs_the_persons_arguments_once_through_every_check() -> None:
+    guard, runs = machine(), Runs()
+    pending = pause(guard, runs)
+    edit = Answer("edit", by="lee", arguments={"key": "PAY-2"})
+    assert resume(guard, runs, pending, edit) == "deleted PAY-2"
+    assert runs.ran == [{"key": "PAY-2"}]
+    # Edited arguments the checks refuse are refused, approved or not: out of scope, or
+    # not permitted now.
+    cases = (("PAY-3", "PAY-1/../ADMIN-9", "out_of_scope"), ("PAY-4", "PAY-9", "not_authorized"))
+    for asked, edited, code in cases:
+        pending = pause(guard, runs, asked)
+        with pytest.raises(ToolRefused) as refused:
+            resume(guard, runs, pending, Answer("edit", by="lee", arguments={"key": edited}), asked)
+        assert refused.value.code == code
+        # The call as the model made it is not run either: the person changed it.
+        with pytest.raises(ToolRefused) as as_made:
+            guard.run("dana", "delete", {"key": asked}, runs.body({}), key=Session("dana", id="c1"))
+        assert as_made.value.code == "approval_edited"
+    assert runs.ran == [{"key": "PAY-2"}]
+
+
+def test_an_answer_for_another_request_releases_nothing() -> None:
+    guard, runs = machine(), Runs()
+    first, second = pause(guard, runs, "PAY-1"), pause(guard, runs, "PAY-2")
+    forged = Answer("approve", by="lee", request_id=first.request_id)
+    with pytest.raises(ToolRefused) as still:
+        resume(guard, runs, second, forged, key="PAY-2")
+    assert still.value.code == "approval_pending"
+    # Nor does an answer to request 1 given on the resume of call 2's arguments.
+    with pytest.raises(ToolRefused):
+        resume(guard, runs, first, Answer("approve", by="lee"), key="PAY-2")
+    assert guard.queue is not None
+    assert guard.queue.state(first.request_id) == "pending"
+    assert runs.ran == []
+
+
+def test_the_users_own_approval_is_not_taken() -> None:
+    guard, runs = machine(), Runs()
+    pending = pause(guard, runs)
+    with pytest.warns(UserWarning, match="not recorded"), pytest.raises(ToolRefused) as still:
+        resume(guard, runs, pending, Answer("approve", by="dana"))
+    assert still.value.code == "approval_pending"
+    assert runs.ran == []
+
+
+def test_expiry_reads_expired_not_denied() -> None:
+    clock = Clock()
+    guard, runs = machine(clock=clock), Runs()
+    pending = pause(guard, runs)
+    clock.now += 16 * 60
+    with pytest.raises(ToolRefused) as late:
+        resume(guard, runs, pending, Answer("approve", by="lee"))
+    assert late.value.code == "approval_expired"
+    pending = pause(guard, runs)
+    with pytest.raises(ToolRefused) as timed_out:
+        resume(guard, runs, pending, Answer("expired"))
+    assert timed_out.value.code == "approval_expired"
+    assert runs.ran == []
+
+
+def test_a_restart_between_pause_and_resume(tmp_path: Any) -> None:
+    store = f"sqlite:///{tmp_path / 'approvals.db'}"
+    runs = Runs()
+    pending = pause(machine(store), runs)
+    assert resume(machine(store), runs, pending, Answer("approve", by="lee")) == "deleted PAY-1"
+    assert runs.ran == [{"key": "PAY-1"}]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.one_of(
+        st.booleans(),
+        st.text(max_size=12),
+        st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=4),
+        st.none(),
+        st.integers(),
+    )
+)
+def test_any_resume_value_is_an_answer(value: Any) -> None:
+    answer = Answer.of(value)
+    assert answer.decision in ("approve", "deny", "edit", "expired")
+    if answer.decision == "approve":
+        assert value is True or isinstance(value, (str, dict))
