@@ -1,0 +1,175 @@
+"""Standing approvals: one decision approves later calls of the same tool for the same user,
+for this session, for N minutes, or for calls matching given arguments; bounded, listed,
+revocable, held in the shared store, and named in the audit event of each call it lets run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolpass import ApprovalPending, ApprovalQueue, AuditEvent, Session, Toolkit
+from toolpass.toolkit.standing import Standing
+
+USER = "dana@example.com"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Desk:
+    """A toolkit whose deploy tool always needs approval, and what it audited."""
+
+    def __init__(self, queue: ApprovalQueue) -> None:
+        self.queue = queue
+        self.events: list[AuditEvent] = []
+        kit = Toolkit(approver=queue, audit=[self.events.append])
+        self.deploy = kit.secured_tool(
+            lambda env, version="1": f"deployed {version} to {env}",
+            name="deploy",
+            effect="write",
+            approve=lambda env: f"deploying to {env}",
+        )
+        self.other = kit.secured_tool(lambda env: "other", name="other", approve=True)
+
+    def call(self, session: Session, *args: Any, tool: str = "deploy") -> str:
+        """The call's result, or ``"pending <id>"``."""
+        with session.active():
+            try:
+                return str((self.deploy if tool == "deploy" else self.other)(*args))
+            except ApprovalPending as waiting:
+                return f"pending {waiting.request_id}"
+
+    def approve_first(self, session: Session, *args: Any, standing: Standing) -> str:
+        asked = self.call(session, *args)
+        assert asked.startswith("pending ")
+        request_id = asked.split()[1]
+        self.queue.approve(request_id, by="lee", standing=standing)
+        assert self.call(session, *args).startswith("deployed")
+        return request_id
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def desk(clock: Clock) -> Desk:
+    return Desk(ApprovalQueue(clock=clock, max_standing=3600))
+
+
+def test_for_this_session_covers_its_later_calls_only(desk: Desk) -> None:
+    session = Session(USER)
+    desk.approve_first(session, "staging", standing=Standing(session=True))
+    assert desk.call(session, "staging", "2") == "deployed 2 to staging"  # other arguments
+    assert desk.call(session, "staging", "3") == "deployed 3 to staging"
+    assert desk.call(Session(USER), "staging").startswith("pending")  # another session
+    assert desk.call(Session("erin@example.com"), "staging").startswith("pending")
+    assert desk.call(session, "staging", tool="other").startswith("pending")  # another tool
+
+
+def test_a_call_needing_approval_for_another_reason_is_not_covered(desk: Desk) -> None:
+    session = Session(USER)
+    desk.approve_first(session, "staging", standing=Standing(session=True))
+    assert desk.call(session, "prod").startswith("pending")  # "deploying to prod"
+
+
+def test_for_n_minutes_covers_any_session_until_it_ends(desk: Desk, clock: Clock) -> None:
+    desk.approve_first(Session(USER), "staging", standing=Standing(minutes=10))
+    assert desk.call(Session(USER), "staging", "2") == "deployed 2 to staging"
+    clock.now += 9 * 60
+    assert desk.call(Session(USER), "staging", "3") == "deployed 3 to staging"
+    clock.now += 2 * 60
+    assert desk.call(Session(USER), "staging", "4").startswith("pending")
+    assert desk.queue.standing() == []
+
+
+def test_for_matching_arguments_covers_those_values_only(desk: Desk) -> None:
+    session = Session(USER)
+    desk.approve_first(session, "staging", "1", standing=Standing(match={"version": "1"}))
+    assert desk.call(Session(USER), "staging", "1") == "deployed 1 to staging"
+    assert desk.call(Session(USER), "staging", "2").startswith("pending")
+    request_id = desk.call(session, "staging", "9").split()[1]
+    with pytest.raises(ValueError, match="no argument"):
+        desk.queue.approve(request_id, by="lee", standing=Standing(match={"versoin": "9"}))
+
+
+def test_a_standing_approval_is_bounded(desk: Desk) -> None:
+    session = Session(USER)
+    request_id = desk.call(session, "staging").split()[1]
+    with pytest.raises(ValueError, match="at most 60 minutes"):
+        desk.queue.approve(request_id, by="lee", standing=Standing(minutes=61))
+    assert desk.queue.get(request_id).status == "pending"  # nothing was approved
+    desk.queue.approve(request_id, by="lee", standing=Standing(session=True))
+    (grant,) = desk.queue.standing()
+    assert grant.expires - grant.created == 3600  # a session's lasts the longest allowed
+    with pytest.raises(ValueError):
+        Standing()
+    with pytest.raises(ValueError):
+        Standing(minutes=0)
+
+
+def test_standing_approvals_are_listed_and_revocable(desk: Desk) -> None:
+    session = Session(USER)
+    request_id = desk.approve_first(session, "staging", standing=Standing(session=True))
+    (grant,) = desk.queue.standing()
+    assert (grant.user, grant.tool, grant.by, grant.request_id) == (
+        USER,
+        "deploy",
+        "lee",
+        request_id,
+    )
+    assert grant.session_id == session.id
+    assert "lee approved" in grant.describe()
+    assert desk.queue.revoke(grant.id) == grant
+    assert desk.queue.standing() == []
+    assert desk.call(session, "staging").startswith("pending")
+    with pytest.raises(KeyError):
+        desk.queue.revoke(grant.id)
+
+
+def test_the_audit_says_which_call_ran_under_a_standing_approval_and_whose(desk: Desk) -> None:
+    session = Session(USER)
+    request_id = desk.approve_first(session, "staging", standing=Standing(session=True))
+    desk.call(session, "staging", "2")
+    (grant,) = desk.queue.standing()
+    ran = [e.to_dict() for e in desk.events if e.outcome == "ok"]
+    assert ran[0]["approval_id"] == request_id
+    assert (ran[0]["approved_by"], ran[0]["standing_approval"]) == ("lee", None)
+    assert (ran[1]["approved_by"], ran[1]["standing_approval"]) == ("lee", grant.id)
+    assert ran[1]["approval_id"] not in (None, request_id)  # its own request, decided by it
+
+
+def test_a_pending_request_it_covers_runs_under_it_with_its_own_id(desk: Desk) -> None:
+    session = Session(USER)
+    earlier = desk.call(session, "staging", "2").split()[1]
+    desk.approve_first(session, "staging", "1", standing=Standing(session=True))
+    assert desk.call(session, "staging", "2") == "deployed 2 to staging"
+    event = desk.events[-1].to_dict()
+    assert event["approval_id"] == earlier
+    assert event["standing_approval"] is not None
+
+
+def test_the_self_approval_and_routing_rules_hold_for_a_standing_approval() -> None:
+    desk = Desk(ApprovalQueue(approvers={"write": ["lee"]}))
+    request_id = desk.call(Session(USER), "staging").split()[1]
+    for person in (USER, "eve"):
+        with pytest.raises(PermissionError):
+            desk.queue.approve(request_id, by=person, standing=Standing(session=True))
+    assert desk.queue.standing() == []
+
+
+def test_a_standing_approval_holds_in_every_process_sharing_the_store(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path}/state.db"
+    here, there = Desk(ApprovalQueue(store=store)), Desk(ApprovalQueue(store=store))
+    here.approve_first(Session(USER), "staging", standing=Standing(minutes=5))
+    assert there.call(Session(USER), "staging", "2") == "deployed 2 to staging"
+    (grant,) = there.queue.standing()
+    there.queue.revoke(grant.id)
+    assert here.call(Session(USER), "staging", "3").startswith("pending")
