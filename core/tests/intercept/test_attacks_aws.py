@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 from fakes.aws import FakeAWS
 from hypothesis import given, settings
@@ -15,7 +16,7 @@ from toolpass import Session, Toolkit
 from toolpass.intercept import ActionRefused
 
 from . import test_hardening_s3 as base
-from .test_hardening_s3 import ACCOUNT, DANA, s3_client, s3_puts
+from .test_hardening_s3 import ACCOUNT, AGENT_KEY, AGENT_SECRET, DANA, s3_client, s3_puts
 from .test_routes_aws import S3, integration, sent
 
 aws = base.aws  # the AWS fake's fixture
@@ -111,3 +112,33 @@ def test_only_a_copy_of_the_destination_itself_is_placed(
     assert found.action == "s3:PutObject"
     same = (bucket, key, version) == ("reports", "a", None)
     assert (found.resource is not None) == same
+
+
+def test_a_lambda_qualifier_is_the_version_it_invokes(
+    kit: Toolkit, aws: FakeAWS, events: list[Any]
+) -> None:
+    """``Invoke`` with ``Qualifier=prod`` runs the alias, whose ARN a policy names apart from
+    the function's: a user denied on ``function:resize:prod`` may not invoke it."""
+    function = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:resize"
+    allow = {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": f"{function}*"}
+    deny = {"Effect": "Deny", "Action": "lambda:InvokeFunction", "Resource": f"{function}:prod"}
+    aws.add_principal(
+        f"arn:aws:iam::{ACCOUNT}:role/dana",
+        {"Version": "2012-10-17", "Statement": [allow, deny]},
+    )
+    lam = boto3.client(
+        "lambda",
+        endpoint_url=aws.url,
+        region_name="us-east-1",
+        aws_access_key_id=AGENT_KEY,
+        aws_secret_access_key=AGENT_SECRET,
+    )
+
+    @kit.tool()
+    def invoke(qualifier: str) -> int:
+        return int(lam.invoke(FunctionName="resize", Qualifier=qualifier)["StatusCode"])
+
+    refusal = refused(invoke, "prod")
+    assert refusal.code == "not_authorized"
+    assert aws.seen("POST", ".*/invocations") == []
+    assert events[-1].actions[0]["resource"] == f"{function}:prod"

@@ -116,6 +116,7 @@ _ARN = re.compile(r"arn:(aws|aws-us-gov|aws-cn):([a-z0-9-]+):([a-z0-9-]*):(\d{12
 _PRINCIPAL = re.compile(
     r"arn:(aws|aws-us-gov|aws-cn):iam::(\d{12}):(user|role|group)/([\w+=,.@/-]{1,512})"
 )
+_FUNCTION = re.compile(r"arn:[a-z-]+:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_.-]+(?::[^:]+)?")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
 _ACCOUNT = re.compile(r"\d{12}")
 _CONTEXT_KEY = re.compile(r"[A-Za-z0-9-]+:[A-Za-z0-9_./:-]+")
@@ -557,10 +558,15 @@ class AWS(Integration):
         found = _aws_routes.routes().match(
             request, host or "", self.partition, self.region, account, self._own[1]
         )
-        copied = _header_text(request.headers.get("x-amz-copy-source"))
-        if found is None or not copied or found.resource is None:
+        if found is None or found.resource is None:
             return found
-        return _copy(found, copied)
+        copied = _header_text(request.headers.get("x-amz-copy-source"))
+        if copied:
+            return _copy(found, copied)
+        qualifiers = request.query.get("Qualifier")
+        if qualifiers and _FUNCTION.fullmatch(found.resource):
+            return _qualified(found, qualifiers)
+        return found
 
     # --- the check ----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
@@ -1341,6 +1347,21 @@ class _Coverage:
 
 class _NotFound(LookupFailed):
     """A JSON API's ResourceNotFoundException."""
+
+
+def _qualified(found: Match, qualifiers: list[str]) -> Match:
+    """A Lambda request with ``?Qualifier=`` acts on that version or alias, whose ARN
+    (``function:name:qualifier``) IAM policies name apart from the function's; a qualifier
+    given twice, or besides another in the function's name, is unresolved."""
+    assert found.resource is not None
+    name = found.resource.split(":function:", 1)[1]
+    qualifier = qualifiers[0]
+    if len(set(qualifiers)) != 1 or not re.fullmatch(r"[A-Za-z0-9$_-]{1,128}", qualifier):
+        return Match(found.route, found.params, None)
+    if ":" in name:
+        same = name.split(":", 1)[1] == qualifier
+        return found if same else Match(found.route, found.params, None)
+    return Match(found.route, found.params, f"{found.resource}:{qualifier}")
 
 
 def _copy(found: Match, source: str) -> Match:
