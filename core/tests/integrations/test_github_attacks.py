@@ -206,3 +206,18 @@ def test_a_check_required_from_an_app_is_not_met_by_another(tp: Toolpass, gh: Fa
     assert ask(tp, "dana", "pr.merge", "pr:acme/widgets#1").decision == "deny"
     repo.check_runs[HEAD_SHA].append({"name": "ci", "conclusion": "success"})
     assert ask(tp, "dana", "pr.merge", "pr:acme/widgets#1").decision == "allow"
+
+
+# --- updating a pull request's branch writes its head ------------------------------------
+def test_updating_a_pull_requests_branch_answers_to_the_heads_rules(
+    tp: Toolpass, gh: FakeGitHub
+) -> None:
+    """``PUT .../pulls/1/update-branch`` merges the base into the head branch (``fix``): it
+    is checked as ``contents.write`` on ``pr:``, bound by the head branch's rules."""
+    rules = [{"type": "update"}]
+    gh.repos["acme/widgets"].rulesets.append({"id": 14, "branches": ["fix"], "rules": rules})
+    denied = ask(tp, "dana", "contents.write", "pr:acme/widgets#1")
+    assert denied.decision == "deny"
+    assert "on the branch fix of acme/widgets" in denied.reason
+    gh.repos["acme/widgets"].rulesets.clear()
+    assert ask(tp, "dana", "contents.write", "pr:acme/widgets#1").decision == "allow"

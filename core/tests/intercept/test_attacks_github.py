@@ -96,3 +96,17 @@ def test_a_git_push_creating_a_restricted_branch() -> None:
             assert "may create it" in refused("dana", push, "release").message
             assert ghes.seen("POST", ".*/git-receive-pack") == []
             assert run("dana", push, "topic") == 200
+
+
+def test_updating_a_restricted_head_branch_is_refused(kit: Toolkit, github: FakeGitHub) -> None:
+    """PyGithub's ``PullRequest.update_branch`` writes the head branch (``fix``)."""
+    rules = [{"type": "update"}]
+    github.repos["acme/widgets"].rulesets.append({"id": 14, "branches": ["fix"], "rules": rules})
+
+    @kit.tool()
+    def update(number: int) -> bool:
+        url = f"{github.api_url}/repos/acme/widgets/pulls/{number}/update-branch"
+        return requests.put(url, json={}, headers=HEADERS, timeout=5).ok
+
+    assert "on the branch fix of acme/widgets" in refused("dana", update, 1).message
+    assert github.seen("PUT", ".*/update-branch") == []

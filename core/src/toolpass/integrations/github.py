@@ -111,6 +111,10 @@ _PLACED = {
         "deployment.review",
         "run:{owner}/{repo}#{run_id}",
     ),
+    ("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/update-branch"): (
+        "contents.write",  # merges the base into the pull request's head branch
+        "pr:{owner}/{repo}#{pull_number}",
+    ),
     ("GET", "/repos/{owner}/{repo}/security-advisories/{ghsa_id}"): (
         "security.read",
         "advisory:{owner}/{repo}@{ghsa_id}",
@@ -460,6 +464,8 @@ class GitHub(Integration):
             if shut:
                 return shut
             branches = [base]
+        elif write == "push" and pull is not None:
+            branches = [self._head_branch(owner, repo, pull)]
         elif kind == "ref" and (write is not None or action == "branch.rename"):
             branches = _branches(match["ref"], default)
         else:
@@ -495,6 +501,23 @@ class GitHub(Integration):
         if data["locked"] and _RANK[role] < _RANK["write"]:
             return f"the conversation on #{number} is locked: only users with write access comment"
         return None
+
+    def _head_branch(self, owner: str, repo: str, number: str) -> str:
+        """The pull request's head branch, a write to which (``update-branch``) its rules
+        bind; unknown when it lives in another repository (a fork)."""
+        path = f"/repos/{owner}/{repo}/pulls/{number}"
+        data = self.get(path, f"the pull request read of {owner}/{repo}#{number}", owner, repo)
+        head = data.get("head")
+        ref = head.get("ref") if isinstance(head, dict) else None
+        where = head.get("repo") if isinstance(head, dict) else None
+        name = where.get("full_name") if isinstance(where, dict) else None
+        if not isinstance(ref, str) or not ref or not isinstance(name, str):
+            raise LookupFailed("github's pull request answer has no head branch")
+        if name.lower() != f"{owner}/{repo}".lower():
+            raise LookupFailed(
+                f"the head of #{number} is in {name}, whose rules toolpass does not read here"
+            )
+        return ref
 
     def _merge_base(self, owner: str, repo: str, number: str) -> tuple[str, str | None]:
         """The pull request's base branch, and why GitHub merges it for nobody: a draft (until
