@@ -5,6 +5,7 @@ host than the URL checked). Real clients against the fake GitHub on 127.0.0.1.""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import socket
 import threading
@@ -12,8 +13,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import aiohttp
 import httpcore
+import httpx
 import pytest
+import requests
 import urllib3
 import websocket
 from fakes.github import FakeGitHub
@@ -252,19 +256,87 @@ def test_a_host_header_spelling_the_same_host_goes(
         assert look() == 200
 
 
-def test_a_fragment_in_a_target_written_as_is_is_refused(kit: Toolkit, github: FakeGitHub) -> None:
-    """http.client writes ``#`` into the request line; servers differ on whether it ends the
-    path (``/repos/acme/widgets#/../other`` may act on ``/repos/acme/other``)."""
+def get_with_http_client(port: int, target: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", target, headers={"Authorization": AUTH})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def get_with_httpcore(port: int, target: str) -> int:
+    url = httpcore.URL(scheme=b"http", host=b"127.0.0.1", port=port, target=target.encode())
+    with httpcore.ConnectionPool() as pool:
+        return int(pool.request("GET", url, headers={"Authorization": AUTH}).status)
+
+
+def get_with_httpx(port: int, target: str) -> int:
+    with httpx.Client() as client:
+        url = f"http://127.0.0.1:{port}/"
+        extensions = {"target": target.encode()}
+        headers = {"Authorization": AUTH}
+        return client.get(url, headers=headers, extensions=extensions).status_code
+
+
+@pytest.mark.parametrize(
+    "client",
+    [get_with_http_client, get_with_httpcore, get_with_httpx],
+    ids=["http.client", "httpcore", "httpx"],
+)
+def test_a_fragment_in_a_target_written_as_is_is_refused(
+    kit: Toolkit, github: FakeGitHub, client: Callable[[int, str], int]
+) -> None:
+    """These clients write ``#`` into the request line; servers differ on whether it ends
+    the path (``/repos/acme/widgets#/../secret`` may act on ``/repos/acme/secret``)."""
+
+    @kit.tool()
+    def look() -> int:
+        return client(_port(github.api_url), "/repos/acme/widgets#/../secret")
+
+    with Session("rory@example.com").active(), pytest.raises(ActionRefused) as info:
+        look()
+    assert info.value.code == "check_error"
+
+
+# --- a connection's own server used as a proxy ----------------------------------------------
+
+
+def delete_with_requests(proxy: str, url: str) -> int:
+    headers = {"Authorization": AUTH}
+    return requests.delete(url, headers=headers, proxies={"http": proxy}, timeout=5).status_code
+
+
+def delete_with_httpx(proxy: str, url: str) -> int:
+    with httpx.Client(proxy=proxy) as client:
+        return client.delete(url, headers={"Authorization": AUTH}).status_code
+
+
+def delete_with_aiohttp(proxy: str, url: str) -> int:
+    async def go() -> int:
+        async with aiohttp.ClientSession() as session:
+            answer = await session.delete(url, headers={"Authorization": AUTH}, proxy=proxy)
+            return answer.status
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    "client",
+    [delete_with_requests, delete_with_httpx, delete_with_aiohttp],
+    ids=["requests", "httpx", "aiohttp"],
+)
+def test_a_connections_own_server_as_a_proxy_is_refused(
+    kit: Toolkit, github: FakeGitHub, client: Callable[[str, str], int]
+) -> None:
+    """``proxies=``/``proxy=`` naming the connection's server: it reads the absolute-form
+    target as its own path and acts on a DELETE checked as one to an unknown host."""
 
     @kit.tool()
     def tidy() -> int:
-        conn = http.client.HTTPConnection("127.0.0.1", _port(github.api_url), timeout=5)
-        conn.request("GET", "/repos/acme/widgets#/../secret", headers={"Authorization": AUTH})
-        try:
-            return conn.getresponse().status
-        finally:
-            conn.close()
+        return client(github.api_url, "http://elsewhere.example/repos/acme/widgets")
 
-    with Session("rory@example.com").active(), pytest.raises(ActionRefused) as info:
+    with Session("rory@example.com").active(), pytest.raises(ToolRefused) as info:
         tidy()
     assert info.value.code == "check_error"
+    assert deletes(github) == []

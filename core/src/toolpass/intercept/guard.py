@@ -159,7 +159,7 @@ def prepare(
     where = place.path if place else path
     request = Request(method, where, query, headers, UNREAD if body is None else body, host)
     elsewhere = _odd_headers(headers) or _another_server(
-        router, scheme, host, port, full, place, request, peer
+        router, scheme, host, port, full, place, request.headers.get("host"), peer
     )
     if elsewhere:
         raise misframed(scope, record, elsewhere)
@@ -270,7 +270,7 @@ def _another_server(
     port: int,
     path: str,
     place: Place | None,
-    request: Request,
+    named: str | None,
     peer: str | None,
 ) -> str:
     """Why a server could act on the request as another connection's than the one its URL
@@ -278,7 +278,6 @@ def _another_server(
     behind a reverse proxy is reached by it), or an absolute-form target written to a
     connection's own server (which is no proxy; a proxy ignores the Host header)."""
     owner = place.connection if place else None
-    named = request.headers.get("host")
     if named is not None and peer is None:
         try:
             _, other, other_port, _ = origin(f"{scheme}://{named.strip()}/")
@@ -300,6 +299,31 @@ def _another_server(
 def _owner(router: Router, scheme: str, host: str, port: int, path: str) -> str | None:
     place = router.place(scheme, host, port, path)
     return place.connection if place else None
+
+
+def fragment(method: str, target: str, where: str) -> None:
+    """Refuse a target that carries a fragment into the request line, as a client that
+    writes it as given would: servers differ on whether ``#`` ends the path."""
+    if "#" in target:
+        misframed_send(method, where, "a fragment in a request target written as it is")
+
+
+def proxied(method: str, url: str, peer: str) -> None:
+    """Refuse a request checked above (for ``url``) that a proxy layer writes in absolute
+    form to ``peer``, when ``peer`` is a connection's own server (raises ``ActionRefused``)."""
+    scope = context.current()
+    if scope is None or ENGINE_REQUEST.get():
+        return
+    try:
+        scheme, host, port, path = origin(url)
+    except ValueError:
+        return  # refused above already
+    router = scope.kit.router
+    full = normal_path(path) or path
+    place = router.place(scheme, host, port, full)
+    why = _another_server(router, scheme, host, port, full, place, None, peer)
+    if why:
+        misframed_send(method, url, why)
 
 
 def misframed(scope: CallScope, record: dict[str, Any], why: str) -> ActionRefused:

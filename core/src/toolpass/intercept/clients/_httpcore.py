@@ -11,6 +11,7 @@ from typing import Any
 
 from toolpass.intercept.check import acheck, apeek, check, checked_above, peek
 from toolpass.intercept.clients import Patch
+from toolpass.intercept.guard import fragment, proxied
 from toolpass.intercept.router import absolute
 
 _PORTS = {b"http": 80, b"https": 443, b"ws": 80, b"wss": 443}
@@ -53,6 +54,14 @@ def _skip(request: Any) -> bool:
     return bool(request.method == b"CONNECT" or checked_above.get() is request.extensions)
 
 
+def _proxied(request: Any) -> None:
+    """A request httpx checked, written here in absolute form (httpx's ``proxy=``): the
+    server it is written to must be a proxy, not a connection's own server."""
+    peer = _peer(request.url)
+    if peer is not None and request.method != b"CONNECT":
+        proxied(request.method.decode("ascii"), _url(request.url), peer)
+
+
 def _handle(original: Any) -> Any:
     def handle_request(self: Any, request: Any) -> Any:
         if not _skip(request):
@@ -60,7 +69,10 @@ def _handle(original: Any) -> Any:
             headers = _headers(request)
             method = request.method.decode("ascii")
             url, raw = request.url, _as_given(headers)
+            fragment(method, url.target.decode("latin-1"), _url(url))
             check(method, _url(url), headers, seen, raw=raw, peer=_peer(url))
+        else:
+            _proxied(request)
         return original(self, request)
 
     return handle_request
@@ -72,7 +84,10 @@ def _ahandle(original: Any) -> Any:
             seen, request.stream = await apeek(request.stream)
             method, headers = request.method.decode("ascii"), _headers(request)
             url, raw = request.url, _as_given(headers)
+            fragment(method, url.target.decode("latin-1"), _url(url))
             await acheck(method, _url(url), headers, seen, raw=raw, peer=_peer(url))
+        else:
+            _proxied(request)
         return await original(self, request)
 
     return handle_async_request

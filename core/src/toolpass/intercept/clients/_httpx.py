@@ -11,6 +11,7 @@ from typing import Any
 
 from toolpass.intercept.check import acheck, apeek, check, checked_above, peek
 from toolpass.intercept.clients import Patch
+from toolpass.intercept.guard import fragment
 
 
 def patches_for(httpx: ModuleType) -> list[Patch]:
@@ -47,6 +48,7 @@ def patches_for(httpx: ModuleType) -> list[Patch]:
 
     def wrap_send(original: Any) -> Any:
         def send(self: Any, request: Any) -> Any:
+            _target(request)
             seen = body(request)
             check(request.method, _url(request), request.headers, seen, raw=_as_given(request))
             token = checked_above.set(request.extensions)
@@ -59,6 +61,7 @@ def patches_for(httpx: ModuleType) -> list[Patch]:
 
     def wrap_asend(original: Any) -> Any:
         async def send(self: Any, request: Any) -> Any:
+            _target(request)
             seen = await abody(request)
             raw = _as_given(request)
             await acheck(request.method, _url(request), request.headers, seen, raw=raw)
@@ -74,6 +77,14 @@ def patches_for(httpx: ModuleType) -> list[Patch]:
         Patch(httpx.Client, "_send_single_request", wrap_send, ("self", "request")),
         Patch(httpx.AsyncClient, "_send_single_request", wrap_asend, ("self", "request")),
     ]
+
+
+def _target(request: Any) -> None:
+    """Refuse a ``target`` extension carrying a fragment (h11 writes it as given)."""
+    target = request.extensions.get("target")
+    if target is not None:
+        text = target.decode("latin-1") if isinstance(target, bytes) else str(target)
+        fragment(request.method, text, _url(request))
 
 
 def _as_given(request: Any) -> bool:

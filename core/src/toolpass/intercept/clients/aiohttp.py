@@ -69,11 +69,20 @@ async def _body(body: Any) -> bytes | None:
     return data
 
 
+def _peer(request: ClientRequest) -> str | None:
+    """The proxy a plain-http request is written to in absolute form (https tunnels)."""
+    proxy = request.proxy
+    if proxy is None or request.url.scheme.lower() != "http":
+        return None
+    host = str(proxy.raw_host)
+    return f"{proxy.scheme}://{f'[{host}]' if ':' in host else host}:{proxy.port}/"
+
+
 def _send(original: Any) -> Any:
     async def send(self: ClientRequest, conn: Any) -> Any:
         if self.method != "CONNECT":
             seen, raw = await _body(self.body), not self.chunked  # chunked: aiohttp frames it
-            await acheck(self.method, str(self.url), self.headers, seen, raw=raw)
+            await acheck(self.method, str(self.url), self.headers, seen, raw=raw, peer=_peer(self))
         return await original(self, conn)
 
     return send

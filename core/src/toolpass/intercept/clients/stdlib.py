@@ -18,7 +18,7 @@ from toolpass.intercept import context
 from toolpass.intercept.check import check, checked_above, peek
 from toolpass.intercept.clients import Patch
 from toolpass.intercept.framing import Framing, Meter, Misframed, declared
-from toolpass.intercept.guard import misframed_send
+from toolpass.intercept.guard import fragment, misframed_send
 from toolpass.intercept.router import absolute
 
 DISTRIBUTION = None
@@ -73,13 +73,6 @@ def url(conn: Any, target: str, tls: bool) -> str:
 def peer(conn: Any, target: str, tls: bool) -> str | None:
     """The origin ``conn`` writes to, when ``target`` is in absolute form (else None)."""
     return url(conn, "/", tls) if absolute(target) else None
-
-
-def fragment(method: str, target: str, where: str) -> None:
-    """Refuse a target that carries a fragment into the request line: servers differ on
-    whether ``#`` ends the path."""
-    if "#" in target:
-        misframed_send(method, where, "a fragment in a request target written as it is")
 
 
 def _tls(conn: Conn) -> bool:

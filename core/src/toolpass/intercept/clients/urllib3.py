@@ -11,7 +11,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from toolpass.intercept.check import check, checked_above, peek
 from toolpass.intercept.clients import Patch
-from toolpass.intercept.clients.stdlib import fragment, peer, url
+from toolpass.intercept.clients.stdlib import peer, url
+from toolpass.intercept.guard import fragment
 
 DISTRIBUTION = "urllib3"
 TESTED = ">=2,<3"
