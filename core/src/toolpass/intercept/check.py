@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolpass.intercept import context
 from toolpass.intercept.guard import Question, conclude, prepare
+from toolpass.outcome.audit import AuditEvent, emit
 
 if TYPE_CHECKING:
     from toolpass.intercept.call import CallKit
@@ -62,14 +63,15 @@ def check(
     """Check a request about to be sent; raises ``ActionRefused`` when it may not go.
     ``raw``: the client writes ``body`` as it is, so it must end where the headers say.
     ``peer``: the origin an absolute-form target is written to."""
-    found = _question(method, _http(url), headers, body, raw, peer)
-    if found is not None:
-        kit, q = found
-        try:
-            decision = kit.settings.permissions.check(*_ask(q))
-        except Exception as exc:
-            decision = _failed(exc)
-        conclude(q, decision)
+    with _Late():
+        found = _question(method, _http(url), headers, body, raw, peer)
+        if found is not None:
+            kit, q = found
+            try:
+                decision = kit.settings.permissions.check(*_ask(q))
+            except Exception as exc:
+                decision = _failed(exc)
+            conclude(q, decision)
 
 
 async def acheck(
@@ -81,14 +83,39 @@ async def acheck(
     peer: str | None = None,
 ) -> None:
     """``check`` for async clients: the engine is asked without blocking the loop."""
-    found = _question(method, _http(url), headers, body, raw, peer)
-    if found is not None:
-        kit, q = found
-        try:
-            decision = await kit.settings.permissions.acheck(*_ask(q))
-        except Exception as exc:
-            decision = _failed(exc)
-        conclude(q, decision)
+    with _Late():
+        found = _question(method, _http(url), headers, body, raw, peer)
+        if found is not None:
+            kit, q = found
+            try:
+                decision = await kit.settings.permissions.acheck(*_ask(q))
+            except Exception as exc:
+                decision = _failed(exc)
+            conclude(q, decision)
+
+
+class _Late:
+    """Around the check of a request sent after its call returned (from a thread the call
+    started): the call's audit event is out already, so the request gets one of its own."""
+
+    __slots__ = ("scope", "start")
+
+    def __enter__(self) -> None:
+        scope = self.scope = context.current()
+        self.start = len(scope.event.actions) if scope is not None and scope.ended else -1
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        scope = self.scope
+        if scope is None or self.start < 0:
+            return
+        event = AuditEvent(scope.spec.name, scope.event.effect)
+        event.user, event.session_id = scope.event.user, scope.event.session_id
+        event.actions = scope.event.actions[self.start :]
+        event.outcome = "refused" if error is not None else "ok"
+        event.code = getattr(error, "code", None)
+        event.detail = "a request sent after the call returned"
+        event.finish()
+        emit(event, scope.kit.sinks)
 
 
 def _failed(exc: Exception) -> Any:

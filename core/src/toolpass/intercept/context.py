@@ -33,6 +33,7 @@ class CallScope:
         "approved",
         "arguments",
         "effect",
+        "ended",
         "entitled",
         "event",
         "kit",
@@ -66,6 +67,7 @@ class CallScope:
         self.read_elsewhere = False  # a request went to a host no connection owns
         self.entitled: ToolEntitlement | None = None  # what the tool may do, when held to it
         self.effect: str | None = spec.effect  # declared, or the strongest recorded
+        self.ended = False  # the call returned: a thread it started may still send requests
 
 
 _scope: ContextVar[CallScope | None] = ContextVar("toolpass_call", default=None)
@@ -98,6 +100,9 @@ def enter(scope: CallScope) -> tuple[Token[CallScope | None], Token[str | None]]
 
 def leave(tokens: tuple[Token[CallScope | None], Token[str | None]]) -> None:
     global _active
+    scope = _scope.get()
+    if scope is not None:
+        scope.ended = True
     _acting.reset(tokens[1])
     _scope.reset(tokens[0])
     with _active_lock:
