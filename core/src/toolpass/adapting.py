@@ -51,6 +51,7 @@ __all__ = [
     "APPROVAL",
     "REDACTED",
     "Answer",
+    "ApprovalPending",
     "Explanation",
     "Guard",
     "OnRefuse",
@@ -96,6 +97,8 @@ class Pending:
     preview: str
     expires: float
     message: str
+    #: When the request was made (the queue's clock).
+    created: float
     #: Each argument as the preview shows it (secrets by their digest), for a prompt.
     shown: Mapping[str, str] = field(default_factory=dict)
 
@@ -109,6 +112,7 @@ class Pending:
             reasons=tuple(request.reasons),
             preview=request.preview,
             expires=request.created + ttl,
+            created=request.created,
             message=request.describe(),
             shown=request.shown_arguments(),
         )

@@ -395,6 +395,10 @@ class ApprovalQueue:
 
         self._change(request_id, expire)
 
+    def now(self) -> float:
+        """The time on the queue's clock (``clock``)."""
+        return self._clock()
+
     def state(self, request_id: str) -> str:
         """Where request ``request_id`` stands: its status (``pending``, ``approved``,
         ``edited``, ``denied``, ``claimed``, ``spent``), ``expired`` once it timed out

@@ -7,6 +7,14 @@ and then answers ``"done"``, guarded by the adapter (made with ``strict`` and ``
 framework has an async run), which runs it for a user and returns what the model read back
 after each tool call. Every test here then checks the adapter through that loop.
 
+Approvals: an adapter declares how a call waiting for a person reaches the framework
+(``pauses``). ``"native"``: the run pauses in the framework's own way, the transcript's
+``pending`` holds each pause's payload (``Pending.payload()``: ``type``, ``request_id``,
+``tool``, ``arguments``, ``reasons``...), and ``resume``/``aresume`` continue the run with an
+``Answer`` translated to the framework's resume value. ``"refuses"``: the model reads the
+``approval_pending`` refusal and its retry of the same call runs once a person approved it in
+the queue. The approval tests drive each style through the same cases.
+
 A subclass may not override or skip these tests (the plugin fails a skipped one, and
 ``test_no_test_is_overridden`` fails an overridden one), except by declaring that its
 framework has no sync or no async run.
@@ -20,11 +28,11 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
 from toolpass import ApprovalQueue, Decision, Session, Toolkit, current_session
-from toolpass.adapting import Rule, Traits
+from toolpass.adapting import APPROVAL, Answer, Rule, Traits
 
 from pytest_toolpass.engine import ScriptedEngine
 
@@ -56,6 +64,10 @@ class Transcript:
 
     outputs: list[str]
     final: str = ""
+    #: The payloads of the pauses the run stopped for (``pauses = "native"``), in order.
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    #: What the adapter's ``resume`` needs to continue the run (a thread's config...).
+    state: Any = None
 
 
 class KitTools:
@@ -103,6 +115,8 @@ class AdapterConformance:
     #: Whether the framework has a synchronous and an asynchronous agent run.
     sync_run: ClassVar[bool] = True
     async_run: ClassVar[bool] = True
+    #: How a call waiting for a person reaches the framework: its own pause, or a refusal.
+    pauses: ClassVar[Literal["native", "refuses"]] = "refuses"
 
     # What a subclass provides.
 
@@ -128,6 +142,16 @@ class AdapterConformance:
 
     async def arun(self, agent: Any, user: str | None) -> Transcript:
         """Run ``agent`` asynchronously for ``user``."""
+        raise NotImplementedError
+
+    def resume(self, agent: Any, paused: Transcript, answer: Answer) -> Transcript:
+        """(``pauses = "native"``) Continue the run ``paused`` stopped, answering its pause
+        with ``answer`` in the framework's own resume form; ``agent`` may be one built anew
+        (a restart), sharing what the framework keeps of the run."""
+        raise NotImplementedError
+
+    async def aresume(self, agent: Any, paused: Transcript, answer: Answer) -> Transcript:
+        """``resume``, asynchronously."""
         raise NotImplementedError
 
     # Helpers.
@@ -378,6 +402,140 @@ class AdapterConformance:
         assert "key = 'eve@evil.example'" in request.preview
         assert "eve@evil.example" in request.describe()
 
+    # Approvals, in the adapter's own pause (or its refusal and the model's retry).
+
+    def _approving(
+        self, mode: str, queue: ApprovalQueue, engine: Any = None, **options: Any
+    ) -> Approvals:
+        engine = engine or ScriptedEngine(
+            {(DANA, "DELETE_ISSUES", f"issue:PAY-{n}"): Decision.allow() for n in range(1, 5)}
+        )
+        return Approvals(self, mode, queue, engine, options)
+
+    def test_approval_pauses_and_an_approved_call_runs_once(self, mode: str) -> None:
+        queue = ApprovalQueue()
+        run = self._approving(mode, queue)
+        paused = run.start(DELETE_PAY_1)
+        [request] = queue.pending()
+        if self.pauses == "native":
+            [payload] = paused.pending
+            assert payload["type"] == APPROVAL
+            assert payload["request_id"] == request.id
+            assert payload["tool"] == "delete_issue"
+            assert payload["arguments"] == {"key": "'PAY-1'"}
+            assert payload["reasons"] == list(request.reasons)
+        else:
+            assert "approval_pending" in paused.outputs[0]
+            assert request.id in paused.outputs[0]
+        assert run.tools.ran == []
+        out = run.answer(paused, Answer("approve", by="lee"), request)
+        assert run.tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        assert "deleted PAY-1" in out.outputs[-1]
+
+    def test_approval_denied_tells_the_model_the_persons_reason(self, mode: str) -> None:
+        queue = ApprovalQueue()
+        run = self._approving(mode, queue)
+        paused = run.start(DELETE_PAY_1)
+        [request] = queue.pending()
+        out = run.answer(paused, Answer("deny", by="lee", reason="wrong project"), request)
+        assert run.tools.ran == []
+        assert "approval_denied" in out.outputs[-1]
+        assert "wrong project" in out.outputs[-1]
+
+    def test_approval_with_edited_arguments_checks_them_again(self, mode: str) -> None:
+        engine = ScriptedEngine(
+            {
+                (DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.allow(),
+                (DANA, "DELETE_ISSUES", "issue:PAY-2"): Decision.allow(),
+                (DANA, "DELETE_ISSUES", "issue:PAY-9"): Decision.deny("not dana's"),
+            }
+        )
+        for edited, expected in (("PAY-2", "deleted PAY-2"), ("PAY-9", "not_authorized")):
+            queue = ApprovalQueue()
+            run = self._approving(mode, queue, engine)
+            paused = run.start(DELETE_PAY_1)
+            [request] = queue.pending()
+            edit = Answer("edit", by="lee", arguments={"key": edited})
+            out = run.answer(paused, edit, request)
+            if self.pauses == "native":
+                assert expected in out.outputs[-1]
+                ran = [("delete_issue", {"key": edited})] if edited == "PAY-2" else []
+                assert run.tools.ran == ran
+                assert (DANA, "jira", "DELETE_ISSUES", f"issue:{edited}") in engine.asked
+            else:  # the model's retry is the call as it made it, which the person changed
+                assert "approval_edited" in out.outputs[-1]
+                assert run.tools.ran == []
+
+    def test_approval_answer_for_another_request_releases_nothing(self, mode: str) -> None:
+        queue = ApprovalQueue()
+        first, second = self._approving(mode, queue), self._approving(mode, queue)
+        paused_a = first.start(DELETE_PAY_1)
+        [a] = queue.pending()
+        paused_b = second.start(Call("delete_issue", {"key": "PAY-2"}))
+        [b] = [r for r in queue.pending() if r.id != a.id]
+        forged = Answer("approve", by="lee", request_id=a.id)
+        if self.pauses == "native":
+            out = second.answer(paused_b, forged, b)
+            assert "deleted" not in " ".join(out.outputs)
+            assert queue.state(b.id) == "pending"
+        else:  # the queue decides for one request only: A approved, B's retry still waits
+            out = second.answer(paused_b, Answer("approve", by="lee"), a)
+            assert "approval_pending" in out.outputs[-1]
+        assert second.tools.ran == []
+        assert first.tools.ran == []
+        assert paused_a is not None
+
+    def test_approval_is_not_replayed(self, mode: str) -> None:
+        queue = ApprovalQueue()
+        run = self._approving(mode, queue)
+        paused = run.start(DELETE_PAY_1)
+        [request] = queue.pending()
+        approve = Answer("approve", by="lee", request_id=request.id)
+        run.answer(paused, approve, request)
+        assert run.tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        again = self._approving(mode, queue)
+        paused = again.start(DELETE_PAY_1)
+        if self.pauses == "native":  # the old answer, replayed on the new pause
+            out = again.answer(paused, approve, request)
+            assert "deleted" not in " ".join(out.outputs)
+        else:
+            assert "approval_pending" in paused.outputs[0]
+        assert again.tools.ran == []
+        assert [r.id for r in queue.pending()] != [request.id]
+
+    def test_approval_expired_reads_expired_not_denied(self, mode: str) -> None:
+        now = [1000.0]
+        queue = ApprovalQueue(clock=lambda: now[0], ttl=60)
+        run = self._approving(mode, queue)
+        paused = run.start(DELETE_PAY_1)
+        [request] = queue.pending()
+        now[0] += 120
+        if self.pauses == "native":
+            out = run.answer(paused, Answer("approve", by="lee", request_id=request.id), None)
+            assert "approval_expired" in out.outputs[-1]
+        else:  # the retry of an expired request asks anew
+            out = run.answer(paused, None, None)
+            assert "approval_pending" in out.outputs[-1]
+            assert request.id not in out.outputs[-1]
+        assert "approval_denied" not in " ".join(out.outputs)
+        assert run.tools.ran == []
+
+    def test_approval_survives_a_restart_with_a_shared_store(
+        self, mode: str, tmp_path: Any
+    ) -> None:
+        store = f"sqlite:///{tmp_path / 'approvals.db'}"
+        session = f"conversation-{secrets.token_hex(4)}"
+        options = {"session": lambda _: Session(DANA, id=session)}
+        before = self._approving(mode, ApprovalQueue(store=store), **options)
+        paused = before.start(DELETE_PAY_1)
+        assert before.tools.ran == []
+        queue = ApprovalQueue(store=store)  # another process: the approvals page, the agent
+        [request] = queue.pending()
+        after = self._approving(mode, queue, **options)
+        out = after.answer(paused, Answer("approve", by="lee"), request)
+        assert after.tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        assert "deleted PAY-1" in out.outputs[-1]
+
     def test_bad_options_fail_when_the_adapter_is_built(self) -> None:
         bad: list[tuple[dict[str, Any], dict[str, Any]]] = [
             ({"delete_issue": "jira DELETE_ISSUES"}, {}),  # a rule that is not one
@@ -405,3 +563,77 @@ class AdapterConformance:
             not in [m.name for m in getattr(getattr(type(self), name), "pytestmark", [])]
         ]
         assert overridden == [], f"{type(self).__name__} overrides {', '.join(overridden)}"
+
+
+#: A call that needs a person: it declares that it sends out data it read (private and
+#: untrusted), so the exfiltration check asks for approval every time.
+ASKS = Traits(
+    effect="destructive", sends_out=True, reads_private=True, untrusted_output=True, rule=DELETE
+)
+DELETE_PAY_1 = Call("delete_issue", {"key": "PAY-1"})
+
+
+class Approvals:
+    """One approval case driven through an adapter, in its pause style: ``start`` runs the
+    call until it waits for a person; ``answer`` decides and goes on. A native adapter's run
+    is resumed with the answer; a refusing adapter's answer is recorded in the queue (as the
+    approvals page does) and the model retries the call."""
+
+    def __init__(
+        self,
+        suite: AdapterConformance,
+        mode: str,
+        queue: ApprovalQueue,
+        engine: Any,
+        options: dict[str, Any],
+    ) -> None:
+        self.suite, self.mode, self.queue, self.engine = suite, mode, queue, engine
+        conversation = f"conversation-{secrets.token_hex(6)}"  # one, over every agent built
+        self.options = {"session": lambda _: Session(DANA, id=conversation), **options}
+        self.tools = KitTools()
+        self.call = DELETE_PAY_1
+
+    def _agent(self, script: list[Call]) -> Any:
+        kit = Toolkit(approver=self.queue, audit=[])
+        return self.suite.build(
+            self.engine,
+            {"delete_issue": ASKS},
+            strict=False,
+            tools=self.tools,
+            script=script,
+            toolkit=kit,
+            **self.options,
+        )
+
+    def start(self, call: Call) -> Transcript:
+        self.call = call
+        agent = self._agent([call])
+        if self.mode == "sync":
+            return self.suite.run(agent, DANA)
+        return asyncio.run(self.suite.arun(agent, DANA))
+
+    def answer(self, paused: Transcript, answer: Answer | None, request: Any) -> Transcript:
+        suite = self.suite
+        if suite.pauses == "native":
+            assert answer is not None
+            agent = self._agent([])  # built anew, as after a restart; the call was made
+            if self.mode == "sync":
+                return suite.resume(agent, paused, answer)
+            return asyncio.run(suite.aresume(agent, paused, answer))
+        if answer is not None and request is not None:
+            _decide(self.queue, request.id, answer)
+        agent = self._agent([self.call])  # the model's retry of the same call
+        if self.mode == "sync":
+            return suite.run(agent, DANA)
+        return asyncio.run(suite.arun(agent, DANA))
+
+
+def _decide(queue: ApprovalQueue, request_id: str, answer: Answer) -> None:
+    """A person's answer, as the approvals page records it."""
+    if answer.decision == "approve":
+        queue.approve(request_id, by=answer.by)
+    elif answer.decision == "edit":
+        assert answer.arguments is not None
+        queue.edit(request_id, by=answer.by, arguments=answer.arguments)
+    else:
+        queue.deny(request_id, by=answer.by, reason=answer.reason)

@@ -6,6 +6,26 @@ runs, for the user the application named in the run's context (never one the mod
 ``guard.tool_node(tools)`` gives a checked ``ToolNode`` for graphs built by hand. A refused
 call does not run: the model reads why in an error ``ToolMessage`` and the run goes on.
 
+Approvals: when a call needs a person (``toolkit=Toolkit(approver=ApprovalQueue(...))``) and
+the run has a checkpointer, the middleware pauses the run with LangGraph's ``interrupt()``.
+``result["__interrupt__"][0].value`` (``result.interrupts`` with ``version="v2"``) is then::
+
+    {"type": "toolpass_approval", "request_id": "3f9c...", "tool": "delete_issue",
+     "user": "dana@example.com", "arguments": {"key": "'PAY-1'"}, "reasons": [...],
+     "preview": "...", "expires": 1790000000.0, "message": "dana wants to run ..."}
+
+(``arguments`` as the preview shows them: a secret by its digest). Resume the thread with
+``agent.invoke(Command(resume=answer), config)`` where ``answer`` is ``{"decision":
+"approve", "by": "lee", "request_id": ...}``, ``{"decision": "deny", "reason": ...}``,
+``{"decision": "edit", "arguments": {...}}`` or ``{"decision": "expired"}`` (``True`` or
+``"yes"`` approve; see ``toolpass.adapting.Answer.of``). Echo ``request_id``: the answer
+is recorded only for the request of this very call, then the whole check runs again and the
+queue's record decides (an answer for another request, or for one that expired, never
+runs the call; an expired one reads ``approval_expired``). A request decided on the
+approvals page before resuming keeps that decision. Without a checkpointer the model reads
+the ``approval_pending`` refusal instead. The pause comes from the tools node, so it sits
+beside ``HumanInTheLoopMiddleware`` (whose interrupts come after the model call).
+
 A session lasts for the conversation by default: the run's ``configurable.thread_id`` when
 it has one (a thread continued over several invokes keeps its limits and taint), else the run
 (LangGraph's ``RunControl``, one per ``invoke``/``ainvoke``/``stream``/``astream``).
@@ -18,11 +38,14 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.config import get_config
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import get_runtime
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 from toolpass.adapting import (
+    Answer,
+    ApprovalPending,
     Guard,
     OnRefuse,
     PermissionEngine,
@@ -43,6 +66,9 @@ __all__ = ["Rule", "ToolpassMiddleware", "refusal_text"]
 
 Result = ToolMessage | Command[Any]
 ModelResult = ModelResponse | AIMessage
+#: How many times one call pauses again in a row (an answer that was not its request's).
+_PAUSES = 8
+_CHECKPOINTER = "__pregel_checkpointer"  # langgraph's config key of the run's checkpointer
 
 
 class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -94,16 +120,40 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]
     ) -> Result:
-        """Check the call, then run it through ``handler``; a refusal is the tool's reply."""
+        """Check the call, then run it through ``handler``; a refusal is the tool's reply, a
+        call waiting for a person pauses the run (``interrupt``)."""
         call = request.tool_call
         reply: list[ToolMessage] = []
+        arguments = call.get("args") or {}
 
-        def body() -> Any:
-            return _content(handler(request), reply)
+        def body(given: Mapping[str, Any]) -> Callable[[], Any]:
+            sent = _with_arguments(request, given)
+            return lambda: _content(handler(sent), reply)
 
+        guard = self.guard
         try:
             user, key = self._who(request)
-            result = self.guard.run(user, call["name"], call.get("args") or {}, body, key=key)
+            since = _now(guard)
+            try:
+                result = guard.run(user, call["name"], arguments, body(arguments), key=key)
+            except ApprovalPending as waiting:
+                for _ in range(_PAUSES):
+                    asked, answer = self._ask(waiting, since)
+                    try:
+                        result = guard.resume(
+                            user,
+                            call["name"],
+                            arguments,
+                            body,
+                            request_id=asked,
+                            answer=answer,
+                            key=key,
+                        )
+                        break
+                    except ApprovalPending as again:
+                        waiting = again
+                else:
+                    raise waiting from None
         except ToolRefused as refused:
             return self._refusal(request, refused)
         return _message(result, reply, request)
@@ -114,18 +164,56 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """``wrap_tool_call`` for ``ainvoke``/``astream``."""
         call = request.tool_call
         reply: list[ToolMessage] = []
+        arguments = call.get("args") or {}
 
-        async def body() -> Any:
-            return _content(await handler(request), reply)
+        def body(given: Mapping[str, Any]) -> Callable[[], Awaitable[Any]]:
+            sent = _with_arguments(request, given)
 
+            async def run() -> Any:
+                return _content(await handler(sent), reply)
+
+            return run
+
+        guard = self.guard
         try:
             user, key = self._who(request)
-            result = await self.guard.arun(
-                user, call["name"], call.get("args") or {}, body, key=key
-            )
+            since = _now(guard)
+            try:
+                result = await guard.arun(user, call["name"], arguments, body(arguments), key=key)
+            except ApprovalPending as waiting:
+                for _ in range(_PAUSES):
+                    asked, answer = self._ask(waiting, since)
+                    try:
+                        result = await guard.aresume(
+                            user,
+                            call["name"],
+                            arguments,
+                            body,
+                            request_id=asked,
+                            answer=answer,
+                            key=key,
+                        )
+                        break
+                    except ApprovalPending as again:
+                        waiting = again
+                else:
+                    raise waiting from None
         except ToolRefused as refused:
             return self._refusal(request, refused)
         return _message(result, reply, request)
+
+    def _ask(self, waiting: ApprovalPending, since: float | None) -> tuple[str, Answer]:
+        """Pause the run for the person (``interrupt``); resumed, the request their answer
+        is for and the answer. Re-raises ``waiting`` (the refusal) without a checkpointer."""
+        pending = self.guard.pending(waiting)
+        if pending is None or not _checkpointed():
+            raise waiting
+        answer = Answer.of(interrupt(pending.payload()), by="langgraph resume")
+        # Resumed, the node runs again: a request made just now is not the one the person
+        # saw (theirs expired or was used), so only an answer naming its request counts.
+        new = since is not None and pending.created >= since
+        asked = answer.request_id or ("" if new else pending.request_id)
+        return asked, answer
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResult]
@@ -187,6 +275,28 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             name=call["name"],
             status="error",
         )
+
+
+def _with_arguments(request: ToolCallRequest, arguments: Mapping[str, Any]) -> ToolCallRequest:
+    """``request`` with the arguments a person approved (itself when they are its own)."""
+    call = request.tool_call
+    if arguments is call.get("args") or (not arguments and not call.get("args")):
+        return request
+    return request.override(tool_call={**call, "args": dict(arguments)})
+
+
+def _now(guard: Guard) -> float | None:
+    queue = guard.queue
+    return None if queue is None else queue.now()
+
+
+def _checkpointed() -> bool:
+    """Whether the run has a checkpointer, without which LangGraph cannot pause it."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a graph run
+        return False
+    return configurable.get(_CHECKPOINTER) is not None
 
 
 def _run(request: ToolCallRequest) -> Any:
