@@ -6,13 +6,27 @@ import dataclasses
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from toolpass.toolkit.approval import ApprovalRequest
+from typing import Any, Protocol
 
 #: The longest a standing approval lasts, unless the queue says otherwise (8 hours).
 MAX_STANDING = 8 * 3600.0
+
+
+class Asked(Protocol):
+    """What a standing approval reads of an approval request."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def user(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def reasons(self) -> tuple[str, ...]: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,7 @@ class StandingApproval:
 
     @classmethod
     def grant(
-        cls, standing: Standing, *, request: ApprovalRequest, by: str, now: float, longest: float
+        cls, standing: Standing, *, request: Asked, by: str, now: float, longest: float
     ) -> StandingApproval:
         """The standing approval ``by`` grants with ``request`` (approved now);
         ``ValueError`` past ``longest`` seconds or for an argument ``request`` lacks."""
@@ -87,7 +101,7 @@ class StandingApproval:
             expires=now + seconds,
         )
 
-    def covers(self, request: ApprovalRequest, now: float) -> bool:
+    def covers(self, request: Asked, now: float) -> bool:
         """Whether this approves ``request`` (made in this process: its own arguments)."""
         arguments = {str(name): value for name, value in request.arguments.items()}
         return (
