@@ -221,3 +221,25 @@ def test_updating_a_pull_requests_branch_answers_to_the_heads_rules(
     assert "on the branch fix of acme/widgets" in denied.reason
     gh.repos["acme/widgets"].rulesets.clear()
     assert ask(tp, "dana", "contents.write", "pr:acme/widgets#1").decision == "allow"
+
+
+# --- force pushes ---------------------------------------------------------------------------
+def test_a_force_push_answers_to_allow_force_pushes_and_non_fast_forward(
+    tp: Toolpass, gh: FakeGitHub
+) -> None:
+    """GitHub blocks force pushes on every protected branch unless it allows them, and a
+    ruleset's ``non_fast_forward`` blocks them for all but its bypass actors."""
+    repo = gh.repos["acme/widgets"]
+    repo.branches["main"] = True
+    repo.protections["main"] = {}
+    for login in ("erin", "dana"):
+        denied = ask(tp, login, "contents.force", "ref:acme/widgets@main")
+        assert denied.decision == "deny"
+        assert "force pushes to it are blocked" in denied.reason
+    repo.protections["main"] = {"allow_force_pushes": True}
+    assert ask(tp, "dana", "contents.force", "ref:acme/widgets@main").decision == "allow"
+    assert ask(tp, "dana", "contents.force", "ref:acme/widgets@feature").decision == "allow"
+    rules = [{"type": "non_fast_forward"}]
+    repo.rulesets.append({"id": 15, "branches": ["feature"], "rules": rules})
+    assert ask(tp, "erin", "contents.force", "ref:acme/widgets@feature").decision == "deny"
+    assert ask(tp, "erin", "contents.write", "ref:acme/widgets@feature").decision == "allow"

@@ -110,3 +110,21 @@ def test_updating_a_restricted_head_branch_is_refused(kit: Toolkit, github: Fake
 
     assert "on the branch fix of acme/widgets" in refused("dana", update, 1).message
     assert github.seen("PUT", ".*/update-branch") == []
+
+
+@pytest.mark.parametrize("force", [True, "true", 1])
+def test_a_forced_ref_update_is_a_force_push(
+    kit: Toolkit, github: FakeGitHub, force: object
+) -> None:
+    """``PATCH .../git/refs/heads/main`` with ``force`` is checked as ``contents.force``:
+    the protected branch blocks force pushes, admins included."""
+    github.repos["acme/widgets"].protections["main"] = {}
+
+    @kit.tool()
+    def force_push(branch: str) -> int:
+        url = f"{github.api_url}/repos/acme/widgets/git/refs/heads/{branch}"
+        body = {"sha": SHA, "force": force}
+        return requests.patch(url, json=body, headers=HEADERS, timeout=5).status_code
+
+    assert "force pushes to it are blocked" in refused("erin", force_push, "main").message
+    assert github.seen("PATCH", ".*/git/refs/.*") == []

@@ -15,27 +15,32 @@ from toolpass.wire.errors import LookupFailed
 
 ROLES = ("read", "triage", "write", "maintain", "admin")
 RANK = {role: i + 1 for i, role in enumerate(ROLES)}
-Kind = Literal["push", "delete", "merge", "create"]
+Kind = Literal["push", "force", "delete", "merge", "create"]
 
 #: The writes that land on a branch, and how.
 KIND: Mapping[str, Kind] = {
     "contents.write": "push",
     "contents.delete": "push",
+    "contents.force": "force",
     "branch.delete": "delete",
     "branch.create": "create",
     "pr.merge": "merge",
 }
 
+#: What a ruleset's rules say of a push.
+_PUSH: Mapping[str, str] = {
+    "update": "only those who may bypass its ruleset may update it",
+    "pull_request": "changes must go through a pull request",
+    "required_status_checks": "commits must pass its required status checks first",
+    "required_deployments": "commits must be deployed to its required environments first",
+    "merge_queue": "changes must go through its merge queue",
+}
+
 #: Ruleset rules that refuse a kind of write to everyone who may not bypass the ruleset,
 #: with what they say.
 BINDING: Mapping[Kind, Mapping[str, str]] = {
-    "push": {
-        "update": "only those who may bypass its ruleset may update it",
-        "pull_request": "changes must go through a pull request",
-        "required_status_checks": "commits must pass its required status checks first",
-        "required_deployments": "commits must be deployed to its required environments first",
-        "merge_queue": "changes must go through its merge queue",
-    },
+    "push": _PUSH,
+    "force": {**_PUSH, "non_fast_forward": "force pushes to it are blocked"},
     "delete": {"deletion": "it may not be deleted"},
     "create": {"creation": "only those who may bypass its ruleset may create it"},
     "merge": {
@@ -80,6 +85,7 @@ KNOWN = frozenset(
 ROLE_IDS: Mapping[int, str] = {2: "maintain", 4: "write", 5: "admin"}
 _MODES: Mapping[Kind, tuple[str, ...]] = {
     "push": ("always", "exempt"),
+    "force": ("always", "exempt"),
     "delete": ("always", "exempt"),
     "create": ("always", "exempt"),
     "merge": ("always", "pull_request", "exempt"),

@@ -136,6 +136,7 @@ _PLACED = {
 # resource (its rules bind them), named in the body (``refs/heads/x``) or in the path.
 _REF_WRITES = {
     ("POST", "/repos/{owner}/{repo}/git/refs"): "body",
+    ("PATCH", "/repos/{owner}/{repo}/git/refs/heads/{branch+}"): "path",
     ("PATCH", "/repos/{owner}/{repo}/git/refs/{ref+}"): "path",
     ("DELETE", "/repos/{owner}/{repo}/git/refs/{ref+}"): "path",
 }
@@ -568,6 +569,9 @@ class GitHub(Integration):
             return None
         if write == "delete" and not rules.enabled(protection, "allow_deletions"):
             return "it may not be deleted"
+        if write == "force" and not rules.enabled(protection, "allow_force_pushes"):
+            return "force pushes to it are blocked"
+        push = write in ("push", "force")
         if role == "admin" and not rules.enabled(protection, "enforce_admins"):
             return None  # admins are exempt unless the protection binds them
         if rules.enabled(protection, "lock_branch"):
@@ -578,7 +582,7 @@ class GitHub(Integration):
         reviews = protection.get("required_pull_request_reviews")
         allowed = reviews.get("bypass_pull_request_allowances") if isinstance(reviews, dict) else {}
         if isinstance(reviews, dict) and not self._listed(owner, login, allowed or {}):
-            if write == "push":
+            if push:
                 return "changes must go through a pull request"
             if write == "merge":
                 why = self._reviews_missing(
@@ -587,7 +591,7 @@ class GitHub(Integration):
                 if why:
                     return why
         checks = protection.get("required_status_checks")
-        if write == "push" and checks is not None:
+        if push and checks is not None:
             return "commits must pass its required status checks first"
         if write == "merge" and checks is not None:
             return self._checks_missing(owner, repo, pull, rules.required_checks(checks))
@@ -1075,8 +1079,12 @@ def _git(found: Match, request: Request) -> Match:
 def _ref_write(found: Match, request: Request) -> Match:
     """A Git reference write placed on the branch it names: ``POST .../git/refs`` creates
     ``refs/heads/<branch>`` (its body's ``ref``); a path that names ``refs/heads/...``
-    (not the documented ``heads/...``) is checked as every branch it may name."""
+    (not the documented ``heads/...``) is checked as every branch it may name; an update
+    with ``force`` is ``contents.force``."""
     route, params = found.route, found.params
+    if route.method == "PATCH" and request.form.get("force") not in (None, False):
+        found = _placed(found, "contents.force", found.resource)  # force: true, or unclear
+        route = found.route
     named = request.form.get("ref") if _REF_WRITES[route.method, route.path] == "body" else None
     if named is None:
         named = params.get("ref")
