@@ -20,6 +20,8 @@ principal (a user, group or role ARN), with the connection's condition context
   otherwise, or when the policy cannot be read, nothing but an explicit deny is answered
   (unknown). Across accounts both sides must allow. A resource without a policy
   (``NoSuchBucketPolicy``) has none;
+- ``s3:PutObject`` into a bucket whose default encryption is a customer managed KMS key
+  (``GetBucketEncryption``) is checked as ``kms:GenerateDataKey`` on that key too;
 - a decision that depends on context values the connection does not supply
   (``MissingContextValues``) -> unknown;
 - ``NoSuchEntity`` (the principal does not exist), ``AccessDenied``, ``Throttling``, a 5xx,
@@ -45,7 +47,9 @@ with the table generated from botocore's service models (``scripts/routes/aws.py
 ``_aws_routes``). Resources that need the account id (DynamoDB tables, Lambda functions,
 ...) are built with ``account_id``; where the request names no resource the table says
 ``*``, which this check refuses unless ``allow_wildcard_resource`` is on, so a write whose
-resource is unknown never passes silently.
+resource is unknown never passes silently. An S3 copy (``x-amz-copy-source``) is placed only
+when it copies the destination onto itself (it reads a second object otherwise); a Lambda
+request's ``?Qualifier=`` is part of the function ARN it acts on.
 """
 
 from __future__ import annotations
