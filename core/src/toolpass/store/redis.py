@@ -103,7 +103,7 @@ class RedisStore:
         import redis.asyncio
 
         deadline = time.monotonic() + timeout
-        client = redis.asyncio.Redis.from_url(
+        client: Any = redis.asyncio.Redis.from_url(
             self.url,
             socket_timeout=self._timeout,
             socket_connect_timeout=self._timeout,
