@@ -340,3 +340,22 @@ def test_a_connections_own_server_as_a_proxy_is_refused(
         tidy()
     assert info.value.code == "check_error"
     assert deletes(github) == []
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(control=st.integers(0, 31).map(lambda n: f"%{n:02x}") | st.just("%7F"))
+def test_a_path_with_an_encoded_control_character_is_refused(
+    kit: Toolkit, github: FakeGitHub, control: str
+) -> None:
+    """``/repos/acme/secret%00/../widgets`` is ``/repos/acme/widgets`` once normalised, but a
+    server that ends the path at the NUL reads ``/repos/acme/secret``."""
+
+    @kit.tool()
+    def look() -> int:
+        return get_with_http_client(
+            _port(github.api_url), f"/repos/acme/secret{control}/../widgets"
+        )
+
+    with Session("rory@example.com").active(), pytest.raises(ActionRefused) as info:
+        look()
+    assert info.value.code == "unresolved_resource"

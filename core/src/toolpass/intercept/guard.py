@@ -68,6 +68,8 @@ _NAMES_METHOD = re.compile(
 # A header name is a token (RFC 9110); a value holds no line break (no obs-fold) and no NUL.
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BREAK = re.compile(r"[\r\n\x00]")
+# A control character, percent-encoded, in a path: a server may end the path at a NUL.
+_ENCODED_CONTROL = re.compile(r"%(?:[01][0-9a-fA-F]|7[fF])")
 _NO_CALL = (
     "The request came from a thread that belongs to no tool call, so it could not be "
     "checked and was not sent. Tell the user."
@@ -153,7 +155,7 @@ def prepare(
             f"The tool tried to reach {host}, which its recorded entitlements do not "
             "list, so the request was not sent. Tell the user.",
         )
-    normal = normal_path(path)
+    normal = None if _ENCODED_CONTROL.search(path) else normal_path(path)
     full = path if normal is None else normal
     place = router.place(scheme, host, port, full)
     where = place.path if place else path
