@@ -46,6 +46,21 @@ from toolpass.toolkit import (
     tool,
 )
 from toolpass.toolkit.guarded import guarded
+from toolpass.toolkit.standing import Standing
+
+#: Names whose modules are imported on first use (the notifiers load smtplib and ssl).
+_LAZY = {
+    "EmailNotifier": "toolpass.toolkit.notify",
+    "SlackNotifier": "toolpass.toolkit.notify",
+    "WebhookNotifier": "toolpass.toolkit.notify",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(__import__("importlib").import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'toolpass' has no attribute {name!r}")
+
 
 # Adapter distributions (toolpass-langchain, ...) add subpackages such as ``toolpass.langchain``
 # from their own install location; this lets them be found in editable installs too.
@@ -64,6 +79,7 @@ __all__ = [
     "Decision",
     "DefaultSink",
     "Effect",
+    "EmailNotifier",
     "JsonlSink",
     "LogSink",
     "OtelSink",
@@ -72,12 +88,15 @@ __all__ = [
     "PermissionEngine",
     "RemoteToolpass",
     "Session",
+    "SlackNotifier",
+    "Standing",
     "StderrSink",
     "ToolCall",
     "ToolError",
     "ToolRefused",
     "Toolkit",
     "Toolpass",
+    "WebhookNotifier",
     "__version__",
     "as_agent",
     "as_user",
