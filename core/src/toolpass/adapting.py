@@ -25,6 +25,7 @@ The same options mean the same thing in every adapter:
 
 from __future__ import annotations
 
+import logging
 import threading
 import warnings
 import weakref
@@ -75,6 +76,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger("toolpass")
 
 
 #: The ``type`` of the payload a framework's pause carries for a call awaiting approval.
@@ -661,11 +663,19 @@ class Guard:
         try:
             _record(queue, request_id, answer)
         except (KeyError, ValueError, PermissionError) as exc:  # decided meanwhile, or theirs
-            warnings.warn(
-                f"toolpass: the answer to {request_id} was not recorded: {exc}", stacklevel=2
-            )
+            log.warning("toolpass: the answer to %s was not recorded: %s", request_id, exc)
             return arguments
         return answer.arguments if answer.arguments is not None else arguments
+
+    def waits(
+        self, request_id: str, user: str | None, tool: str, arguments: Mapping[str, Any]
+    ) -> bool:
+        """Whether request ``request_id`` still waits for a person and was made for this
+        very call (``user``, ``tool``, ``arguments``)."""
+        queue = self.queue
+        if queue is None or queue.state(request_id) != "pending":
+            return False
+        return self._asked_by(queue, request_id, user, tool, arguments)
 
     @staticmethod
     def _asked_by(

@@ -533,7 +533,9 @@ class AdapterConformance:
         [request] = queue.pending()
         after = self._approving(mode, queue, **options)
         out = after.answer(paused, Answer("approve", by="lee"), request)
-        assert after.tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        # Once, by whichever agent the framework resumes (one that keeps its pauses on the
+        # agent object resumes that one).
+        assert before.tools.ran + after.tools.ran == [("delete_issue", {"key": "PAY-1"})]
         assert "deleted PAY-1" in out.outputs[-1]
 
     def test_bad_options_fail_when_the_adapter_is_built(self) -> None:

@@ -29,17 +29,23 @@ the call out of its hands (list toolpass after any handler that replaces tools).
 
 Approvals: when the pipeline needs a person (``toolkit=Toolkit(approver=ApprovalQueue())``
 and a check asking for approval), the call raises a Strands interrupt named
-``"toolpass-approval:<request id>"`` whose ``reason`` carries the request (``request_id``,
-``tool``, ``user``, ``arguments`` as Python writes them, ``preview``, and ``message``: who asks
-for what, why, with every argument). Each request is its own interrupt: two calls that share a
+``"toolpass-approval:<request id>"`` whose ``reason`` carries the request
+(``toolpass.adapting.Pending.payload()``: ``type``, ``request_id``, ``tool``, ``user``,
+``arguments`` as the preview shows them, ``reasons``, ``preview``, ``expires``, and
+``message``: who asks for what, why, with every argument; and ``"toolpass": "approval"``).
+Each request is its own interrupt: two calls that share a
 ``toolUseId`` (one model message can hold both) are asked, and answered, apart. The run
 stops with ``stop_reason == "interrupt"``; the application
 resumes it with the person's answer (``{"interruptResponse": {"interruptId": ..., "response":
 "y"}}``; ``True``, ``"y"``, ``"yes"`` or ``{"approved": True, "by": "lee"}`` approve, anything
-else denies, ``{"approved": False, "by": ..., "reason": ...}`` says why). The answer is recorded
-in the toolkit's ``ApprovalQueue`` (the adapter's ``toolkit``; a request of another queue must
-be decided there) and the call runs once (or is refused with the person's reason); a request
-decided in the queue directly before resuming keeps that decision.
+else denies, ``{"approved": False, "by": ..., "reason": ...}`` says why, ``{"decision": "edit",
+"arguments": {...}}`` approves other arguments, which are checked again; see
+``toolpass.adapting.Answer.of``). The shared approval machine records the answer in the
+toolkit's ``ApprovalQueue`` for this very call's request only (a request of another queue
+must be decided there), runs the check again, and the queue's record decides: the call runs
+once, or is refused with the person's reason, or reads ``approval_expired`` when nobody
+decided in time; a request decided in the queue directly before resuming keeps that
+decision.
 
 Sessions: ``session="conversation"`` (the default) keeps one session per user for the agent's
 ``session_id`` (the session manager's id when the agent has one, so a conversation restored by
@@ -65,8 +71,11 @@ from typing import Any, cast
 from weakref import WeakKeyDictionary
 
 from toolpass.adapting import (
+    Answer,
+    ApprovalPending,
     Guard,
     OnRefuse,
+    Pending,
     PermissionEngine,
     Rule,
     Rules,
@@ -91,7 +100,8 @@ log = logging.getLogger("toolpass")
 #: (``"toolpass-approval:<request id>"``).
 APPROVAL = "toolpass-approval"
 _RUN = "toolpass:run"  # the invocation_state key of the current invocation's token
-_APPROVING = {"y", "yes"}
+_BY = "strands interrupt"  # who decided, when the answer does not say
+_Bodies = Callable[[Mapping[str, Any]], Callable[[], Awaitable[Any]]]
 
 
 class _Run:
@@ -235,44 +245,6 @@ class ToolpassAuthorization(InterventionHandler):
         tools = [t for t in tools if t.tool_type != "structured_output"]
         self.guard.add_tools(_arguments_of(tools), late=True)
 
-    def _decide(self, request_id: Any, response: Any, expected: Any = None) -> None:
-        """Records a person's answer to an approval interrupt in the toolkit's queue, unless
-        the request was decided there already (or belongs to another queue)."""
-        queue: Any = getattr(self.guard.toolkit, "approver", None)
-        if not (callable(getattr(queue, "get", None)) and isinstance(request_id, str)):
-            return
-        try:
-            request = queue.get(request_id)
-        except KeyError:
-            return
-        if (expected is not None and expected is not request) or request.status != "pending":
-            return
-        approved, by, reason = _answer(response)
-        try:
-            if approved:
-                queue.approve(request_id, by=by)
-            else:
-                queue.deny(request_id, by=by, reason=reason)
-        except (ValueError, PermissionError) as exc:  # decided meanwhile, or their own call
-            log.warning("toolpass: the answer to approval %s was not recorded: %s", request_id, exc)
-
-    def _waiting(
-        self, request_id: str, user: str | None, tool: str, arguments: Mapping[str, Any]
-    ) -> bool:
-        """Whether this very call (user, tool, arguments) still waits for ``request_id`` in
-        the toolkit's queue."""
-        queue: Any = getattr(self.guard.toolkit, "approver", None)
-        try:
-            request = queue.get(request_id)
-        except (AttributeError, KeyError):
-            return False
-        return bool(
-            request.status == "pending"
-            and request.user == user
-            and request.tool == tool
-            and request.arguments == dict(arguments)
-        )
-
     def _asked(self, event: BeforeToolCallEvent) -> list[str]:
         """The approval requests calls with this ``toolUseId`` stopped the run for: resumed,
         the answer is recorded before the pipeline runs again, so an approved call runs at
@@ -362,40 +334,32 @@ class _Guarded(AgentTool):
         name = self.inner.tool_name  # the rule of the tool that runs, whatever renamed the call
         outcome = _Outcome()
 
-        async def attempt() -> Any:
+        def body(given: Mapping[str, Any]) -> Callable[[], Awaitable[Any]]:
             nonlocal outcome
             outcome = _Outcome()
-            body = self._body(tool_use, invocation_state, kwargs, outcome)
-            return await guard.arun(self._user, name, arguments, body, key=self._key)
+            use = (
+                tool_use
+                if given is arguments
+                else cast(ToolUse, {**tool_use, "input": dict(given)})
+            )
+            return self._body(use, invocation_state, kwargs, outcome)
 
         try:
             arguments = _arguments(tool_use)
             if self._failed is not None:
                 guard.audit_refused(self._user, name, arguments, self._failed)
                 raise self._failed
-            for asked in owner._asked(self._event):
-                if owner._waiting(asked, self._user, name, arguments):
-                    # Resumed after asking: the answer is recorded first, so an approved call
-                    # runs at once (one more audit event, not two); unanswered, it asks again.
-                    owner._decide(asked, self._event.interrupt(_interrupt(asked)))
-                    owner._remember(self._event, asked, keep=False)
-                    break
-            try:
-                output = await attempt()
-            except ToolRefused as refused:
-                if refused.code != "approval_pending":
-                    raise
-                # Asks through Strands: the first time this stops the run (InterruptException);
-                # resumed, it returns the person's answer, recorded before the call is retried.
-                request_id = getattr(refused, "request_id", None)
-                if not isinstance(request_id, str):
-                    raise
-                owner._remember(self._event, request_id)
-                reason = _request(refused, self._user, name)
-                answer = self._event.interrupt(_interrupt(request_id), reason=reason)
-                owner._remember(self._event, request_id, keep=False)
-                owner._decide(request_id, answer, getattr(refused, "request", None))
-                output = await attempt()
+            output = await self._resumed(arguments, body)
+            if output is _NOTHING:
+                try:
+                    output = await guard.arun(
+                        self._user, name, arguments, body(arguments), key=self._key
+                    )
+                except ApprovalPending as waiting:
+                    pending = guard.pending(waiting)
+                    if pending is None:
+                        raise
+                    output = await self._ask(pending, arguments, body)
         except InterruptException:
             raise
         except ToolRefused as refused:
@@ -421,6 +385,45 @@ class _Guarded(AgentTool):
             changed: ToolResult = {**result.tool_result, "content": [{"text": text}]}
             result = ToolResultEvent(changed, exception=result.exception)
         yield result
+
+    async def _resumed(self, arguments: Mapping[str, Any], body: _Bodies) -> Any:
+        """Resumed after asking: the answer goes through the machine first, so an approved
+        call runs at once (one more audit event, not two). ``_NOTHING`` when this call asked
+        nothing that still waits."""
+        owner, guard, name = self._owner, self._owner.guard, self.inner.tool_name
+        for asked in owner._asked(self._event):
+            queue = guard.queue
+            expired = queue is not None and queue.state(asked) == "expired"
+            if expired or guard.waits(asked, self._user, name, arguments):
+                response = self._event.interrupt(_interrupt(asked))  # unanswered: asks again
+                owner._remember(self._event, asked, keep=False)
+                return await guard.aresume(
+                    self._user,
+                    name,
+                    arguments,
+                    body,
+                    request_id=asked,
+                    answer=Answer.of(response, by=_BY),
+                    key=self._key,
+                )
+        return _NOTHING
+
+    async def _ask(self, pending: Pending, arguments: Mapping[str, Any], body: _Bodies) -> Any:
+        """Asks through Strands: the first time this stops the run (InterruptException);
+        resumed, the person's answer goes through the machine and the call is retried."""
+        owner, guard = self._owner, self._owner.guard
+        owner._remember(self._event, pending.request_id)
+        response = self._event.interrupt(_interrupt(pending.request_id), reason=_request(pending))
+        owner._remember(self._event, pending.request_id, keep=False)
+        return await guard.aresume(
+            self._user,
+            self.inner.tool_name,
+            arguments,
+            body,
+            request_id=pending.request_id,
+            answer=Answer.of(response, by=_BY),
+            key=self._key,
+        )
 
     def _body(
         self,
@@ -517,36 +520,11 @@ def _interrupt(request_id: str) -> str:
     return f"{APPROVAL}:{request_id}"
 
 
-def _request(refused: ToolRefused, user: str | None, tool: str) -> dict[str, Any]:
+def _request(pending: Pending) -> dict[str, Any]:
     """An approval interrupt's reason: what the person decides on, every argument shown
-    (JSON, so Strands' session managers can keep it)."""
-    request = getattr(refused, "request", None)
-    describe = getattr(request, "describe", None)
-    return {
-        "toolpass": "approval",
-        "request_id": getattr(refused, "request_id", None),
-        "tool": tool,
-        "user": user,
-        "arguments": request.shown_arguments() if request is not None else {},
-        "preview": getattr(request, "preview", ""),
-        "message": describe() if callable(describe) else refused.message,
-    }
-
-
-def _answer(response: Any) -> tuple[bool, str, str]:
-    """(approved, by whom, why) from an interrupt's response."""
-    by, reason = "strands interrupt", ""
-    if isinstance(response, Mapping):
-        approved = response.get("approved", response.get("approve")) is True
-        if isinstance(response.get("by"), str) and response["by"].strip():
-            by = response["by"]
-        reason = str(response.get("reason") or "")
-        return approved, by, reason
-    if response is True:
-        return True, by, reason
-    if isinstance(response, str) and response.strip().lower() in _APPROVING:
-        return True, by, reason
-    return False, by, reason
+    (JSON, so Strands' session managers can keep it): the machine's payload, and
+    ``"toolpass": "approval"``."""
+    return {"toolpass": "approval", **pending.payload()}
 
 
 def _check_error(exc: BaseException) -> ToolRefused:
