@@ -1,16 +1,20 @@
 """Run the project's checks from a fresh checkout with nothing but Python 3.10+.
 
-    python3 dev.py demo     the scripted ops-agent demo
-    python3 dev.py test     every test of every package (all default nox sessions)
-    python3 dev.py nox ...  any nox command line
+    python3 dev.py demo          the scripted ops-agent demo
+    python3 dev.py test          every test of every package (all default nox sessions)
+    python3 dev.py test --quick  core's tests that need no vendor library, in parallel
+    python3 dev.py nox ...       any nox command line
 
 It keeps nox and uv in .venv-dev/ (made on first use), then hands over to nox, which builds
-one environment per session.
+one environment per session. `test` first makes sure of the programs its tests run beside
+Python (SYSTEM_NEEDS): it installs a missing one with apt-get when run as root, and
+otherwise stops, saying what to install.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -20,6 +24,11 @@ ROOT = Path(__file__).resolve().parent
 TOOLS = ROOT / ".venv-dev"
 BIN = TOOLS / ("Scripts" if os.name == "nt" else "bin")
 REQUIREMENTS = ["nox>=2025.2.9", "uv>=0.5"]
+#: Programs the tests run beside Python: (Debian package, commands that provide it, who needs it).
+SYSTEM_NEEDS = [
+    ("redis-server", ("redis-server",), "the shared-state tests start a real redis-server"),
+    ("chromium", ("chromium", "chromium-browser"), "the approvals page's browser test"),
+]
 
 
 def ensure_tools() -> None:
@@ -43,11 +52,49 @@ def ensure_tools() -> None:
     marker.write_text("ok\n")
 
 
+def missing_system_needs() -> list[tuple[str, str]]:
+    return [
+        (package, why)
+        for package, commands, why in SYSTEM_NEEDS
+        if not any(shutil.which(command) for command in commands)
+    ]
+
+
+def apt_get_install(packages: list[str]) -> None:
+    """Install Debian packages, refreshing the package lists once if the first try fails."""
+    print(f"dev.py: installing {' '.join(packages)} with apt-get ...", flush=True)
+    install = ["apt-get", "install", "-y", "-q", *packages]
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    if subprocess.run(install, stdout=subprocess.DEVNULL, env=env).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL, env=env)
+        subprocess.run(install, stdout=subprocess.DEVNULL, env=env)
+
+
+def ensure_system_needs() -> bool:
+    """Whether every program of SYSTEM_NEEDS is there, after installing the missing ones
+    when this process may (root, with apt-get); otherwise say what is missing."""
+    missing = missing_system_needs()
+    if missing and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        apt_get_install([package for package, _ in missing])
+        missing = missing_system_needs()
+    for package, why in missing:
+        print(
+            f"dev.py: {package} is missing ({why}); install it"
+            f" (on Debian or Ubuntu: sudo apt-get install {package}) and run again",
+            file=sys.stderr,
+        )
+    return not missing
+
+
 def main(argv: list[str]) -> int:
     commands = {"demo": ["-s", "demo"], "test": [], "nox": []}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 2
+    if argv[:2] == ["test", "--quick"]:  # core's session, its first tier only
+        argv = ["nox", "-s", "core", "--", "--quick", *argv[2:]]
+    elif argv[0] == "test" and not ensure_system_needs():
+        return 1
     ensure_tools()
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     nox = [

@@ -16,23 +16,26 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = [
-    "lint",
-    "typecheck",
-    "core",
-    "server",
-    "kit",
-    "adapter",
-    "wheels",
-    "demo",
-    "readme",
-]
 PYTHON = "3.11"
 #: adapters/<folder> -> the module it adds (toolpass.<module>) and its integration test.
 ADAPTERS = {
     folder: folder.replace("-", "_")
     for folder in sorted(p.parent.name for p in ROOT.glob("adapters/*/pyproject.toml"))
 }
+#: `nox` alone runs each adapter once, from built wheels (the shape users install); the
+#: workspace (editable) variant is for development, by its name:
+#:     nox -s "adapter(name='mcp', install='workspace')"
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "core",
+    "server",
+    "kit",
+    *(f"adapter(name='{name}', install='wheels')" for name in ADAPTERS),
+    "wheels",
+    "demo",
+    "readme",
+]
 #: What the shared scenario of integration-tests/ needs beside the adapter's own test group.
 #: `toolpass validate`'s tests of the sections a companion distribution reads (server:, mcp:),
 #: run where that companion is installed (core's own session has neither).
@@ -50,7 +53,8 @@ def core(session: nox.Session) -> None:
     session.install(
         "-e", "core[yaml,crypto]", "-e", "packages/pytest-toolpass", *test_group(ROOT / "core")
     )
-    session.run("pytest", "core/tests", "-q", *session.posargs)
+    # Two processes on this 2-core machine; more wherever there are more cores.
+    session.run("pytest", "core/tests", "-q", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -85,8 +89,9 @@ def kit(session: nox.Session) -> None:
 @nox.parametrize("name", list(ADAPTERS))
 def adapter(session: nox.Session, name: str, install: str) -> None:
     """One adapter in its own environment: its tests (the conformance suite through the
-    framework's real loop), its integration test and its example (examples/), from built
-    wheels or the workspace."""
+    framework's real loop), its integration test, its example (examples/) and mypy --strict
+    on the installed package (typed like core, against the framework's own types), from
+    built wheels or the workspace (editable; not in the default list)."""
     projects = [ROOT / "core", ROOT / "adapters" / name, ROOT / "packages/pytest-toolpass"]
     deps = [*test_group(ROOT / "adapters" / name), *SCENARIO]
     if install == "wheels":
@@ -113,9 +118,8 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
     )
     if name == "mcp":  # `toolpass validate` reads the mcp: section through toolpass-mcp
         session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
-    if install == "workspace":  # typed like core, against the framework's own types
-        session.install("mypy>=1.11")
-        session.run("mypy", "--strict", "-p", f"toolpass.{module}")
+    session.install("mypy>=1.11")
+    session.run("mypy", "--strict", "-p", f"toolpass.{module}")
 
 
 @nox.session(python=PYTHON)

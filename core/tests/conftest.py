@@ -1,13 +1,27 @@
-"""Settings for every core test."""
+"""Settings for every core test, and its first tier (``--quick``).
 
+``pytest core/tests --quick`` (``python3 dev.py test --quick``) runs the tests that need
+nothing beside toolpass-core, its extras and the test tools: it does not collect a test file
+that imports another library (a vendor client, an HTTP client), itself or through a module of
+core/tests it draws on (a fake, a conftest). The redis-server tests are not in it: their
+conftest imports the redis client.
+"""
+
+from __future__ import annotations
+
+import ast
 import os
+import sys
+from functools import cache
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Property tests must not fail because a shared machine was slow: no deadline, no timing
 # health checks (each test still says how many examples it wants). In CI the examples are
 # the same on every run (derandomized), so a run tests what was tested before it landed;
-# elsewhere every run explores new ones.
+# elsewhere every run explores new ones. No example database: parallel workers would share it.
 settings.register_profile(
     "toolpass",
     deadline=None,
@@ -16,3 +30,69 @@ settings.register_profile(
     derandomize=bool(os.environ.get("CI")),
 )
 settings.load_profile("toolpass")
+
+TESTS = Path(__file__).resolve().parent
+#: Top-level packages a first-tier test may import: toolpass-core, its extras, the test tools.
+CORE_ALONE = frozenset(
+    {"toolpass", "yaml", "cryptography", "opentelemetry", "pytest", "hypothesis"}
+    | set(sys.stdlib_module_names)
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="only the tests that need no library beside toolpass-core and its extras",
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if config.getoption("quick") and collection_path.name.startswith("test_"):
+        return needs_vendor(collection_path.resolve()) or None
+    return None
+
+
+@cache
+def needs_vendor(path: Path) -> bool:
+    """Whether the module at ``path``, a conftest above it or a module of core/tests it
+    imports imports (anywhere in its text) a package outside ``CORE_ALONE``."""
+    seen: set[Path] = set()
+    pending = [path, *(d / "conftest.py" for d in path.parents if d.is_relative_to(TESTS))]
+    while pending:
+        module = pending.pop()
+        if module in seen or not module.is_file():
+            continue
+        seen.add(module)
+        for name in imported(module):
+            local = local_module(name, module.parent)
+            if local is not None:
+                pending.append(local)
+            elif name.split(".")[0] not in CORE_ALONE:
+                return True
+    return False
+
+
+def imported(module: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text(), str(module))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            dots, module = "." * node.level, f"{node.module}." if node.module else ""
+            names.update(f"{dots}{module}{a.name}" for a in node.names)
+    return names
+
+
+def local_module(name: str, folder: Path) -> Path | None:
+    """The file of core/tests that ``import name`` (from ``folder``) finds, if any."""
+    dots = len(name) - len(name.lstrip("."))
+    start = folder.parents[dots - 2] if dots > 1 else folder if dots else TESTS
+    parts = name.lstrip(".").split(".")
+    for base in (start,) if dots else (TESTS, folder):
+        for n in range(len(parts), 0, -1):
+            candidate = base.joinpath(*parts[:n])
+            for file in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+                if file.is_file():
+                    return file
+    return None
