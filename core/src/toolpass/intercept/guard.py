@@ -67,6 +67,7 @@ _NAMES_METHOD = re.compile(
 )
 # A header name is a token (RFC 9110); a value holds no line break (no obs-fold) and no NUL.
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_NOT_TOKENS = re.compile(r"[^!#$%&'*+.^_`|~0-9A-Za-z\x01-]|^\x01|\x01\x01|\x01$|^$")
 _BREAK = re.compile(r"[\r\n\x00]")
 # A control character, percent-encoded, in a path: a server may end the path at a NUL.
 _ENCODED_CONTROL = re.compile(r"%(?:[01][0-9a-fA-F]|7[fF])")
@@ -251,8 +252,17 @@ def _framed(
 
 def _odd_headers(headers: Mapping[Any, Any] | None) -> str:
     """Why a server could read these headers another way (a name that is no token, a value
-    that breaks its line), or ''."""
-    for name, value in (headers or {}).items():
+    that breaks its line), or ''. Text headers are looked at all at once."""
+    if not headers:
+        return ""
+    try:
+        names, values = "\x01".join(headers), "\x01".join(headers.values())
+    except TypeError:  # bytes or numbers among them
+        pass
+    else:
+        if not (_NOT_TOKENS.search(names) or _BREAK.search(values)):
+            return ""
+    for name, value in headers.items():
         name, value = _text(name), _text(value)
         if not _TOKEN.fullmatch(name):
             return f"a header name that is no token: {name[:60]!r}"
