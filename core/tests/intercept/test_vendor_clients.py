@@ -194,6 +194,7 @@ def aws_kit(aws: FakeAWS, make_kit: Any) -> Toolkit:
             "integration": "aws",
             "url": aws.url,  # the connection's own host is the fake: boto3 is pointed there
             "sts_url": aws.url,
+            "endpoint_urls": {"default": aws.url},  # the bucket's own policy is read there too
             "credentials": "static",
             "access_key_id": literal(ENGINE_KEY),
             "secret_access_key": literal(ENGINE_SECRET),
