@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fakes.aws import FakeAWS
+from fakes.aws import IAM_NS, FakeAWS
 from toolpass.engine import Toolpass
 
 from . import test_aws as base
@@ -82,3 +82,33 @@ def test_an_iam_user_without_the_key_is_denied(fake: FakeAWS) -> None:
         user_policy = {**DANA_POLICY, "Statement": [*DANA_POLICY["Statement"], MAY_USE_KEY]}
         fake.add_principal(DANA_USER, user_policy)
         assert put(tp).startswith("allow")
+
+
+@pytest.mark.parametrize(
+    "decisions",
+    [("allowed", "explicitDeny"), ("explicitDeny", "allowed"), ("allowed", "implicitDeny")],
+)
+def test_two_answers_for_one_resource_take_the_stricter(
+    tp: Toolpass, fake: FakeAWS, decisions: tuple[str, str]
+) -> None:
+    """IAM's simulator may list one resource twice among its resource-specific results; the
+    last one never overrides a deny before it: any deny wins."""
+    instance = f"arn:aws:ec2:us-east-1:{ACCOUNT}:instance/i-0abc"
+    fake.add_principal(DANA, policy(statement("Allow", None, "ec2:*")))
+    specific = "".join(
+        f"<member><EvalResourceName>{instance}</EvalResourceName>"
+        f"<EvalResourceDecision>{d}</EvalResourceDecision></member>"
+        for d in decisions
+    )
+    body = (
+        f'<SimulatePrincipalPolicyResponse xmlns="{IAM_NS}"><SimulatePrincipalPolicyResult>'
+        "<EvaluationResults><member><EvalActionName>ec2:StopInstances</EvalActionName>"
+        f"<EvalResourceName>{instance}</EvalResourceName><EvalDecision>allowed</EvalDecision>"
+        f"<ResourceSpecificResults>{specific}</ResourceSpecificResults></member>"
+        "</EvaluationResults><IsTruncated>false</IsTruncated></SimulatePrincipalPolicyResult>"
+        "<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata>"
+        "</SimulatePrincipalPolicyResponse>"
+    )
+    fake.fail(200, body=body.encode(), headers={"Content-Type": "text/xml"}, times=5)
+    found = tp.check("dana@example.com", "aws-main", "ec2:StopInstances", instance, fresh=True)
+    assert found.decision == "deny", found.reason

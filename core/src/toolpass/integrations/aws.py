@@ -148,6 +148,8 @@ _KNOWN_CONTEXT_TYPES = {
 }
 _AMBIENT = ("env", "web_identity", "container", "imds")
 _DECISIONS = ("allowed", "explicitDeny", "implicitDeny")
+#: Which of two answers for one resource stands: the lower (an unknown one lowest of all).
+_STRICTNESS = {"explicitDeny": 0, "implicitDeny": 1, "allowed": 2}
 _READ_VERBS = (
     "Get",
     "List",
@@ -722,9 +724,10 @@ class AWS(Integration):
         orgs = _text(result, "OrganizationsDecisionDetail/AllowedByOrganizations")
         matched = _statements(result)
         kinds = _statement_kinds(result)
+        answers: list[str | None] = []
         for specific in _members(result, "ResourceSpecificResults"):
             if _text(specific, "EvalResourceName") == resource:
-                verdict = _text(specific, "EvalResourceDecision") or verdict
+                answers.append(_text(specific, "EvalResourceDecision") or verdict)
                 missing |= {
                     m.text.strip() for m in _members(specific, "MissingContextValues") if m.text
                 }
@@ -736,6 +739,8 @@ class AWS(Integration):
                 )
                 matched = _statements(specific) or matched
                 kinds = _statement_kinds(specific) or kinds
+        if answers:  # the resource listed more than once: the strictest answer stands
+            verdict = min(answers, key=lambda a: _STRICTNESS.get(a or "", -1))
         if verdict not in _DECISIONS:
             return Decision.unknown(f"IAM's simulation answered an unknown decision {verdict!r}")
         details = result.find("EvalDecisionDetails")
