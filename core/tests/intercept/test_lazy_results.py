@@ -4,6 +4,7 @@ the call runs sync or async, and a result read only in part is closed inside the
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -256,3 +257,31 @@ def test_many_lazy_values_inside_a_result_are_bounded(
     with Session("dana@example.com").active(), pytest.raises(ToolRefused) as info:
         many()
     assert info.value.code == "check_error"
+
+
+def test_lazy_values_left_unread_are_closed_inside_the_call(
+    kit: Toolkit, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading stops at the first lazy value past the limit; the next one, never read, is
+    closed inside the call: a clean-up that sends a request is checked (not run later,
+    when the result is collected, from no call)."""
+    monkeypatch.setattr(pipeline, "LAZY_LIMIT", 3)
+
+    def tidy_on_close() -> Iterator[int]:
+        try:
+            yield 1
+        finally:
+            requests.delete(repo(github), headers=HEADERS)
+
+    @kit.secured_tool(effect="read")
+    def two() -> Any:
+        started = tidy_on_close()
+        next(started)
+        return [iter(range(10)), started]
+
+    with Session("dana@example.com").active(), pytest.raises(ToolRefused) as info:
+        two()
+    assert info.value.code == "effect_mismatch"  # its clean-up's request, refused
+    del info
+    gc.collect()  # were it still open, it would be closed now, in no call
+    assert deleted(github) == []

@@ -13,6 +13,7 @@ Nothing else differs between the two.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
@@ -163,7 +164,7 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         result = yield (fn, call_args, call_kwargs, None, True)
         if type(result) in CONTAINERS:
             if lazy_within(result):  # a generator in a dict, say: read here, not later
-                result = yield Hook(Settler().settle, (result,), afn=Settler().asettle)
+                result = yield Hook(settle, (result,), afn=asettle)
         elif type(result) not in PLAIN and isinstance(result, (Iterator, AsyncIterator)):
             result = yield _reading(result)  # in the call's scope: its requests are checked
     except Exception as exc:
@@ -258,6 +259,11 @@ _ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
 
 def lazy_within(result: Any) -> bool:
     """Whether a container result holds an iterator or async iterator at any depth."""
+    return next(_lazy_values(result), None) is not None
+
+
+def _lazy_values(result: Any) -> Iterator[Any]:
+    """The iterators and async iterators in a container result, at any depth."""
     stack, seen = [result], set()
     while stack:
         value = stack.pop()
@@ -271,8 +277,36 @@ def lazy_within(result: Any) -> bool:
             if kind in CONTAINERS:
                 stack.append(item)
             elif isinstance(item, (Iterator, AsyncIterator)):
-                return True
-    return False
+                yield item
+
+
+def settle(result: Any) -> Any:
+    """``result`` with every lazy value in it read into a list; when that fails, every lazy
+    value in it is closed, here in the call (a generator's clean-up may send requests)."""
+    try:
+        return Settler().settle(result)
+    except BaseException:
+        for value in _lazy_values(result):
+            close = getattr(value, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):  # a refused request is the call's
+                    close()
+        raise
+
+
+async def asettle(result: Any) -> Any:
+    """``settle`` for the async driver."""
+    try:
+        return await Settler().asettle(result)
+    except BaseException:
+        for value in _lazy_values(result):
+            close, aclose = getattr(value, "close", None), getattr(value, "aclose", None)
+            with contextlib.suppress(Exception):  # a refused request is the call's
+                if aclose is not None:
+                    await aclose()
+                elif close is not None:
+                    close()
+        raise
 
 
 class Settler:
