@@ -74,9 +74,11 @@ def test_the_example_tells_the_story(module: str) -> None:
         "deployed payments-api 2.4.1",  # once approved
     ):
         assert shown in flat, f"{shown!r} not in:\n{out}"
-    # The deploy waits for a person: a refusal the model reads, or (Strands) an interrupt.
-    assert "Refused by toolpass (approval_pending)" in flat or (
-        module == "strands" and "interrupt toolpass-approval" in flat
+    # The deploy waits for a person: a refusal the model reads, or the framework's pause.
+    assert (
+        "Refused by toolpass (approval_pending)" in flat
+        or (module == "strands" and "interrupt toolpass-approval" in flat)
+        or (module == "langchain" and "interrupt toolpass_approval" in flat)
     ), out
     assert "deleted PAY-2" not in out
     assert "sent to" not in out  # the email never went
