@@ -15,6 +15,7 @@ from typing import Any
 from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.secrets import find_secret, secret_name
 from toolpass.store import Store, open_store, wait_changed, wait_changed_async
+from toolpass.toolkit.approval_history import KEEP_HISTORY, HistoryEntry, read_history, remember
 from toolpass.toolkit.routing import Routing
 from toolpass.toolkit.standing import MAX_STANDING, Standing, StandingApproval
 
@@ -257,6 +258,8 @@ class ApprovalQueue:
     gets ``PermissionError`` (the request's own user may still deny it). ``approve(...,
     standing=Standing(...))`` also approves later calls of its kind, for at most
     ``max_standing`` seconds. ``wait(id, timeout)`` blocks until a request is decided.
+    ``history()`` lists every request of the last ``keep_history`` seconds (7 days), also
+    once its call ran, was denied or expired.
     """
 
     def __init__(
@@ -269,6 +272,7 @@ class ApprovalQueue:
         approvers: Mapping[str, Sequence[str]] | None = None,
         groups: Mapping[str, Sequence[str]] | None = None,
         max_standing: float = MAX_STANDING,
+        keep_history: float = KEEP_HISTORY,
     ) -> None:
         if not isinstance(self_approval, bool):
             raise TypeError(f"self_approval is True or False, not {self_approval!r}")
@@ -282,6 +286,7 @@ class ApprovalQueue:
         self.listeners: list[Callable[[ApprovalRequest], object]] = []
         self.routing = Routing(approvers, groups)
         self.max_standing = max_standing
+        self.keep_history = keep_history
 
     def on_request(
         self, callback: Callable[[ApprovalRequest], object]
@@ -302,6 +307,31 @@ class ApprovalQueue:
             if record is not None and not self._expired(record):
                 found.append(self._object(record))
         return sorted(found, key=lambda r: (r.created, r.id))
+
+    def history(
+        self,
+        limit: int = 50,
+        *,
+        offset: int = 0,
+        user: str | None = None,
+        tool: str | None = None,
+        state: str | None = None,
+    ) -> list[HistoryEntry]:
+        """Requests of the last ``keep_history`` seconds, newest first, matching ``user``,
+        ``tool`` and ``state`` (one of ``approval_history.STATES``: pending, approved (not
+        yet run), edited, ran, denied, expired), from ``offset``, at most ``limit``; each
+        with its preview, who decided, when and why, and its attempts."""
+        since = self._clock() - self.keep_history
+        return read_history(
+            self.store,
+            self._expired,
+            since=since,
+            limit=limit,
+            offset=offset,
+            user=user,
+            tool=tool,
+            state=state,
+        )
 
     def get(self, request_id: str) -> ApprovalRequest:
         record = self._record(request_id)
@@ -494,6 +524,8 @@ class ApprovalQueue:
         result: dict[str, Any] | None = self.store.update(
             _RECORD + request_id, apply, ttl=self._keep()
         )
+        if result is not None:
+            remember(self.store, result, keep=self.keep_history, now=self._clock())
         if result is not None and result["status"] in ("spent-done", "dropped"):
             self.store.update(_KEY + result["digest"], _unless_other(request_id))
             with self._lock:
@@ -572,6 +604,7 @@ class ApprovalQueue:
 
             existing = self.store.update(_KEY + digest, link, ttl=self._keep())
             if existing is None:
+                remember(self.store, record, keep=self.keep_history, now=now)
                 with self._lock:
                     self._known[req.id] = req
                 if covering is None:
@@ -582,6 +615,8 @@ class ApprovalQueue:
         outcome: list[str] = []
 
         def claim(record: dict[str, Any]) -> None:
+            if record["status"] == "pending":  # a retry while it waits: one more attempt
+                record.update(attempts=record.get("attempts", 1) + 1, last_attempt=now)
             if record["status"] == "pending" and covering is not None:
                 record.update(status="approved", decided_by=covering.by, decided_at=now)
                 record["standing"] = covering.id
