@@ -1,4 +1,5 @@
-"""The ASGI app: ``POST /check`` and ``GET /healthz`` (Starlette).
+"""The ASGI app: ``POST /check``, the AuthZEN Access Evaluation API and ``GET /healthz``
+(Starlette).
 
 ``POST /check`` takes ``Authorization: Bearer <api key>`` and the JSON object
 ``{"user", "connection", "action", "resource", "fresh"?}`` and answers 200 with
@@ -19,6 +20,12 @@ error). Everything else is a JSON error ``{"error": "..."}``:
 500    an unexpected failure (logged on the server; never a traceback in the answer)
 =====  ======================================================================
 
+The OpenID AuthZEN Authorization API 1.0 is served beside it with the same keys
+(:mod:`toolpass.server.authzen` has the mapping): ``POST /access/v1/evaluation``, ``POST
+/access/v1/evaluations`` and ``GET /.well-known/authzen-configuration``. As that
+specification says, every malformed request there is 400 (a body that is not
+``application/json`` too), unknown fields are ignored, and ``X-Request-ID`` is echoed.
+
 The access log (logger ``toolpass.server.access``) has one JSON line per request: time,
 client, method, path, status, duration, the API key's *name*, and the question and answer
 once known. Never the key, the Authorization header or a query string.
@@ -33,7 +40,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -46,6 +53,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolpass.engine.checker import Checker
+from toolpass.server import authzen
 from toolpass.server.approvals import ApprovalsPage
 from toolpass.server.config import ServerConfig, parse_server_config
 from toolpass.wire.errors import ConfigError
@@ -54,7 +62,7 @@ log = logging.getLogger("toolpass.server")
 access_log = logging.getLogger("toolpass.server.access")
 
 #: The request fields: name -> the longest value accepted (characters).
-FIELDS: dict[str, int] = {"user": 512, "connection": 100, "action": 200, "resource": 4096}
+FIELDS = authzen.FIELDS
 _ALL_FIELDS = (*FIELDS, "fresh")
 _LOG_KEY = "toolpass.log"  # the scope entry where a request's access-log details gather
 _EXTRA_HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]
@@ -91,22 +99,7 @@ def parse_query(body: bytes) -> Query:
 
     Messages name fields, never echo values.
     """
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Problem(400, "the body is not UTF-8")
-    try:
-        data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
-    except _Duplicate as e:
-        raise Problem(400, f"the body repeats the key {e.key!r}")
-    except RecursionError:
-        raise Problem(400, "the body is nested too deeply")
-    except json.JSONDecodeError as e:
-        raise Problem(
-            400, f"the body is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
-        )
-    except ValueError:  # NaN, Infinity
-        raise Problem(400, "the body is not valid JSON")
+    data = load_json(body)
     if not isinstance(data, dict):
         raise Problem(422, f"the body must be a JSON object with {', '.join(FIELDS)} and fresh")
     for name in data:
@@ -131,6 +124,26 @@ def parse_query(body: bytes) -> Query:
     if not isinstance(fresh, bool):
         raise Problem(422, "'fresh' must be true or false")
     return Query(fresh=fresh, **values)
+
+
+def load_json(body: bytes) -> Any:
+    """The body as strict JSON (UTF-8, no repeated key, no NaN); raises :class:`Problem` 400."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Problem(400, "the body is not UTF-8")
+    try:
+        return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+    except _Duplicate as e:
+        raise Problem(400, f"the body repeats the key {e.key!r}")
+    except RecursionError:
+        raise Problem(400, "the body is nested too deeply")
+    except json.JSONDecodeError as e:
+        raise Problem(
+            400, f"the body is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
+        )
+    except ValueError:  # NaN, Infinity
+        raise Problem(400, "the body is not valid JSON")
 
 
 class _Duplicate(ValueError):
@@ -188,16 +201,8 @@ class _Service:
     async def check(self, request: Request) -> Response:
         details: dict[str, Any] = request.scope.setdefault(_LOG_KEY, {})
         try:
-            name = self.keys.name_of(request.headers.get("authorization"))
-            if name is None:
-                raise Problem(
-                    401,
-                    "a valid API key is required (Authorization: Bearer <key>)",
-                    {"WWW-Authenticate": 'Bearer realm="toolpass"'},
-                )
-            details["key"] = name
-            media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if media_type != "application/json":
+            self._authenticate(request, details)
+            if not _is_json(request):
                 raise Problem(415, "the body must be application/json")
             query = parse_query(await self._body(request))
             details.update(
@@ -230,6 +235,96 @@ class _Service:
             answer["configured"] = bool(configured(query.connection, query.action))
         return JSONResponse(answer)
 
+    def _authenticate(self, request: Request, details: dict[str, Any]) -> None:
+        name = self.keys.name_of(request.headers.get("authorization"))
+        if name is None:
+            raise Problem(
+                401,
+                "a valid API key is required (Authorization: Bearer <key>)",
+                {"WWW-Authenticate": 'Bearer realm="toolpass"'},
+            )
+        details["key"] = name
+
+    # --- AuthZEN (toolpass.server.authzen has the mapping) ---------------------------------
+    async def evaluation(self, request: Request) -> Response:
+        """``POST /access/v1/evaluation``."""
+        return await self._authzen(request, self._single)
+
+    async def evaluations(self, request: Request) -> Response:
+        """``POST /access/v1/evaluations``: entries merged with the defaults; none: single."""
+
+        async def many(data: Any, details: dict[str, Any]) -> dict[str, Any]:
+            found = authzen.batch(data)
+            if found is None:
+                return await self._single(data, details)
+            details.update(evaluations=len(found.entries), semantic=found.semantic)
+            answers = await authzen.run(found.entries, found.semantic, self._evaluate)
+            details["decisions"] = [a["context"]["toolpass_decision"] for a in answers]
+            return {"evaluations": answers}
+
+        return await self._authzen(request, many)
+
+    async def authzen_metadata(self, request: Request) -> Response:
+        """``GET /.well-known/authzen-configuration`` (no key: it names endpoints only)."""
+        return JSONResponse(authzen.metadata(str(request.base_url)))
+
+    async def _authzen(
+        self,
+        request: Request,
+        handle: Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]],
+    ) -> Response:
+        """Authenticate, read strict JSON, answer; every malformed request is 400 as the
+        specification says, and ``X-Request-ID`` is echoed on every answer."""
+        details: dict[str, Any] = request.scope.setdefault(_LOG_KEY, {})
+        request_id = request.headers.get("x-request-id")
+        echo = {"X-Request-ID": request_id} if request_id is not None else {}
+        try:
+            self._authenticate(request, details)
+            if not _is_json(request):
+                raise Problem(400, "the body must be application/json")
+            data = load_json(await self._body(request))
+            answer = await handle(data, details)
+        except Problem as p:
+            details["error"] = p.message
+            return error(p.status, p.message, {**p.headers, **echo})
+        except authzen.Invalid as e:
+            details["error"] = str(e)
+            return error(400, str(e), echo)
+        return JSONResponse(answer, headers=echo)
+
+    async def _single(self, data: Any, details: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise authzen.Invalid("the body must be a JSON object")
+        try:
+            asked = authzen.question(data)
+        except authzen.Unanswerable as e:
+            details["decision"] = "unknown"
+            return authzen.unanswerable(e)
+        details.update(
+            user=asked.user,
+            connection=asked.connection,
+            action=asked.action,
+            resource=asked.resource,
+        )
+        answer = await self._ask(asked)
+        details["decision"] = answer["context"]["toolpass_decision"]
+        return answer
+
+    async def _evaluate(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """One entry of a batch: an invalid one is its own closed answer, not a 400."""
+        try:
+            return await self._ask(authzen.question(entry))
+        except authzen.Invalid as e:
+            return authzen.invalid_entry(e)
+        except authzen.Unanswerable as e:
+            return authzen.unanswerable(e)
+
+    async def _ask(self, asked: authzen.Question) -> dict[str, Any]:
+        d = await self.tp.acheck(asked.user, asked.connection, asked.action, asked.resource)
+        configured = getattr(self.tp, "configured", None)
+        known = bool(configured(asked.connection, asked.action)) if callable(configured) else None
+        return authzen.answer(d, known)
+
     async def _body(self, request: Request) -> bytes:
         limit = self.config.max_body_bytes
         too_large = Problem(413, f"the body is larger than {limit} bytes")
@@ -245,6 +340,11 @@ class _Service:
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
+
+
+def _is_json(request: Request) -> bool:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media_type == "application/json"
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -357,6 +457,9 @@ def create_app(tp: Checker, config: ServerConfig | Mapping[str, Any] | None = No
         routes=[
             Route("/check", service.check, methods=["POST"]),
             Route("/healthz", service.healthz, methods=["GET"]),
+            Route(authzen.EVALUATION_PATH, service.evaluation, methods=["POST"]),
+            Route(authzen.EVALUATIONS_PATH, service.evaluations, methods=["POST"]),
+            Route(authzen.METADATA_PATH, service.authzen_metadata, methods=["GET"]),
             *(page.routes() if page is not None else ()),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _crash},
