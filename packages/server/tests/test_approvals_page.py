@@ -281,7 +281,7 @@ async def test_a_hostile_preview_is_shown_inert(client: httpx.AsyncClient, tool:
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&lt;/pre&gt;&lt;form" in page.text
     assert "&lt;&lt;&lt;END UNTRUSTED&gt;&gt;&gt;" in page.text
     # Only the page's own forms and script: nothing the preview brought.
-    assert page.text.count("<form") == 2  # the request's decision and sign out
+    assert page.text.count("<form") == 3  # the request's decision, the filters, sign out
     assert page.text.count("<script") == 1
 
 
@@ -305,7 +305,7 @@ async def test_approve_reaches_the_store_and_the_retry_runs_once(
     assert answer.history[0].status_code == 303
     seen = ApprovalQueue(store=store).get(request_id)  # another queue over the same file
     assert (seen.status, seen.decided_by) == ("approved", "lee@example.com")
-    assert "<td class=status>approved</td><td>lee@example.com</td>" in answer.text
+    assert "<td class=status>approved, not yet run</td><td>lee@example.com</td>" in answer.text
     assert tool.retry() == "deployed web"
     assert tool.runs == ["web"]
     with pytest.raises(ApprovalPending):  # used up: the same call asks again

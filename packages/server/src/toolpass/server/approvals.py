@@ -1,8 +1,11 @@
 """The approvals page: people decide the requests tools keep in the shared store.
 
 ``GET /approvals`` shows the pending requests (who, which tool, its effect, why, the whole
-preview), the decided ones and the audit tail; ``POST /approvals/decide`` approves or denies
-one. The decider's name is the signed-in identity, never a form field.
+preview; retries of one call grouped, with their count), the history of every request
+(filtered by ``?user=``, ``?tool=``, ``?state=``, ``?page=``) and the audit tail;
+``POST /approvals/decide`` approves or denies one call's requests and redirects (303) to the
+page with a note of what was done, so a reload never posts again. The decider's name is the
+signed-in identity, never a form field.
 
 Login: an approver key (``approvals.api_keys``, compared as ``POST /check`` keys are) opens a
 session, or an identity header (``approvals.proxy``) from one of ``approvals.trusted_proxies``.
@@ -38,6 +41,7 @@ from starlette.routing import Route
 from toolpass.outcome.audit_read import event
 from toolpass.server import approvals_html as views
 from toolpass.server.approvals_config import ApprovalsConfig
+from toolpass.server.approvals_view import PAGE_SIZE, BadQuery, Filters, grouped, same_call
 from toolpass.server.config import resolve_keys
 from toolpass.store import Store, StoreUnavailable, open_store
 from toolpass.toolkit.approval import ApprovalQueue
@@ -49,6 +53,9 @@ _SIGNING = "approvals-page:signing"
 _SESSION = "approvals-page:session:"
 _REASON_LIMIT = 500
 _FAILED = "approvals-page:failed:"
+_FLASH = "approvals-page:flash:"
+_PENDING_SHOWN = 500  # pending requests the page reads at most
+_ALL = Filters()
 _FAILURES = 10  # failed sign-ins from one address before it must wait
 _FAILURE_WINDOW = 300.0
 #: Sent with every page: nothing but this server's own script and style, no framing.
@@ -82,7 +89,10 @@ class ApprovalsPage:
         self.keys = resolve_keys(config.api_keys)
         self.store: Store = open_store(config.store)
         self.queue = ApprovalQueue(
-            store=self.store, ttl=config.ttl, self_approval=config.self_approval
+            store=self.store,
+            ttl=config.ttl,
+            self_approval=config.self_approval,
+            keep_history=config.history_days * 86400.0,
         )
         self._secret: bytes | None = None
 
@@ -227,20 +237,54 @@ class ApprovalsPage:
     def _show(self, request: Request, who: Who | None) -> Response:
         if who is None:
             return RedirectResponse("/approvals/login", 303)
-        return self._page(who)
+        query = {name: request.query_params.getlist(name) for name in request.query_params}
+        try:
+            filters = Filters.parse(query)
+        except BadQuery as e:
+            return self._page(who, str(e), 400)
+        return self._page(who, filters=filters, flash=self._take_flash(who))
 
-    def _page(self, who: Who, problem: str = "", status: int = 200) -> Response:
+    def _page(
+        self,
+        who: Who,
+        problem: str = "",
+        status: int = 200,
+        *,
+        filters: Filters = _ALL,
+        flash: str = "",
+    ) -> Response:
+        f = filters
+        rows = self.queue.history(
+            PAGE_SIZE + 1,
+            offset=(f.page - 1) * PAGE_SIZE,
+            user=f.user or None,
+            tool=f.tool or None,
+            state=f.state or None,
+        )
         html = views.page(
             user=who.name,
             via=who.via,
             csrf=who.csrf,
-            requests=self.queue.requests(),
+            pending=grouped(self.queue.history(_PENDING_SHOWN, state="pending")),
+            history=rows[:PAGE_SIZE],
+            more=len(rows) > PAGE_SIZE,
+            filters=f,
+            history_days=self.config.history_days,
             audit=self.audit_tail(),
             audit_configured=self.config.audit_file is not None,
             ttl=self.config.ttl,
             problem=problem,
+            flash=flash,
         )
         return HTMLResponse(html, status, headers=PAGE_HEADERS)
+
+    def _flash(self, who: Who, text: str) -> None:
+        """Keep ``text`` for the session's next page (what its last decision did)."""
+        self.store.update(_FLASH + who.session, lambda _: (text, None), ttl=300)
+
+    def _take_flash(self, who: Who) -> str:
+        text: str | None = self.store.update(_FLASH + who.session, lambda found: (None, found))
+        return text or ""
 
     async def login_form(self, request: Request) -> Response:
         return await self._guarded(request, self._login_form)
@@ -359,11 +403,11 @@ class ApprovalsPage:
             )
         if decision == "deny" and not reason:
             return self._page(who, "Say why you deny it: the reason is shown to the agent.", 400)
+        pending = self.queue.history(_PENDING_SHOWN, state="pending")
+        shown = next((e for e in pending if e.id == request_id), None)
+        same = [e.id for e in pending if shown and e.id != request_id and same_call(e, shown)]
         try:
-            if decision == "approve":
-                self.queue.approve(request_id, by=who.name)
-            else:
-                self.queue.deny(request_id, by=who.name, reason=reason)
+            self._answer(who, request_id, decision, reason)
         except KeyError:
             return self._page(who, "That request is gone (used, expired or unknown).", 404)
         except PermissionError:
@@ -372,7 +416,27 @@ class ApprovalsPage:
         except ValueError as e:
             return self._page(who, str(e), 409)
         log.info("approvals page: %s %sd request %s", who.name, decision, request_id)
+        also = [other for other in same if self._answered(who, other, decision, reason)]
+        done = "approved" if decision == "approve" else "denied"
+        call = f" ({shown.tool} for {shown.user})" if shown else ""
+        more = f" and {len(also)} more request(s) for the same call" if also else ""
+        self._flash(who, f"You {done} request {request_id}{call}{more}.")
         return RedirectResponse("/approvals", 303)
+
+    def _answer(self, who: Who, request_id: str, decision: str, reason: str) -> None:
+        if decision == "approve":
+            self.queue.approve(request_id, by=who.name)
+        else:
+            self.queue.deny(request_id, by=who.name, reason=reason)
+
+    def _answered(self, who: Who, request_id: str, decision: str, reason: str) -> bool:
+        """Decide another request for the same call; whether it was decided here."""
+        try:
+            self._answer(who, request_id, decision, reason)
+        except (KeyError, PermissionError, ValueError):
+            return False
+        log.info("approvals page: %s %sd request %s", who.name, decision, request_id)
+        return True
 
     def _post_check(self, request: Request, who: Who | None, csrf: str) -> Response | None:
         """A refusal for a POST without a session, its CSRF token or a same-origin source."""
@@ -388,7 +452,8 @@ class ApprovalsPage:
         def run(request: Request, who: Who | None) -> Response:
             if who is None:
                 return JSONResponse({"error": "sign in first"}, 401)
-            pending = [r.id for r in self.queue.pending()]
+            groups = grouped(self.queue.history(_PENDING_SHOWN, state="pending"))
+            pending = [e.id for g in groups for e in g]
             return JSONResponse({"pending": pending, "audit": self.audit_tail()})
 
         return await self._guarded(request, run)

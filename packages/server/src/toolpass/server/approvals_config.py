@@ -20,6 +20,7 @@
         audit_lines: 50                   # events the tail shows
         session_minutes: 480              # a sign-in lasts this long
         ttl: 900                          # the tools' ApprovalQueue(ttl=...), in seconds
+        history_days: 7                   # the decided history shows (and keeps) this long
         public_url: https://toolpass.example.com    # the page's origin, when a proxy rewrites it
 
 A page with neither ``api_keys`` nor ``proxy`` is refused when the server starts: it is never
@@ -51,6 +52,7 @@ KEYS = (
     "public_url",
     "trusted_proxies",
     "self_approval",
+    "history_days",
 )
 PROXY_KEYS = ("user_header", "email_header")
 _HEADER = re.compile(r"[A-Za-z0-9-]{1,100}")
@@ -80,6 +82,7 @@ class ApprovalsConfig:
     public_url: str | None = None
     trusted_proxies: tuple[Network, ...] = ()
     self_approval: bool = False
+    history_days: int = 7
 
     def trusts(self, address: str | None) -> bool:
         """Whether ``address`` (a request's peer) is one of the ``trusted_proxies`` (an
@@ -145,7 +148,12 @@ def parse_approvals(
         if not isinstance(path, str) or not path.strip():
             raise ConfigError(f"{where('approvals.audit_file')}: must be a file path")
         values["audit_file"] = os.path.join(base_dir or "", path)
-    for key, low, high in (("audit_lines", 1, 1000), ("session_minutes", 1, 7 * 24 * 60)):
+    limits = (
+        ("audit_lines", 1, 1000),
+        ("session_minutes", 1, 7 * 24 * 60),
+        ("history_days", 1, 366),
+    )
+    for key, low, high in limits:
         if key in raw:
             value = raw[key]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:

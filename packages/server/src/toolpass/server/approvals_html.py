@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpass.outcome.audit_text import iso, plain, reason
-from toolpass.toolkit.approval import ApprovalRequest, printable
+from toolpass.server.approvals_view import Filters
+from toolpass.toolkit.approval import printable
+from toolpass.toolkit.approval_history import HistoryEntry
 
 STATIC = "/approvals/static"
 
@@ -53,16 +55,43 @@ def _when(seconds: float | None) -> str:
     return iso(seconds) if isinstance(seconds, (int, float)) else "-"
 
 
-def _pending(r: ApprovalRequest, csrf: str, ttl: float) -> str:
+#: How the history names each state.
+STATE_LABELS = {
+    "pending": "waiting",
+    "approved": "approved, not yet run",
+    "edited": "approved with changed arguments",
+    "ran": "approved and run",
+    "denied": "denied",
+    "expired": "expired",
+}
+
+
+def _pending(group: list[HistoryEntry], csrf: str, ttl: float) -> str:
+    """One card for the requests of one call (the newest decides them all)."""
+    r = group[0]
     reasons = "".join(f"<li>{esc(x)}</li>" for x in r.reasons) or "<li>-</li>"
     left = max(0, int(r.created + ttl - time.time()))
     effect = f" <span class=effect>{esc(r.effect)}</span>" if r.effect else ""
+    attempts = sum(e.attempts for e in group)
+    latest = max(e.last_attempt for e in group)
+    sessions = ", ".join(
+        f"<code>{esc(s)}</code>" for s in dict.fromkeys(e.session_id for e in group)
+    )
+    more = (
+        f"<p class=meta>{len(group)} requests for this same call; your decision applies to "
+        f"each: {' '.join(f'<code>{esc(e.id)}</code>' for e in group)}</p>"
+        if len(group) > 1
+        else ""
+    )
     return (
         f'<article class=request id="request-{esc(r.id)}" data-id="{esc(r.id)}">'
         f"<h3><span class=user>{esc(r.user)}</span> wants to run "
         f"<code class=tool>{esc(r.tool)}</code>{effect}</h3>"
         f"<p class=meta>request <code>{esc(r.id)}</code> · asked {esc(_when(r.created))}"
-        f" · expires in {left // 60} min · session <code>{esc(r.session_id)}</code></p>"
+        f" · expires in {left // 60} min · session {sessions}</p>"
+        f"<p class=meta>asked <span class=attempts>{attempts}</span>"
+        f" time{'s' if attempts != 1 else ''} · latest <span class=latest>{esc(_when(latest))}"
+        f"</span></p>{more}"
         f"<h4>Why approval is needed</h4><ul class=reasons>{reasons}</ul>"
         f"<h4>Preview</h4><pre class=preview>{esc(r.preview)}</pre>"
         '<form method=post action="/approvals/decide" class=decide>'
@@ -76,12 +105,69 @@ def _pending(r: ApprovalRequest, csrf: str, ttl: float) -> str:
     )
 
 
-def _decided(r: ApprovalRequest) -> str:
+def _row(r: HistoryEntry) -> str:
+    """One request of the history: the call, who decided, when, why, whether it ran."""
+    ran = f" at {_when(r.ran_at)}" if r.ran_at else ""
     return (
-        f'<tr data-id="{esc(r.id)}"><td><code>{esc(r.id)}</code></td><td>{esc(r.user)}</td>'
-        f"<td><code>{esc(r.tool)}</code></td><td class=status>{esc(r.status)}</td>"
+        f'<tr data-id="{esc(r.id)}" data-state="{esc(r.state)}">'
+        f"<td>{esc(_when(r.created))}</td><td><code>{esc(r.id)}</code></td>"
+        f"<td>{esc(r.user)}</td><td><code>{esc(r.tool)}</code></td>"
+        f"<td><pre class=preview>{esc(r.preview)}</pre></td>"
+        f"<td class=status>{esc(STATE_LABELS.get(r.state, r.state) + ran)}</td>"
         f"<td>{esc(r.decided_by or '-')}</td><td>{esc(_when(r.decided_at))}</td>"
-        f"<td>{esc(r.reason or '')}</td></tr>"
+        f"<td>{esc(r.reason)}</td><td class=attempts>{r.attempts}</td></tr>"
+    )
+
+
+def _filters(f: Filters) -> str:
+    options = "".join(
+        f'<option value="{esc(state)}"{" selected" if state == f.state else ""}>'
+        f"{esc(label)}</option>"
+        for state, label in (("", "any state"), *STATE_LABELS.items())
+    )
+    return (
+        '<form method=get action="/approvals" class=filters id=filters>'
+        f'<label for=f-user>User</label><input type=text name=user id=f-user value="{esc(f.user)}"'
+        " maxlength=256>"
+        f'<label for=f-tool>Tool</label><input type=text name=tool id=f-tool value="{esc(f.tool)}"'
+        " maxlength=256>"
+        f"<label for=f-state>State</label><select name=state id=f-state>{options}</select>"
+        '<button type=submit>Filter</button> <a href="/approvals">clear</a></form>'
+    )
+
+
+def _history(rows: list[HistoryEntry], f: Filters, more: bool, days: int) -> str:
+    heads = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "asked",
+            "id",
+            "user",
+            "tool",
+            "call",
+            "state",
+            "decided by",
+            "at",
+            "reason",
+            "attempts",
+        )
+    )
+    table = (
+        f"<table class=decided><thead><tr>{heads}</tr></thead><tbody>"
+        + "".join(_row(r) for r in rows)
+        + "</tbody></table>"
+        if rows
+        else "<p class=meta id=no-history>No requests match.</p>"
+    )
+    pages = []
+    if f.page > 1:
+        pages.append(f'<a rel=prev href="{esc(f.link(f.page - 1))}">newer</a>')
+    if more:
+        pages.append(f'<a rel=next href="{esc(f.link(f.page + 1))}">older</a>')
+    nav = f"<nav class=pages>page {f.page} {' '.join(pages)}</nav>"
+    return (
+        f"<p class=meta>Every request of the last {days} days, newest first.</p>"
+        f"{_filters(f)}{table}{nav}"
     )
 
 
@@ -119,27 +205,24 @@ def page(
     user: str,
     via: str,
     csrf: str,
-    requests: list[ApprovalRequest],
+    pending: list[list[HistoryEntry]],
+    history: list[HistoryEntry],
+    more: bool,
+    filters: Filters,
+    history_days: int,
     audit: list[dict[str, str]],
     audit_configured: bool,
     ttl: float,
     problem: str = "",
+    flash: str = "",
 ) -> str:
-    pending = [r for r in requests if r.status == "pending"]
-    decided = [r for r in requests if r.status != "pending"]
     note = f"<p class=problem role=alert id=problem>{esc(problem)}</p>" if problem else ""
-    pending_html = "".join(_pending(r, csrf, ttl) for r in pending) or (
+    if flash:
+        note += f"<p class=flash role=status id=flash>{esc(flash)}</p>"
+    pending_html = "".join(_pending(g, csrf, ttl) for g in pending) or (
         "<p class=meta id=none-pending>Nothing is waiting for approval.</p>"
     )
-    decided_html = (
-        "<table class=decided><thead><tr><th>id</th><th>user</th><th>tool</th><th>status</th>"
-        "<th>decided by</th><th>at</th><th>reason</th></tr></thead><tbody>"
-        + "".join(_decided(r) for r in decided)
-        + "</tbody></table>"
-        if decided
-        else "<p class=meta>None yet.</p>"
-    )
-    ids = " ".join(r.id for r in pending)
+    ids = " ".join(e.id for g in pending for e in g)
     logout = (
         '<form method=post action="/approvals/logout" class=logout>'
         f'<input type=hidden name=csrf value="{esc(csrf)}"><button type=submit>Sign out</button>'
@@ -155,7 +238,8 @@ def page(
         f"<section id=pending><h2>Waiting for a decision ({len(pending)})</h2>"
         f"<p class=meta id=new-requests hidden>New requests are waiting: "
         f'<a href="/approvals">reload</a>.</p>{pending_html}</section>'
-        f"<section id=decided><h2>Decided</h2>{decided_html}</section>"
+        f"<section id=decided><h2>History</h2>"
+        f"{_history(history, filters, more, history_days)}</section>"
         f"<section id=audit><h2>Audit (latest first)</h2>"
         f"{_audit(audit, audit_configured)}</section></main>",
     )
