@@ -2,7 +2,7 @@
 
     python3 dev.py demo          the scripted ops-agent demo
     python3 dev.py test          every test of every package (all default nox sessions)
-    python3 dev.py test --quick  core's tests that need no vendor library, in parallel
+    python3 dev.py test --quick  core's first tier: its tests that need no vendor library
     python3 dev.py nox ...       any nox command line
 
 It keeps nox and uv in .venv-dev/ (made on first use), then hands over to nox, which builds
@@ -91,8 +91,8 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 2
-    if argv[:2] == ["test", "--quick"]:  # core's session, its first tier only
-        argv = ["nox", "-s", "core", "--", "--quick", *argv[2:]]
+    if argv[:2] == ["test", "--quick"]:
+        argv = ["nox", "-s", "quick", *argv[2:]]
     elif argv[0] == "test" and not ensure_system_needs():
         return 1
     ensure_tools()

@@ -57,6 +57,16 @@ def core(session: nox.Session) -> None:
     session.run("pytest", "core/tests", "-q", "-n", "auto", *session.posargs)
 
 
+@nox.session(python=PYTHON, default=False)
+def quick(session: nox.Session) -> None:
+    """Core's first tier (`python3 dev.py test --quick`), where no vendor library is
+    installed: the test files that import nothing beside toolpass-core, its extras and the
+    test tools (core/tests/conftest.py picks them)."""
+    tools = ["pytest>=8", "pytest-asyncio>=0.24", "hypothesis>=6.100", "pytest-xdist>=3.5"]
+    session.install("-e", "core[yaml,crypto]", *tools)
+    session.run("pytest", "core/tests", "--quick", "-q", "-n", "auto", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def server(session: nox.Session) -> None:
     """toolpass-server's tests: the server as a real process, the app, deploy/ linted."""

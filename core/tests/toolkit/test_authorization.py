@@ -1,6 +1,7 @@
 """Step 4, authorization: only an explicit allow passes; ``permission_check`` asks an engine
 about the resource filled from the arguments, and refuses values that would change it."""
 
+import re
 import threading
 from types import SimpleNamespace
 
@@ -35,6 +36,11 @@ UNKNOWN = [
 ]
 
 
+def described(value: object) -> str:
+    """A parameter's id: its repr without a memory address (the same in every process)."""
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(value))
+
+
 @pytest.mark.parametrize("answer", ALLOW, ids=repr)
 def test_an_explicit_allow_passes(drive, kit, session, events, answer):
     tool = drive.tool(kit, lambda: "done", authorize=lambda call: answer)
@@ -64,7 +70,7 @@ def test_the_reason_for_a_deny_reaches_the_model_and_the_audit(drive, kit, sessi
     assert events[0].reasons == ["authorization: deny (no write access)"]
 
 
-@pytest.mark.parametrize("answer", UNKNOWN, ids=repr)
+@pytest.mark.parametrize("answer", UNKNOWN, ids=described)
 def test_anything_else_is_an_authorization_error(drive, kit, session, answer):
     ran = []
     tool = drive.tool(kit, lambda: ran.append(1), authorize=lambda call: answer)
