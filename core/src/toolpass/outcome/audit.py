@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any, Literal
 
-from toolpass.outcome.audit_text import iso, line
+from toolpass.outcome.audit_text import compose, iso, line, short
 from toolpass.rules.redact import redact
 from toolpass.rules.secrets import scrub, secret_name
 from toolpass.rules.walk import plain
@@ -113,6 +113,17 @@ class AuditEvent:
             "duration_ms": round(self.duration * 1000, 3),
         }
 
+    def line(self) -> str:
+        """The readable line of ``audit_text.line(self.to_dict())``, built without the
+        dictionary: only the reason it shows is cleaned."""
+        secrets, reasons = self.secrets, self.reasons
+        detail = _clean(self.detail, secrets) if self.detail else None
+        why = detail or (reasons[-1] if reasons else "") or _clean(self.message, secrets)
+        took = round(self.duration * 1000, 3)
+        return compose(
+            iso(self.time), self.user, self.tool, self.outcome, self.code, took, short(why)
+        )
+
     def __repr__(self) -> str:
         return (
             f"AuditEvent({self.tool!r}, user={self.user!r}, outcome={self.outcome!r}, "
@@ -162,11 +173,15 @@ class StderrSink:
         self._lock = threading.Lock()
 
     def __call__(self, event: AuditEvent) -> None:
-        record = event.to_dict()
-        text = line(record) if self.format == "text" else json.dumps(record, default=repr)
+        """Write the event's line and flush it: once the call returns, its line is with the
+        operating system, so no exit, crash or kill of this process loses it."""
+        if self.format == "text":
+            text = event.line() + "\n"
+        else:
+            text = json.dumps(event.to_dict(), default=repr) + "\n"
         stream = self.stream or sys.stderr
         with self._lock:
-            stream.write(text + "\n")
+            stream.write(text)
             stream.flush()
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import datetime
+import functools
+import math
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,37 +13,63 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _REASON = 160  # characters of reason a line shows
 
 
+@functools.lru_cache(maxsize=4)
+def _second(whole: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+
+
 def iso(timestamp: float) -> str:
-    """``timestamp`` (seconds since the epoch) as ISO-8601 UTC with milliseconds."""
-    moment = datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``timestamp`` (seconds since the epoch) as ISO-8601 UTC with milliseconds (rounded to
+    the microsecond, then cut, as ``datetime`` does)."""
+    whole = math.floor(timestamp)
+    micros = round((timestamp - whole) * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    return f"{_second(whole)}.{micros // 1000:03d}Z"
 
 
 def plain(value: object) -> str:
     """One line of text: control characters (a newline, a terminal escape) shown escaped."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(value))
+    text = str(value)
+    if text.isprintable():  # the usual case: no control character (they are not printable)
+        return text
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def short(text: object) -> str:
+    """``text`` on one line, its spacing collapsed, cut to the length a line shows."""
+    text = " ".join(plain(text or "").split())
+    return text if len(text) <= _REASON else text[: _REASON - 3] + "..."
 
 
 def reason(record: Mapping[str, Any]) -> str:
     """Why the call went as it did, shortly: the refusal's detail, else the last reason,
     else the message."""
     reasons = record.get("reasons") or []
-    text = record.get("detail") or (reasons[-1] if reasons else "") or record.get("message")
-    text = " ".join(plain(text or "").split())
-    return text if len(text) <= _REASON else text[: _REASON - 3] + "..."
+    return short(record.get("detail") or (reasons[-1] if reasons else "") or record.get("message"))
+
+
+def compose(
+    when: str, user: object, tool: object, outcome: object, code: object, took: object, why: str
+) -> str:
+    """The line of one event from its parts (``why`` already short)."""
+    shown = plain(outcome or "?") + (f" {plain(code)}" if code else "")
+    took = f" ({took:g} ms)" if isinstance(took, (int, float)) else ""
+    return f"{when} toolpass: {plain(user or '-')} {plain(tool)} {shown}{took}" + (
+        f": {why}" if why else ""
+    )
 
 
 def line(record: Mapping[str, Any]) -> str:
     """One readable line: time, user, tool, outcome and code, duration, short reason."""
-    outcome = plain(record.get("outcome") or "?")
-    if record.get("code"):
-        outcome += f" {plain(record['code'])}"
     when = record.get("time")
     when = iso(when) if isinstance(when, (int, float)) else plain(when or "-")
-    took = record.get("duration_ms")
-    took = f" ({took:g} ms)" if isinstance(took, (int, float)) else ""
-    why = reason(record)
-    return (
-        f"{when} toolpass: {plain(record.get('user') or '-')} {plain(record.get('tool'))}"
-        f" {outcome}{took}" + (f": {why}" if why else "")
+    return compose(
+        when,
+        record.get("user"),
+        record.get("tool"),
+        record.get("outcome"),
+        record.get("code"),
+        record.get("duration_ms"),
+        reason(record),
     )
