@@ -1,11 +1,13 @@
 """A store in Redis: shared by every process of a deployment, on any host.
 
-Updates are optimistic transactions (``WATCH``, read, ``MULTI``/``EXEC``) retried while
-another process writes the same key; a Redis that cannot be reached, refuses, or keeps
-losing the race raises :class:`StoreUnavailable`. Needs the ``redis`` extra.
+An update is one round trip: the change is computed from the value this process last saw of
+the key, and a script (``EVALSHA``) writes the result only if the key still holds that value,
+else answers the value it holds, from which the change is computed again. A Redis that
+cannot be reached, refuses, or keeps losing the race raises :class:`StoreUnavailable`. Needs
+the ``redis`` extra.
 
-Each update also publishes on the key's channel (in the same transaction), so ``wait`` sleeps
-on a pub/sub subscription, woken by the write from any process, never polling.
+Each update also publishes on the key's channel (in the same script), so ``wait`` sleeps on a
+pub/sub subscription, woken by the write from any process, never polling.
 """
 
 from __future__ import annotations
@@ -18,6 +20,26 @@ from toolpass.store.base import Change, StoreUnavailable, T
 
 #: Attempts at one update while other processes keep writing the key.
 _ATTEMPTS = 100
+#: Values last seen, per key, kept by one store (beyond that, the record starts over).
+_KNOWN = 4096
+
+# Compare and set: KEYS[1] the value's key; ARGV: what the caller saw ("" for nothing, else
+# "=" and the value), the new value ("" deletes), milliseconds to keep it ("" for ever), the
+# channel to publish on. Answers {1} once written, else {0, what the key holds now}.
+_SWAP = """
+local now = redis.call('GET', KEYS[1])
+now = now and ('=' .. now) or ''
+if now ~= ARGV[1] then return {0, now} end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+elseif ARGV[3] == '' then
+  redis.call('SET', KEYS[1], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+redis.call('PUBLISH', ARGV[4], 'changed')
+return {1}
+"""
 
 
 class RedisStore:
@@ -31,7 +53,6 @@ class RedisStore:
                 "a Redis store needs the redis package: pip install 'toolpass-core[redis]'"
             ) from None
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError,)
-        self._watch_error: type[BaseException] = redis.WatchError
         self.url = url
         self.prefix = prefix
         # redis-py's types say bytes | str for every answer: decode_responses makes it str.
@@ -39,6 +60,8 @@ class RedisStore:
             url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
         )
         self._timeout = timeout
+        self._swap: Any = self._redis.register_script(_SWAP)
+        self._known: dict[str, str] = {}  # key -> "" (nothing) or "=" and the value last seen
 
     def __repr__(self) -> str:
         return f"RedisStore({self._redis.connection_pool.connection_kwargs.get('host')!r})"
@@ -51,30 +74,34 @@ class RedisStore:
             raw = self._redis.get(self.prefix + "v:" + key)
         except self._errors as exc:
             raise self._failed(exc) from None
+        self._saw(key, "" if raw is None else "=" + raw)
         return _loads(raw)
 
+    def _saw(self, key: str, seen: str) -> None:
+        if len(self._known) >= _KNOWN:
+            self._known.clear()
+        self._known[key] = seen
+
     def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
-        name = self.prefix + "v:" + key
+        name, channel = self.prefix + "v:" + key, self._channel(key)
+        ms = "" if ttl is None else str(max(1, int(ttl * 1000)))
+        seen = self._known.get(key)
         try:
-            with self._redis.pipeline() as pipe:
-                for _ in range(_ATTEMPTS):
-                    try:
-                        pipe.watch(name)
-                        raw = pipe.get(name)
-                        value, result = change(None if raw is None else json.loads(raw))
-                        pipe.multi()
-                        if value is None:
-                            pipe.delete(name)
-                        else:
-                            ms = None if ttl is None else max(1, int(ttl * 1000))
-                            pipe.set(name, json.dumps(value), px=ms)
-                        pipe.publish(self._channel(key), "changed")
-                        pipe.execute()
-                        return result
-                    except self._watch_error:
-                        continue
+            if seen is None:  # never seen here: read it first
+                raw = self._redis.get(name)
+                seen = "" if raw is None else "=" + raw
+            for _ in range(_ATTEMPTS):
+                value, result = change(json.loads(seen[1:]) if seen else None)
+                new = "" if value is None else json.dumps(value)
+                answer = self._swap(keys=[name], args=[seen, new, ms, channel])
+                if answer[0] == 1:
+                    self._saw(key, "=" + new if new else "")
+                    return result
+                seen = answer[1]
         except self._errors as exc:
+            self._known.pop(key, None)
             raise self._failed(exc) from None
+        self._known.pop(key, None)
         raise StoreUnavailable(f"the Redis store: {key} kept changing under {_ATTEMPTS} updates")
 
     def _channel(self, key: str) -> str:

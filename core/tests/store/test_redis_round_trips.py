@@ -1,0 +1,88 @@
+"""A Redis store updates a key in one round trip (a compare-and-set script), and stays atomic
+when the value it last saw is stale: written by another process, deleted, or the script gone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from toolpass import Toolkit
+from toolpass.store import open_store
+
+from .conftest import finish, run_worker
+
+
+@pytest.fixture
+def url(redis_server: str) -> Iterator[str]:
+    client = redis.Redis.from_url(redis_server)
+    client.flushall()
+    yield redis_server
+    client.close()
+
+
+def commands(url: str) -> dict[str, int]:
+    """Commands the server ran since the last call, by name (the stats are reset)."""
+    client = redis.Redis.from_url(url)
+    stats = client.info("commandstats")
+    client.config_resetstat()
+    client.close()
+    return {name.removeprefix("cmdstat_"): int(s["calls"]) for name, s in stats.items()}
+
+
+def increment(value: int | None) -> tuple[int, None]:
+    return (value or 0) + 1, None
+
+
+def test_an_update_is_one_round_trip(url: str) -> None:
+    store = open_store(url)
+    store.update("n", increment)
+    commands(url)
+    for _ in range(20):
+        store.update("n", increment)
+    ran = commands(url)
+    assert ran.get("evalsha") == 20
+    assert not {"watch", "multi", "exec"} & ran.keys()
+    assert ran.get("get") == 20  # inside the script only
+    assert store.get("n") == 21
+
+
+def test_a_capped_call_in_a_shared_conversation_takes_its_slot_in_one_round_trip(
+    url: str,
+) -> None:
+    kit = Toolkit(limits={"write": 1000}, audit=[], store=url)
+    deploy = kit.secured_tool(lambda: "deployed", name="deploy", effect="write")
+    with kit.conversations.get("c1", "dana@example.com").active():
+        deploy()
+        commands(url)
+        for _ in range(10):
+            deploy()
+    ran = commands(url)
+    assert ran.get("evalsha") == 10
+    assert not {"watch", "multi", "exec"} & ran.keys()
+
+
+def test_an_update_reads_what_another_process_wrote_since(url: str) -> None:
+    mine, other = open_store(url), open_store(url)
+    mine.update("n", increment)
+    other.update("n", increment)
+    assert mine.update("n", lambda v: (v + 1, v)) == 2
+    raw = redis.Redis.from_url(url)
+    raw.delete("toolpass:v:n")
+    assert mine.update("n", lambda v: (7, v)) is None  # deleted since: it saw nothing
+    raw.script_flush()  # as after a restart of Redis
+    assert mine.update("n", lambda v: (v + 1, v)) == 7
+    assert other.get("n") == 8
+    raw.close()
+
+
+def test_updates_with_stale_values_stay_atomic_across_processes(url: str) -> None:
+    stores = [open_store(url) for _ in range(3)]
+    for store in stores:  # each has seen the key, and will find it changed
+        store.update("counter", increment)
+    workers = [run_worker("increment", url, "150") for _ in range(4)]
+    for store in stores:
+        for _ in range(20):
+            store.update("counter", increment)
+    assert [finish(w) for w in workers] == ["done"] * 4
+    assert stores[0].get("counter") == 3 + 600 + 60
