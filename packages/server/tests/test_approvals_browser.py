@@ -120,6 +120,11 @@ def test_approve_in_the_browser_and_the_retry_runs_once(
         assert "approved" in row
         assert "lee@example.com" in row
         assert page.locator(f"#request-{request_id}").count() == 0
+        # Post/redirect/get: the page was reached by GET, with a note; a reload posts nothing.
+        assert page.url == f"{server.url}/approvals"
+        assert f"You approved request {request_id}" in page.inner_text("#flash")
+        page.reload()
+        assert page.locator("#flash").count() == 0
 
         assert deploy("web", HOSTILE) == "deployed web"
         assert runs == ["web"]
@@ -131,4 +136,12 @@ def test_approve_in_the_browser_and_the_retry_runs_once(
         expect(page.locator("article.request")).to_have_count(1, timeout=10000)
         ok = page.locator("#audit-rows td").filter(has_text=re.compile(r"^ok$"))
         expect(ok).to_have_count(1, timeout=10000)
+        # The history, filtered in the page's own form: the call that ran, and who approved it.
+        page.select_option("#f-state", "ran")
+        page.click("#filters button[type=submit]")
+        page.wait_for_url(re.compile(r"/approvals\?.*\bstate=ran\b"))
+        ran = page.locator("#decided tbody tr")
+        expect(ran).to_have_count(1)
+        assert "approved and run" in ran.inner_text()
+        assert "lee@example.com" in ran.inner_text()
         assert dialogs == []
