@@ -45,6 +45,7 @@ from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import adecided, decided, steps
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
+from toolpass.toolkit.settings import Mode, check_mode, configured_mode
 from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
@@ -203,12 +204,14 @@ def expired_refusal(request_id: str) -> ToolRefused:
 @dataclass(frozen=True, slots=True)
 class Rule:
     """Before the tool runs, ask ``connection`` whether the user may do ``action`` on
-    ``resource`` (a template filled from the call's arguments: ``"issue:{key}"``)."""
+    ``resource`` (a template filled from the call's arguments: ``"issue:{key}"``).
+    ``mode="observe"``: its tool's calls are audited as what would be refused, and run."""
 
     connection: str
     action: str
     resource: str
     fresh: bool = False
+    mode: Mode | None = None
 
     def __post_init__(self) -> None:
         for name in ("connection", "action", "resource"):
@@ -217,6 +220,7 @@ class Rule:
                 raise TypeError(f"a rule's {name} is a non-empty string, not {value!r}")
         if not isinstance(self.fresh, bool):
             raise TypeError(f"a rule's fresh is True or False, not {self.fresh!r}")
+        check_mode("mode", self.mode)
 
     def __str__(self) -> str:
         fresh = " (fresh)" if self.fresh else ""
@@ -339,7 +343,9 @@ class Guard:
     a rule) to ``Rule``s or ``(connection, action, resource)`` tuples; with ``strict=True`` a
     tool without a rule is refused, otherwise it runs unchecked (and audited). ``toolkit``
     supplies audit sinks, limits and the request hook (``permissions``) for the calls.
-    ``user``, ``session`` and ``on_refuse``: see the module's docstring.
+    ``user``, ``session`` and ``on_refuse``: see the module's docstring. ``mode="observe"``
+    runs every call and audits what would have been refused (a rule's own ``mode`` wins; None:
+    the toolkit's, else the engine's configuration's).
 
     Everything is checked here, once, for every adapter: a rule that is not one, a resource
     template that cannot be filled, a connection or action the engine says it does not have,
@@ -362,7 +368,9 @@ class Guard:
         user: UserSource = "user_id",
         session: SessionSource = "conversation",
         on_refuse: OnRefuse | None = refusal_text,
+        mode: Mode | None = None,
     ) -> None:
+        check_mode("mode", mode)
         if not isinstance(strict, bool):
             raise TypeError(f"strict is True or False, not {strict!r}")
         if toolkit is not None and not isinstance(toolkit, Toolkit):
@@ -380,6 +388,10 @@ class Guard:
         self.session_source = session
         self.on_refuse = on_refuse
         self.rules, self.traits = _rules(rules)
+        #: ``observe`` or ``enforce`` by tool: its rule's mode, else the guard's (None: the
+        #: toolkit's, else the engine's configuration's).
+        self.mode = mode
+        self.modes = {name: rule.mode or mode for name, rule in self.rules.items()}
         _check_effects(self.traits, self.toolkit.settings.effects)
         _check_engine(engine, bool(self.rules))
         self._checks = {
@@ -406,8 +418,9 @@ class Guard:
             user=self.user,
             session=self.session_source,
             on_refuse=self.on_refuse,
+            mode=self.mode,
         )
-        body.traits, body._bodies_only = self.traits, True
+        body.traits, body.modes, body._bodies_only = self.traits, self.modes, True
         return body
 
     def rule(self, tool: str) -> Rule | None:
@@ -523,6 +536,8 @@ class Guard:
                 provenance=traits.provenance,
                 fences=False,  # the framework owns the result: recorded, not rewritten
                 checked_elsewhere=self._bodies_only,
+                mode=self.modes.get(tool, self.mode),
+                default_mode=configured_mode(self.engine),
             )
             self._specs[tool] = spec
         return spec

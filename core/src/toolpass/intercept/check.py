@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from toolpass.intercept import context
 from toolpass.intercept.guard import Question, conclude, prepare
 from toolpass.outcome.audit import AuditEvent, emit
+from toolpass.outcome.errors import ActionRefused
 
 if TYPE_CHECKING:
     from toolpass.intercept.call import CallKit
@@ -64,14 +65,17 @@ def check(
     ``raw``: the client writes ``body`` as it is, so it must end where the headers say.
     ``peer``: the origin an absolute-form target is written to."""
     with _Late():
-        found = _question(method, _http(url), headers, body, raw, peer)
-        if found is not None:
-            kit, q = found
-            try:
-                decision = kit.settings.permissions.check(*_ask(q))
-            except Exception as exc:
-                decision = _failed(exc)
-            conclude(q, decision)
+        try:
+            found = _question(method, _http(url), headers, body, raw, peer)
+            if found is not None:
+                kit, q = found
+                try:
+                    decision = kit.settings.permissions.check(*_ask(q))
+                except Exception as exc:
+                    decision = _failed(exc)
+                conclude(q, decision)
+        except ActionRefused as refused:
+            _observed(refused)
 
 
 async def acheck(
@@ -84,14 +88,31 @@ async def acheck(
 ) -> None:
     """``check`` for async clients: the engine is asked without blocking the loop."""
     with _Late():
-        found = _question(method, _http(url), headers, body, raw, peer)
-        if found is not None:
-            kit, q = found
-            try:
-                decision = await kit.settings.permissions.acheck(*_ask(q))
-            except Exception as exc:
-                decision = _failed(exc)
-            conclude(q, decision)
+        try:
+            found = _question(method, _http(url), headers, body, raw, peer)
+            if found is not None:
+                kit, q = found
+                try:
+                    decision = await kit.settings.permissions.acheck(*_ask(q))
+                except Exception as exc:
+                    decision = _failed(exc)
+                conclude(q, decision)
+        except ActionRefused as refused:
+            _observed(refused)
+
+
+def _observed(refused: ActionRefused) -> None:
+    """A refused request of a call in observe mode goes: what was refused is noted on the
+    call's event (its action keeps the verdict). Any other call's refusal is raised."""
+    scope = context.current()
+    if scope is None or scope.event.mode != "observe":
+        raise refused
+    if scope.refused is refused:
+        scope.refused = None
+    for request, found in list(scope.refused_requests.items()):
+        if found is refused:
+            del scope.refused_requests[request]
+    scope.event.would(refused.code, refused.message, refused.detail or None)
 
 
 class _Late:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any, Literal
 
-from toolpass.outcome.audit_text import compose, iso, line, short
+from toolpass.outcome.audit_text import compose, iso, line, short, would_refuse_text
 from toolpass.rules.redact import redact
 from toolpass.rules.secrets import scrub, secret_name
 from toolpass.rules.walk import plain
@@ -47,6 +47,8 @@ class AuditEvent:
     preview: str | None = None  # what a person was asked to approve
     duration = 0.0
     secrets: tuple[str, ...] = ()
+    mode = "enforce"  # "observe": nothing was refused; ``would_refuse`` says what would be
+    would_refuse: tuple[dict[str, str | None], ...] = ()  # each code, message and detail
 
     def __init__(self, tool: str, effect: str | None) -> None:
         #: When the call ended (``finish``; until then, when it began): events are written
@@ -67,6 +69,10 @@ class AuditEvent:
         out.extend(self.approval_reasons)
         return out
 
+    def would(self, code: str, message: str, detail: str | None) -> None:
+        """Note what a check would have refused, had the call not been observed."""
+        self.would_refuse += ({"code": code, "message": message, "detail": detail},)
+
     def finish(self) -> None:
         """The call ended: ``time`` is now, ``duration`` how long it took."""
         self.duration = time.perf_counter() - self._start
@@ -84,6 +90,7 @@ class AuditEvent:
         self.detail = redact(self.detail, secrets)
         self.actions = redact(self.actions, secrets)
         self.preview = redact(self.preview, secrets)
+        self.would_refuse = redact(self.would_refuse, secrets)
         self.secrets = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,7 +98,7 @@ class AuditEvent:
         args: dict[str, Any] | None = None
         if self.arguments is not None:
             args = _clean(dict(self.arguments), secrets)
-        return {
+        record: dict[str, Any] = {
             "time": iso(self.time),
             "user": self.user,
             "session": self.session_id,
@@ -112,6 +119,10 @@ class AuditEvent:
             ],
             "duration_ms": round(self.duration * 1000, 3),
         }
+        if self.mode == "observe":
+            record["mode"] = self.mode
+            record["would_refuse"] = [_clean(dict(w), secrets) for w in self.would_refuse]
+        return record
 
     def line(self) -> str:
         """The readable line of ``audit_text.line(self.to_dict())``, built without the
@@ -120,9 +131,8 @@ class AuditEvent:
         detail = _clean(self.detail, secrets) if self.detail else None
         why = detail or (reasons[-1] if reasons else "") or _clean(self.message, secrets)
         took = round(self.duration * 1000, 3)
-        return compose(
-            iso(self.time), self.user, self.tool, self.outcome, self.code, took, short(why)
-        )
+        code = self.code or would_refuse_text(w["code"] for w in self.would_refuse)
+        return compose(iso(self.time), self.user, self.tool, self.outcome, code, took, short(why))
 
     def __repr__(self) -> str:
         return (

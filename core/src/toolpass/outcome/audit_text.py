@@ -6,7 +6,7 @@ import functools
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -69,7 +69,18 @@ def line(record: Mapping[str, Any]) -> str:
         record.get("user"),
         record.get("tool"),
         record.get("outcome"),
-        record.get("code"),
+        record.get("code") or would_refuse_text(_codes(record)),
         record.get("duration_ms"),
         reason(record),
     )
+
+
+def would_refuse_text(codes: Iterable[object]) -> str:
+    """What an observed call would have refused, as its line shows it (empty: nothing)."""
+    shown = ", ".join(dict.fromkeys(map(str, codes)))
+    return f"(would refuse {shown})" if shown else ""
+
+
+def _codes(record: Mapping[str, Any]) -> list[object]:
+    found = record.get("would_refuse")
+    return [w.get("code") for w in found if isinstance(w, dict)] if isinstance(found, list) else []

@@ -93,8 +93,8 @@ def session(c: CallState) -> None:
 
 
 def arguments(c: CallState) -> Steps | None:
-    """2. Arguments: bound, typed, validated, in scope; checked once, on a copy the caller
-    can no longer change, which is what the body gets."""
+    """2. Arguments: bound, typed, validated; checked once, on a copy the caller can no
+    longer change, which is what the body gets."""
     spec = c.spec
     if spec.credential is not None and "credential" in c.kwargs:
         # Only toolpass passes it; a ``**kwargs`` parameter must not take it in.
@@ -117,11 +117,7 @@ def arguments(c: CallState) -> Steps | None:
                 f"Argument {name!r} must be {type_name(hint)}, not "
                 f"{type(value).__name__} {show(value)}"
             )
-    if spec.validators:
-        return _validate(c)
-    if spec.scope:
-        _in_scope(c)
-    return None
+    return _validate(c) if spec.validators else None
 
 
 def _validate(c: CallState) -> Steps:
@@ -135,10 +131,10 @@ def _validate(c: CallState) -> Steps:
             raise invalid(f"Argument {name!r} is not valid{why}")
         if not ok:
             raise invalid(f"Argument {name!r} is not valid")
-    _in_scope(c)
 
 
-def _in_scope(c: CallState) -> None:
+def scope(c: CallState) -> None:
+    """2a. Each argument with a scope rule is within it."""
     for name, in_scope in c.spec.scope:
         if not in_scope(value := c.arguments[name]):
             raise ToolRefused(
@@ -391,6 +387,13 @@ def _approval(c: CallState, rule: Callable[..., Any]) -> Steps:
 def _ask(c: CallState) -> Steps:
     spec, call, event = c.spec, c.call, c.event
     reasons = event.approval_reasons = c.reasons
+    if event.mode == "observe":  # nobody is asked: the call would wait for a person
+        event.would(
+            "approval_required",
+            "This call needs a person's approval.",
+            "approval needed: " + "; ".join(reasons),
+        )
+        return
     approver = c.kit.approver
     if approver is None:
         raise ToolRefused(

@@ -29,7 +29,7 @@ from toolpass.toolkit import checks
 from toolpass.toolkit.checks import EXFILTRATION_REASON, CallState, check_error, credential
 from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, Hook, Step
 from toolpass.toolkit.output import body_error, clear_frames, output, redacted_refusal
-from toolpass.toolkit.settings import Settings
+from toolpass.toolkit.settings import Settings, configured_mode
 from toolpass.toolkit.spec import ToolSpec
 
 log = logging.getLogger("toolpass")
@@ -44,6 +44,7 @@ LAZY_LIMIT = 100_000
 CHECKS: tuple[Check, ...] = (
     checks.session,
     checks.arguments,
+    checks.scope,
     checks.effect,
     checks.grants,
     checks.limits,
@@ -56,14 +57,16 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def plan(spec: ToolSpec, kit: Settings) -> tuple[Check, ...]:
+def plan(spec: ToolSpec, kit: Settings) -> tuple[tuple[Check, ...], bool]:
     """``CHECKS`` without those that cannot act on ``spec``'s calls under ``kit`` (each
-    would return at once): worked out once per tool and settings."""
+    would return at once), and whether its calls are observed (``mode="observe"``): worked
+    out once per tool and settings."""
     if spec.plan[0] is kit:
-        return spec.plan[1]
+        return spec.plan[1], spec.plan[2]
+    observed = observing(spec, kit)
     if spec.checked_elsewhere:
-        spec.plan = (kit, (checks.session, checks.arguments))
-        return spec.plan[1]
+        spec.plan = (kit, (checks.session, checks.arguments), observed)
+        return spec.plan[1], observed
     skip: set[Check] = set()
     if kit.entitlements is None:
         skip |= {checks.effect, checks.entitlements}
@@ -73,9 +76,18 @@ def plan(spec: ToolSpec, kit: Settings) -> tuple[Check, ...]:
         skip.add(checks.exfiltration)
     if not spec.destinations:
         skip.add(checks.destinations)
+    if not spec.scope:
+        skip.add(checks.scope)
     planned = tuple(check for check in CHECKS if check not in skip)
-    spec.plan = (kit, planned)
-    return planned
+    spec.plan = (kit, planned, observed)
+    return planned, observed
+
+
+def observing(spec: ToolSpec, kit: Settings) -> bool:
+    """Whether ``spec``'s calls are observed: the narrowest mode said wins (the tool's or its
+    rule's, the guard's, the toolkit's, the configuration's); enforce when none is."""
+    mode = spec.mode or kit.mode or spec.default_mode or configured_mode(kit.permissions)
+    return mode == "observe"
 
 
 def steps(
@@ -90,11 +102,16 @@ def steps(
     handler, which already holds the arguments).
     """
     c = CallState(spec, args, kwargs, body)
+    planned, observed = plan(spec, c.kit)
     try:
-        for check in plan(spec, c.kit):
-            more = check(c)
-            if more is not None:
-                yield from more
+        if observed:
+            c.event.mode = "observe"
+            yield from _observed(c, planned)
+        else:
+            for check in planned:
+                more = check(c)
+                if more is not None:
+                    yield from more
         return (yield from _body(c))
     except ToolRefused as refused:
         c.event.outcome, c.event.code = "refused", refused.code
@@ -127,6 +144,27 @@ def steps(
         if event.secrets:
             event.seal()  # redacted now: the credential is forgotten before sinks keep it
         emit(event, c.kit.audit)
+
+
+def _observed(c: CallState, planned: tuple[Check, ...]) -> Generator[Step, Any, None]:
+    """Observe mode: each check runs, and what it would refuse is noted on the audit event
+    instead of refused. A call that cannot be bound (no session, arguments its function does
+    not take) is refused still: there is no call to run."""
+    for check in planned:
+        try:
+            more = check(c)
+            if more is not None:
+                yield from more
+        except ToolRefused as refused:
+            if not hasattr(c, "call"):
+                raise
+            c.event.would(refused.code, refused.message, refused.detail or None)
+        except Exception as exc:
+            if not hasattr(c, "call"):
+                raise
+            failed = check_error(check.__name__, exc)
+            log.warning("toolpass check %s failed for %s (observed)", check.__name__, c.spec.name)
+            c.event.would(failed.code, failed.message, failed.detail)
 
 
 def _body(c: CallState) -> Generator[Step, Any, Any]:
@@ -408,10 +446,15 @@ def _output_hooks(c: CallState, result: Any) -> Generator[Step, Any, None]:
     for hook in hooks:
         try:
             yield Hook(hook, (c.call, seen))
-        except ToolRefused:
-            raise
+        except ToolRefused as refused:
+            if c.event.mode != "observe":
+                raise
+            c.event.would(refused.code, refused.message, refused.detail or None)
         except Exception as exc:
-            raise check_error("an output hook", exc)
+            failed = check_error("an output hook", exc)
+            if c.event.mode != "observe":
+                raise failed
+            c.event.would(failed.code, failed.message, failed.detail)
 
 
 def _let_go(c: CallState) -> None:

@@ -37,6 +37,9 @@ ProvenanceMode = Literal["check", "approve", "ignore"]
 OutputHook = Callable[..., Any]
 UnknownHost = Literal["allow", "refuse_writes", "refuse"]
 ActAs = Literal["user", "agent"]
+#: ``enforce``: a check that fails refuses the call. ``observe``: every check runs, what it
+#: would refuse is audited (``would_refuse``), and the body runs.
+Mode = Literal["enforce", "observe"]
 Approver = ApprovalQueue | Callable[..., Any]
 Credentials = Mapping[str, Any] | Callable[[str], Any]
 AuditSink = Callable[[AuditEvent], object]
@@ -48,6 +51,7 @@ MODES: dict[str, tuple[str, ...]] = {
     "provenance": ("check", "approve", "ignore"),
     "unknown_host": ("allow", "refuse_writes", "refuse"),
     "act_as": ("user", "agent"),
+    "mode": ("enforce", "observe"),
 }
 
 
@@ -85,6 +89,7 @@ class ToolkitOptions(TypedDict, total=False):
     store: Store | str | None
     provenance: ProvenanceMode
     on_output: OutputHook | Iterable[OutputHook] | None
+    mode: Mode | None
 
 
 class ToolOptions(TypedDict, total=False):
@@ -112,6 +117,7 @@ class ToolOptions(TypedDict, total=False):
     untrusted_fields: Iterable[str] | None
     provenance: ProvenanceMode | None
     on_output: OutputHook | None
+    mode: Mode | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -138,6 +144,8 @@ class Settings:
     store: Store | None = None
     provenance: ProvenanceMode = "check"
     on_output: tuple[OutputHook, ...] = ()
+    #: None: what the permission engine's configuration says (``mode:``), else enforce.
+    mode: Mode | None = None
 
     def change(self, **options: Any) -> Settings:
         """These settings with ``options`` (as ``ToolkitOptions`` names them) changed."""
@@ -179,6 +187,12 @@ class Settings:
 def check_mode(name: str, value: object) -> None:
     if value is not None and value not in MODES[name]:
         raise ValueError(f"{name} must be one of {', '.join(MODES[name])}, not {value!r}")
+
+
+def configured_mode(engine: object) -> Mode | None:
+    """The ``mode:`` of the configuration a permission engine was read from, if it says."""
+    mode = getattr(getattr(engine, "config", None), "mode", None)
+    return "observe" if mode == "observe" else "enforce" if mode == "enforce" else None
 
 
 def untrusted_mode(untrusted_inputs: str | None, on_untrusted_input: str | None) -> str | None:
@@ -297,6 +311,11 @@ def _effects(value: Any) -> dict[str, Any]:
     return {"effects": frozenset((*EFFECTS, *names))}
 
 
+def _run_mode(value: Any) -> dict[str, Any]:
+    check_mode("mode", value)  # None: the configuration's, else enforce
+    return {"mode": value}
+
+
 def _hooks(name: str, value: Any) -> tuple[OutputHook, ...]:
     hooks = () if value is None else (value,) if callable(value) else tuple(value)
     if not all(callable(h) for h in hooks):
@@ -325,4 +344,5 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "store": lambda v: {"store": None if v is None else open_store(v)},
     "provenance": _mode("provenance"),
     "on_output": lambda v: {"on_output": _hooks("on_output", v)},
+    "mode": _run_mode,
 }

@@ -67,6 +67,8 @@ class ToolSpec:
         on_output: Callable[..., Any] | None = None,
         fences: bool = True,
         checked_elsewhere: bool = False,
+        mode: str | None = None,
+        default_mode: str | None = None,
     ) -> None:
         self.fn = fn
         self.toolkit = toolkit
@@ -110,10 +112,14 @@ class ToolSpec:
         #: Its calls were checked before (a framework hook that decides apart from the body):
         #: only the session and the body run here.
         self.checked_elsewhere = checked_elsewhere
+        #: ``enforce`` or ``observe`` for this tool (None: the toolkit's); ``default_mode``
+        #: is what stands below the toolkit's (a guard's engine's configuration).
+        self.mode, self.default_mode = mode, default_mode
         #: How the values of its trusted output are labelled.
         self.trust: Label = "private" if reads_private else "trusted"
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
-        self.plan: tuple[Any, tuple[Any, ...]] = (None, ())  # (settings, checks): pipeline.plan
+        #: (settings, checks, observed): ``pipeline.plan``, worked out once per settings.
+        self.plan: tuple[Any, tuple[Any, ...], bool] = (None, (), False)
         self.effect_key = f"effect:{effect}"
         self.tool_key = f"tool:{self.key}"
 

@@ -60,7 +60,10 @@ class Toolkit:
     tool's output (redacted), in order. ``effects``: effects of its own beside read, write and
     destructive (``["payment"]``). ``store``: where conversations' sessions (limits, data
     flow, untrusted record) are kept, so that the worker processes of one deployment share
-    them (a ``toolpass.store`` URL or ``Store``; memory by default).
+    them (a ``toolpass.store`` URL or ``Store``; memory by default). ``mode``: ``"enforce"``
+    (a check that fails refuses the call) or ``"observe"`` (every check runs, what it would
+    refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode`` wins);
+    None: the ``mode:`` of the permission engine's configuration, else enforce.
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -220,6 +223,7 @@ def _secure(
     untrusted_fields: Iterable[str] | None = None,
     provenance: str | None = None,
     on_output: Callable[..., Any] | None = None,
+    mode: str | None = None,
 ) -> Any:
     if not callable(fn):
         raise TypeError(f"secured_tool decorates a function, not {fn!r}")
@@ -235,6 +239,7 @@ def _secure(
     inputs = untrusted_mode(untrusted_inputs, on_untrusted_input)
     check_mode("exfiltration", exfiltration)
     check_mode("provenance", provenance)
+    check_mode("mode", mode)
     if on_output is not None and not callable(on_output):
         raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
     fields = None if untrusted_fields is None else frozenset(_names(untrusted_fields))
@@ -298,6 +303,7 @@ def _secure(
         untrusted_fields=fields,
         provenance=provenance,
         on_output=on_output,
+        mode=mode,
     )
     bind = getattr(authorize, "bind", None)
     if callable(bind):
@@ -370,7 +376,8 @@ def secured_tool(
     ``sends_out``, ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``),
     ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on
     top; a refusal then becomes the tool's result unless ``on_refuse`` says otherwise),
-    ``resources=`` (globs on what the body's requests act on), ``name``.
+    ``resources=`` (globs on what the body's requests act on), ``name``, ``mode``
+    (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's).
 
     The decorated function keeps its type (parameters and result) for type checkers.
     """
