@@ -5,11 +5,16 @@
     toolpass mcp-proxy [-config FILE] -- COMMAND [ARG ...]   an upstream run on stdio
     toolpass mcp-proxy [-config FILE] --url URL              an upstream on streamable HTTP
 
-The proxy is an MCP server on stdio (what an agent host launches) that lists the upstream's
-tools as they are and forwards each ``tools/call`` to it through the same guard as
-``toolpass.mcp.guard``: the rule of the tool's name is asked of the connections of the
-configuration, a refused call never reaches the upstream (the model reads why, as an
-``isError`` result), and every call is one audit event. The configuration is toolpass's YAML
+The proxy is an MCP server on stdio (what an agent host launches) that passes every MCP
+request and notification on, both ways: the upstream's tools, resources, prompts,
+completions and logging as they are (with the client's ``_meta``, progress and
+cancellation), and the upstream's own requests (sampling, elicitation, roots) to the client,
+which the upstream sees with the client's capabilities. Each ``tools/call``,
+``resources/read`` and ``prompts/get`` first passes the same guard as
+``toolpass.mcp.guard``: the rule of the tool's name (or of ``resources/read``,
+``prompts/get``) is asked of the connections of the configuration, a refused call never
+reaches the upstream (the model reads why), and every call is one audit event. The
+configuration is toolpass's YAML
 file (its ``connections``) with an ``mcp:`` section::
 
     mcp:
@@ -31,8 +36,10 @@ An upstream run on stdio gets a minimal environment, never the proxy's (which ho
 engine's secrets): ``BASE_ENV`` (``PATH``, ``HOME``, ``LANG``, ...) and the variables
 ``upstream_env`` names; naming one a connection's secret is read from, or one holding a
 connection's secret under another name, is an error. Only the
-tools the upstream listed when the proxy started are served (a call of any other name is
-refused, never passed on); resources and prompts are not served. Every result reaches the
+tools the upstream listed are served (a call of any other name is refused, never passed on;
+the upstream's ``notifications/tools/list_changed`` reads its list again). The upstream is
+started once to read its tools and capabilities (the rules are checked against them), then
+again when the client connects, with the client's capabilities. Every result reaches the
 client without the connections' secrets. The proxy serves one client, on stdio: its calls
 share one session (limits, the record of untrusted content) until the proxy exits.
 Exit status: 0 when the client closes the session, 3 for bad usage or configuration.
@@ -45,28 +52,60 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Collection, Mapping, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
+    PROTOCOL_VERSION_META_KEY,
     CallToolRequestParams,
-    CallToolResult,
+    ClientCapabilities,
+    CompleteRequestParams,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitationCapability,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    GetPromptRequestParams,
+    ListRootsRequest,
+    ListRootsResult,
     ListToolsResult,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    NotificationParams,
     PaginatedRequestParams,
+    ReadResourceRequestParams,
+    RequestParamsMeta,
+    RootsCapability,
+    ServerCapabilities,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
     Tool,
+    ToolListChangedNotification,
+    UnsubscribeRequestParams,
 )
 from toolpass import Config, ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
 from toolpass.adapting import Rule, ToolRefused
-from toolpass.mcp import guard
+from toolpass.mcp import _connection_of, guard
 
 from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
 
-__all__ = ["ProxyConfig", "main", "parse_mcp_section", "serve"]
+__all__ = ["Proxy", "ProxyConfig", "main", "parse_mcp_section", "serve"]
 
 ERROR = 3
 _KEYS = ("user", "strict", "audit", "rules", "upstream_env")
@@ -204,52 +243,331 @@ def secret_variables(config: Config) -> frozenset[str]:
     return frozenset(r[4:] for r in references if r.startswith("env:"))
 
 
+#: The ``_meta`` keys the SDK stamps for the connection it makes: the client's are not
+#: passed on (the upstream connection has its own); ``progressToken`` is the proxy's own.
+_CONNECTION_META = frozenset(
+    {PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY, "progressToken"}
+)
+
+
 async def upstream_tools(client: Client) -> list[Tool]:
     """Every tool the upstream lists (all pages)."""
     tools: list[Tool] = []
     cursor: str | None = None
     while True:
-        page = await client.list_tools(cursor=cursor)
+        page = await client.list_tools(cursor=cursor, cache_mode="bypass")
         tools += page.tools
         cursor = page.next_cursor
         if not cursor:
             return tools
 
 
-def proxy_server(client: Client | None, tools: list[Tool]) -> Server[Any]:
-    """An MCP server listing ``tools`` and forwarding each call to ``client`` (set as
-    ``server.upstream`` once connected)."""
-    server: Server[Any]
+def forwarded_meta(ctx: ServerRequestContext[Any]) -> RequestParamsMeta | None:
+    """The client's ``_meta`` of a request, as the upstream gets it."""
+    meta = {k: v for k, v in (ctx.meta or {}).items() if k not in _CONNECTION_META}
+    return RequestParamsMeta(**meta) if meta else None  # type: ignore[typeddict-item]
+
+
+class _Downstream:
+    """One client's connection to the proxy: its upstream connection (opened on its first
+    request, with the client's capabilities) and its requests in flight, which the
+    upstream's own requests (sampling, elicitation, roots) and notifications are sent with."""
+
+    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+        self.first = ctx
+        self.in_flight: list[ServerRequestContext[Any]] = []
+        self.ready = anyio.Event()
+        self.client: Client | None = None
+        self.failed: BaseException | None = None
+
+    @property
+    def current(self) -> ServerRequestContext[Any]:
+        return self.in_flight[-1] if self.in_flight else self.first
+
+    def callbacks(self, on_notification: Callable[[Any], Awaitable[None]]) -> dict[str, Any]:
+        """The upstream client's callbacks: each of the client's capabilities passed on."""
+        session = self.first.session
+        sampling = session.client_capabilities.sampling if session.client_capabilities else None
+        can = session.check_client_capability
+        callbacks: dict[str, Any] = {"message_handler": on_notification}
+        callbacks["logging_callback"] = self.log
+        if sampling is not None:
+            callbacks |= {"sampling_callback": self.sample, "sampling_capabilities": sampling}
+        if can(ClientCapabilities(elicitation=ElicitationCapability())):
+            callbacks["elicitation_callback"] = self.elicit
+        if can(ClientCapabilities(roots=RootsCapability())):
+            callbacks["list_roots_callback"] = self.list_roots
+        return callbacks
+
+    async def ask(self, request: Any, result_type: Any) -> Any:
+        """A request of the upstream's sent to the client (with the request in flight that
+        it belongs to); an error of the client's is the upstream's answer."""
+        ctx = self.current
+        related = (
+            ServerMessageMetadata(related_request_id=ctx.request_id) if self.in_flight else None
+        )
+        try:
+            return await ctx.session.send_request(request, result_type, metadata=related)
+        except MCPError as e:
+            return e.error
+
+    async def sample(self, context: Any, params: CreateMessageRequestParams) -> Any:
+        wanted = CreateMessageResultWithTools if params.tools else CreateMessageResult
+        return await self.ask(CreateMessageRequest(params=params), wanted)
+
+    async def elicit(self, context: Any, params: ElicitRequestParams) -> Any:
+        return await self.ask(ElicitRequest(params=params), ElicitResult)
+
+    async def list_roots(self, context: Any) -> Any:
+        return await self.ask(ListRootsRequest(), ListRootsResult)
+
+    async def log(self, params: LoggingMessageNotificationParams) -> None:
+        await self.notify(LoggingMessageNotification(params=params))
+
+    async def notify(self, notification: Any) -> None:
+        ctx = self.current
+        related = ctx.request_id if self.in_flight else None
+        await ctx.session.send_notification(notification, related_request_id=related)
+
+
+class Proxy:
+    """The proxy's MCP server: every request and notification of a client passed to the
+    upstream (the client's ``_meta``, progress, cancellation), and the upstream's requests
+    and notifications passed to the client; ``tools/call``, ``resources/read`` and
+    ``prompts/get`` pass the guard (the server's middleware) first."""
+
+    def __init__(
+        self,
+        upstream: StdioServerParameters | str,
+        probe: Client,
+        tools: list[Tool],
+        on_tools: Callable[[list[Tool]], None],
+    ) -> None:
+        self.upstream, self.on_tools = upstream, on_tools
+        self.tools = {t.name: t for t in tools}
+        self.downstreams: dict[Any, _Downstream] = {}
+        self.tasks: TaskGroup | None = None  # where the upstream connections run
+        caps = probe.server_capabilities
+        self.server: Server[Any] = Server(
+            "toolpass-mcp-proxy",
+            version=probe.server_info.version if probe.server_info else "",
+            instructions=probe.instructions,
+            get_tool_input_schema=lambda name: (
+                self.tools[name].input_schema if name in self.tools else None
+            ),
+        )
+        self.notifications = NotificationOptions(
+            prompts_changed=bool(caps.prompts and caps.prompts.list_changed),
+            resources_changed=bool(caps.resources and caps.resources.list_changed),
+            tools_changed=bool(caps.tools and caps.tools.list_changed),
+        )
+        self.server.extensions = dict(caps.extensions or {})
+        self.experimental = caps.experimental
+        self._register(caps)
+
+    def _register(self, caps: ServerCapabilities) -> None:
+        handlers: list[tuple[str, type[Any], Any]] = [
+            ("tools/list", PaginatedRequestParams, self.list_tools),
+            ("tools/call", CallToolRequestParams, self.call_tool),
+        ]
+        if caps.resources is not None:
+            handlers += [
+                ("resources/list", PaginatedRequestParams, self.list_resources),
+                ("resources/templates/list", PaginatedRequestParams, self.list_templates),
+                ("resources/read", ReadResourceRequestParams, self.read_resource),
+            ]
+            if caps.resources.subscribe:
+                handlers += [
+                    ("resources/subscribe", SubscribeRequestParams, self.subscribe),
+                    ("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe),
+                ]
+        if caps.prompts is not None:
+            handlers += [
+                ("prompts/list", PaginatedRequestParams, self.list_prompts),
+                ("prompts/get", GetPromptRequestParams, self.get_prompt),
+            ]
+        if caps.completions is not None:
+            handlers.append(("completion/complete", CompleteRequestParams, self.complete))
+        if caps.logging is not None:
+            handlers.append(("logging/setLevel", SetLevelRequestParams, self.set_level))
+        for method, params, handler in handlers:
+            self.server.add_request_handler(method, params, handler)
+        self.server.add_notification_handler(
+            "notifications/roots/list_changed", NotificationParams, self.roots_changed
+        )
+
+    async def serve_stdio(self) -> None:
+        """Serve the client on stdio until it closes; its upstream connection closes with
+        it."""
+        async with stdio_server() as (read, write), anyio.create_task_group() as self.tasks:
+            options = self.server.create_initialization_options(
+                self.notifications, self.experimental
+            )
+            await self.server.run(read, write, options)
+            self.tasks.cancel_scope.cancel()
+
+    async def client_of(self, ctx: ServerRequestContext[Any]) -> Client:
+        """The upstream connection of the request's client, opened on its first request."""
+        key = _connection_of(ctx.session)
+        downstream = self.downstreams.get(key)
+        if downstream is None:
+            downstream = self.downstreams[key] = _Downstream(ctx)
+            assert self.tasks is not None, "serve() opens the upstream connections"
+            self.tasks.start_soon(self._connect, downstream)
+        await downstream.ready.wait()
+        if downstream.client is None:
+            raise MCPError(INTERNAL_ERROR, "The MCP server behind toolpass could not be reached.")
+        return downstream.client
+
+    async def _connect(self, downstream: _Downstream) -> None:
+        async def on_notification(message: Any) -> None:
+            await self._upstream_notified(downstream, message)
+
+        try:
+            async with Client(self.upstream, **downstream.callbacks(on_notification)) as client:
+                downstream.client = client
+                downstream.ready.set()
+                await anyio.sleep_forever()
+        except Exception as exc:
+            log.error("toolpass mcp-proxy: the upstream connection failed: %s", exc)
+        finally:
+            downstream.client = None
+            downstream.ready.set()
+
+    async def _upstream_notified(self, downstream: _Downstream, message: Any) -> None:
+        if isinstance(message, Exception):
+            log.warning("toolpass mcp-proxy: the upstream connection: %s", message)
+            return
+        notification = getattr(message, "root", message)
+        if isinstance(notification, ToolListChangedNotification) and downstream.client:
+            tools = await upstream_tools(downstream.client)
+            self.tools = {t.name: t for t in tools}
+            self.on_tools(tools)
+        await downstream.notify(notification)
+
+    async def forward(
+        self, ctx: ServerRequestContext[Any], send: Callable[[Client], Awaitable[Any]]
+    ) -> Any:
+        """``send`` the request to the upstream, with the request in flight (so the
+        upstream's own requests of it reach this client's request)."""
+        client = await self.client_of(ctx)
+        downstream = self.downstreams[_connection_of(ctx.session)]
+        downstream.in_flight.append(ctx)
+        try:
+            return await send(client)
+        finally:
+            downstream.in_flight.remove(ctx)
 
     async def list_tools(
-        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
-    ) -> ListToolsResult:
-        return ListToolsResult(tools=tools)
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        listed: ListToolsResult = await self.forward(
+            ctx, lambda c: c.list_tools(cursor=params.cursor, meta=meta, cache_mode="bypass")
+        )
+        listed.tools = [t for t in listed.tools if t.name in self.tools]
+        return listed
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: CallToolRequestParams
-    ) -> CallToolResult:
-        if all(t.name != params.name for t in tools):  # never a tool the upstream hides
+    async def call_tool(self, ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> Any:
+        if params.name not in self.tools:  # never a tool the upstream hides
             raise ToolRefused(
                 "invalid_arguments",
                 f"There is no tool named {params.name!r} here, so the call was not made. "
                 "Call one of the tools listed.",
                 detail="a tool the upstream did not list",
             )
-        upstream: Client = server.upstream  # type: ignore[attr-defined]
-        return await upstream.call_tool(params.name, params.arguments)
+        meta = forwarded_meta(ctx)
+        return await self.forward(
+            ctx,
+            lambda c: c.call_tool(
+                params.name, params.arguments, progress_callback=_progress(ctx), meta=meta
+            ),
+        )
 
-    def input_schema(name: str) -> Mapping[str, Any] | None:
-        return next((t.input_schema for t in tools if t.name == name), None)
+    async def list_resources(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(
+            ctx, lambda c: c.list_resources(cursor=params.cursor, meta=meta, cache_mode="bypass")
+        )
 
-    server = Server(
-        "toolpass-mcp-proxy",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        get_tool_input_schema=input_schema,
-    )
-    server.upstream = client  # type: ignore[attr-defined]
-    return server
+    async def list_templates(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(
+            ctx,
+            lambda c: c.list_resource_templates(
+                cursor=params.cursor, meta=meta, cache_mode="bypass"
+            ),
+        )
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any], params: ReadResourceRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(
+            ctx, lambda c: c.read_resource(str(params.uri), meta=meta, cache_mode="bypass")
+        )
+
+    async def subscribe(
+        self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(ctx, lambda c: c.subscribe_resource(str(params.uri), meta=meta))
+
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(
+            ctx, lambda c: c.session.unsubscribe_resource(str(params.uri), meta=meta)
+        )
+
+    async def list_prompts(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(
+            ctx, lambda c: c.list_prompts(cursor=params.cursor, meta=meta, cache_mode="bypass")
+        )
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any], params: GetPromptRequestParams
+    ) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(
+            ctx, lambda c: c.get_prompt(params.name, params.arguments, meta=meta)
+        )
+
+    async def complete(self, ctx: ServerRequestContext[Any], params: CompleteRequestParams) -> Any:
+        context = params.context.arguments if params.context else None
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        return await self.forward(ctx, lambda c: c.complete(params.ref, argument, context))
+
+    async def set_level(self, ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> Any:
+        meta = forwarded_meta(ctx)
+        return await self.forward(ctx, lambda c: c.set_logging_level(params.level, meta=meta))
+
+    async def roots_changed(
+        self, ctx: ServerRequestContext[Any], params: NotificationParams
+    ) -> None:
+        downstream = self.downstreams.get(_connection_of(ctx.session))
+        if downstream is not None and downstream.client is not None:
+            await downstream.client.send_roots_list_changed()
+
+
+def _progress(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
+    """The client's progress of a request, when it asked for it: the upstream's progress
+    reported to it."""
+    if not (ctx.meta or {}).get("progressToken"):
+        return None
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return report
 
 
 async def serve(
@@ -258,27 +576,31 @@ async def serve(
     config: ProxyConfig,
     *,
     toolkit: Toolkit | None = None,
+    run: Callable[[Proxy], Awaitable[None]] = Proxy.serve_stdio,
 ) -> None:
     """Check the rules against the engine, connect to ``upstream``, check them against its
-    tools, then serve the proxy on stdio until the client closes it. A problem with the rules
-    raises ``ValueError`` before anything is served."""
+    tools, then serve the proxy (``run``: on stdio) until the client closes it. A problem with the
+    rules raises ``ValueError`` before anything is served. The upstream is connected to once
+    to read its tools and capabilities, then once for the client, with its capabilities."""
     if toolkit is None:
         sink = JsonlSink(config.audit) if config.audit else LogSink()
         toolkit = Toolkit(audit=[sink])
-    tools: list[Tool] = []
-    server = proxy_server(None, tools)
+    placeholder = Server("toolpass-mcp-proxy")
     added = guard(
-        server, engine, config.rules, strict=config.strict, toolkit=toolkit, user=config.user
+        placeholder, engine, config.rules, strict=config.strict, toolkit=toolkit, user=config.user
     )  # the rules against the engine's connections: before the upstream starts
     if isinstance(upstream, StdioServerParameters):
         _refuse_secrets_in(upstream.env or {}, added._core.secrets())
-    async with Client(upstream) as client:
-        tools += await upstream_tools(client)
-        schema = {t.name: list((t.input_schema or {}).get("properties") or {}) for t in tools}
-        added.guard.add_tools(schema)  # complete: every tool the upstream has
-        server.upstream = client  # type: ignore[attr-defined]
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+    async with Client(upstream) as probe:
+        tools = await upstream_tools(probe)
+        added.guard.add_tools(_schemas(tools))  # complete: every tool the upstream has
+        proxy = Proxy(upstream, probe, tools, lambda t: added._core.saw_tools(_schemas(t)))
+    proxy.server.middleware.append(added)
+    await run(proxy)
+
+
+def _schemas(tools: list[Tool]) -> dict[str, list[str] | None]:
+    return {t.name: list((t.input_schema or {}).get("properties") or {}) for t in tools}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -315,6 +637,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command=command[0], args=command[1:], env=upstream_environment(proxy.upstream_env)
     )
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+    # The proxy passes on the methods the 2026-07-28 protocol deprecates: not its warnings.
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     try:
         with Toolpass.from_config(args.config) as engine:
             anyio.run(serve, upstream, engine, proxy)
