@@ -79,8 +79,9 @@ def serve_proxy(port: int, upstream: str) -> None:
     anyio.run(lambda: serve(upstream, None, config, run=on_http))
 
 
-def started(*args: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([sys.executable, *args], env=env)
+def started(*args: str, port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as output:
+        process = subprocess.Popen([sys.executable, *args], env=env, stdout=output, stderr=output)
     wait_listening(port, process)
     return process
 
@@ -102,19 +103,47 @@ def run(everything: Path, command: list[str], specs: list[str | None], out: Path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(everything), str(HERE.parent)])}
     env["OTEL_SDK_DISABLED"] = "true"
     broken = 0
+    out.mkdir(parents=True, exist_ok=True)
     for spec in specs:
         direct_port, middleware_port, proxy_port = free_port(), free_port(), free_port()
         direct_url = f"http://127.0.0.1:{direct_port}/mcp"
         servers = [
-            started("-m", "mcp_everything_server", "--port", str(direct_port), port=direct_port, env=env),
-            started(str(HERE), "serve-middleware", str(middleware_port), port=middleware_port, env=env),
+            started(
+                "-m",
+                "mcp_everything_server",
+                "--port",
+                str(direct_port),
+                port=direct_port,
+                env=env,
+                log=out / f"{spec}-direct.log",
+            ),
+            started(
+                str(HERE),
+                "serve-middleware",
+                str(middleware_port),
+                port=middleware_port,
+                env=env,
+                log=out / f"{spec}-middleware.log",
+            ),
         ]
         servers.append(
-            started(str(HERE), "serve-proxy", str(proxy_port), direct_url, port=proxy_port, env=env)
+            started(
+                str(HERE),
+                "serve-proxy",
+                str(proxy_port),
+                direct_url,
+                port=proxy_port,
+                env=env,
+                log=out / f"{spec}-proxy.log",
+            )
         )
         try:
             results = {}
-            for name, port in (("direct", direct_port), ("middleware", middleware_port), ("proxy", proxy_port)):
+            for name, port in (
+                ("direct", direct_port),
+                ("middleware", middleware_port),
+                ("proxy", proxy_port),
+            ):
                 where = out / f"{spec or 'default'}-{name}"
                 where.mkdir(parents=True, exist_ok=True)
                 results[name] = harness(command, f"http://127.0.0.1:{port}/mcp", spec, where)
@@ -123,11 +152,15 @@ def run(everything: Path, command: list[str], specs: list[str | None], out: Path
                 process.terminate()
                 process.wait(timeout=10)
         direct = results["direct"]
-        print(f"spec {spec or '(default)'}: {sum(direct.values())}/{len(direct)} scenarios pass directly")
+        print(
+            f"spec {spec or '(default)'}: {sum(direct.values())}/{len(direct)} scenarios pass directly"
+        )
         for name in ("middleware", "proxy"):
             failing = sorted(s for s, ok in results[name].items() if not ok and direct.get(s))
             missing = sorted(set(direct) - set(results[name]))
-            print(f"  {name}: {len(failing) + len(missing)} fail only with toolpass {failing + missing}")
+            print(
+                f"  {name}: {len(failing) + len(missing)} fail only with toolpass {failing + missing}"
+            )
             broken += len(failing) + len(missing)
     print(f"logs in {out}")
     return 1 if broken else 0

@@ -93,6 +93,7 @@ from mcp_types import (
     ToolListChangedNotification,
     UnsubscribeRequestParams,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass import Config, ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
 from toolpass.adapting import Rule, ToolRefused
 from toolpass.mcp import _connection_of, guard
@@ -424,7 +425,9 @@ class Proxy:
             await self._upstream_notified(downstream, message)
 
         try:
-            async with Client(self.upstream, **downstream.callbacks(on_notification)) as client:
+            mode = _mode_of(downstream.first.session.protocol_version)
+            callbacks = downstream.callbacks(on_notification)
+            async with Client(self.upstream, mode=mode, **callbacks) as client:
                 downstream.client = client
                 downstream.ready.set()
                 await anyio.sleep_forever()
@@ -558,6 +561,12 @@ class Proxy:
             await downstream.client.send_roots_list_changed()
 
 
+def _mode_of(version: str) -> str:
+    """The upstream connection's protocol: the client's (the handshake of the 2025 versions,
+    else the 2026 version it speaks)."""
+    return version if version in MODERN_PROTOCOL_VERSIONS else "legacy"
+
+
 def _progress(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
     """The client's progress of a request, when it asked for it: the upstream's progress
     reported to it."""
@@ -591,7 +600,7 @@ async def serve(
     )  # the rules against the engine's connections: before the upstream starts
     if isinstance(upstream, StdioServerParameters):
         _refuse_secrets_in(upstream.env or {}, added._core.secrets())
-    async with Client(upstream) as probe:
+    async with Client(upstream, mode="legacy") as probe:  # every capability, deprecated too
         tools = await upstream_tools(probe)
         added.guard.add_tools(_schemas(tools))  # complete: every tool the upstream has
         proxy = Proxy(upstream, probe, tools, lambda t: added._core.saw_tools(_schemas(t)))
