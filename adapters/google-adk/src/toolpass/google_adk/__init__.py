@@ -53,14 +53,21 @@ Approvals: when the pipeline needs a person (``toolkit=Toolkit(approver=Approval
 and a check asking for approval), the call asks through ADK's tool confirmation
 (``tool_context.request_confirmation``): the run pauses with an ``adk_request_confirmation``
 call whose ``ToolConfirmation`` hint is the request's description (who asks for what, why,
-every argument) and whose payload carries the request (``toolpass``, ``request_id``, ``tool``,
-``user``, ``arguments``, ``message``). The application answers it the ADK way (a
-``FunctionResponse`` named ``adk_request_confirmation`` with ``{"confirmed": true}``, and
-``payload={"by": "lee"}`` to say who); the answer is recorded in the toolkit's
-``ApprovalQueue`` and the call runs once (or is refused with ``approval_denied``). An answer
-decides the one request asked under its function call id (or the one its payload's
-``request_id`` names): calls sharing an id never share an answer. A request decided in the
-queue directly keeps that decision.
+every argument) and whose payload is the request (``toolpass.adapting.Pending.payload()``:
+``type``, ``request_id``, ``tool``, ``user``, ``arguments`` as the preview shows them,
+``reasons``, ``preview``, ``expires``, ``message``; and ``"toolpass": "approval"``). The
+application answers it the ADK way (a ``FunctionResponse`` named ``adk_request_confirmation``
+with ``{"confirmed": true}``, and a payload saying who and why: ``{"by": "lee"}``,
+``{"by": ..., "reason": ...}``, or ``{"decision": "edit", "arguments": {...}}`` to approve
+other arguments, which are checked again; see ``toolpass.adapting.Answer.of``; a
+confirmation that is not ``confirmed`` never approves). The request is the one toolpass
+asked under the call's function call id, read from the ADK session (so a guard made anew,
+or after a restart on a persistent session service, finds it). The shared approval machine
+records the answer in the toolkit's ``ApprovalQueue`` for this very call's request only,
+runs the check again, and the queue's record decides: the call runs once, or is refused
+with the person's reason (``approval_denied``), or reads ``approval_expired`` when nobody
+decided in time; an answer naming another request records nothing (the call asks again),
+and a request decided in the queue directly keeps that decision.
 
 A failure of the adapter itself (the user source raising, a bug here) refuses the call with
 ``check_error``; its text never reaches the model.
@@ -71,7 +78,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from google.adk.agents.base_agent import BaseAgent
@@ -85,12 +92,17 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.set_model_response_tool import SetModelResponseTool
+from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.adk.tools.tool_context import ToolContext
 from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 from toolpass.adapting import (
+    APPROVAL,
+    Answer,
+    ApprovalPending,
     Guard,
     OnRefuse,
+    Pending,
     PermissionEngine,
     Rule,
     Rules,
@@ -108,7 +120,9 @@ log = logging.getLogger("toolpass")
 
 #: The tools ADK adds itself to steer the run (not the application's tools): left to ADK.
 _ADK_CONTROL = (TransferToAgentTool, SetModelResponseTool)
-_HELD = 1024  # invocations (session="run") and asked approvals remembered, most recent first
+_HELD = 1024  # invocations (session="run") remembered, most recent first
+_BY = "google-adk confirmation"  # who decided, when the answer does not say
+_Bodies = Callable[[Mapping[str, Any]], Callable[[], Awaitable[Any]]]
 
 
 def refusal_result(refused: ToolRefused) -> dict[str, Any]:
@@ -162,8 +176,6 @@ class ToolpassCallbacks:
         )
         self._lock = threading.Lock()
         self._runs: OrderedDict[str, _Run] = OrderedDict()
-        #: The requests asked about: (function call id, request id), in the order asked.
-        self._asked: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     # What the application calls.
 
@@ -213,8 +225,8 @@ class ToolpassCallbacks:
         except Exception as exc:
             return self._broken(tool, args, exc)
 
-        async def body() -> Any:
-            return await tool.run_async(args=args, tool_context=tool_context)
+        def body(given: Mapping[str, Any]) -> Callable[[], Awaitable[Any]]:
+            return lambda: tool.run_async(args=dict(given), tool_context=tool_context)
 
         try:
             result = await self._call(tool.name, args, tool_context, body)
@@ -243,16 +255,17 @@ class ToolpassCallbacks:
         name: str,
         args: Mapping[str, Any],
         tool_context: ToolContext,
-        body: Callable[[], Awaitable[Any]],
+        body: _Bodies,
     ) -> Any:
-        """The pipeline around ``body``; a refusal is the ``on_refuse`` result (or raised)."""
+        """The pipeline around ``body(arguments)``, resumed with the person's answer when the
+        call paused for one; a refusal is the ``on_refuse`` result (or raised)."""
         guard = self.guard
         try:
             try:
                 arguments = dict(args)
                 user = self._user(tool_context)
                 key = self._key(tool_context)
-                self._answered(tool_context, user, key, name, arguments)
+                resumed = _resumed(guard, tool_context, user, name, arguments)
             except ToolRefused as refused:  # the application's source failed: never run
                 guard.audit_refused(None, name, args, refused)
                 raise
@@ -262,13 +275,14 @@ class ToolpassCallbacks:
                 guard.audit_refused(None, name, args, broken)
                 raise broken from None
             try:
-                return await guard.arun(user, name, arguments, body, key=key)
-            except ToolRefused as refused:
-                if refused.code == "approval_pending":
-                    try:
-                        self._ask(tool_context, refused, user, name)
-                    except Exception:  # still refused: the model reads that it waits
-                        log.exception("toolpass: could not ask ADK to confirm %s", name)
+                if resumed is None:
+                    return await guard.arun(user, name, arguments, body(arguments), key=key)
+                request_id, answer = resumed
+                return await guard.aresume(
+                    user, name, arguments, body, request_id=request_id, answer=answer, key=key
+                )
+            except ApprovalPending as waiting:
+                _ask(tool_context, guard.pending(waiting))
                 raise
         except ToolRefused as refused:
             if guard.on_refuse is None:
@@ -322,103 +336,6 @@ class ToolpassCallbacks:
         if self.guard.on_refuse is None:
             raise refused from None
         return self._result(refused)
-
-    # Approvals through ADK's tool confirmation.
-
-    def _ask(
-        self, tool_context: ToolContext, refused: ToolRefused, user: str | None, tool: str
-    ) -> None:
-        call = tool_context.function_call_id
-        request_id = getattr(refused, "request_id", None)
-        if not call or not isinstance(request_id, str):
-            return  # no call to pause: the refusal is the answer
-        request = getattr(refused, "request", None)
-        describe = getattr(request, "describe", None)
-        message = describe() if callable(describe) else refused.message
-        arguments = request.shown_arguments() if request is not None else {}
-        tool_context.request_confirmation(
-            hint=message,  # what the person reads: who asks for what, why, every argument
-            payload={
-                "toolpass": "approval",
-                "request_id": request_id,
-                "tool": tool,
-                "user": user,
-                "arguments": arguments,
-                "message": message,
-            },
-        )
-        tool_context.actions.skip_summarization = True  # the pause is no result to summarize
-        with self._lock:
-            self._asked[(call, request_id)] = None
-            while len(self._asked) > _HELD:
-                self._asked.popitem(last=False)
-
-    def _answered(
-        self,
-        tool_context: ToolContext,
-        user: str | None,
-        key: Any,
-        tool: str,
-        arguments: Mapping[str, Any],
-    ) -> None:
-        """Records the person's answer to this very call's confirmation in the toolkit's
-        queue (unless it was decided there already), before the pipeline runs again. The
-        answer is bound to one request: the one the payload names, else the one asked under
-        this function call id; calls sharing the id, asked apart, share no answer (the person
-        decides each in the queue, or the payload names the request)."""
-        confirmation = tool_context.tool_confirmation
-        call = tool_context.function_call_id
-        if confirmation is None or not call:
-            return
-        with self._lock:
-            asked = [request for each, request in self._asked if each == call]
-        queue: Any = getattr(self.guard.toolkit, "approver", None)
-        if not callable(getattr(queue, "get", None)):
-            return
-        payload = confirmation.payload
-        named = payload.get("request_id") if isinstance(payload, Mapping) else None
-        request_id = named if isinstance(named, str) else None
-        if request_id is None and len(asked) > 1:
-            log.warning("toolpass: one confirmation for %d requests of call %s", len(asked), call)
-            return
-        if request_id is None and asked:
-            request_id = asked[0]
-        if isinstance(request_id, str):
-            try:
-                request = queue.get(request_id)
-            except KeyError:
-                return
-        else:  # asked by another instance (a guard made per request): the one waiting request
-            pending = getattr(queue, "pending", None)
-            if not callable(pending) or not user:
-                return
-            with self.guard.session(user, key) as session:
-                here = session.id
-            # Only when this is the one request of this tool waiting in the session, so that
-            # calls sharing the function call id never share the answer.
-            waiting = [r for r in pending() if (r.user, r.session_id, r.tool) == (user, here, tool)]
-            if len(waiting) != 1:
-                return
-            request = waiting[0]
-        if request.status != "pending" or (request.user, request.tool) != (user, tool):
-            return
-        if request.arguments != dict(arguments):
-            return
-        with self._lock:
-            self._asked.pop((call, request.id), None)
-        by = "google-adk confirmation"
-        reason = ""
-        if isinstance(payload, Mapping):
-            if isinstance(payload.get("by"), str) and payload["by"].strip():
-                by = payload["by"]
-            reason = str(payload.get("reason") or "")
-        try:
-            if confirmation.confirmed:
-                queue.approve(request.id, by=by)
-            else:
-                queue.deny(request.id, by=by, reason=reason)
-        except (ValueError, PermissionError) as exc:  # decided meanwhile, or their own call
-            log.warning("toolpass: the answer to approval %s was not recorded: %s", request.id, exc)
 
     # Wrapping.
 
@@ -528,8 +445,8 @@ class _GuardedTool(BaseTool):
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         inner = self.inner
 
-        async def body() -> Any:
-            return await inner.run_async(args=args, tool_context=tool_context)
+        def body(given: Mapping[str, Any]) -> Callable[[], Awaitable[Any]]:
+            return lambda: inner.run_async(args=dict(given), tool_context=tool_context)
 
         return await self.owner._call(self.name, args, tool_context, body)
 
@@ -628,6 +545,71 @@ def _is_node(tool: Any) -> bool:
     except ImportError:  # pragma: no cover - ADK without workflows
         return False
     return isinstance(tool, BaseNode)
+
+
+# Approvals through ADK's tool confirmation, on the shared machine.
+
+
+def _ask(tool_context: ToolContext, pending: Pending | None) -> None:
+    """Pause the run with ADK's tool confirmation for ``pending`` (None: nothing to ask;
+    the refusal is the answer): its hint is what the person reads, its payload the request
+    (``Pending.payload()`` and ``"toolpass": "approval"``)."""
+    if pending is None or not tool_context.function_call_id:
+        return
+    tool_context.request_confirmation(
+        hint=pending.message, payload={"toolpass": "approval", **pending.payload()}
+    )
+    tool_context.actions.skip_summarization = True  # the pause is no result to summarize
+
+
+def _resumed(
+    guard: Guard,
+    tool_context: ToolContext,
+    user: str | None,
+    tool: str,
+    arguments: Mapping[str, Any],
+) -> tuple[str, Answer] | None:
+    """The request this call paused for and the person's answer, when ADK resumes it with a
+    confirmation (None otherwise). The request is read from the session, where ADK keeps the
+    confirmation toolpass asked under this function call id (so a guard made anew, or after
+    a restart, finds it); of several asked under one id, the one made for this very call."""
+    confirmation = tool_context.tool_confirmation
+    call = tool_context.function_call_id
+    if confirmation is None or not call:
+        return None
+    asked = _asked(tool_context.session.events, call)
+    waiting = [r for r in asked if guard.waits(r, user, tool, arguments)]
+    if waiting:
+        return waiting[-1], _answer(confirmation)
+    if len(asked) == 1:  # decided in the queue, expired, used: the machine says which
+        return asked[0], _answer(confirmation)
+    return None
+
+
+def _asked(events: Sequence[Any], call: str) -> list[str]:
+    """The requests toolpass asked a confirmation for under function call id ``call``."""
+    found = []
+    for event in events:
+        asked = event.actions.requested_tool_confirmations or {}
+        payload = getattr(asked.get(call), "payload", None)
+        if isinstance(payload, Mapping) and payload.get("type") == APPROVAL:
+            request_id = payload.get("request_id")
+            if isinstance(request_id, str) and request_id not in found:
+                found.append(request_id)
+    return found
+
+
+def _answer(confirmation: ToolConfirmation) -> Answer:
+    """The person's answer in ADK's ``ToolConfirmation``: ``confirmed``, and in its payload
+    who (``by``), why (``reason``), an edit (``{"decision": "edit", "arguments": ...}``) or
+    the request it answers (``request_id``); a confirmation that is not ``confirmed`` never
+    approves. The request's own payload, echoed back, decides nothing of itself."""
+    payload = confirmation.payload if isinstance(confirmation.payload, Mapping) else {}
+    said = {k: v for k, v in payload.items() if not (k == "type" and v == APPROVAL)}
+    answer = Answer.of({"approved": confirmation.confirmed is True, **said}, by=_BY)
+    if confirmation.confirmed is not True and answer.decision in ("approve", "edit"):
+        answer = Answer("deny", by=answer.by, reason=answer.reason, request_id=answer.request_id)
+    return answer
 
 
 def _error_result(error: BaseException) -> dict[str, Any]:
