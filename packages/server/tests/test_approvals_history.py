@@ -211,21 +211,32 @@ async def test_retries_of_one_call_are_one_card_with_their_count(
     first = tool.ask()
     assert tool.ask() == first  # the same call again, same session: the same request
     assert tool.ask() == first
-    another_run = Session("dana@example.com", id="conv-2")  # the same call, another run
+    page = await sign_in(c)
+    assert page.text.count("<article class=request") == 1
+    assert "asked <span class=attempts>3</span> times" in page.text
+    answer = await decide(c, first)
+    assert f"You approved request {first}" in answer.text
+    assert tool.retry() == "deployed web"
+    assert rows(answer.text)[first].split()[-1] == "3"  # its attempts
+
+
+async def test_the_same_call_in_another_session_is_its_own_card(
+    client_store: tuple[httpx.AsyncClient, str], tool: Tool
+) -> None:
+    """An approval binds to the session it was asked in: one click never decides the same
+    call waiting in another session."""
+    c, _ = client_store
+    first = tool.ask()
+    another_run = Session("dana@example.com", id="conv-2")
     with another_run.active(), pytest.raises(ApprovalPending) as other:
         tool.deploy("web", "roll out 1.2")
     second = other.value.request_id
     page = await sign_in(c)
-    assert page.text.count("<article class=request") == 1
-    assert f'id="request-{second}"' in page.text  # the newest decides the group
-    assert "asked <span class=attempts>4</span> times" in page.text
-    assert "2 requests for this same call" in page.text
-    answer = await decide(c, second)
-    assert f"You approved request {second}" in answer.text
-    assert "and 1 more request(s) for the same call" in answer.text
-    assert tool.queue.get(first).status == "approved"
-    assert tool.retry() == "deployed web"
-    assert rows(answer.text)[first].split()[-1] == "3"  # its attempts
+    assert page.text.count("<article class=request") == 2
+    assert "for this same call" not in page.text
+    await decide(c, second)
+    assert tool.queue.get(second).status == "approved"
+    assert tool.queue.get(first).status == "pending"
 
 
 async def test_different_calls_are_not_grouped(

@@ -59,9 +59,11 @@ def _one(query: Mapping[str, Sequence[str]], name: str) -> str:
 
 
 def same_call(a: HistoryEntry, b: HistoryEntry) -> bool:
-    """Whether two requests ask for the same call: same user, tool, effect, reasons and
-    arguments (as the preview shows them)."""
-    return (a.user, a.tool, a.effect, a.reasons, a.preview) == (
+    """Whether two requests ask for the same call: same session, user, tool, effect, reasons
+    and arguments (as the preview shows them). Never across sessions: an approval binds to the
+    session it was asked in, so one click never decides another session's call."""
+    return (a.session_id, a.user, a.tool, a.effect, a.reasons, a.preview) == (
+        b.session_id,
         b.user,
         b.tool,
         b.effect,
