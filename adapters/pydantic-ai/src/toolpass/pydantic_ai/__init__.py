@@ -25,6 +25,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, NoReturn
 
 from toolpass.adapting import (
+    Answer,
     Guard,
     OnRefuse,
     PermissionEngine,
@@ -37,14 +38,27 @@ from toolpass.adapting import (
     refusal_text,
 )
 
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ToolFailed
-from pydantic_ai.messages import ToolCallPart
-from pydantic_ai.tools import ToolDefinition
+from pydantic_ai import CallToolsNode, RunContext
+from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
+from pydantic_ai.exceptions import ApprovalRequired, ToolFailed
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.tools import (
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolApproved,
+    ToolDefinition,
+    ToolDenied,
+)
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 
-__all__ = ["Rule", "ToolpassAuthorization", "ToolpassToolset", "UserSource", "tool_failed"]
+__all__ = [
+    "Rule",
+    "ToolpassAuthorization",
+    "ToolpassToolset",
+    "UserSource",
+    "tool_failed",
+    "wait_for_person",
+]
 
 log = logging.getLogger("toolpass")
 
@@ -63,14 +77,26 @@ class _Run:
     __slots__ = ("__weakref__",)
 
 
+#: Where a resumed call's metadata carries a person's denial (``ToolDenied.message``), so that
+#: the denial goes through the check, and the queue records it, instead of around them.
+_DENIED = "toolpass_denied"
+_EDITED = "toolpass_edited"  # the resume gave ToolApproved(override_args=...)
+_BY = "pydantic-ai deferred tool results"  # who decided, when the resume does not say
+
+
 async def _guarded(
     guard: Guard,
     ctx: RunContext[Any],
     tool: str,
     arguments: Mapping[str, Any],
-    body: Callable[[], Awaitable[Any]],
+    body: Callable[[Mapping[str, Any]], Awaitable[Any]],
     run: _Run | None,
+    *,
+    pauses: bool = False,
 ) -> Any:
+    """The call checked and run; with ``pauses``, a call waiting for a person raises
+    ``ApprovalRequired`` (its metadata: ``Pending.payload()``), and a resumed call (approved,
+    edited or denied in ``DeferredToolResults``) goes through the approval machine."""
     try:
         try:
             user = guard.user_of(ctx.deps, ctx)
@@ -79,11 +105,139 @@ async def _guarded(
             log.warning("toolpass: the user or session of %s failed: %s", tool, refused.detail)
             guard.audit_refused(None, tool, arguments, refused)
             raise refused from None
-        return await guard.arun(user, tool, arguments, body, key=key)
+        resumed = _resumed(guard, ctx, tool, arguments) if pauses else None
+        if resumed is not None:
+            request_id, asked, answer = resumed
+            return await guard.aresume(
+                user,
+                tool,
+                asked,
+                lambda a: lambda: body(a),
+                request_id=request_id,
+                answer=answer,
+                key=key,
+            )
+        denied = _metadata(ctx).get(_DENIED) if pauses and ctx.tool_call_approved else None
+        if isinstance(denied, str):  # the application's own approval, denied: never run
+            return ToolDenied(denied)
+        return await guard.arun(user, tool, arguments, lambda: body(arguments), key=key)
     except ToolRefused as refused:
+        pending = guard.pending(refused) if pauses else None
+        if pending is not None:
+            raise ApprovalRequired(metadata=pending.payload()) from None
         if guard.on_refuse is None:
             raise
         return guard.on_refuse(refused)
+
+
+def _can_pause(ctx: RunContext[Any]) -> bool:
+    """Whether the run can pause for a person: its agent's output types include
+    ``DeferredToolRequests``, or a ``HandleDeferredToolCalls`` capability resolves deferred
+    calls inline. Otherwise a call waiting for a person is the ``approval_pending`` refusal."""
+    output = getattr(ctx.agent, "output_type", None)
+    outputs = output if isinstance(output, (list, tuple)) else [output]
+    if DeferredToolRequests in outputs:
+        return True
+    found: list[AbstractCapability[Any]] = []
+    if ctx.root_capability is not None:
+        ctx.root_capability.apply(found.append)
+    return any(isinstance(c, HandleDeferredToolCalls) for c in found)
+
+
+def _metadata(ctx: RunContext[Any]) -> Mapping[str, Any]:
+    metadata = ctx.tool_call_metadata
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def _resumed(
+    guard: Guard, ctx: RunContext[Any], tool: str, arguments: Mapping[str, Any]
+) -> tuple[str, Mapping[str, Any], Answer] | None:
+    """For a call resumed after toolpass paused it: the request it paused for (named in the
+    metadata the pause carried, which the application passes back), the call's arguments as
+    the model made them, and the answer the resume carries. None for any other call."""
+    metadata = _metadata(ctx)
+    request_id = metadata.get("request_id")
+    if not ctx.tool_call_approved or not isinstance(request_id, str):
+        return None
+    by = metadata.get("by")
+    by = by if isinstance(by, str) and by.strip() else _BY
+    denied = metadata.get(_DENIED)
+    if isinstance(denied, str):
+        return request_id, arguments, Answer("deny", by=by, reason=denied, request_id=request_id)
+    if metadata.get(_EDITED) is True:
+        edit = Answer("edit", by=by, arguments=dict(arguments), request_id=request_id)
+        return request_id, _made(ctx, arguments), edit
+    return request_id, arguments, Answer("approve", by=by, request_id=request_id)
+
+
+def _made(ctx: RunContext[Any], arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments the model gave the call ``ctx`` runs (``ToolApproved(override_args=)``
+    replaces them for the run), from the run's messages; ``arguments`` when not found."""
+    for message in reversed(ctx.messages):
+        if not isinstance(message, ModelResponse):
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolCallPart) and part.tool_call_id == ctx.tool_call_id:
+                try:
+                    return part.args_as_dict()
+                except ValueError:
+                    return arguments
+    return arguments
+
+
+def _denials_through_the_check(node: CallToolsNode[Any, Any]) -> CallToolsNode[Any, Any]:
+    """A resume's ``ToolDenied`` for a call, turned into an approval carrying the denial, so
+    the call reaches the capability (which records the denial in the queue and runs no
+    tool) instead of being answered around the check; an approval with ``override_args``
+    marked as the person's edit."""
+    results = dict(node.tool_call_results or {})
+    metadata = {k: dict(v) for k, v in (node.tool_call_metadata or {}).items()}
+    marks = {
+        call_id: {_DENIED: result.message} if isinstance(result, ToolDenied) else {_EDITED: True}
+        for call_id, result in results.items()
+        if isinstance(result, ToolDenied)
+        or (isinstance(result, ToolApproved) and result.override_args is not None)
+    }
+    if not marks:
+        return node
+    for call_id, mark in marks.items():
+        if _DENIED in mark:
+            results[call_id] = ToolApproved()
+        metadata[call_id] = {**metadata.get(call_id, {}), **mark}
+    return replace(node, tool_call_results=results, tool_call_metadata=metadata)
+
+
+def wait_for_person(
+    queue: Any, timeout: float
+) -> Callable[[RunContext[Any], DeferredToolRequests], Awaitable[DeferredToolResults | None]]:
+    """A handler for ``HandleDeferredToolCalls(handler=...)`` that waits inline, at most
+    ``timeout`` seconds each, for a person to decide on each call toolpass paused
+    (``queue.wait_async``), then resumes the call; the queue's record decides (approved: it
+    runs once; denied: the model reads the reason; expired: it reads that). A request still
+    undecided after the wait, and any call toolpass did not pause, is left to the run's
+    ``DeferredToolRequests``."""
+
+    async def handler(
+        ctx: RunContext[Any], requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        results = DeferredToolResults()
+        for call in requests.approvals:
+            metadata = requests.metadata.get(call.tool_call_id) or {}
+            request_id = metadata.get("request_id")
+            if not isinstance(request_id, str):
+                continue
+            try:
+                request = await queue.wait_async(request_id, timeout)
+            except KeyError:
+                continue
+            if request.status == "pending":
+                continue
+            results.approvals[call.tool_call_id] = ToolApproved()
+            by = request.decided_by or _BY
+            results.metadata[call.tool_call_id] = {**metadata, "by": by}
+        return results if results.approvals else None
+
+    return handler
 
 
 def _guard(owner: Any) -> Guard:
@@ -176,9 +330,16 @@ class ToolpassAuthorization(AbstractCapability[Any]):
             ctx,
             call.tool_name,
             args,
-            lambda: handler(args),
+            lambda a: handler(dict(a)),
             self.run,
+            pauses=_can_pause(ctx),
         )
+
+    async def wrap_node_run(self, ctx: RunContext[Any], *, node: Any, handler: Any) -> Any:
+        """A resume's denials go through the check (see ``_denials_through_the_check``)."""
+        if isinstance(node, CallToolsNode):
+            node = _denials_through_the_check(node)
+        return await handler(node)
 
 
 @dataclass(eq=False)
@@ -218,6 +379,6 @@ class ToolpassToolset(WrapperToolset[Any]):
             ctx,
             name,
             tool_args,
-            lambda: self.wrapped.call_tool(name, tool_args, ctx, tool),
+            lambda a: self.wrapped.call_tool(name, dict(a), ctx, tool),
             self.run,
         )
