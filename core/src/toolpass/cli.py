@@ -15,8 +15,10 @@
     toolpass lint MODULE [-config FILE]       each tool of a module's guards and its rule
     toolpass audit tail [-n N] [--follow] [--json] FILE
     toolpass audit filter [--user U] [--code C] [--tool T] [--outcome O] [--since S]
-                          [--json] FILE ...   events of JSON-lines audit files, one per line
-    toolpass audit summary [--json] FILE ...  counts per outcome, code, tool, user
+                          [--would-refuse] [--json] FILE ...
+                                              events of JSON-lines audit files, one per line
+    toolpass audit summary [--json] FILE ...  counts per outcome, code, tool, user, and what
+                                              observe mode would have refused
 
 Flags may be written ``-config`` or ``--config``; FILE defaults to ``$TOOLPASS_CONFIG`` or
 ``toolpass.yaml``. Exit status: ``check`` gives 0 for allow, 1 for deny, 2 for unknown, 3
@@ -486,7 +488,16 @@ def _audit_parser(commands: Any) -> None:
     filt.add_argument("--tool", help="a tool (a shell pattern: 'merge_*')")
     filt.add_argument("--outcome", help="ok, refused, error, cancelled or unchecked")
     filt.add_argument("--since", help="an ISO-8601 time, or a duration back from now: 15m, 2h")
-    summary = verbs.add_parser("summary", help="Counts per outcome, code, tool and user.")
+    filt.add_argument(
+        "--would-refuse",
+        action="store_true",
+        help="only observed calls enforcement would have refused (--code: one of those codes)",
+    )
+    summary = verbs.add_parser(
+        "summary",
+        help="Counts per outcome, code, tool and user, and what observe mode let through "
+        "that enforcement would have refused (by code, tool and user).",
+    )
     for verb, many in ((tail, False), (filt, True), (summary, True)):
         verb.add_argument("files", nargs="+" if many else 1, metavar="FILE")
         verb.add_argument("--json", action="store_true", help="JSON lines, not text")
@@ -524,7 +535,7 @@ def _audit(args: argparse.Namespace) -> int:
                     show(record)
             return 0
         since = None if args.since is None else ar.moment(args.since)
-        test = ar.matcher(args.user, args.code, args.tool, args.outcome, since)
+        test = ar.matcher(args.user, args.code, args.tool, args.outcome, since, args.would_refuse)
         found = 0
         for record in filter(test, ar.read(args.files, tally)):
             found += 1

@@ -56,7 +56,7 @@ def test_every_problem_at_once_with_its_line_and_what_was_meant(
     assert (status, out) == (1, "")
     assert problems == [
         f"toolpass: {path}, line 15: unknown top-level key 'servr' (did you mean 'server'?) "
-        "(expected connections, server, mcp, store)",
+        "(expected connections, server, mcp, store, mode)",
         f"toolpass: {path}, line 5, connection 'gh', key 'tokn': unknown key "
         "(did you mean 'token'?) " + problems[1].split("(did you mean 'token'?) ")[1],
         f"toolpass: {path}, line 8, connection 'lab', key 'integration': no integration "

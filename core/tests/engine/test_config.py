@@ -228,7 +228,7 @@ def test_read_config_gives_the_valid_part_and_every_problem(tmp_path: Path) -> N
     assert config.connections == ()
     assert [p.split(": ", 1)[1] for p in problems] == [
         "unknown top-level key 'mcpp' (did you mean 'mcp'?) "
-        "(expected connections, server, mcp, store)",
+        "(expected connections, server, mcp, store, mode)",
         problems[1].split(": ", 1)[1],
         problems[2].split(": ", 1)[1],
         problems[3].split(": ", 1)[1],

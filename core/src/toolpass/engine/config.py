@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _COMMON = {k.name for k in COMMON_KEYS}
-_SECTIONS = ("connections", "server", "mcp", "store")
+_SECTIONS = ("connections", "server", "mcp", "store", "mode")
+_MODES = ("enforce", "observe")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class Config:
     store: str | None = field(default=None, repr=False)
     #: Where ``store`` was given (``FILE, line N``), for errors about it.
     store_origin: str | None = None
+    #: ``mode:``: ``enforce`` or ``observe`` for every tool checked against these
+    #: connections, unless a toolkit, guard, rule or tool says otherwise (None: enforce).
+    mode: str | None = None
 
     def open_store(self, store: Store | str) -> Store:
         """``store`` opened; when it is this file's ``store:`` and cannot be opened, a
@@ -119,9 +123,17 @@ def read_config(path: str | os.PathLike[str]) -> tuple[Config, list[str]]:
             store = _store_url(data["store"], where, base)
         except ConfigError as e:
             problems.append(str(e))
+    mode = data.get("mode")
+    if mode is not None and mode not in _MODES:
+        problems.append(
+            f"{path}, line {data.lines['mode']}: 'mode' must be enforce or observe, not "
+            f"{mode!r}{did_you_mean(mode, _MODES)}"
+        )
+        mode = None
     connections = _parse_all(raw, path, base, problems)
     origin = f"{path}, line {data.lines['store']}" if store else None
-    return Config(connections, sections["server"], path, sections["mcp"], store, origin), problems
+    config = Config(connections, sections["server"], path, sections["mcp"], store, origin, mode)
+    return config, problems
 
 
 def _read_yaml(path: str) -> Located:

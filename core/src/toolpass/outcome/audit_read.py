@@ -163,10 +163,12 @@ def matcher(
     tool: str | None = None,
     outcome: str | None = None,
     since: float | None = None,
+    would_refuse: bool = False,
 ) -> Callable[[Record], bool]:
     """A test for records: each given field must match (``tool`` and ``user`` may be shell
     patterns such as ``merge_*``; ``code`` also matches the outcome of a call with no code,
-    so ``--code ok`` works)."""
+    so ``--code ok`` works). ``would_refuse``: only observed calls that enforcement would
+    have refused, and ``code`` is one of what it would have refused."""
 
     def like(pattern: str | None, value: object) -> bool:
         return pattern is None or fnmatch.fnmatchcase(str(value or ""), pattern)
@@ -174,7 +176,11 @@ def matcher(
     def test(r: Record) -> bool:
         if not (like(user, r.get("user")) and like(tool, r.get("tool"))):
             return False
-        if code is not None and code not in (r.get("code"), r.get("outcome")):
+        if would_refuse:
+            codes = would_refuse_codes(r)
+            if not codes or (code is not None and code not in codes):
+                return False
+        elif code is not None and code not in (r.get("code"), r.get("outcome")):
             return False
         if outcome is not None and r.get("outcome") != outcome:
             return False
@@ -186,6 +192,14 @@ def matcher(
     return test
 
 
+def would_refuse_codes(r: Record) -> list[str]:
+    """What an observed call would have refused (its codes, each once, in order)."""
+    found = r.get("would_refuse")
+    if not isinstance(found, list):
+        return []
+    return list(dict.fromkeys(str(w.get("code")) for w in found if isinstance(w, dict)))
+
+
 def _refused(r: Record) -> bool:
     return r.get("outcome") != "ok"
 
@@ -195,7 +209,8 @@ def summary(records: Iterable[Record]) -> dict[str, Any]:
     first: by how many were not ok, then by total."""
     counts: dict[str, Counter[str]] = {k: Counter() for k in ("outcome", "code", "tool", "user")}
     bad: dict[str, Counter[str]] = {k: Counter() for k in ("tool", "user")}
-    total = 0
+    would: dict[str, Counter[str]] = {k: Counter() for k in ("code", "tool", "user")}
+    total = observed = 0
     for r in records:
         total += 1
         keys = {
@@ -209,6 +224,12 @@ def summary(records: Iterable[Record]) -> dict[str, Any]:
         if _refused(r):
             for name in bad:
                 bad[name][keys[name]] += 1
+        codes = would_refuse_codes(r)
+        if codes:
+            observed += 1
+            would["code"].update(codes)
+            would["tool"][keys["tool"]] += 1
+            would["user"][keys["user"]] += 1
 
     def order(name: str) -> list[dict[str, Any]]:
         def rank(item: tuple[str, int]) -> tuple[int, int, int, str]:
@@ -224,7 +245,15 @@ def summary(records: Iterable[Record]) -> dict[str, Any]:
             rows.append(row)
         return rows
 
-    return {"events": total, **{name: order(name) for name in counts}}
+    def most(counter: Counter[str]) -> list[dict[str, Any]]:
+        return [{"name": k, "count": n} for k, n in sorted(counter.items(), key=_by_count)]
+
+    would_refuse = {"events": observed, **{name: most(c) for name, c in would.items()}}
+    return {"events": total, **{name: order(name) for name in counts}, "would_refuse": would_refuse}
+
+
+def _by_count(item: tuple[str, int]) -> tuple[int, str]:
+    return (-item[1], item[0])
 
 
 def summary_lines(s: dict[str, Any]) -> list[str]:
@@ -236,4 +265,13 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         for row in s[name]:
             extra = f"  ({row['not_ok']} not ok)" if row.get("not_ok") else ""
             out.append(f"  {plain(row['name']):<{width}}  {row['count']:>6}{extra}")
+    would = s["would_refuse"]
+    if would["events"]:
+        out.append(f"\nwould refuse (observe mode): {would['events']} events")
+        for name in ("code", "tool", "user"):
+            out.append(f"\n  by {name}:")
+            width = max(len(row["name"]) for row in would[name])
+            out.extend(
+                f"    {plain(row['name']):<{width}}  {row['count']:>6}" for row in would[name]
+            )
     return out
