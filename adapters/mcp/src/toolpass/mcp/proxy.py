@@ -428,6 +428,7 @@ class Proxy:
             mode = _mode_of(downstream.first.session.protocol_version)
             callbacks = downstream.callbacks(on_notification)
             async with Client(self.upstream, mode=mode, **callbacks) as client:
+                await upstream_tools(client)  # its x-mcp-header arguments: sent as headers
                 downstream.client = client
                 downstream.ready.set()
                 await anyio.sleep_forever()
@@ -482,8 +483,12 @@ class Proxy:
         meta = forwarded_meta(ctx)
         return await self.forward(
             ctx,
-            lambda c: c.call_tool(
-                params.name, params.arguments, progress_callback=_progress(ctx), meta=meta
+            lambda c: c.session.call_tool(
+                params.name,
+                params.arguments,
+                progress_callback=_progress(ctx),
+                meta=meta,
+                **_input_of(params),
             ),
         )
 
@@ -511,7 +516,7 @@ class Proxy:
     ) -> Any:
         meta = forwarded_meta(ctx)
         return await self.forward(
-            ctx, lambda c: c.read_resource(str(params.uri), meta=meta, cache_mode="bypass")
+            ctx, lambda c: c.session.read_resource(str(params.uri), meta=meta, **_input_of(params))
         )
 
     async def subscribe(
@@ -541,7 +546,10 @@ class Proxy:
     ) -> Any:
         meta = forwarded_meta(ctx)
         return await self.forward(
-            ctx, lambda c: c.get_prompt(params.name, params.arguments, meta=meta)
+            ctx,
+            lambda c: c.session.get_prompt(
+                params.name, params.arguments, meta=meta, **_input_of(params)
+            ),
         )
 
     async def complete(self, ctx: ServerRequestContext[Any], params: CompleteRequestParams) -> Any:
@@ -559,6 +567,16 @@ class Proxy:
         downstream = self.downstreams.get(_connection_of(ctx.session))
         if downstream is not None and downstream.client is not None:
             await downstream.client.send_roots_list_changed()
+
+
+def _input_of(params: Any) -> dict[str, Any]:
+    """A request's answers to the upstream's input requests (2026-07-28), passed back to
+    it; its ``InputRequiredResult`` reaches the client as it is."""
+    return {
+        "input_responses": getattr(params, "input_responses", None),
+        "request_state": getattr(params, "request_state", None),
+        "allow_input_required": True,
+    }
 
 
 def _mode_of(version: str) -> str:
