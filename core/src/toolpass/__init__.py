@@ -1,21 +1,13 @@
 """toolpass: a pass for every tool call an AI agent makes.
 
-Every name here is re-exported from the submodules that define it.
+Every name here is re-exported from the submodules that define it. The engine (``Toolpass``,
+``Config``, its HTTP client) and the notifiers are imported on first use: a program that only
+secures tools never loads them.
 """
 
+from typing import TYPE_CHECKING
+
 from toolpass._version import __version__
-from toolpass.engine import (
-    Config,
-    ConfigError,
-    Decision,
-    PermissionDenied,
-    RemoteToolpass,
-    Toolpass,
-    env,
-    file,
-    literal,
-    load_config,
-)
 from toolpass.intercept import ActionRefused, as_agent, as_user
 from toolpass.toolkit import (
     CODES,
@@ -47,9 +39,21 @@ from toolpass.toolkit import (
 )
 from toolpass.toolkit.guarded import guarded
 from toolpass.toolkit.standing import Standing
+from toolpass.wire.decision import Decision
+from toolpass.wire.errors import ConfigError, PermissionDenied
+from toolpass.wire.secrets import env, file, literal
 
-#: Names whose modules are imported on first use (the notifiers load smtplib and ssl).
+if TYPE_CHECKING:
+    from toolpass.engine import Config, RemoteToolpass, Toolpass, load_config
+    from toolpass.toolkit.notify import EmailNotifier, SlackNotifier, WebhookNotifier
+
+#: Names whose modules are imported on first use (the engine loads http.client, ssl and its
+#: config parser; the notifiers smtplib and ssl).
 _LAZY = {
+    "Config": "toolpass.engine",
+    "RemoteToolpass": "toolpass.engine",
+    "Toolpass": "toolpass.engine",
+    "load_config": "toolpass.engine",
     "EmailNotifier": "toolpass.toolkit.notify",
     "SlackNotifier": "toolpass.toolkit.notify",
     "WebhookNotifier": "toolpass.toolkit.notify",
