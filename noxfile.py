@@ -221,3 +221,48 @@ def clean(session: nox.Session) -> None:
     """Remove nox environments and build output."""
     for path in (".nox", "dist", "build"):
         shutil.rmtree(ROOT / path, ignore_errors=True)
+
+
+#: The MCP conformance harness (mcp_conformance), the version the MCP Python SDK's CI pins (its
+#: .github/workflows/conformance.yml); it needs Node 22.
+HARNESS = "@modelcontextprotocol/conformance@0.2.0-alpha.11"
+
+
+@nox.session(python=PYTHON, default=False)
+def mcp_conformance(session: nox.Session) -> None:
+    """The MCP conformance harness against the SDK's "everything" server: directly, through
+    toolpass's middleware, through mcp-proxy; a scenario failing only with toolpass fails.
+    Needs MCP_EVERYTHING_SERVER (the SDK's examples/servers/everything-server folder) and
+    npm (Node 22 comes from the registry when the system's is older); skipped without."""
+    import os
+    import subprocess
+
+    runs = "2 of 2 conformance runs (2025-11-25, 2026-07-28)"
+    everything = os.environ.get("MCP_EVERYTHING_SERVER", "")
+    if not (Path(everything) / "mcp_everything_server").is_dir():
+        session.skip(f"{runs} skipped: MCP_EVERYTHING_SERVER is not set")
+    npm = shutil.which("npm")
+    if npm is None:
+        session.skip(f"{runs} skipped: no npm to install Node 22 and the harness")
+    tools = Path(session.virtualenv.location) / "node"
+    done = subprocess.run(
+        [npm, "install", "--prefix", str(tools), "--no-audit", "--no-fund", "node@22", HARNESS],
+        capture_output=True,
+        text=True,
+    )
+    node = tools / "node_modules/node/bin/node"
+    if done.returncode or not node.exists():
+        why = (done.stderr.strip().splitlines() or ["no node binary"])[-1]
+        session.skip(f"{runs} skipped: npm could not install Node 22 and the harness ({why})")
+    session.install("-e", "core[yaml]", "-e", "adapters/mcp", "click", "uvicorn")
+    session.run(
+        "python",
+        "adapters/mcp/tests/conformance_run.py",
+        "--everything",
+        everything,
+        "--node",
+        str(node),
+        "--harness",
+        str(tools / "node_modules/.bin/conformance"),
+        *session.posargs,
+    )
