@@ -276,6 +276,7 @@ class FakeGitHub(FakeServer):
         self.add("GET", prefix + r"/app", self._get_app)
         self.add("GET", prefix + r"/app/installations", self._list_installations)
         self.add("POST", prefix + r"/app/installations/(?P<id>\d+)/access_tokens", self._mint)
+        self.add("GET", prefix + r"/search/issues", self._search_issues)
         self.add("GET", prefix + r"/rate_limit", self._rate_limit)
         self.add("GET", prefix + r"/user", self._user)
         self.add("GET", prefix + r"/users/(?P<login>[^/]+)", self._get_user)
@@ -684,6 +685,25 @@ class FakeGitHub(FakeServer):
         if repo.default_branch == old:
             repo.default_branch = new
         return Reply(201, {"name": new, "protected": repo.branches[new]})
+
+    def _search_issues(self, request: Request) -> Reply | dict[str, Any]:
+        """Search issues: issue #1 of every repository the token sees, or of the
+        ``repo:`` qualifiers' ones (GitHub answers what the credential can read)."""
+        token = self._token(request)
+        if isinstance(token, Reply):
+            return token
+        words = (request.arg("q") or "").split()
+        named = {w[5:].lower() for w in words if w.startswith("repo:")}
+        items = [
+            self._issue_json(repo, 1)
+            for full, repo in sorted(self.repos.items())
+            if (not named or full in named)
+            and not (
+                repo.private
+                and (token is None or (token.repos is not None and full not in token.repos))
+            )
+        ]
+        return {"total_count": len(items), "incomplete_results": False, "items": items}
 
     def _issue_json(self, repo: Repo, number: int) -> dict[str, Any]:
         full = f"{repo.owner}/{repo.name}"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fakes.github import FakeGitHub, rsa_key
@@ -98,3 +100,54 @@ def test_app_auth(github: FakeGitHub) -> None:
     assert g.get_repo("acme/widgets").get_collaborator_permission("dana") == "write"
     g.close()
     integration.close()
+
+
+def test_a_search_through_the_hook_is_checked_on_the_one_repository_it_is_bounded_to(
+    github: FakeGitHub, engine_token: str
+) -> None:
+    """PyGithub's search_issues, sent with the agent's token, answers what the agent sees: it
+    is issue.read on the repository its query names, and refused when it names none (or
+    several), before it leaves."""
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.engine import Toolpass
+    from toolpass.intercept import ActionRefused
+
+    users = {"nora@example.com": "nora", "rory@example.com": "rory"}
+    conn = {
+        "id": "gh",
+        "integration": "github",
+        "url": github.api_url,
+        "token": engine_token,
+        "identity": {"mode": "users", "users": users},
+    }
+    events: list[Any] = []
+    with Toolpass([conn]) as tp:
+        kit = Toolkit(permissions=tp, audit=[events.append])
+
+        @kit.tool()
+        def search(query: str) -> str:
+            g = Github(base_url=github.api_url, auth=Auth.Token(ENGINE_TOKEN), retry=None)
+            return json.dumps([issue.html_url for issue in g.search_issues(query)])
+
+        def refused(user: str, query: str) -> str:
+            with Session(user).active(), pytest.raises(ActionRefused) as info:
+                search(query)
+            return info.value.code
+
+        try:
+            assert refused("nora@example.com", "salary") == "unresolved_resource"
+            assert refused("rory@example.com", "repo:acme/widgets repo:other/secret") == (
+                "unresolved_resource"
+            )
+            assert refused("rory@example.com", "repo:acme/widgets OR is:open") == (
+                "unresolved_resource"
+            )
+            assert github.seen("GET", "/search/issues") == []
+            assert refused("nora@example.com", "bug repo:acme/widgets") == "not_authorized"
+            with Session("rory@example.com").active():
+                found = search("bug repo:acme/widgets is:open")
+        finally:
+            intercept.uninstall()
+    assert f'["{github.url}/acme/widgets/issues/1"]' in found  # fenced: others wrote it
+    action = events[-1].actions[-1]
+    assert (action["action"], action["resource"]) == ("issue.read", "repo:acme/widgets")

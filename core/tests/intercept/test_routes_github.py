@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
-from toolpass.integrations.github import ACTIONS, GitHub, parse_resource
+from toolpass.integrations.github import ACTIONS, GitHub, parse_resource, search_repo
 from toolpass.integrations.routes import Match, Request, fill, load
 from toolpass.intercept.router import Router
 
@@ -267,7 +269,20 @@ def test_the_committed_table_is_what_the_generator_writes(regenerated: dict[str,
         ("GET", "/user", None, ("user.read", "user:@me", "read", "ua")),
         ("GET", "/rate_limit", None, ("user.read", "user:@me", "read", "a")),
         ("GET", "/meta", None, ("site.read", "site:public", "read", "a")),
-        ("GET", "/search/issues?q=bug", None, ("site.read", "site:public", "read", "ua")),
+        ("GET", "/search/issues?q=bug", None, ("issue.read", None, "read", "u")),
+        (
+            "GET",
+            "/search/code?q=x+repo:acme/x",
+            None,
+            ("contents.read", "repo:acme/x", "read", "u"),
+        ),
+        (
+            "GET",
+            "/search/labels?repository_id=1&q=repo:acme/x",
+            None,
+            ("issue.read", None, "read", "u"),
+        ),
+        ("GET", "/search/users?q=dana", None, ("site.read", "site:public", "read", "ua")),
         ("GET", "/zen", None, ("site.read", "site:public", "read", "a")),
         # gists: "Create a gist" publishes
         ("POST", "/gists", {"files": {}}, ("gist.create", "user:@me", "write", "s")),
@@ -566,3 +581,31 @@ def test_graphql_bodies_that_are_not_one_request(gh: GitHub) -> None:
         "variables": '{"o": "acme"}',
     }
     assert summary(place(gh, "POST", "/graphql", body)) == ("repo.read", "repo:acme/x", "read", "u")
+
+
+_WORD = st.text(alphabet="abcdefghij:-_/.", min_size=1, max_size=8).filter(
+    lambda w: not any(q in w.lower() for q in ("repo:", "org:", "user:", "owner:"))
+)
+_WIDENING = st.sampled_from(
+    [
+        "repo:other/secret",
+        "org:acme",
+        "user:dana",
+        "OWNER:acme",
+        "OR",
+        "and",
+        '"',
+        "(",
+        "x-repo:a/b",
+    ]
+)
+
+
+@given(st.lists(_WORD, max_size=4), st.lists(_WORD, max_size=4), _WIDENING)
+def test_a_search_is_bounded_only_by_one_repository_nothing_widens(
+    before: list[str], after: list[str], widening: str
+) -> None:
+    query = " ".join([*before, "repo:acme/widgets", *after])
+    assert search_repo(query) == "acme/widgets"
+    assert search_repo(" ".join([*before, widening, "repo:acme/widgets", *after])) is None
+    assert search_repo(" ".join([*before, "-" + widening.lstrip("-"), *after])) is None

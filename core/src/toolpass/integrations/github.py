@@ -132,6 +132,22 @@ _PLACED = {
         "advisory:{owner}/{repo}@{ghsa_id}",
     ),
 }
+# REST searches the agent's credential answers: what they can return is readable only when
+# the query is bounded to one repository (the action that reads what it finds there).
+_SEARCHES = {
+    "/search/code": "contents.read",
+    "/search/commits": "contents.read",
+    "/search/issues": "issue.read",
+    "/search/repositories": "repo.read",
+    "/search/labels": "issue.read",
+}
+#: Searches placed by something else than ``q`` (``repository_id``): never bounded.
+_UNBOUNDED = frozenset({"/search/labels"})
+#: The qualifiers that name a search's scope (GitHub ORs them together).
+_SCOPE = re.compile(r"(repo|org|user|owner):(\S*)", re.IGNORECASE)
+_REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+#: What a query's text can mean beyond its words: phrases, grouping and boolean operators.
+_OPERATORS = re.compile(r"[\"'()\\]|(?<!\S)(OR|AND|NOT)(?!\S)", re.IGNORECASE)
 # Git reference writes the table places on the repository: a branch they name is their
 # resource (its rules bind them), named in the body (``refs/heads/x``) or in the path.
 _REF_WRITES = {
@@ -287,6 +303,10 @@ class GitHub(Integration):
 
     def _match_api(self, request: Request) -> Match | None:
         found = self._match_api_route(request)
+        if found is not None and found.route.action == "site.read":
+            action = _SEARCHES.get(found.route.path)
+            if action is not None:
+                return _search(found, request, action)
         if found is not None and (found.route.method, found.route.path) in _REF_WRITES:
             return _ref_write(found, request)
         placed = _PLACED.get((found.route.method, found.route.path)) if found else None
@@ -1115,6 +1135,38 @@ def _branches(ref: str, default: str) -> list[str]:
             "GitHub would write cannot be told"
         )
     return names
+
+
+def _search(found: Match, request: Request, action: str) -> Match:
+    """A REST search, sent with the agent's credential, returns what the agent sees: it is
+    ``action`` on the one repository its ``q`` is bounded to (a single ``repo:owner/name``,
+    no phrase, grouping or boolean operator), and names no resource otherwise."""
+    values = request.query.get("q") or []
+    bounded = len(set(values)) == 1 and found.route.path not in _UNBOUNDED
+    repo = search_repo(values[0]) if bounded else None
+    route = dataclasses.replace(
+        found.route, action=action, resource="repo:{query.q}", agent=False, untrusted=True
+    )
+    return Match(route, found.params, None if repo is None else f"repo:{repo}")
+
+
+def search_repo(query: str) -> str | None:
+    """The repository a search query is bounded to: its one ``repo:owner/name`` qualifier,
+    when nothing in it (another scope qualifier, a phrase, a group, OR/AND/NOT, a qualifier
+    glued to other text) can widen it; ``-repo:`` and the like only narrow. Else None."""
+    if _OPERATORS.search(query):
+        return None
+    bounds: list[re.Match[str]] = []
+    for found in _SCOPE.finditer(query):
+        before = query[: found.start()]
+        if not before or before[-1].isspace():
+            bounds.append(found)
+        elif before[-1] != "-" or (len(before) > 1 and not before[-2].isspace()):
+            return None  # a qualifier GitHub may read another way
+    if len(bounds) != 1 or bounds[0][1].lower() != "repo":
+        return None
+    name = bounds[0][2]
+    return name if _REPO_NAME.fullmatch(name) and not escapes(name) else None
 
 
 def _placed(found: Match, action: str, resource: str | None) -> Match:
