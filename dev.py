@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     if argv[:2] == ["test", "--quick"]:
-        argv = ["nox", "-s", "quick", *argv[2:]]
+        argv = ["nox", "-s", "quick", "--", *argv[2:]]  # the rest is for pytest
     elif argv[0] == "test" and not ensure_system_needs():
         return 1
     ensure_tools()

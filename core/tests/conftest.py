@@ -35,7 +35,8 @@ settings.load_profile("toolpass")
 TESTS = Path(__file__).resolve().parent
 #: Top-level packages a first-tier test may import: toolpass-core, its extras, the test tools.
 CORE_ALONE = frozenset(
-    {"toolpass", "yaml", "cryptography", "pytest", "hypothesis"} | set(sys.stdlib_module_names)
+    {"toolpass", "yaml", "cryptography", "opentelemetry", "pytest", "hypothesis"}
+    | set(sys.stdlib_module_names)
 )
 
 
