@@ -24,6 +24,10 @@ Each operation is placed by its path:
   (``account.admin``) and what a user may not change on their own account: organizations,
   verifying an identity, merging (``user.manage_restricted``);
 - ``GET /api/v2/users/me`` is the agent's own request;
+- reads that return tickets across the account (search, ticket lists and exports,
+  incremental exports, views' tickets, a user's or organization's tickets, audits, metrics,
+  satisfaction ratings, suspended tickets, activities) are ``ticket.view_all``: the agent's
+  credential answers every ticket it sees, so the user must see every ticket;
 - every other read is ``account.read`` (a ``POST`` to ``.../search``, ``autocomplete``,
   ``preview``, ``count`` reads), except audit logs, deleted tickets and users, OAuth and
   sessions (``account.admin``); every other write is ``account.admin`` for the
@@ -124,6 +128,17 @@ _BULK = re.compile(
     r"/(create_many|update_many|destroy_many|create_or_update_many|"
     r"mark_many_as_spam|logout_many|restore_many|recover_many|jobs|job)$"
 )
+#: Reads that return tickets (or their content) across the account, whichever the agent's
+#: credential sees: they need a user who sees every ticket (``ticket.view_all``).
+_ALL_TICKETS = re.compile(
+    r"^/api/v2/(search(/count|/export)?|tickets(/count|/show_many)?|problems(/autocomplete)?"
+    r"|incremental/(tickets(/cursor)?|ticket_events|ticket_metric_events|\{[a-z_]+\}/sample)"
+    r"|organizations/\{organization_id\}/(tickets|requests)|users/\{user_id\}/(tickets|requests)"
+    r".*|views/(count_many|\{view_id\}/(execute|export|tickets|count))|ticket_audits"
+    r"|ticket_metrics(/\{ticket_metric_id\})?|satisfaction_ratings.*|suspended_tickets.*"
+    r"|requests(/search)?|channels/twitter/tickets/\{comment_id\}/statuses|activities.*"
+    r"|ticket_content_pins)$"
+)
 _READ_POST = re.compile(r"/(search|autocomplete|preview|count|export)$")
 _TICKET = re.compile(r"^/api/v2/(tickets|requests)/\{(ticket_id|request_id)\}(/.*)?$")
 _USER = re.compile(r"^/api/v2/users/\{user_id\}(/.*)?$")
@@ -141,6 +156,8 @@ def place(method: str, path: str) -> tuple[str, str, str, str]:
     flags = "u" if reads else ""
     if path == "/api/v2/users/me" and method == "GET":
         return "account.read", "account", "read", "a"
+    if reads and _ALL_TICKETS.match(path):
+        return "ticket.view_all", "account", effect, flags
     ticket = _TICKET.match(path)
     if ticket is not None:
         resource, rest = f"ticket:{{{ticket[2]}}}", ticket[3] or ""

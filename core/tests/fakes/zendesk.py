@@ -39,6 +39,7 @@ class FakeZendesk(FakeServer):
         self.settings: dict[str, Any] = {"tickets": {"agent_ticket_deletion": False}}
         self.per_page_max = 100
         self.add("GET", rf"/api/v2/users/search{J}", self._search)
+        self.add("GET", rf"/api/v2/search{J}", self._search_all)
         self.add("GET", rf"/api/v2/users/me{J}", lambda r: self._show(r, self.me))
         self.add("GET", rf"/api/v2/users/(?P<id>\d+){J}", lambda r: self._show(r, None))
         self.add("GET", rf"/api/v2/users/(?P<id>\d+)/group_memberships{J}", self._memberships)
@@ -117,6 +118,15 @@ class FakeZendesk(FakeServer):
         text = query.removeprefix("email:").strip('"').lower()
         found = [u for u in self.users.values() if text in u["email"].lower()]
         return Reply(200, {"users": found, "next_page": None, "count": len(found)})
+
+    def _search_all(self, request: Request) -> Reply:
+        """``GET /api/v2/search``: every ticket the credential sees (the engine's: all)."""
+        if (denied := self._guard(request)) is not None:
+            return denied
+        found = [{**t, "result_type": "ticket"} for t in self.tickets.values()]
+        return Reply(
+            200, {"results": found, "facets": None, "next_page": None, "count": len(found)}
+        )
 
     def _show(self, request: Request, uid: int | None) -> Reply:
         if (denied := self._guard(request)) is not None:

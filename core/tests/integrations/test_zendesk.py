@@ -456,3 +456,23 @@ class TestZendeskConformance(IntegrationConformance):
 
     def revoke(self, api: FakeZendesk) -> None:
         api.users[11]["ticket_restriction"] = "requested"
+
+
+def test_the_hook_lets_a_search_through_only_for_a_user_who_sees_every_ticket(
+    kit: tuple[Toolkit, list[Any], Zenpy], fake: FakeZendesk
+) -> None:
+    """Zenpy's search is sent with the agent's credential and answers every ticket it sees:
+    it is ticket.view_all, refused for an agent restricted to their groups or assigned
+    tickets before it is sent, let through for an agent who sees all tickets."""
+    toolkit, events, client = kit
+    search = toolkit.tool()(lambda: sorted(t.id for t in client.search("refund", type="ticket")))
+    for restricted in ("cam@example.com", "dee@example.com", "ivy@example.com"):
+        with Session(restricted).active(), pytest.raises(ActionRefused):
+            search()
+        assert events[-1].actions[-1]["verdict"] == "not_authorized"
+    assert fake.seen("GET", r"/api/v2/search\.json") == []
+    with Session("ben@example.com").active():
+        assert search() == [501, 502]
+    assert len(fake.seen("GET", r"/api/v2/search\.json")) == 1
+    action = events[-1].actions[-1]
+    assert (action["action"], action["resource"]) == ("ticket.view_all", "account")

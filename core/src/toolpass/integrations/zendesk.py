@@ -265,6 +265,14 @@ class Zendesk(Integration):
         admin, agent = role == "admin", role in ("agent", "admin")
         role_id = me.get("custom_role_id")
         cfg = self._custom_role(role_id) if agent and not admin and role_id else None
+        if action == "ticket.view_all":
+            restricted = me.get("ticket_restriction")
+            return _said(
+                admin or (agent and restricted is None),
+                f"{who} sees every ticket",
+                f"{who} does not see every ticket (ticket_restriction {restricted!r}): search "
+                "or list within what they may see, or open tickets by id",
+            )
         if scope == "account":
             if action == "ticket.create" or (admin or (agent and action != "account.admin")):
                 return Decision.allow(f"{who} may {action}")
