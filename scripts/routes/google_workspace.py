@@ -10,8 +10,9 @@ paths) mapped to an action of ``actions/google_workspace.json``:
   ``drive.file.comment``, permissions ``drive.file.share``, copies ``drive.file.copy``,
   deletion ``drive.file.delete``, other writes ``drive.file.write``; a shared drive's methods
   ``drive.drive.read`` / ``drive.drive.manage`` / ``drive.drive.delete`` on
-  ``drive:drive/{driveId}``; the rest (creating files, listing, changes, about)
-  ``drive.read`` / ``drive.create`` on ``drive:root``;
+  ``drive:drive/{driveId}``; listing and searching files, changes and shared drives
+  ``drive.list``, the rest (creating files, about) ``drive.read`` / ``drive.create`` on
+  ``drive:root``;
 - Gmail: ``gmail.read`` / ``gmail.write`` / ``gmail.send`` / ``gmail.delete`` on
   ``gmail:user/{userId}``;
 - Calendar: ``calendar.read`` / ``calendar.write`` on ``calendar:{calendarId}``, and on
@@ -81,6 +82,8 @@ def place(api: str, method_id: str, path: str, reads: bool, http: str) -> tuple[
             return (
                 "drive.drive.delete" if http == "DELETE" else "drive.drive.manage"
             ), f"drive:drive/{{{drive}}}"
+        if verb == "list" and method_id != "drive.apps.list":  # what the sender sees
+            return "drive.list", "drive:root"
         return ("drive.read" if reads else "drive.create"), "drive:root"
     if api == "gmail":
         resource = "gmail:user/{userId}" if "userId" in params else "site"

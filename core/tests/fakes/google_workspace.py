@@ -47,6 +47,7 @@ class FakeWorkspace(FakeGoogle):
         self.add("GET", rf"{d}/groups/(?P<g>[^/]+)/hasMember/(?P<m>[^/]+)", self._has_member)
         self.add("GET", rf"{d}/customer/(?P<c>[^/]+)/roleassignments", self._assignments)
         self.add("GET", rf"{d}/customer/(?P<c>[^/]+)/roles/(?P<id>[^/]+)", self._role)
+        self.add("GET", r"/drive/v3/files", self._list_files)
         self.add("GET", r"/drive/v3/files/(?P<id>[^/]+)", self._file)
         self.add("DELETE", r"/drive/v3/files/(?P<id>[^/]+)", self._delete_file)
         self.add("GET", r"/drive/v3/drives/(?P<id>[^/]+)", self._drive)
@@ -160,6 +161,14 @@ class FakeWorkspace(FakeGoogle):
 
     def _drive(self, request: Request) -> Reply:
         return self._capabilities(request, self.drives)
+
+    def _list_files(self, request: Request) -> Reply:
+        """files.list: the files the sender sees (a delegated user's, or every file)."""
+        if self.caller(request) is None:
+            return self._unauthenticated()
+        who = self._who(request)
+        seen = [f for f, users in sorted(self.files.items()) if who is None or who in users]
+        return Reply(200, {"kind": "drive#fileList", "files": [{"id": f} for f in seen]})
 
     def _delete_file(self, request: Request) -> Reply:
         if self.caller(request) is None:

@@ -229,6 +229,23 @@ def kit(fake: FakeWorkspace, key: Path) -> Iterator[tuple[Toolkit, list[Any]]]:
     engine.close()
 
 
+def _drive(fake: FakeWorkspace, key: Path) -> Any:
+    from google.oauth2 import service_account
+    from googleapiclient.discovery import build
+
+    creds = service_account.Credentials.from_service_account_info(
+        json.loads(key.read_text()), scopes=["https://www.googleapis.com/auth/drive"]
+    )
+    return build(
+        "drive",
+        "v3",
+        credentials=creds,
+        client_options={"api_endpoint": f"{fake.url}/drive/v3/"},
+        static_discovery=True,
+        cache_discovery=False,
+    )
+
+
 def _delete(fake: FakeWorkspace, key: Path, file_id: str) -> None:
     from google.oauth2 import service_account
     from googleapiclient.discovery import build
@@ -311,3 +328,42 @@ class TestGoogleWorkspaceConformance(IntegrationConformance):
     def revoke(self, api: FakeWorkspace) -> None:
         """Alice's permission on doc1 is removed: as her, Drive no longer finds the file."""
         del api.files["doc1"]["alice@example.com"]
+
+
+def _search(fake: FakeWorkspace, key: Path) -> list[str]:
+    drive = _drive(fake, key)
+    try:
+        found = drive.files().list(q="fullText contains 'salary'").execute()
+    finally:
+        drive.close()
+    return [f["id"] for f in found["files"]]
+
+
+def test_the_hook_refuses_a_drive_search_sent_with_the_agents_credential(
+    kit: tuple[Toolkit, list[Any]], fake: FakeWorkspace, key: Path
+) -> None:
+    """files.list answers what the sending credential sees (here the service account's: every
+    file), not what the user sees: drive.list is unknown unless drive_tokens: user."""
+    toolkit, events = kit
+    search = toolkit.tool()(lambda: _search(fake, key))
+    with Session("helpdesk@example.com").active(), pytest.raises(ActionRefused) as info:
+        search()
+    assert info.value.code == "authorization_error"
+    assert fake.seen("GET", r"/drive/v3/files") == []
+    [action] = [a for a in events[-1].actions if a["action"] == "drive.list"]
+    assert action["resource"] == "drive:root"
+
+
+def test_a_drive_search_is_allowed_when_the_agent_searches_with_the_users_credential(
+    fake: FakeWorkspace, key: Path
+) -> None:
+    with Toolpass([conn(fake, key, drive_tokens="user")]) as engine:
+        toolkit = Toolkit(permissions=engine)
+        try:
+            search = toolkit.tool()(lambda: _search(fake, key))
+            with Session("bob@example.com").active():
+                assert "doc1" in search()
+            with Session("carol@example.com").active(), pytest.raises(ActionRefused):
+                search()  # suspended
+        finally:
+            intercept.uninstall()

@@ -104,6 +104,14 @@ class GoogleWorkspace(GoogleIntegration):
             default="my_customer",
         ),
         ConfigKey(
+            "drive_tokens",
+            "Whose credential the agent lists and searches Drive with (files.list, "
+            "changes.list, drives.list answer what that credential can see): user (each "
+            "user's own, or delegated as the user) or unknown (drive.list is unknown).",
+            default="unknown",
+            choices=("user", "unknown"),
+        ),
+        ConfigKey(
             "user_cache_ttl",
             "Seconds a user's directory record and admin privileges are kept (0: never).",
             default=300.0,
@@ -182,8 +190,14 @@ class GoogleWorkspace(GoogleIntegration):
             return Decision.unknown(f"{uid} is not a user of the domain", cause="identity")
         if person.get("suspended") or person.get("archived"):
             return Decision.deny(f"{uid} is suspended")
+        if action == "drive.list" and self.options["drive_tokens"] != "user":
+            return Decision.unknown(
+                "Drive lists and searches answer what the sending credential can see, not "
+                "what this user can (set drive_tokens: user when the agent sends them with "
+                "each user's own credential)"
+            )
         if kind == "drive:root":
-            return Decision.allow(f"{uid} is an active user (Drive answers only what they see)")
+            return Decision.allow(f"{uid} is an active user")
         if kind in ("drive:file", "drive:drive"):
             return self._drive(uid, terms, kind, rid)
         if kind == "gmail:user":
