@@ -27,6 +27,7 @@ across runs when the application passes the same one again (or restores it with
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import logging
 import uuid
@@ -35,13 +36,17 @@ from typing import Any, Literal, TypeVar
 
 from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
 from llama_index.core.agent.workflow.multi_agent_workflow import handoff
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.tools import BaseTool, FunctionTool, ToolOutput
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.types import AsyncBaseTool, ToolMetadata, adapt_to_async_tool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 from toolpass.adapting import (
+    Answer,
+    ApprovalPending,
     Guard,
     OnRefuse,
+    Pending,
     PermissionEngine,
     Rule,
     Rules,
@@ -66,6 +71,9 @@ __all__ = [
 log = logging.getLogger("toolpass")
 Target = TypeVar("Target", bound=BaseWorkflowAgent | AgentWorkflow)
 
+_BY = "llamaindex approval"  # who decided, when the decision does not say
+#: Makes the body of a call for the arguments it runs with (a person's edit).
+_Bodies = Callable[[Mapping[str, Any]], Awaitable[ToolOutput]]
 #: Where toolpass keeps a conversation's id in the workflow context's store.
 CONVERSATION_KEY = "toolpass_conversation"
 #: What ``Context.wait_for_event`` raises to pause a step (workflows >= 2.9): never a failure.
@@ -89,20 +97,49 @@ class ApprovalRequired(InputRequiredEvent):
     message: str
     #: Who asks for what and why, with a preview of the arguments, for the person deciding.
     description: str
+    #: The request, as every adapter's pause carries it (``Pending.payload()``: ``type``,
+    #: ``request_id``, ``tool``, ``user``, ``arguments`` as the preview shows them,
+    #: ``reasons``, ``preview``, ``expires``, ``message``).
+    payload: dict[str, Any] = Field(default_factory=dict)
 
-    def decide(self, *, approved: bool, by: str, reason: str = "") -> ApprovalDecision:
-        """The answer to send back into the run (``handler.ctx.send_event(...)``)."""
-        return ApprovalDecision(request_id=self.request_id, approved=approved, by=by, reason=reason)
+    def decide(
+        self,
+        *,
+        approved: bool,
+        by: str,
+        reason: str = "",
+        arguments: Mapping[str, Any] | None = None,
+    ) -> ApprovalDecision:
+        """The answer to send back into the run (``handler.ctx.send_event(...)``); approved
+        with ``arguments``, the call runs with those instead (checked again)."""
+        response = None
+        if approved and arguments is not None:
+            response = {"decision": "edit", "by": by, "arguments": dict(arguments)}
+        return ApprovalDecision(
+            request_id=self.request_id, approved=approved, by=by, reason=reason, response=response
+        )
 
 
 class ApprovalDecision(HumanResponseEvent):
-    """A person's decision on an ``ApprovalRequired`` call; toolpass records it in the
-    toolkit's ``ApprovalQueue`` and checks the call again."""
+    """A person's decision on the ``ApprovalRequired`` call of request ``request_id`` (the
+    pause it is delivered to): ``approved``, ``by`` whom, and why (``reason``); or
+    ``response``, any answer ``toolpass.adapting.Answer.of`` reads (``{"decision": "edit",
+    "arguments": {...}}``, ``{"approved": False, "reason": ...}``...), which decides when
+    given. toolpass records it in the toolkit's ``ApprovalQueue`` for this call's request only
+    and checks the call again: the queue's record decides."""
 
     request_id: str
-    approved: bool
-    by: str
+    approved: bool = False
+    by: str = ""
     reason: str = ""
+    response: Any = None
+
+    def answer(self) -> Answer:
+        """The decision as the shared approval machine reads it."""
+        said = self.response
+        if said is None:
+            said = {"approved": self.approved, "by": self.by, "reason": self.reason}
+        return Answer.of(said, by=self.by or _BY)
 
 
 class ToolpassAuthorization:
@@ -125,8 +162,15 @@ class ToolpassAuthorization:
     model reads (a ``ToolOutput`` it returns is used as it is); None ends the run with the
     refusal. ``approvals``: ``"model"`` (the default) tells the model the call waits for a
     person's approval and to call it again once approved; ``"events"`` pauses the call with
-    an ``ApprovalRequired`` event on the run's stream and resumes on its ``ApprovalDecision``
-    (LlamaIndex's human-in-the-loop), inside a workflow.
+    an ``ApprovalRequired`` event on the run's stream (its ``payload`` is the request,
+    ``toolpass.adapting.Pending.payload()``) and resumes on its ``ApprovalDecision``
+    (LlamaIndex's human-in-the-loop), inside a workflow, also after the run's ``Context`` was
+    saved and restored (``JsonPickleSerializer`` keeps the agent's memory). The shared approval
+    machine records the decision for this call's request only, runs the check again, and the
+    queue's record decides: the call runs once (with a person's edited arguments, checked
+    again), or is refused with the person's reason, or reads ``approval_expired`` when nobody
+    decided in time; a decision that records nothing (another request's, the call's own
+    user's) leaves the refusal ``approval_pending`` for the model to read.
 
     Every option is checked here (``toolpass.adapting.Guard``); ``wrap`` and ``apply`` check
     the rules against the tools they are given, and ``explain()`` lists them.
@@ -239,54 +283,80 @@ class ToolpassAuthorization:
         ctx: Context[Any] | None,
         name: str,
         arguments: Mapping[str, Any],
-        body: Callable[[], Awaitable[ToolOutput]],
+        body: _Bodies,
         tool_input: Mapping[str, Any],
     ) -> ToolOutput:
-        """Check one call and run ``body`` inside the pipeline; the tool's output, or the
-        refusal as the tool's output. ``body`` is the framework's (it may raise: a tool's
-        own exception is passed on as it is)."""
+        """Check one call and run ``body(arguments)`` inside the pipeline; the tool's output,
+        or the refusal as the tool's output. ``body`` is the framework's, given the arguments
+        the call runs with (a person's edit changes them; it may raise: a tool's own
+        exception is passed on as it is). With ``approvals="events"`` a call waiting for a
+        person pauses the step until their ``ApprovalDecision``, once."""
         started = False
         result: list[ToolOutput] = []
 
-        async def run() -> Any:
-            nonlocal started
-            started = True
-            out = await body()
-            result.append(out)
-            failure = out.exception
-            if out.is_error and isinstance(failure, Exception):
-                raise failure  # the framework caught the tool's exception: toolpass sees it
-            return out.content
+        def bodies(given: Mapping[str, Any]) -> Callable[[], Awaitable[Any]]:
+            async def run() -> Any:
+                nonlocal started
+                started = True
+                out = await body(given)
+                result.append(out)
+                failure = out.exception
+                if out.is_error and isinstance(failure, Exception):
+                    raise failure  # the framework caught the tool's exception: toolpass sees it
+                return out.content
 
-        user: str | None = None
-        while True:
-            started = False
-            result.clear()
+            return run
+
+        try:
+            user = await self._user(ctx)
+            key = await self._key(ctx)
+            self._saw(name)
+        except ToolRefused as refused:  # the application's user or session source failed
+            return self._refused(name, arguments, tool_input, refused, audit=True)
+        except Exception as exc:
+            return self._failed_check(name, arguments, tool_input, exc)
+        guard = self.guard
+        try:
             try:
-                user = await self._user(ctx)
-                key = await self._key(ctx)
-                self._saw(name)
-            except ToolRefused as refused:  # the application's user or session source failed
-                return self._refused(name, arguments, tool_input, refused, audit=True)
-            except Exception as exc:
+                content = await guard.arun(user, name, arguments, bodies(arguments), key=key)
+            except ApprovalPending as waiting:
+                pending = self._pause(ctx, waiting)
+                if ctx is None or pending is None:
+                    raise
+                waiter = _waiter(user, name, arguments)
+                request_id, answer = await _decision(ctx, pending, waiter, waiting.message)
+                content = await guard.aresume(
+                    user,
+                    name,
+                    arguments,
+                    bodies,
+                    request_id=request_id,
+                    answer=answer,
+                    key=key,
+                )
+        except ToolRefused as refused:  # an answer that released nothing: the model reads so
+            return self._refused(name, arguments, tool_input, refused, audit=False)
+        except Exception as exc:
+            if isinstance(exc, _WAITING):
+                raise  # the step waits for an event; LlamaIndex replays it later
+            original = getattr(exc, "original", None)  # a ToolError toolpass made of it
+            if isinstance(original, _WAITING):
+                raise original from None
+            if not started:  # toolpass failed before the tool ran: refuse
                 return self._failed_check(name, arguments, tool_input, exc)
-            try:
-                content = await self.guard.arun(user, name, arguments, run, key=key)
-            except ToolRefused as refused:
-                waits = refused.code == "approval_pending" and self.approvals == "events"
-                if waits and ctx is not None and await self._approve(ctx, name, user, refused):
-                    continue  # a person decided: check the call again
-                return self._refused(name, arguments, tool_input, refused, audit=False)
-            except Exception as exc:
-                if isinstance(exc, _WAITING):
-                    raise  # the step waits for an event; LlamaIndex replays it later
-                original = getattr(exc, "original", None)  # a ToolError toolpass made of it
-                if isinstance(original, _WAITING):
-                    raise original from None
-                if not started:  # toolpass failed before the tool ran: refuse
-                    return self._failed_check(name, arguments, tool_input, exc)
-                return _failed(name, tool_input, exc, result)
-            return _output(name, tool_input, content, result)
+            return _failed(name, tool_input, exc, result)
+        return _output(name, tool_input, content, result)
+
+    def _pause(self, ctx: Context[Any] | None, waiting: ApprovalPending) -> Pending | None:
+        """The pause for a call waiting for a person, when this guard pauses for it: with
+        ``approvals="events"``, inside a workflow, for a request of its toolkit's queue."""
+        queue = self.guard.queue
+        if self.approvals != "events" or ctx is None or queue is None:
+            return None
+        pending = self.guard.pending(waiting)
+        if pending is None or queue.state(pending.request_id) != "pending":
+            return None  # another queue's request: decided there
+        return pending
 
     def call(
         self,
@@ -412,47 +482,6 @@ class ToolpassAuthorization:
             exception=refused,
         )
 
-    async def _approve(
-        self, ctx: Context[Any], name: str, user: str | None, pending: ToolRefused
-    ) -> bool:
-        """Pause the step until a person decides (LlamaIndex replays the step then) and record
-        the decision in the toolkit's ``ApprovalQueue``. False when this guard cannot: the
-        request is not in its toolkit's queue, or is no longer waiting."""
-        queue = self.guard.toolkit.approver
-        request_id = getattr(pending, "request_id", None)
-        request = getattr(pending, "request", None)
-        if not callable(getattr(queue, "approve", None)) or not isinstance(request_id, str):
-            return False
-        try:
-            if queue.get(request_id) is not request or request.status != "pending":
-                return False
-        except KeyError:
-            return False
-        decision = await ctx.wait_for_event(
-            ApprovalDecision,
-            waiter_event=ApprovalRequired(
-                request_id=request_id,
-                tool=name,
-                user=user or "",
-                description=request.describe(),
-                message=pending.message,
-            ),
-            waiter_id=f"toolpass-approval-{request_id}",
-            requirements={"request_id": request_id},
-            timeout=getattr(queue, "ttl", None),  # the request expires then anyway
-        )
-        try:
-            if decision.approved:
-                queue.approve(request_id, by=decision.by)
-            else:
-                queue.deny(request_id, by=decision.by, reason=decision.reason)
-        except (KeyError, ValueError):  # decided already (a replayed step): check again
-            log.debug("toolpass: approval %s was decided already", request_id)
-        except PermissionError as exc:  # the call's own user: no answer, the call waits
-            log.warning("toolpass: the answer to approval %s was not recorded: %s", request_id, exc)
-            return False
-        return True
-
 
 class GuardedTool(AsyncBaseTool):
     """A LlamaIndex tool whose every call ``owner`` checks first; ``tool`` is the original,
@@ -489,10 +518,13 @@ class GuardedTool(AsyncBaseTool):
                 kwargs = {**kwargs, param: ctx}
         arguments = _call_arguments(tool, args, kwargs)
 
-        async def body() -> ToolOutput:
+        async def body(given: Mapping[str, Any]) -> ToolOutput:
+            positional, named = (
+                (args, kwargs) if given is arguments else ((), _edited(kwargs, given))
+            )
             if isinstance(tool, AsyncBaseTool):
-                return await tool.acall(*args, **kwargs)
-            return await _Threaded(tool).acall(*args, **kwargs)
+                return await tool.acall(*positional, **named)
+            return await _Threaded(tool).acall(*positional, **named)
 
         return await self.owner.acall(ctx, _name(self), arguments, body, arguments)
 
@@ -543,9 +575,12 @@ def _hook(host: Any, owner: ToolpassAuthorization, coders: Sequence[Any] = ()) -
         unchecked = _generated_code_problem(coders)
         if unchecked is not None:
             return owner._refused(name, arguments, tool_input, unchecked, audit=True)
-        return await owner.acall(
-            ctx, name, arguments, lambda: original(ctx, inner, tool_input), tool_input
-        )
+
+        def body(given: Mapping[str, Any]) -> Awaitable[ToolOutput]:
+            edited = tool_input if given is arguments else _edited(tool_input, given)
+            return original(ctx, inner, edited)
+
+        return await owner.acall(ctx, name, arguments, body, tool_input)
 
     _call_tool._toolpass_owners = (*getattr(original, "_toolpass_owners", ()), owner)  # type: ignore[attr-defined]
     object.__setattr__(host, "_call_tool", _call_tool)
@@ -575,6 +610,42 @@ class _Threaded(AsyncBaseTool):
 
 
 # Reading a call.
+
+
+async def _decision(
+    ctx: Context[Any], pending: Pending, waiter: str, message: str
+) -> tuple[str, Answer]:
+    """Pause the step until the person's ``ApprovalDecision`` on ``pending`` arrives
+    (LlamaIndex replays the step then) and read it: the request it was sent for, and the
+    answer; nobody answering in the request's time is an expired answer. The wait is named
+    after the call, not the request, so that the replayed step gets the decision even when
+    its check made a new request meanwhile (the first one expired): the decision's request
+    is the one the machine then answers."""
+    try:
+        decision = await ctx.wait_for_event(
+            ApprovalDecision,
+            waiter_event=ApprovalRequired(
+                request_id=pending.request_id,
+                tool=pending.tool,
+                user=pending.user,
+                description=pending.message,
+                message=message,
+                payload=pending.payload(),
+            ),
+            waiter_id=waiter,
+            requirements={"request_id": pending.request_id},
+            timeout=max(pending.expires - pending.created, 1.0),  # it expires then anyway
+        )
+    except asyncio.TimeoutError:
+        return pending.request_id, Answer("expired", request_id=pending.request_id)
+    return decision.request_id, decision.answer()
+
+
+def _waiter(user: str | None, tool: str, arguments: Mapping[str, Any]) -> str:
+    """The name of the wait for a person's decision on this very call."""
+    shown = sorted((str(k), repr(v)) for k, v in arguments.items())
+    call = repr((user, tool, shown)).encode()
+    return f"toolpass-approval-{hashlib.sha256(call).hexdigest()[:32]}"
 
 
 def _step_context() -> Context[Any] | None:
@@ -719,6 +790,12 @@ def _call_arguments(
         for i, value in enumerate(args):
             arguments[names[i] if i < len(names) else f"arg{i}"] = value
     return arguments
+
+
+def _edited(given: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's keyword arguments with a person's edited ``arguments`` (the workflow
+    ``Context`` a tool takes kept)."""
+    return {**{k: v for k, v in given.items() if isinstance(v, Context)}, **arguments}
 
 
 def _output(
