@@ -8,8 +8,9 @@ the table is curated here, as data, from the REST API Developer Guide's resource
 
 Mapping: a record resource (``sobjects/{sobject}/{id}``) needs the record action
 (``record:{sobject}/{id}``); a resource of one object (describe, create, tree insert, the
-object's lists) the object action (``object:{sobject}``); a SOQL query ``object.read`` on the
-object its ``FROM`` names (``Salesforce.match_request`` reads ``q``); the org's own metadata
+object's lists) the object action (``object:{sobject}``); a SOQL query ``object.view_all`` on
+the object its ``FROM`` names (``Salesforce.match_request`` reads ``q``: the query answers every
+record the agent's credential sees, so the user must see every record of it); the org's own metadata
 (versions, limits, describe global) ``org.access``; everything that spans objects or changes
 the org (composite and batch bodies, SOSL search, Tooling, Apex REST, Bulk API jobs, invocable
 actions) ``org.admin``. Flags: ``u`` for answers carrying records, ``a`` for the agent's own
@@ -53,7 +54,8 @@ ROUTES: list[list[str]] = [
     ["GET", f"{D}/sobjects/{{sobject}}/deleted", "object.read", OBJ, "read", ""],
     ["GET", f"{D}/sobjects/{{sobject}}/listviews", "object.read", OBJ, "read", ""],
     ["GET", f"{D}/sobjects/{{sobject}}/quickActions", "object.read", OBJ, "read", ""],
-    ["GET", f"{D}/composite/sobjects/{{sobject}}", "object.read", OBJ, "read", "u"],
+    # records by id (?ids=): every one of them, as a query would
+    ["GET", f"{D}/composite/sobjects/{{sobject}}", "object.view_all", OBJ, "read", "u"],
     ["POST", f"{D}/composite/tree/{{sobject}}", "object.create", OBJ, "write", ""],
     # upsert by external id: creates or edits, so both (object.modify_all bounds neither)
     [

@@ -430,8 +430,12 @@ def test_the_request_hook_refuses_a_frozen_users_edit(
 def test_the_request_hook_checks_a_soql_query_by_its_object(
     kit: Toolkit, tls_fake: tuple[FakeSalesforce, str]
 ) -> None:
+    """A query sent with the agent's token answers every record the agent sees: it needs
+    View All Records on its object; Read on the object (sharing decides which records) does
+    not pass, and the query never reaches Salesforce."""
     fake, ca = tls_fake
     fake.add_token("00D000000000001!tool-token", DANA)
+    fake.grant_object(DANA, "Account", "ViewAllRecords")
 
     @kit.tool()
     def names(soql: str) -> int:
@@ -441,7 +445,11 @@ def test_the_request_hook_checks_a_soql_query_by_its_object(
         assert names("SELECT Id, Name FROM Account") == 1
         with pytest.raises(ActionRefused):
             names("SELECT Id FROM Contact")
+    with Session("rory@example.com").active(), pytest.raises(ActionRefused) as info:
+        names("SELECT Id, Name FROM Account WHERE Name != null")  # Rory has Read only
+    assert info.value.code == "not_authorized"
     assert "SELECT Id FROM Contact" not in queries(fake)  # never reached Salesforce
+    assert "SELECT Id, Name FROM Account WHERE Name != null" not in queries(fake)
     assert "SELECT Id, Name FROM Account" in queries(fake)
 
 

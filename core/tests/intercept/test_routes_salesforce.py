@@ -78,8 +78,8 @@ def test_every_route_names_a_declared_action_and_a_resource_the_check_takes() ->
         ("POST", f"{V}/sobjects/Account/", "", "object.create", "object:Account"),
         ("GET", f"{V}/sobjects/Account/describe", "", "object.read", "object:Account"),
         ("PATCH", f"{V}/sobjects/Account/Ext__c/42", "", "object.modify_all", "object:Account"),
-        ("GET", f"{V}/query/", "q=SELECT+Id+FROM+Contact", "object.read", "object:Contact"),
-        ("GET", f"{V}/queryAll", "q=select+Id+from+Case", "object.read", "object:Case"),
+        ("GET", f"{V}/query/", "q=SELECT+Id+FROM+Contact", "object.view_all", "object:Contact"),
+        ("GET", f"{V}/queryAll", "q=select+Id+from+Case", "object.view_all", "object:Case"),
         (
             "GET",
             f"{V}/query",

@@ -152,8 +152,9 @@ class Salesforce(Integration):
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
-        """The table's route; a SOQL query (``/query?q=``) reads the one object it names
-        (``object.read`` on ``object:<SObject>``); any other query stays ``org.admin``."""
+        """The table's route; a SOQL query (``/query?q=``) reads the one object it names:
+        it answers every record the agent's credential sees, so it is ``object.view_all``
+        (View All Records) on ``object:<SObject>``; any other query stays ``org.admin``."""
         found = self.route_table().match(request)
         if found is None or not _QUERY.fullmatch(request.path.split("?")[0]):
             return found
@@ -163,7 +164,7 @@ class Salesforce(Integration):
             return found
         route = found.route
         narrowed = Route(
-            route.method, route.path, "object.read", "object:{q}", "read", True, False, False
+            route.method, route.path, "object.view_all", "object:{q}", "read", True, False, False
         )
         return Match(narrowed, found.params, f"object:{sobject}")
 
