@@ -79,8 +79,6 @@ from mcp_types import (
     ListRootsRequest,
     ListRootsResult,
     ListToolsResult,
-    LoggingMessageNotification,
-    LoggingMessageNotificationParams,
     NotificationParams,
     PaginatedRequestParams,
     ReadResourceRequestParams,
@@ -290,8 +288,8 @@ class _Downstream:
         session = self.first.session
         sampling = session.client_capabilities.sampling if session.client_capabilities else None
         can = session.check_client_capability
+        # The upstream's notifications, its log messages too, reach ``message_handler``.
         callbacks: dict[str, Any] = {"message_handler": on_notification}
-        callbacks["logging_callback"] = self.log
         if sampling is not None:
             callbacks |= {"sampling_callback": self.sample, "sampling_capabilities": sampling}
         if can(ClientCapabilities(elicitation=ElicitationCapability())):
@@ -321,9 +319,6 @@ class _Downstream:
 
     async def list_roots(self, context: Any) -> Any:
         return await self.ask(ListRootsRequest(), ListRootsResult)
-
-    async def log(self, params: LoggingMessageNotificationParams) -> None:
-        await self.notify(LoggingMessageNotification(params=params))
 
     async def notify(self, notification: Any) -> None:
         ctx = self.current
