@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import os
 import re
-import secrets
 import threading
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from typing import TypeVar
 
 #: How many consecutive words of untrusted text in an argument count as repeating it.
@@ -236,8 +238,8 @@ _T = TypeVar("_T")
 
 
 def _runs(words: list[str]) -> Iterator[tuple[str, ...]]:
-    """Every run of ``WINDOW`` consecutive words."""
-    return zip(*(words[i:] for i in range(WINDOW)), strict=False)  # the shorter ends it
+    """Every run of ``WINDOW`` consecutive words (``islice``: the list is not copied)."""
+    return zip(*(islice(words, i, None) for i in range(WINDOW)), strict=False)
 
 
 def _seen_run(
@@ -307,6 +309,9 @@ class UntrustedIndex:
     def add(self, text: str) -> None:
         """Remember ``text`` and the copies encoded in it."""
         if self._full:
+            return
+        if self._seen + len(text) > self.max_text:  # full: read nothing of it
+            self.fill()
             return
         # A base64 token is 16 characters or more, so the budget is never used up here.
         runs: set[int] = set()
@@ -401,15 +406,20 @@ _MARKER = re.compile(
 # Pieces of text that fold on their own: an entity, an escape or percent-escapes; a run of
 # plain ASCII, or of other letters and spaces (folded character for character when the length
 # stays); any other character.
-_PIECE = re.compile(
+_PIECE = (
     rf"{_ENCODED.pattern}"
     r"|[^&\\%\x00-\x08\x0e-\x1f\x7f-\U0010ffff]+"
     r"|[^\W\x00-\x7f](?:[^\W\x00-\x7f]+| )*"
-    r"|.",
-    re.DOTALL,
+    r"|."
 )
 _DEFUSED = "[marker removed]"
 _BRACKETISH = re.compile(f"[{_BRACKETS}\ufe3d\ufe3f&\\\\%]")  # brackets, NFKC's and encoded
+
+
+@functools.cache
+def _pieces() -> re.Pattern[str]:
+    """``_PIECE`` compiled, the first time text reads as a marker (compiling takes a while)."""
+    return re.compile(_PIECE, re.DOTALL)
 
 
 def _reads_as_marker(text: str) -> bool:
@@ -434,7 +444,7 @@ def _defuse_pieces(text: str) -> str:
     starts: list[int] = []  # where each piece starts in the folded text
     spans: list[tuple[int, int]] = []  # and where it was in ``text``
     at = 0
-    for match in _PIECE.finditer(text):
+    for match in _pieces().finditer(text):
         piece = match[0]
         piece = _fold(_decoded(piece) if _ENCODED.fullmatch(piece) else piece)
         folded.append(piece)
@@ -461,7 +471,7 @@ def _defuse_pieces(text: str) -> str:
 
 def fence(text: str, source: str = "") -> str:
     """Wrap untrusted ``text`` in markers the model can recognise and the text cannot forge."""
-    fid = secrets.token_hex(6)
+    fid = os.urandom(6).hex()
     body = _defuse(text)
     origin = f" from {_defuse(source)}" if source else ""
     return (
