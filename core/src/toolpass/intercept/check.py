@@ -64,7 +64,7 @@ def check(
     """Check a request about to be sent; raises ``ActionRefused`` when it may not go.
     ``raw``: the client writes ``body`` as it is, so it must end where the headers say.
     ``peer``: the origin an absolute-form target is written to."""
-    with _Late():
+    with _Late() as late:
         try:
             found = _question(method, _http(url), headers, body, raw, peer)
             if found is not None:
@@ -75,7 +75,7 @@ def check(
                     decision = _failed(exc)
                 conclude(q, decision)
         except ActionRefused as refused:
-            _observed(refused)
+            _observed(refused, late)
 
 
 async def acheck(
@@ -87,7 +87,7 @@ async def acheck(
     peer: str | None = None,
 ) -> None:
     """``check`` for async clients: the engine is asked without blocking the loop."""
-    with _Late():
+    with _Late() as late:
         try:
             found = _question(method, _http(url), headers, body, raw, peer)
             if found is not None:
@@ -98,12 +98,13 @@ async def acheck(
                     decision = _failed(exc)
                 conclude(q, decision)
         except ActionRefused as refused:
-            _observed(refused)
+            _observed(refused, late)
 
 
-def _observed(refused: ActionRefused) -> None:
+def _observed(refused: ActionRefused, late: _Late) -> None:
     """A refused request of a call in observe mode goes: what was refused is noted on the
-    call's event (its action keeps the verdict). Any other call's refusal is raised."""
+    call's event (its action keeps the verdict), or on the request's own when the call has
+    returned. Any other call's refusal is raised."""
     scope = context.current()
     if scope is None or scope.event.mode != "observe":
         raise refused
@@ -112,18 +113,23 @@ def _observed(refused: ActionRefused) -> None:
     for request, found in list(scope.refused_requests.items()):
         if found is refused:
             del scope.refused_requests[request]
-    scope.event.would(refused.code, refused.message, refused.detail or None)
+    if late.start >= 0:
+        late.would = refused
+    else:
+        scope.event.would(refused.code, refused.message, refused.detail or None)
 
 
 class _Late:
     """Around the check of a request sent after its call returned (from a thread the call
     started): the call's audit event is out already, so the request gets one of its own."""
 
-    __slots__ = ("scope", "start")
+    __slots__ = ("scope", "start", "would")
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _Late:
         scope = self.scope = context.current()
         self.start = len(scope.event.actions) if scope is not None and scope.ended else -1
+        self.would: ActionRefused | None = None  # observe mode: what it would have refused
+        return self
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         scope = self.scope
@@ -134,6 +140,9 @@ class _Late:
         event.actions = scope.event.actions[self.start :]
         event.outcome = "refused" if error is not None else "ok"
         event.code = getattr(error, "code", None)
+        event.mode = scope.event.mode
+        if self.would is not None:
+            event.would(self.would.code, self.would.message, self.would.detail or None)
         event.detail = "a request sent after the call returned"
         event.finish()
         emit(event, scope.kit.sinks)
