@@ -21,6 +21,18 @@ Two of the SDK's own seams are used, because neither does everything:
 
 The tools' failure policy is extended so a refusal raised inside a tool's body reaches the
 model with its reason (``function_tool`` masks other exceptions, and still does).
+
+Approvals pause the run in the SDK's own way. Each guarded function tool's ``needs_approval``
+is toolpass's check itself: it says yes only for a call that toolpass sends to a person (the
+approval queue's request), after every other check passed, so a call that would be refused
+anyway is never sent to a person (its refusal is what the model reads; the check is not made
+twice). The run ends with ``result.interruptions``; ``guardrails.pending(item)`` is the
+request's ``Pending.payload()`` (``request_id``, ``tool``, ``arguments``, ``reasons``...).
+Resume with ``state.approve(item)``, or with ``guardrails.answer(state, item, answer)`` to say
+who decided, deny with a reason or approve edited arguments, then ``Runner.run(agent,
+state)``: the answer goes through the approval machine (``Guard.aresume``), the whole check
+runs again and the queue's record decides, and the call runs once. ``state.reject(item)``
+alone tells the model the application's message and leaves the request to expire.
 """
 
 from __future__ import annotations
@@ -30,10 +42,13 @@ import json
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
 
-from agents import Agent, FunctionTool
+from agents import Agent, FunctionTool, RunState
+from agents._tool_identity import get_function_tool_lookup_key_for_call
+from agents.items import ToolApprovalItem
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
 from agents.tool import (
@@ -46,9 +61,12 @@ from agents.tool_guardrails import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
+from agents.tracing import get_current_trace
 from toolpass.adapting import (
+    Answer,
     Guard,
     OnRefuse,
+    Pending,
     PermissionEngine,
     Rule,
     Rules,
@@ -62,6 +80,8 @@ from toolpass.adapting import (
 __all__ = ["Rule", "ToolpassGuardrails", "refusal_text"]
 
 _SYNC_MARKER = "__agents_sync_function_tool__"  # set by function_tool on sync tools' invokers
+_BY = "openai-agents state.approve"  # who decided, when the application does not say
+_HELD = 1024  # decisions and pauses kept per guardrails, for calls not yet run or resumed
 
 
 class ToolpassGuardrails:
@@ -113,6 +133,39 @@ class ToolpassGuardrails:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
+        #: By call id: what ``needs_approval``'s check decided (the key, the arguments, the
+        #: refusal or None), for the guardrail to use instead of checking again.
+        self._decided: OrderedDict[str, tuple[Any, dict[str, Any], ToolRefused | None]] = (
+            OrderedDict()
+        )
+        #: By call id: the calls paused for a person, and the answers given through ``answer``.
+        self._paused: OrderedDict[str, Pending] = OrderedDict()
+        self._answers: OrderedDict[str, Answer] = OrderedDict()
+        #: The function tools whose body this guards (an approved call's resume runs there).
+        self._functions: set[str] = set()
+
+    # Approvals.
+
+    def pending(self, item: ToolApprovalItem) -> dict[str, Any] | None:
+        """What a person decides on for an interruption toolpass made: ``Pending.payload()``
+        (None for an interruption of the application's own ``needs_approval``)."""
+        with self._lock:
+            pending = self._paused.get(_call_id(item))
+        return None if pending is None else pending.payload()
+
+    def answer(
+        self, state: RunState[Any], item: ToolApprovalItem, answer: Any, *, by: str = ""
+    ) -> None:
+        """Answer an interruption and approve it in ``state`` so the run resumes it:
+        ``answer`` is an ``Answer`` (approve, deny with a reason, edit with arguments) or
+        what ``Answer.of`` reads; ``by`` names the person. On resume the answer goes through
+        the approval machine and the check runs again: a denial reaches the model as
+        ``approval_denied`` with the reason, an edit runs with the person's arguments after
+        every check; nothing runs that the queue's record does not allow."""
+        decided = Answer.of(answer, by=by)
+        with self._lock:
+            _hold(self._answers, _call_id(item), decided)
+        state.approve(item)
 
     # Attaching.
 
@@ -182,6 +235,12 @@ class ToolpassGuardrails:
         guardrails = list(tool.tool_input_guardrails or [])
         if self.guardrail not in guardrails:
             tool.tool_input_guardrails = [self.guardrail, *guardrails]
+        self._functions.add(tool.name)
+        asks = tool.needs_approval
+        if self.guard.queue is None:
+            pass  # no call waits for a person: the guardrail alone decides
+        elif not (isinstance(asks, _NeedsApproval) and asks.owner is self):
+            tool.needs_approval = _NeedsApproval(self, tool.name, asks)
         return tool
 
     def guard_mcp_server(self, server: MCPServer) -> MCPServer:
@@ -193,12 +252,40 @@ class ToolpassGuardrails:
 
     # The guardrail: decides.
 
+    async def _needs_approval(
+        self, ctx: RunContextWrapper[Any], tool: str, params: Any, call_id: str
+    ) -> bool:
+        """The check of a call, before anyone is asked: True only when it waits for a person
+        in the approval queue (every other check passed)."""
+        try:
+            context = ctx.context
+            user = self.guard.user_of(context, context)
+            key = self.guard.key(_run(ctx), _traced_conversation(), context)
+            arguments = _parsed(params)
+            refused = await self.guard.acheck(user, tool, arguments, key=key)
+        except Exception:  # the guardrail reads them again, refuses and audits it, once
+            return False
+        pending = None if refused is None else self.guard.pending(refused)
+        with self._lock:
+            _hold(self._decided, call_id, (key, arguments, None if pending else refused))
+            if pending is not None:
+                _hold(self._paused, call_id, pending)
+        return pending is not None
+
     async def _decide(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
         refused: ToolRefused | None
         try:
             user, key, arguments = self._call(ctx, ctx.tool_arguments)
-            refused = await self.guard.acheck(user, ctx.tool_name, arguments, key=key)
+            with self._lock:
+                decided = self._decided.pop(ctx.tool_call_id, None)
+            if ctx.tool_name in self._functions and _approved(ctx):
+                # Resumed after a person: the guarded body's resume checks it all.
+                return ToolGuardrailFunctionOutput.allow(output_info={"toolpass": "resumed"})
+            if decided is not None and decided[:2] == (key, arguments):
+                refused = decided[2]  # needs_approval checked this very call
+            else:
+                refused = await self.guard.acheck(user, ctx.tool_name, arguments, key=key)
         except ToolRefused as exc:
             refused = exc
         except Exception as exc:  # the check itself broke: refuse
@@ -236,11 +323,44 @@ class ToolpassGuardrails:
                         return await self._body.arun(user, ctx.tool_name, arguments, body, key=key)
             # The guardrail did not decide this very call: check it all here.
             user, key, arguments = self._call(ctx, input)
+            if _approved(ctx):
+                return await self._resume(inner, ctx, user, key, arguments)
             return await self.guard.arun(user, ctx.tool_name, arguments, body, key=key)
         except ToolRefused as refused:
             if self.on_refuse is None:
                 raise
             return self.on_refuse(refused)
+
+    async def _resume(
+        self, inner: Any, ctx: ToolContext[Any], user: str | None, key: Any, arguments: Any
+    ) -> Any:
+        """A call approved in the run's state: the person's answer (``answer``, else an
+        approval) through the approval machine, then the whole check and the body, once."""
+        call_id = ctx.tool_call_id
+        with self._lock:
+            answer = self._answers.pop(call_id, None) or Answer("approve", by=_BY)
+            paused = self._paused.pop(call_id, None)
+        request_id = answer.request_id or (paused.request_id if paused else None)
+        request_id = request_id or self._waiting_request(user, ctx.tool_name, arguments)
+
+        def body(runs_with: Mapping[str, Any]) -> Callable[[], Any]:
+            return lambda: inner(ctx, json.dumps(dict(runs_with)))
+
+        if request_id is None:  # no request waits for it: the queue's record decides
+            return await self.guard.arun(user, ctx.tool_name, arguments, body(arguments), key=key)
+        return await self.guard.aresume(
+            user, ctx.tool_name, arguments, body, request_id=request_id, answer=answer, key=key
+        )
+
+    def _waiting_request(self, user: str | None, tool: str, arguments: Any) -> str | None:
+        """The request waiting for this very call (a run resumed in another process)."""
+        queue = self.guard.queue
+        if queue is None:
+            return None
+        for request in queue.pending():
+            if self.guard.waits(request.id, user, tool, arguments):
+                return request.id
+        return None
 
     def _failure_function(self, policy: FunctionTool) -> Callable[..., Any]:
         async def failure(ctx: RunContextWrapper[Any], error: Exception) -> str | None:
@@ -276,7 +396,74 @@ class ToolpassGuardrails:
         self.guard.audit_refused(user, ctx.tool_name, {}, refused)
 
 
-def _run(ctx: ToolContext[Any]) -> Any:
+class _NeedsApproval:
+    """A guarded function tool's ``needs_approval``: the application's own setting, then
+    toolpass's check (see ``ToolpassGuardrails._needs_approval``)."""
+
+    def __init__(self, owner: ToolpassGuardrails, tool: str, own: Any) -> None:
+        self.owner, self.tool, self.own = owner, tool, own
+
+    async def __call__(self, ctx: RunContextWrapper[Any], params: Any, call_id: str) -> bool:
+        own = self.own
+        if callable(own):
+            own = own(ctx, params, call_id)
+            own = await own if hasattr(own, "__await__") else own
+        if own is True:
+            return True  # the application asks a person itself
+        return await self.owner._needs_approval(ctx, self.tool, params, call_id)
+
+
+def _hold(table: OrderedDict[str, Any], key: str, value: Any) -> None:
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > _HELD:
+        table.popitem(last=False)
+
+
+def _call_id(item: ToolApprovalItem) -> str:
+    raw = item.raw_item
+    call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+    return str(call_id)
+
+
+def _approved(ctx: ToolContext[Any]) -> bool:
+    """Whether the run's state approved this very call (``state.approve``): it was paused."""
+    call = ctx.tool_call
+    if call is None:
+        return False
+    item = ToolApprovalItem(
+        agent=cast(Any, ctx.agent),  # the item only identifies the call
+        raw_item=call,
+        tool_name=ctx.tool_name,
+        tool_namespace=ctx.tool_namespace,
+        tool_lookup_key=get_function_tool_lookup_key_for_call(call),
+    )
+    status = ctx.get_approval_status(
+        ctx.tool_name,
+        ctx.tool_call_id,
+        tool_namespace=ctx.tool_namespace,
+        tool_lookup_key=item.tool_lookup_key,
+        current_invocation=item,
+    )
+    return status is True
+
+
+def _parsed(params: Any) -> dict[str, Any]:
+    """The call's arguments as the SDK parsed them for ``needs_approval``."""
+    if isinstance(params, dict):
+        return dict(params)
+    return _arguments("") if params is None else _arguments("not an object")
+
+
+def _traced_conversation() -> str | None:
+    """The run's conversation where the call's context does not carry the run's config: the
+    group id of the run's trace (``RunConfig.group_id``), when tracing is on."""
+    trace = get_current_trace()
+    group = getattr(trace, "group_id", None)
+    return group if isinstance(group, str) and group else None
+
+
+def _run(ctx: RunContextWrapper[Any]) -> Any:
     """What stands for the run: its context object, which applications make per run, when it
     can be weakly referenced; else (a dict, None) the run's usage record."""
     try:
