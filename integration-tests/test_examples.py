@@ -80,6 +80,7 @@ def test_the_example_tells_the_story(module: str) -> None:
         or (module == "strands" and "interrupt toolpass-approval" in flat)
         or (module == "langchain" and "interrupt toolpass_approval" in flat)
         or (module == "pydantic_ai" and "DeferredToolRequests toolpass_approval" in flat)
+        or (module == "llamaindex" and "ApprovalRequired toolpass_approval" in flat)
     ), out
     assert "deleted PAY-2" not in out
     assert "sent to" not in out  # the email never went
