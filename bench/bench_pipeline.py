@@ -1,4 +1,5 @@
-"""The pipeline's overhead per call, and the untrusted-input check against 1 MB of text.
+"""The pipeline's overhead per call, the default audit line, and the untrusted-input check:
+its speed against 1 MB of recorded text and on a 1 MB argument, and its memory per byte read.
 
 Figures are medians over repeats, measured in one run beside their baseline, so the ratios
 hold on any machine.
@@ -8,13 +9,17 @@ hold on any machine.
 
 from __future__ import annotations
 
+import io
 import random
 import statistics
 import timeit
+import tracemalloc
 from collections.abc import Callable
 
 import toolpass
-from toolpass import Decision, Session, Toolkit
+from toolpass import AuditEvent, Decision, Session, StderrSink, Toolkit
+from toolpass.outcome.audit_text import line
+from toolpass.toolkit.untrusted import UntrustedIndex
 
 REPEATS = 15
 
@@ -89,7 +94,59 @@ def untrusted() -> None:
     print(f"  a 6,000-word argument, 1 MB recorded {t_big_arg * 1e6:8.2f} µs")
 
 
+def audit_line() -> None:
+    """The default sink's line for an allowed call: formatted from the full record (as before
+    issue #23) and straight from the event, and the whole sink writing to a stream."""
+    event = AuditEvent("deploy", "write")
+    event.user, event.outcome = "dana@example.com", "ok"
+    event.arguments = {"repo": "acme/gitops-prod", "title": "bump"}
+    event.authorization = ("allow", "member")
+    event.finish()
+    sink, n = StderrSink(stream=io.StringIO()), 20_000
+    via_record = per_call(lambda: line(event.to_dict()), n)
+    direct = per_call(event.line, n)
+    written = per_call(lambda: sink(event), n)
+    print("default audit line (text, stderr)")
+    print(f"  from the full record (before #23)    {via_record * 1e6:8.2f} µs")
+    print(f"  from the event                       {direct * 1e6:8.2f} µs")
+    print(f"  the sink, written and flushed        {written * 1e6:8.2f} µs  (to a StringIO)")
+
+
+def untrusted_cost() -> None:
+    """Memory per byte of recorded text (tracemalloc), and a 1 MB argument's check, against a
+    60-word argument's in the same run (linear: the ratio follows the sizes)."""
+    rng = random.Random(11)
+    text = words(150_000, rng)  # under the 4 MB a session remembers
+    tracemalloc.start()
+    index = UntrustedIndex()
+    index.add(text)
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    past = words(1_800_000, rng)  # over 10 MB, past the limit
+    tracemalloc.start()
+    Session("c@example.com").record_untrusted(past)
+    _, past_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    small, big = words(60, rng), words(180_000, rng)
+    t_small = per_call(lambda: index.find(small), 2_000)
+    t_big = per_call(lambda: index.find(big), 3)
+    print("untrusted record: memory and a large argument")
+    print(
+        f"  {len(text) / 1e6:.2f} MB recorded                     {kept / len(text):8.1f} "
+        f"bytes per byte kept (peak {peak / len(text):.1f})"
+    )
+    print(
+        f"  {len(past) / 1e6:.1f} MB read past the limit            {past_peak / 1e6:8.2f} MB peak"
+    )
+    print(
+        f"  a {len(big) / 1e6:.2f} MB argument                      {t_big * 1e3:8.2f} ms  "
+        f"({t_big / t_small:.0f}x a 60-word one; sizes {len(big) / len(small):.0f}x)"
+    )
+
+
 if __name__ == "__main__":
     print(f"toolpass {toolpass.__version__}")
     pipeline()
+    audit_line()
     untrusted()
+    untrusted_cost()

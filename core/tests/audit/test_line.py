@@ -12,7 +12,7 @@ import textwrap
 from hypothesis import given
 from hypothesis import strategies as st
 from toolpass import AuditEvent, StderrSink
-from toolpass.outcome.audit_text import iso, line
+from toolpass.outcome.audit_text import compose, iso, line, plain, short
 
 SECRET = "hunter2-very-secret"
 texts = st.one_of(
@@ -50,6 +50,25 @@ def test_times_read_as_datetime_writes_them(timestamp: float) -> None:
     moment = datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc)
     expected = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     assert iso(timestamp) == expected
+
+
+spaced = st.text(alphabet=st.sampled_from("ab \t\n\u00a0\u2028\x1b\u3000é"), max_size=200)
+
+
+@given(spaced)
+def test_a_short_reason_is_one_line_of_single_spaces(text: str) -> None:
+    collapsed = " ".join(plain(text).split())
+    assert short(text) == (collapsed if len(collapsed) <= 160 else collapsed[:157] + "...")
+
+
+@given(spaced, spaced, spaced, st.one_of(st.none(), spaced), st.one_of(st.none(), st.floats(0, 9)))
+def test_every_part_of_a_line_is_shown_on_one_line(
+    user: str, tool: str, outcome: str, code: str | None, took: float | None
+) -> None:
+    shown = plain(outcome or "?") + (f" {plain(code)}" if code else "")
+    took_shown = f" ({took:g} ms)" if took is not None else ""
+    expected = f"T toolpass: {plain(user or '-')} {plain(tool)} {shown}{took_shown}: why"
+    assert compose("T", user, tool, outcome, code, took, "why") == expected
 
 
 def test_a_line_survives_the_process_being_killed_right_after_the_call() -> None:

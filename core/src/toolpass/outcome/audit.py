@@ -127,11 +127,16 @@ class AuditEvent:
     def line(self) -> str:
         """The readable line of ``audit_text.line(self.to_dict())``, built without the
         dictionary: only the reason it shows is cleaned."""
-        secrets, reasons = self.secrets, self.reasons
-        detail = _clean(self.detail, secrets) if self.detail else None
-        why = detail or (reasons[-1] if reasons else "") or _clean(self.message, secrets)
+        secrets, why = self.secrets, ""
+        if self.detail:
+            why = _clean(self.detail, secrets)
+        if not why and self.approval_reasons:  # the last of ``reasons``
+            why = self.approval_reasons[-1]
+        elif not why and self.authorization is not None:
+            why = self.reasons[-1]
+        why = why or _clean(self.message, secrets)
+        code = self.code or (_would_refuse(self.would_refuse) if self.would_refuse else None)
         took = round(self.duration * 1000, 3)
-        code = self.code or would_refuse_text(w["code"] for w in self.would_refuse)
         return compose(iso(self.time), self.user, self.tool, self.outcome, code, took, short(why))
 
     def __repr__(self) -> str:
@@ -139,6 +144,10 @@ class AuditEvent:
             f"AuditEvent({self.tool!r}, user={self.user!r}, outcome={self.outcome!r}, "
             f"code={self.code!r})"
         )
+
+
+def _would_refuse(found: tuple[dict[str, str | None], ...]) -> str:
+    return would_refuse_text(w["code"] for w in found)
 
 
 AuditSink = Callable[[AuditEvent], object]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import time
@@ -13,9 +12,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _REASON = 160  # characters of reason a line shows
 
 
-@functools.lru_cache(maxsize=4)
-def _second(whole: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+_SECOND = [0, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(0))]  # the last second shown
 
 
 def iso(timestamp: float) -> str:
@@ -25,7 +22,11 @@ def iso(timestamp: float) -> str:
     micros = round((timestamp - whole) * 1e6)
     if micros >= 1_000_000:
         whole, micros = whole + 1, micros - 1_000_000
-    return f"{_second(whole)}.{micros // 1000:03d}Z"
+    second, shown = _SECOND
+    if second != whole:
+        shown = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+        _SECOND[:] = whole, shown  # one assignment: a thread reads a matching pair
+    return f"{shown}.{micros // 1000:03d}Z"
 
 
 def plain(value: object) -> str:
@@ -38,7 +39,11 @@ def plain(value: object) -> str:
 
 def short(text: object) -> str:
     """``text`` on one line, its spacing collapsed, cut to the length a line shows."""
-    text = " ".join(plain(text or "").split())
+    text = str(text or "")
+    # Printable text has no spacing but the space: it is collapsed already when no two
+    # spaces meet and none ends it.
+    if not text.isprintable() or "  " in text or text[:1] == " " or text[-1:] == " ":
+        text = " ".join(plain(text).split())
     return text if len(text) <= _REASON else text[: _REASON - 3] + "..."
 
 
@@ -53,9 +58,14 @@ def compose(
     when: str, user: object, tool: object, outcome: object, code: object, took: object, why: str
 ) -> str:
     """The line of one event from its parts (``why`` already short)."""
-    shown = plain(outcome or "?") + (f" {plain(code)}" if code else "")
     took = f" ({took:g} ms)" if isinstance(took, (int, float)) else ""
-    return f"{when} toolpass: {plain(user or '-')} {plain(tool)} {shown}{took}" + (
+    code = f" {code}" if code else ""
+    text = f"{when} toolpass: {user or '-'} {tool} {outcome or '?'}{code}{took}"
+    text += f": {why}" if why else ""
+    if text.isprintable():  # the usual case: no part holds a control character
+        return text
+    shown = plain(outcome or "?") + (f" {plain(code[1:])}" if code else "")
+    return f"{plain(when)} toolpass: {plain(user or '-')} {plain(tool)} {shown}{took}" + (
         f": {why}" if why else ""
     )
 
