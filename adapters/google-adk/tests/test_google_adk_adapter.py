@@ -606,3 +606,28 @@ def test_the_confirmation_payload_shows_no_secret() -> None:
     assert "not shown" in confirmation["payload"]["arguments"]["body"]
     assert confirmation["payload"]["arguments"]["to"] == "'eve@evil.example'"
     assert sent == []
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"decision": "approve", "by": "lee"},
+        {"approved": True},
+        {"type": "approve"},
+        {"decision": "edit", "arguments": {"amount": 1}},
+        "y",
+        None,
+    ],
+    ids=["decision", "approved", "type", "edit", "text", "none"],
+)
+def test_a_confirmation_not_confirmed_never_runs_the_call_whatever_its_payload(
+    payload: Any,
+) -> None:
+    """``confirmed`` is the person's yes: a payload saying otherwise approves nothing."""
+    queue, ran, events = ApprovalQueue(), [], []
+    runner = approving(queue, ran, events, "apply")
+    out, session = run(runner, DANA)
+    [ask] = confirmation_calls(out)
+    out = confirm(runner, DANA, session, ask, {"confirmed": False, "payload": payload})
+    assert ran == []
+    assert "approval_denied" in read_back(out)[-1]
