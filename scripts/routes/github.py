@@ -394,6 +394,38 @@ ME = {
     "/classrooms",
     "/assignments",
 }
+#: Reads of ``user:@me`` that answer with whatever the sending credential sees: other
+#: accounts' repositories, issues, notifications, organizations, teams, installations,
+#: migration archives, Classroom grades, webhook payloads (#19). They are ``account.list``,
+#: checked (unknown unless the agent sends each user's own token), never agent requests.
+#: Paths below a prefix are included; the agent's own profile, keys, settings, gists and
+#: packages, and its App's own records, stay agent requests.
+ACROSS = (
+    "/issues",
+    "/user/issues",
+    "/user/repos",
+    "/user/orgs",
+    "/user/memberships/orgs",
+    "/user/teams",
+    "/user/starred",
+    "/user/subscriptions",
+    "/user/installations",
+    "/user/repository_invitations",
+    "/user/migrations",
+    "/user/codespaces",
+    "/notifications",
+    "/installation/repositories",
+    "/agents/tasks",
+    "/assignments",
+    "/classrooms",
+    "/app/hook/deliveries",
+)
+#: Below ``ACROSS``: the agent's own codespace secrets (names only) and machine types.
+OWN = re.compile(
+    r"/user/codespaces/(secrets(/public-key|/\{secret_name\})?|\{codespace_name\}/machines)"
+)
+#: ``ACROSS`` reads bounded to one organization: checked on it.
+BOUNDED = {"/user/memberships/orgs/{org}": ("org.read", "org:{org}")}
 SITE_ADMIN = ("/admin/", "/manage/", "/enterprise/", "/setup/", "/scim/v2/Users", "/scim/v2/Groups")
 
 
@@ -555,11 +587,20 @@ def template(path: str) -> str:
     )
 
 
+def across(path: str) -> bool:
+    """Whether a read of the agent's account answers with what its credential sees."""
+    listed = any(path == p or path.startswith(p + "/") for p in ACROSS)
+    return listed and not OWN.fullmatch(path)
+
+
 def rows_for(
     method: str, path: str, op: dict[str, Any], declared: dict[str, str]
 ) -> list[list[str]]:
     scope, resource = scope_of(path)
     action = action_for(op, method, path, scope)
+    if method == "GET" and scope == "me" and across(path):
+        scope = "across"
+        action, resource = BOUNDED.get(path, ("account.list", "user:@me"))
     if action not in declared:
         raise SystemExit(f"{method} {path}: {action} is not declared by the github integration")
     effect = effect_for(op["operationId"], method, action, declared)

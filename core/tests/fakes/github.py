@@ -279,6 +279,7 @@ class FakeGitHub(FakeServer):
         self.add("GET", prefix + r"/search/issues", self._search_issues)
         self.add("GET", prefix + r"/rate_limit", self._rate_limit)
         self.add("GET", prefix + r"/user", self._user)
+        self.add("GET", prefix + r"/user/repos", self._user_repos)
         self.add("GET", prefix + r"/users/(?P<login>[^/]+)", self._get_user)
         self.add(
             "GET", prefix + r"/orgs/(?P<org>[^/]+)/memberships/(?P<login>[^/]+)", self._membership
@@ -513,6 +514,19 @@ class FakeGitHub(FakeServer):
         if token.installation is not None:
             return error(403, "Resource not accessible by integration")
         return self._user_json(token.login)
+
+    def _user_repos(self, request: Request) -> Reply | list[Any]:
+        """The repositories the token sees, private ones included (one page)."""
+        token = self._token(request)
+        if token is None:
+            return error(401, "Requires authentication")
+        if isinstance(token, Reply):
+            return token
+        return [
+            self._repo_json(repo)
+            for full, repo in sorted(self.repos.items())
+            if not repo.private or token.repos is None or full in token.repos
+        ]
 
     def _get_user(self, request: Request) -> Reply | dict[str, Any]:
         token = self._token(request)

@@ -151,3 +151,53 @@ def test_a_search_through_the_hook_is_checked_on_the_one_repository_it_is_bounde
     assert f'["{github.url}/acme/widgets/issues/1"]' in found  # fenced: others wrote it
     action = events[-1].actions[-1]
     assert (action["action"], action["resource"]) == ("issue.read", "repo:acme/widgets")
+
+
+def test_a_list_across_the_agents_token_is_checked_and_its_own_profile_goes(
+    github: FakeGitHub, engine_token: str
+) -> None:
+    """PyGithub's get_user().get_repos() (GET /user/repos) answers every repository the
+    agent's token sees: account.list, refused before it leaves unless the connection says
+    own_tokens: user; the agent's own profile (GET /user) goes unchecked."""
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.engine import Toolpass
+    from toolpass.intercept import ActionRefused
+
+    def connection(own_tokens: str) -> dict[str, Any]:
+        return {
+            "id": "gh",
+            "integration": "github",
+            "url": github.api_url,
+            "token": engine_token,
+            "identity": {"mode": "users", "users": {"nora@example.com": "nora"}},
+            "own_tokens": own_tokens,
+        }
+
+    def repos(tp: Toolpass) -> tuple[str, Any]:
+        kit = Toolkit(permissions=tp)
+
+        @kit.tool()
+        def run(what: str) -> str:
+            g = Github(base_url=github.api_url, auth=Auth.Token(ENGINE_TOKEN), retry=None)
+            if what == "profile":
+                return g.get_user().login
+            return json.dumps([r.full_name for r in g.get_user().get_repos()])
+
+        with Session("nora@example.com").active():
+            login = run("profile")
+            try:
+                return login, run("repos")
+            except ActionRefused as refused:
+                return login, refused.code
+
+    try:
+        with Toolpass([connection("unknown")]) as tp:
+            login, code = repos(tp)
+        assert "\nengine-bot\n" in login  # fenced: the profile is the account's own text
+        assert code == "authorization_error"
+        assert github.seen("GET", "/user/repos") == []
+        with Toolpass([connection("user")]) as tp:
+            login, listed = repos(tp)
+        assert "acme/widgets" in listed
+    finally:
+        intercept.uninstall()

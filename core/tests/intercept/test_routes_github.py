@@ -268,6 +268,21 @@ def test_the_committed_table_is_what_the_generator_writes(regenerated: dict[str,
         # the agent itself
         ("GET", "/user", None, ("user.read", "user:@me", "read", "ua")),
         ("GET", "/rate_limit", None, ("user.read", "user:@me", "read", "a")),
+        ("GET", "/user/keys", None, ("user.read", "user:@me", "read", "ua")),
+        ("GET", "/user/codespaces/secrets", None, ("user.read", "user:@me", "read", "a")),
+        # lists across what the agent's token sees (#19): checked, never the agent's own
+        ("GET", "/issues", None, ("account.list", "user:@me", "read", "u")),
+        ("GET", "/user/repos", None, ("account.list", "user:@me", "read", "u")),
+        ("GET", "/notifications", None, ("account.list", "user:@me", "read", "u")),
+        ("GET", "/user/orgs", None, ("account.list", "user:@me", "read", "u")),
+        ("GET", "/user/teams", None, ("account.list", "user:@me", "read", "u")),
+        (
+            "GET",
+            "/user/codespaces/secrets/s/repositories",
+            None,
+            ("account.list", "user:@me", "read", ""),
+        ),
+        ("GET", "/user/memberships/orgs/acme", None, ("org.read", "org:acme", "read", "u")),
         ("GET", "/meta", None, ("site.read", "site:public", "read", "a")),
         ("GET", "/search/issues?q=bug", None, ("issue.read", None, "read", "u")),
         (
