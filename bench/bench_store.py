@@ -1,5 +1,6 @@
 """What a shared store costs per call: a write tool in a conversation session, its state in
-memory, in SQLite and (when a redis-server can be started here) in Redis, in one run.
+memory, in SQLite and (when a redis-server can be started here) in Redis, in one run; for
+Redis, the commands the server ran per call too (each a round trip but those in a script).
 
     TOOLPASS_AUDIT=off python bench/bench_store.py
 """
@@ -47,6 +48,28 @@ def redis_url() -> tuple[str, subprocess.Popen[bytes]] | None:
     return f"redis://127.0.0.1:{port}/0", server
 
 
+def commands_per_call(url: str) -> str:
+    """The commands a call sends to Redis (the server's own statistics, reset first)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    kit = Toolkit(limits={"write": 10**12}, audit=[lambda event: None], store=url)
+    tool = kit.secured_tool(lambda x: x, name="deploy", effect="write")
+    with kit.conversations.get("conversation-2", "dana@example.com").active():
+        tool("v1")
+        client.config_resetstat()
+        for _ in range(CALLS):
+            tool("v1")
+    stats = client.info("commandstats")
+    client.close()
+    sent = {
+        name.removeprefix("cmdstat_"): s["calls"] / CALLS
+        for name, s in stats.items()
+        if name not in ("cmdstat_config|resetstat", "cmdstat_set", "cmdstat_publish")
+    }
+    return ", ".join(f"{name} {n:g}" for name, n in sorted(sent.items()))
+
+
 def main() -> None:
     memory = per_call(None)
     print(f"memory  {memory * 1e6:8.1f} us per call")
@@ -57,7 +80,10 @@ def main() -> None:
         url, server = found
         try:
             redis = per_call(url)
-            print(f"redis   {redis * 1e6:8.1f} us per call ({redis / memory:.1f}x memory)")
+            print(
+                f"redis   {redis * 1e6:8.1f} us per call ({redis / memory:.1f}x memory, "
+                f"{redis / sqlite:.1f}x SQLite); per call: {commands_per_call(url)}"
+            )
         finally:
             server.terminate()
 
