@@ -15,7 +15,9 @@ placed on the area whose permission the check evaluates, by the path's shape:
   (``chats/{id}``): ``teams.*`` / ``chats.*`` (``post`` for messages and replies);
 - a user's mail, calendar, contacts, tasks and notes (``users/{id}/messages``, ``events``,
   ``sendMail``, ...): ``mailbox.read`` / ``mailbox.write`` / ``mailbox.send``; ``/me`` mirrors
-  ``/users/{id}`` as the agent's own (flag ``a``);
+  ``/users/{id}`` on ``me`` (the sending account's mailbox or drive: checked, never the
+  agent's own, since it answers with whatever that account holds);
+- ``POST /search/query``: ``tenant.search`` (it answers what the sending account sees);
 - a group (``groups/{id}/...``): ``groups.read`` / ``groups.post`` / ``groups.manage``; a
   SharePoint site (``sites/{id}/...``): ``sites.read`` / ``sites.write``;
 - anything else (directory, devices, policies, reports, ...): ``tenant.read`` /
@@ -124,6 +126,8 @@ def place(method: str, path: str) -> list[str]:
     last = segs[-1] if segs else ""
     effect = {"GET": "read", "DELETE": "destructive"}.get(method, "write")
     area, resource, verb, flags = _area(method, segs)
+    if segs == ["search", "query"] and method == "POST":
+        return [method, path, "tenant.search", "tenant", "read", "u"]
     if area == "tenant" and method == "POST" and last in READ_POSTS:
         verb, effect = "read", "read"
     if verb == "read" and area not in ("tenant", "sites"):
@@ -206,13 +210,13 @@ def _files(method: str, tail: list[str]) -> tuple[str]:
 
 
 def me_rows(rows: list[list[str]]) -> list[list[str]]:
-    """``/me/...`` for every ``/users/{user-id}/...``: the agent's own (flag ``a``)."""
+    """``/me/...`` for every ``/users/{user-id}/...``, on ``me`` (the sending account)."""
     out = []
     for method, path, action, resource, effect, flags in rows:
         if path.startswith("/v1.0/users/{user-id}") and "{user-id}" in resource:
             me = path.replace("/v1.0/users/{user-id}", "/v1.0/me", 1)
             out.append(
-                [method, me, action, resource.replace("users/{user-id}", "me"), effect, flags + "a"]
+                [method, me, action, resource.replace("users/{user-id}", "me"), effect, flags]
             )
     return out
 

@@ -74,6 +74,9 @@ class FakeGraph(FakeAzure):
         upload = rf"{v}/drives/(?P<d>[^/]+)/items/(?P<p>[^/:]+):/(?P<name>[^/:]+):/content"
         self.add("PUT", upload, self._upload)
         self.add("POST", rf"{v}/users/(?P<u>[^/]+)/sendMail", self._send)
+        self.add("POST", rf"{v}/(?P<u>me)/sendMail", self._send)
+        self.add("GET", rf"{v}/me", self._me)
+        self.add("POST", rf"{v}/search/query", self._search)
 
     # --- seeding -------------------------------------------------------------------------
     def share(self, item: str, roles: list[str], **grantee: Any) -> None:
@@ -228,6 +231,19 @@ class FakeGraph(FakeAzure):
             return bad
         self.sent.append({"from": request.params["u"], **request.json()})
         return Reply(202, None)
+
+    def _me(self, request: Request) -> Reply:
+        """The sending token's account (a delegated token's signed-in agent account)."""
+        if (bad := self._graph(request)) is not None:
+            return bad
+        return Reply(200, {"id": "agent", "displayName": "The agent"})
+
+    def _search(self, request: Request) -> Reply:
+        """Search answers every hit the sending account sees (here: every drive item)."""
+        if (bad := self._graph(request)) is not None:
+            return bad
+        hits = [{"hitId": item} for item in sorted(self.permissions)]
+        return Reply(200, {"value": [{"hitsContainers": [{"hits": hits}]}]})
 
 
 def populate(g: FakeGraph) -> FakeGraph:

@@ -104,6 +104,9 @@ def tp(fake: FakeGraph) -> Iterator[Toolpass]:
         ("hank", "groups.manage", f"groups/{SALES}", "deny"),
         ("dana", "sites.read", "sites/contoso.sharepoint.com,1,2", "unknown"),
         ("dana", "tenant.read", "tenant", "allow"),
+        ("dana", "tenant.search", "tenant", "unknown"),
+        ("dana", "mailbox.read", "me", "unknown"),
+        ("dana", "files.read", "me/drive/root", "unknown"),
         ("guest", "tenant.read", "tenant", "deny"),
         ("frank", "tenant.admin", "tenant", "allow"),
         ("dana", "tenant.admin", "tenant", "deny"),
@@ -270,6 +273,44 @@ def test_the_hook_refuses_mail_from_another_mailbox_before_it_is_sent(
     assert fake.seen("POST", r"/v1\.0/users/.*/sendMail") == []
     [action] = events[-1].actions
     assert action["action"] == "mailbox.send"
+
+
+@pytest.mark.parametrize("own_tokens", ["unknown", "user"])
+def test_the_hook_checks_what_the_sending_account_holds_and_lets_its_profile_go(
+    fake: FakeGraph, own_tokens: str
+) -> None:
+    """/me/sendMail sends from, and /search/query answers with, the sending token's account:
+    refused before they leave unless the agent sends each user's own token (own_tokens:
+    user); the account's own profile (GET /me) goes either way."""
+    import httpx
+
+    token = "eyJ0eXAi.graph.client"
+    fake.tokens[token] = "https://graph.microsoft.com"
+    engine = Toolpass([conn(fake, own_tokens=own_tokens)])
+    toolkit = Toolkit(permissions=engine)
+
+    @toolkit.tool()
+    def call(method: str, path: str, body: dict[str, Any] | None = None) -> int:
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as client:
+            return client.request(method, f"{fake.url}/v1.0{path}", json=body).status_code
+
+    mail = {"message": {"subject": "hi", "toRecipients": []}}
+    search = {"requests": [{"entityTypes": ["driveItem"], "query": {"queryString": "budget"}}]}
+    try:
+        with Session("dana@example.com").active():
+            assert "200" in str(call("GET", "/me"))
+            if own_tokens == "user":
+                assert "202" in str(call("POST", "/me/sendMail", mail))
+                assert "200" in str(call("POST", "/search/query", search))
+                return
+            for path, body in (("/me/sendMail", mail), ("/search/query", search)):
+                with pytest.raises(ActionRefused) as info:
+                    call("POST", path, body)
+                assert info.value.code == "authorization_error"
+        assert fake.seen("POST", r"/v1\.0/(me/sendMail|search/query)") == []
+    finally:
+        intercept.uninstall()
+        engine.close()
 
 
 @pytest.fixture

@@ -23,6 +23,9 @@ them (``actions/microsoft365.json`` says what each action needs):
 - ``sites.*``: SharePoint site permissions are not in Graph: unknown.
 - ``tenant.read``: an enabled member (a guest is denied); ``tenant.admin``: one of
   ``admin_roles`` (directory role template ids) through ``transitiveMemberOf``.
+- ``me`` (``/me/...``: the sending account's mailbox or drive) and ``tenant.search``
+  (``POST /search/query``) answer with what the sending token holds or sees: unknown unless
+  ``own_tokens: user`` (the agent sends each user's own token), then an enabled user.
 
 Every user is read first (``accountEnabled``, ``userType``, ``userPrincipalName``): a
 disabled account is denied everything, and one whose state Graph does not tell is unknown.
@@ -104,6 +107,14 @@ class Microsoft365(MicrosoftCloud):
             choices=("unknown", "deny"),
         ),
         ConfigKey(
+            "own_tokens",
+            "Whose token the agent sends (/me/... and POST /search/query answer what that "
+            "token's account holds or sees): user (each user's own token) or unknown (they "
+            "are unknown).",
+            default="unknown",
+            choices=("user", "unknown"),
+        ),
+        ConfigKey(
             "permission_cache_ttl",
             "Seconds an item's permissions, a team's members and a user's account are kept.",
             default=60.0,
@@ -151,8 +162,9 @@ class Microsoft365(MicrosoftCloud):
         if declared is None:
             return Decision.unknown(f"microsoft365 has no action {action!r}", cause="resource")
         area = action.partition(".")[0]
+        sender = resource == "me" or resource.startswith("me/") or action == "tenant.search"
         shape = _SHAPES[area].fullmatch(resource)
-        if shape is None:
+        if shape is None and not sender:
             return Decision.unknown(
                 f"{action} is not asked on {resource!r} (see toolpass catalog microsoft365)",
                 cause="resource",
@@ -167,6 +179,9 @@ class Microsoft365(MicrosoftCloud):
         if refused is not None:
             return refused
         assert account is not None
+        if sender:
+            return self._own_token(oid, resource)
+        assert shape is not None
         if area == "files":
             return self._files(oid, account, declared, resource, shape)
         if area == "mailbox":
@@ -184,6 +199,17 @@ class Microsoft365(MicrosoftCloud):
                 return Decision.deny(f"{oid} is a guest of the tenant")
             return Decision.allow(f"{oid} is an enabled member of the tenant")
         return self._admin(oid)
+
+    def _own_token(self, oid: str, resource: str) -> Decision:
+        """What the sending token's account holds or sees is this user's only when the
+        token is the user's own."""
+        if self.options.get("own_tokens") != "user":
+            return Decision.unknown(
+                f"{resource} answers with what the sending token's account holds or sees, not "
+                "what this user can (set own_tokens: user when the agent sends each user's own "
+                "token)"
+            )
+        return Decision.allow(f"{oid} is enabled and the agent sends the user's own token")
 
     def _files(
         self, oid: str, account: Mapping[str, Any], action: Action, ref: str, shape: re.Match[str]
