@@ -22,22 +22,26 @@ Two of the SDK's own seams are used, because neither does everything:
 The tools' failure policy is extended so a refusal raised inside a tool's body reaches the
 model with its reason (``function_tool`` masks other exceptions, and still does).
 
-Approvals pause the run in the SDK's own way. Each guarded function tool's ``needs_approval``
-is toolpass's check itself: it says yes only for a call that toolpass sends to a person (the
-approval queue's request), after every other check passed, so a call that would be refused
-anyway is never sent to a person (its refusal is what the model reads; the check is not made
-twice). The run ends with ``result.interruptions``; ``guardrails.pending(item)`` is the
-request's ``Pending.payload()`` (``request_id``, ``tool``, ``arguments``, ``reasons``...).
-Resume with ``state.approve(item)``, or with ``guardrails.answer(state, item, answer)`` to say
-who decided, deny with a reason or approve edited arguments, then ``Runner.run(agent,
-state)``: the answer goes through the approval machine (``Guard.aresume``), the whole check
-runs again and the queue's record decides, and the call runs once. ``state.reject(item)``
-alone tells the model the application's message and leaves the request to expire.
+Approvals pause the run in the SDK's own way when the call's session outlives the run (a
+``session`` callable, or ``RunConfig.group_id`` while tracing is on; otherwise the model reads
+the ``approval_pending`` refusal and retries, as before). Each guarded function tool's
+``needs_approval`` is toolpass's check itself: it says yes only for a call that toolpass sends
+to a person (the approval queue's request), after every other check passed, so a call that
+would be refused anyway is never sent to a person (its refusal is what the model reads; the
+check is not made twice). The run ends with ``result.interruptions``;
+``guardrails.pending(item)`` is the request's ``Pending.payload()`` (``request_id``, ``tool``,
+``arguments``, ``reasons``...). Resume with ``state.approve(item)``, or with
+``guardrails.answer(state, item, answer)`` to say who decided, deny with a reason or approve
+edited arguments, then ``Runner.run(agent, state)``: the answer goes through the approval
+machine (``Guard.aresume``), the whole check runs again and the queue's record decides, and the
+call runs once. ``state.reject(item)`` alone tells the model the application's message and
+leaves the request to expire.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import threading
 import warnings
@@ -62,6 +66,7 @@ from agents.tool_guardrails import (
     ToolInputGuardrailData,
 )
 from agents.tracing import get_current_trace
+from agents.tracing.traces import NoOpTrace
 from toolpass.adapting import (
     Answer,
     Guard,
@@ -163,6 +168,8 @@ class ToolpassGuardrails:
         ``approval_denied`` with the reason, an edit runs with the person's arguments after
         every check; nothing runs that the queue's record does not allow."""
         decided = Answer.of(answer, by=by)
+        if by and not decided.by:
+            decided = dataclasses.replace(decided, by=by)
         with self._lock:
             _hold(self._answers, _call_id(item), decided)
         state.approve(item)
@@ -257,10 +264,15 @@ class ToolpassGuardrails:
     ) -> bool:
         """The check of a call, before anyone is asked: True only when it waits for a person
         in the approval queue (every other check passed)."""
+        source, conversation = self.guard.session_source, _traced_conversation()
+        if source == "run" or (source == "conversation" and conversation is None):
+            # A resumed run would be a new session, so its answer could never apply: the
+            # guardrail decides, and the model reads the approval_pending refusal.
+            return False
         try:
             context = ctx.context
             user = self.guard.user_of(context, context)
-            key = self.guard.key(_run(ctx), _traced_conversation(), context)
+            key = self.guard.key(_run(ctx), conversation, context)
             arguments = _parsed(params)
             refused = await self.guard.acheck(user, tool, arguments, key=key)
         except Exception:  # the guardrail reads them again, refuses and audits it, once
@@ -457,9 +469,9 @@ def _parsed(params: Any) -> dict[str, Any]:
 
 def _traced_conversation() -> str | None:
     """The run's conversation where the call's context does not carry the run's config: the
-    group id of the run's trace (``RunConfig.group_id``), when tracing is on."""
+    group id of the run's trace (``RunConfig.group_id``); None while tracing is off."""
     trace = get_current_trace()
-    group = getattr(trace, "group_id", None)
+    group = None if isinstance(trace, NoOpTrace) else getattr(trace, "group_id", None)
     return group if isinstance(group, str) and group else None
 
 
