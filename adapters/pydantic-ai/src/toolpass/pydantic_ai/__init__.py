@@ -15,6 +15,17 @@ toolpass ``Session`` for that user, and turn a refusal into a failed tool result
 A session lasts for the conversation by default: the run's ``conversation_id``, which Pydantic
 AI takes from the run's ``conversation_id=`` or the ``message_history`` it continues (a chat
 continued over several runs keeps its limits and taint), and makes anew for a new one.
+
+A call waiting for a person pauses the run in Pydantic AI's own way when the agent can output
+``DeferredToolRequests`` (or has a ``HandleDeferredToolCalls`` capability): the capability
+raises ``ApprovalRequired`` whose metadata is the request's ``Pending.payload()``
+(``request_id``, ``tool``, ``arguments``, ``reasons``...). Resume with ``agent.run(...,
+message_history=..., deferred_tool_results=DeferredToolResults(approvals={id: ToolApproved()
+| ToolApproved(override_args=...) | ToolDenied(message=...)}, metadata=requests.metadata))``
+(``metadata[id]["by"]`` names the person): the answer goes through the approval machine, the
+check runs again and the queue's record decides; the call runs once. ``wait_for_person(queue,
+timeout)`` is a handler for ``HandleDeferredToolCalls`` that waits inline instead. Otherwise,
+and under ``ToolpassToolset``, the model reads the ``approval_pending`` refusal.
 """
 
 from __future__ import annotations
