@@ -35,7 +35,9 @@ override narrows a JQL search to ``BROWSE_PROJECTS`` on its project when every r
 in that one project. Flags follow permission-apis.md section 8.4 (``u`` issue content,
 comments, worklogs, attachments, search, users' names; ``s`` edits, comments, transitions,
 assignments and notifications that notify people; ``a`` the agent's own account and
-permissions, and user look-ups).
+permissions). User look-ups are ``USER_PICKER``, checked: the user needs *Browse users and
+groups* too. Lists Jira answers with what the sending account sees (projects, shared filters,
+dashboards) are ``SENDER_LISTS``: unknown unless the connection says ``own_tokens: user``.
 
 Some operations appear twice in jira.js (the Connect and Forge app paths, which are not
 versioned, in both versions; ``/instance/license`` in two classes): each is one row.
@@ -143,10 +145,19 @@ RULES: list[tuple[str, str, str, str, str]] = [
         r"/email.*|/groups|/permission/search)?$",
         "USER_PICKER",
         SITE,
-        "ua",
+        "u",
     ),
-    ("GET", r"^/(groupuserpicker|groups/picker)$", "USER_PICKER", SITE, "ua"),
+    ("GET", r"^/(groupuserpicker|groups/picker)$", "USER_PICKER", SITE, "u"),
     ("POST|PUT|DELETE", r"^/user/(properties|columns)", ADMIN, SITE, ""),
+    # lists Jira answers with what the sending account sees (#19): checked on own_tokens
+    (
+        "GET",
+        r"^/(project|project/search|project/recent|filter/search|filter/favourite|dashboard|"
+        r"dashboard/search)$",
+        "SENDER_LISTS",
+        SITE,
+        "u",
+    ),
     # filters and dashboards: anyone may keep their own; sharing needs the global permission
     ("GET", r"^/(filter|dashboard)(/|$)", "JIRA_ACCESS", SITE, "u"),
     ("POST|PUT", r"^/(filter|dashboard)(/|$)", "CREATE_SHARED_OBJECTS", SITE, "s"),
@@ -220,7 +231,7 @@ def by_text(method: str, rel: str, perm: str, read: bool) -> tuple[str, str, str
     if "administer jira" in text or "jira admin" in text:
         return ADMIN, SITE, ""
     if "browse users and groups" in text:
-        return "USER_PICKER", SITE, "a" if read else ""
+        return "USER_PICKER", SITE, ""
     if project_res and ("browse projects" in text or "browse project" in text) and read:
         return B, project_res, ""
     if read:

@@ -454,6 +454,12 @@ class FakeJira(FakeServer):
                 "fields": fields,
             }
 
+        @api("GET", "/project/search")
+        def project_search(request: Request, caller: str) -> dict[str, Any]:
+            """Every project, as the caller's account sees them (the fake: all)."""
+            values = [{"id": pid, "key": key} for key, pid in sorted(self.projects.items())]
+            return {"startAt": 0, "maxResults": 50, "total": len(values), "values": values}
+
         @api("GET", r"/project/(?P<ref>[^/]+)")
         def project(request: Request, caller: str) -> Reply | dict[str, Any]:
             found = self._project_by(request.params["ref"])

@@ -122,6 +122,50 @@ def test_the_jira_library_cannot_search_a_secured_project(fake: FakeJira) -> Non
     assert (action["action"], action["resource"]) == ("BROWSE_PROJECTS", "search:PAY")
 
 
+@pytest.mark.parametrize("own_tokens", ["unknown", "user"])
+def test_the_jira_library_lists_and_looks_up_users_only_as_the_user_may(
+    fake: FakeJira, own_tokens: str
+) -> None:
+    """Through the request hook (#19): a user look-up needs the user's own Browse users and
+    groups (dana has none: refused before it leaves); a project list answers what the sending
+    account sees, so it is unknown unless own_tokens: user; the agent's own account
+    (myself) goes either way."""
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    with Toolpass([conn(fake, own_tokens=own_tokens)]) as engine:
+        kit = Toolkit(permissions=engine)
+
+        @kit.tool()
+        def call(what: str) -> str:
+            client = jira_client(fake, basic_auth=("engine@example.com", "classic-token"))
+            if what == "myself":
+                return str(client.myself()["accountId"])
+            if what == "users":
+                return str(client.search_users(query="erin@example.com"))
+            url = client._get_url("project/search")
+            return str(client._session.get(url).status_code)
+
+        def refused(what: str) -> str:
+            with pytest.raises(ActionRefused) as info:
+                call(what)
+            return info.value.code
+
+        try:
+            with Session("dana@example.com").active():
+                assert "engine-1" in call("myself")
+                assert refused("users") == "not_authorized"
+                if own_tokens == "user":
+                    assert "200" in call("projects")
+                    return
+                assert refused("projects") == "authorization_error"
+        finally:
+            intercept.uninstall()
+    assert fake.seen("GET", r".*/rest/api/3/project/search") == []
+    looked_up = [r.arg("query") for r in fake.seen("GET", r".*/rest/api/3/user/search")]
+    assert "erin@example.com" not in looked_up  # only the engine's look-up of dana went
+
+
 # --- allow and deny ---------------------------------------------------------------------
 def test_allow_asks_the_bulk_check_for_the_users_account_and_issue_id(
     tp: Toolpass, fake: FakeJira
@@ -808,7 +852,7 @@ def test_catalog_declares_every_documented_permission() -> None:
     cls = get("jira")
     assert cls is Jira
     names = {a.name for a in cls.actions}
-    assert names == PROJECT_PERMISSIONS | GLOBAL_PERMISSIONS | {"JIRA_ACCESS"}
+    assert names == PROJECT_PERMISSIONS | GLOBAL_PERMISSIONS | {"JIRA_ACCESS", "SENDER_LISTS"}
     for action in cls.actions:
         assert action.description
         assert action.requires

@@ -286,8 +286,17 @@ def body(data: object) -> bytes:
             "/rest/api/3/user/search",
             "query=dana",
             None,
-            ("USER_PICKER", "site", "read", "ua"),
+            ("USER_PICKER", "site", "read", "u"),
         ),
+        (
+            "GET",
+            "/rest/api/3/project/search",
+            "",
+            None,
+            ("SENDER_LISTS", "site", "read", "u"),
+        ),
+        ("GET", "/rest/api/2/filter/search", "", None, ("SENDER_LISTS", "site", "read", "u")),
+        ("GET", "/rest/api/3/filter/my", "", None, ("JIRA_ACCESS", "site", "read", "u")),
         ("GET", "/rest/api/3/field", "", None, ("JIRA_ACCESS", "site", "read", "")),
         (
             "POST",

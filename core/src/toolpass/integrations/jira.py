@@ -61,6 +61,8 @@ SITE = "site"
 
 ACTIONS: tuple[Action, ...] = load_actions("jira")
 ACCESS = "JIRA_ACCESS"
+#: Lists Jira answers with what the sending account sees: unknown unless own_tokens: user.
+SENDER_LISTS = "SENDER_LISTS"
 _GLOBAL = frozenset(a.name for a in ACTIONS if a.terms["scope"] != "project")
 
 _GATEWAY = re.compile(r"/ex/jira/([^/]+)(/.*)?")
@@ -199,6 +201,14 @@ class Jira(AtlassianSite):
             "deactivated one is denied. When off, such a user's checks are all unknown "
             "(whether the account is active is never assumed).",
             default=True,
+        ),
+        ConfigKey(
+            "own_tokens",
+            "Whose credential the agent sends (project, shared filter and dashboard lists "
+            "answer what that account sees): user (each user's own) or unknown "
+            "(SENDER_LISTS is unknown).",
+            default="unknown",
+            choices=("user", "unknown"),
         ),
         ConfigKey(
             "resource_cache_ttl",
@@ -431,7 +441,12 @@ class Jira(AtlassianSite):
                 f"whether {user}'s Jira account {account} is active was not verified "
                 "(verify_account is off)"
             )
-        if action == ACCESS:
+        if action == SENDER_LISTS and self.options.get("own_tokens") != "user":
+            return Decision.unknown(
+                "Jira answers this list with what the sending account can see, not what this "
+                "user can (set own_tokens: user when the agent sends each user's own credential)"
+            )
+        if action in (ACCESS, SENDER_LISTS):
             return Decision.allow(f"{user}'s Jira account {account} is active")
         if is_global:
             body: dict[str, Any] = {"accountId": account, "globalPermissions": [action]}
