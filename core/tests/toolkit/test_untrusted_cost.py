@@ -37,7 +37,7 @@ def test_a_page_past_the_limit_costs_no_memory_beyond_itself() -> None:
 @given(st.integers(1, 400), st.integers(0, 400))
 def test_the_limit_is_the_same_whichever_way_the_text_arrives(first: int, second: int) -> None:
     """Text that crosses the limit in one page or in two fills the record alike."""
-    index = UntrustedIndex(max_text=300)
+    index = UntrustedIndex(max_text=300, max_runs=10**6)
     index.add(page(first, 1)[:first])
     index.add(page(second, 2)[:second])
     assert index.full == (first + second > 300)
