@@ -270,7 +270,7 @@ async def test_params_the_guard_cannot_read_are_refused_before_validation(params
     auth_context_var.set(token_for(DANA))
     result = await middleware(ctx, call_next)
     assert reached == []
-    assert isinstance(result, CallToolResult)
+    result = CallToolResult.model_validate(result)  # on the wire, as the server's results
     assert result.is_error
     assert "check_error" in result.content[0].text  # type: ignore[union-attr]
     assert [e.code for e in events] == ["check_error"]
@@ -308,7 +308,8 @@ async def test_a_tools_exceptions_are_as_mcp_makes_them_and_audited_once() -> No
         "[error] Error executing tool boom",  # masked by MCP, with or without toolpass
         "[error] Error executing tool told: try PAY-2",
     ]
-    assert [(e.tool, e.outcome) for e in events] == [("boom", "ok"), ("told", "ok")]
+    # MCP made each failure an isError result: the call failed, audited as an error
+    assert [(e.tool, e.outcome) for e in events] == [("boom", "error"), ("told", "error")]
 
 
 @pytest.mark.asyncio

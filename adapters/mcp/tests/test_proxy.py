@@ -169,7 +169,7 @@ async def test_an_allowed_call_reaches_an_upstream_on_streamable_http(
     assert [(e["tool"], e["user"], e["outcome"]) for e in events] == [
         ("merge_pr", DANA, "ok"),
         ("read_file", DANA, "ok"),
-        ("explode", DANA, "ok"),  # MCP made the tool's failure a result: the call ran
+        ("explode", DANA, "error"),  # the upstream made its failure an isError result
     ]
 
 

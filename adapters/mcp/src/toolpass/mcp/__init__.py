@@ -33,11 +33,19 @@ import logging
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
-from mcp_types import AudioContent, BlobResourceContents, CallToolResult, ImageContent, TextContent
+from mcp_types import (
+    SERVER_INFO_META_KEY,
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    ImageContent,
+    TextContent,
+)
+from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass.adapting import (
     REDACTED,
@@ -80,8 +88,10 @@ log = logging.getLogger("toolpass")
 #: server runs for one person), or a callable given the request's context, returning it.
 User = str | Callable[[Any], Any] | None
 
-#: The JSON-RPC error code of a refusal when ``on_refuse=None`` (no tool result: an error).
-REFUSED = -32001
+#: The JSON-RPC error code of a refusal when ``on_refuse=None`` (no tool result: an error),
+#: and of a refused ``resources/read`` or ``prompts/get``: in the range JSON-RPC leaves to
+#: servers, none of the codes MCP or its SDKs give a meaning (-32001 is a request's timeout).
+REFUSED = -32060
 
 #: Who a client is when its requests share no MCP session (a string, or a callable given the
 #: request's context); see ``guard``.
@@ -124,6 +134,22 @@ def refusal_result(text: str, refused: ToolRefused | None = None) -> CallToolRes
         is_error=True,
         _meta={"toolpass": meta} if meta else None,
     )
+
+
+class _FailedResult(Exception):
+    """A tool result with ``isError`` (the tool raised, or the server rejected its
+    arguments), carried through the pipeline so the call is audited as an error; the client
+    gets the result as it is."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("the tool's result is an error (isError)")
+        self.result = result
+
+
+def _is_error_result(result: Any) -> bool:
+    if isinstance(result, Mapping):
+        return result.get("isError") is True
+    return getattr(result, "is_error", None) is True
 
 
 class _Refused(MCPError):
@@ -217,6 +243,9 @@ class _Core:
         )
         self.guard.add_tools(dict(_READS), complete=False)
         self._listed: set[str] = set()
+        #: The server's tools as they are now (None when it cannot tell): beside those
+        #: tools/list showed, what a call of a tool under ``strict`` is told it is unknown by.
+        self.known_tools: Callable[[], Collection[str] | None] = lambda: None
 
     async def call(
         self,
@@ -238,7 +267,7 @@ class _Core:
 
         async def body() -> Any:
             try:
-                return redacted(await call_next(), self.secrets())
+                result = redacted(await call_next(), self.secrets())
             except Exception as exc:
                 refused = refusal_in(exc)
                 if refused is not None:  # refused inside the body: the call's outcome
@@ -248,6 +277,10 @@ class _Core:
                 if hidden is exc:
                     raise
                 raise hidden from None
+            if _is_error_result(result):
+                raised.append(_FailedResult(result))
+                raise raised[-1]
+            return result
 
         try:
             try:
@@ -265,10 +298,17 @@ class _Core:
                 log.warning("toolpass: the user or session of %s failed: %s", name, refused.detail)
                 guard.audit_refused(None, name, args, refused)
                 raise
+            try:
+                self.refuse_unknown(name)
+            except ToolRefused as refused:
+                guard.audit_refused(user if isinstance(user, str) else None, name, args, refused)
+                raise
             return await guard.arun(user, name, args, body, key=key)
         except ToolRefused as refused:
             return self.refusal(refused, refused_as)
         except Exception as exc:
+            if raised and isinstance(raised[0], _FailedResult):  # audited as an error
+                return raised[0].result
             if raised and exc is raised[0]:  # the server's own error: its own handling
                 raise
             if raised and hasattr(exc, "original_type"):
@@ -281,6 +321,22 @@ class _Core:
                 detail=f"{type(exc).__name__}: {exc}",
             )
             return self.refusal(failed, refused_as)
+
+    def refuse_unknown(self, name: str) -> None:
+        """Under ``strict``, a call of a tool the server does not have (and no rule names)
+        is refused as what it is, an unknown tool, not as a tool without a rule."""
+        guard = self.guard
+        if not guard.strict or name in CHECKED or guard.rule(name) is not None:
+            return
+        known = self.known_tools()
+        tools = {*(known or ()), *(self._listed - set(_READS))}
+        if (known is not None or self._listed) and name not in tools:
+            raise ToolRefused(
+                "invalid_arguments",
+                f"Unknown tool: {name}. There is no tool of that name here, so the call was "
+                "not made. Call one of the tools listed.",
+                detail="a tool the server does not have",
+            )
 
     def saw_tools(self, found: dict[str, list[str] | None]) -> None:
         """A listing of the server's tools (name: argument names): the rules checked
@@ -478,9 +534,11 @@ class ToolpassMiddleware:
     """MCP Python SDK 2.x server middleware (``ServerMiddleware``) checking every
     ``tools/call`` with toolpass; every other message passes through. Made by ``guard``."""
 
-    def __init__(self, core: _Core) -> None:
+    def __init__(self, core: _Core, server: Any = None) -> None:
         self._core = core
         self.guard = core.guard
+        #: The low-level server whose ``server_info_stamp`` a 2026-07-28 result carries.
+        self.server = server
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -511,8 +569,33 @@ class ToolpassMiddleware:
             _as_mcp_result,
         )
         if isinstance(result, str):  # the pipeline fenced an untrusted result: text
-            return CallToolResult(content=[TextContent(type="text", text=result)])
-        return result
+            result = CallToolResult(content=[TextContent(type="text", text=result)])
+        return self._on_the_wire(ctx, result)
+
+    def _on_the_wire(self, ctx: ServerRequestContext[Any, Any], result: Any) -> Any:
+        """A result the middleware made (a refusal, a fenced text) shaped as the server
+        shapes its own for the connection's protocol version: only that version's fields
+        (no ``resultType`` on a 2025 connection), and on 2026-07-28 its ``resultType`` and
+        the server's ``serverInfo`` in ``_meta``. A result of the server's is already."""
+        if not isinstance(result, CallToolResult | Mapping) or isinstance(result, dict):
+            return result  # the server's wire dict (call_next's), or the unexpected
+        version = ctx.protocol_version
+        dumped = (
+            result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if isinstance(result, CallToolResult)
+            else dict(result)
+        )
+        try:
+            dumped = serialize_server_result("tools/call", version, dumped)
+        except (KeyError, ValueError):  # a version or shape the SDK does not know: as it is
+            return dumped
+        if version in MODERN_PROTOCOL_VERSIONS:
+            dumped.setdefault("resultType", "complete")
+            meta = dumped.get("_meta")
+            stamp = getattr(self.server, "server_info_stamp", None)
+            if stamp is not None and isinstance(meta, dict | None):
+                dumped["_meta"] = {SERVER_INFO_META_KEY: stamp, **(meta or {})}
+        return dumped
 
     async def _read(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         """``resources/read`` or ``prompts/get``: checked as a call of the tool named by
@@ -631,8 +714,10 @@ def guard(
         client=client,
     )
     core.guard.add_tools(_known_tools(server), complete=False)
+    if getattr(server, "_tool_manager", None) is not None:
+        core.known_tools = lambda: _known_tools(server)
     _surface_body_refusals(server)
-    added = ToolpassMiddleware(core)
+    added = ToolpassMiddleware(core, getattr(server, "_lowlevel_server", server))
     chain.append(added)
     return added
 

@@ -617,6 +617,8 @@ async def serve(
         tools = await upstream_tools(probe)
         added.guard.add_tools(_schemas(tools))  # complete: every tool the upstream has
         proxy = Proxy(upstream, probe, tools, lambda t: added._core.saw_tools(_schemas(t)))
+    added.server = proxy.server  # its serverInfo on a refusal (2026-07-28)
+    added._core.known_tools = lambda: proxy.tools  # strict: an unknown tool reads as one
     proxy.server.middleware.append(added)
     await run(proxy)
 
