@@ -153,13 +153,15 @@ def run(everything: Path, command: list[str], specs: list[str | None], out: Path
                 process.wait(timeout=10)
         direct = results["direct"]
         print(
-            f"spec {spec or '(default)'}: {sum(direct.values())}/{len(direct)} scenarios pass directly"
+            f"spec {spec or '(default)'}: "
+            f"{sum(direct.values())}/{len(direct)} scenarios pass directly"
         )
         for name in ("middleware", "proxy"):
             failing = sorted(s for s, ok in results[name].items() if not ok and direct.get(s))
             missing = sorted(set(direct) - set(results[name]))
             print(
-                f"  {name}: {len(failing) + len(missing)} fail only with toolpass {failing + missing}"
+                f"  {name}: {len(failing) + len(missing)} fail only with toolpass "
+                f"{failing + missing}"
             )
             broken += len(failing) + len(missing)
     print(f"logs in {out}")

@@ -46,7 +46,8 @@ def events(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def section(tmp_path: Path, extra: str = "") -> str:
-    return f"  user: {USER}\n  audit: {tmp_path / 'audit.jsonl'}\n  upstream_env: [UPSTREAM_LOG]\n{extra}"
+    audit_file = tmp_path / "audit.jsonl"
+    return f"  user: {USER}\n  audit: {audit_file}\n  upstream_env: [UPSTREAM_LOG]\n{extra}"
 
 
 class Host:
@@ -152,11 +153,14 @@ async def test_every_method_and_notification_passes_both_ways(
             web.terminate()
             web.wait(timeout=10)
     seen = [e["event"] for e in events(tmp_path)]
-    assert [
-        e for e in seen if "sub" in e or e == "set_level"
-    ] == ["set_level", "subscribe", "unsubscribe"]
+    assert [e for e in seen if "sub" in e or e == "set_level"] == [
+        "set_level",
+        "subscribe",
+        "unsubscribe",
+    ]
     called = [e["tool"] for e in audit(tmp_path)]
-    assert called.count("resources/read") == 2 and called.count("prompts/get") == 1
+    assert called.count("resources/read") == 2
+    assert called.count("prompts/get") == 1
 
 
 @pytest.mark.asyncio
@@ -218,4 +222,5 @@ async def test_strict_refuses_resources_and_prompts_without_a_rule(
         assert (await client.list_resources()).resources  # listing is not a read
     assert [e["event"] for e in events(tmp_path)] == []  # neither reached the upstream
     refused = [(e["tool"], e["outcome"]) for e in audit(tmp_path)]
-    assert ("resources/read", "refused") in refused and ("prompts/get", "refused") in refused
+    assert ("resources/read", "refused") in refused
+    assert ("prompts/get", "refused") in refused
