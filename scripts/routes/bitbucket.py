@@ -133,15 +133,17 @@ RULES: list[tuple[str, str, str, str, str]] = [
     (READ, r"^/snippets/\{workspace\}", "member", WS, "u"),
     ("POST|PUT", r"^/snippets/\{workspace\}($|/\{encoded_id\}/comments)", "member", WS, "s"),
     (WRITES, r"^/snippets/\{workspace\}", "member", WS, ""),
-    # no workspace: the account's own data, users, public listings
+    # no workspace: lists Bitbucket answers with what the sending account sees (#19)
     (
         READ,
-        r"^/(repositories|snippets|pullrequests/|users/\{selected_user\}/search/)",
-        "access",
+        r"^/(repositories$|snippets$|pullrequests/|users/\{selected_user\}/search/|"
+        r"workspaces$|user/permissions/)",
+        "sender_lists",
         SITE,
-        "ua",
+        "u",
     ),
-    (ANY, r"^/(user|users/|workspaces$|hook_events|snippets$)", "access", SITE, "a"),
+    # the account's own data, users, public listings
+    (ANY, r"^/(user|users/|hook_events|snippets$)", "access", SITE, "a"),
 ]
 
 

@@ -509,6 +509,28 @@ def _client(fake: FakeBitbucket) -> Cloud:
     return Cloud(url=fake.url, token="tool-token")
 
 
+def test_the_hook_checks_a_list_across_the_agents_workspaces_and_lets_its_account_go(
+    kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
+) -> None:
+    """atlassian-python-api's Cloud: GET /2.0/workspaces and /2.0/snippets answer what the
+    sending account sees (#19): sender_lists, refused before they leave without
+    own_tokens: user; the account's own profile (GET /2.0/user) goes."""
+    toolkit, events = kit
+
+    @toolkit.tool()
+    def get(path: str) -> str:
+        return str(_client(fake).get(path))
+
+    with Session("dana@example.com").active():
+        assert "acc-engine" in get("user")
+        for path in ("workspaces", "snippets", "repositories?role=member"):
+            with pytest.raises(ActionRefused) as info:
+                get(path)
+            assert info.value.code == "authorization_error"
+    assert fake.seen("GET", r"/2.0/(workspaces|snippets|repositories)") == []
+    assert events[-1].actions[-1]["action"] == "sender_lists"
+
+
 def test_the_hook_lets_an_allowed_pull_request_through(
     kit: tuple[Toolkit, list[Any]], fake: FakeBitbucket
 ) -> None:

@@ -122,6 +122,12 @@ def test_regenerating_from_the_package_gives_the_committed_table() -> None:
         ("GET", "/2.0/teams/acme/search/code", "member", "workspace:acme", "read"),
         ("GET", "/2.0/snippets/acme/abc/files/x.py", "member", "workspace:acme", "read"),
         ("POST", "/2.0/users/me/ssh-keys", "access", "site", "write"),
+        ("GET", "/2.0/user", "access", "site", "read"),
+        ("GET", "/2.0/workspaces", "sender_lists", "site", "read"),
+        ("GET", "/2.0/repositories", "sender_lists", "site", "read"),
+        ("GET", "/2.0/snippets", "sender_lists", "site", "read"),
+        ("GET", "/2.0/pullrequests/dana", "sender_lists", "site", "read"),
+        ("GET", "/2.0/user/permissions/repositories", "sender_lists", "site", "read"),
     ],
 )
 def test_hand_checked_requests(

@@ -152,6 +152,14 @@ class Bitbucket(Integration):
             choices=("unknown", "deny"),
         ),
         ConfigKey(
+            "own_tokens",
+            "Whose credential the agent sends (snippet, workspace, pull request and "
+            "permission lists answer what that account sees): user (each user's own) or "
+            "unknown (sender_lists is unknown).",
+            default="unknown",
+            choices=("user", "unknown"),
+        ),
+        ConfigKey(
             "permission_cache_ttl",
             "Seconds a repository's or workspace's permission list is kept (0: never).",
             default=60.0,
@@ -326,6 +334,12 @@ class Bitbucket(Integration):
             decided = self._repository(account, action, repo.group(1), repo.group(2))
         elif action in _ROLES:
             decided = self._workspace(account, action, ref)
+        elif action == "sender_lists" and self.options.get("own_tokens") != "user":
+            return Decision.unknown(
+                "Bitbucket answers this list with what the sending account can see, not what "
+                "this user can (set own_tokens: user when the agent sends each user's own "
+                "credential)"
+            )
         else:
             return self._site(account)
         if not decided.allowed:
