@@ -158,6 +158,21 @@ async def grow(ctx: Context) -> str:
     return "grew"
 
 
+@server.tool()
+async def shout(path: str, ctx: Context) -> str:
+    """Says a file's text every way it can: a log message, progress, a sampling request."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    await ctx.info(f"log: {text}")
+    await ctx.report_progress(progress=1, total=1, message=f"progress: {text}")
+    await ctx.session.create_message(  # type: ignore[call-overload]
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+        max_tokens=50,
+        related_request_id=ctx.request_id,
+    )
+    return f"result: {text}"
+
+
 async def set_level(ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
     record("set_level", level=params.level)
     return EmptyResult()

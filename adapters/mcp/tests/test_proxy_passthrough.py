@@ -27,7 +27,7 @@ from mcp_types import (
     Root,
     TextContent,
 )
-from test_proxy import audit, config, environment, github, proxy
+from test_proxy import TOKEN, audit, config, environment, github, proxy
 
 __all__ = ["github"]  # the fixture, shared with test_proxy
 
@@ -224,3 +224,26 @@ async def test_strict_refuses_resources_and_prompts_without_a_rule(
     refused = [(e["tool"], e["outcome"]) for e in audit(tmp_path)]
     assert ("resources/read", "refused") in refused
     assert ("prompts/get", "refused") in refused
+
+
+@pytest.mark.asyncio
+async def test_nothing_the_upstream_sends_carries_the_connections_secrets(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    env = environment(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text(f"the token is {TOKEN}", encoding="utf-8")
+    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", sys.executable, UPSTREAM)
+    host, said = Host(), []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        said.append(message or "")
+
+    async with host.client(params) as client:
+        result = await client.call_tool(
+            "shout", {"path": str(secret)}, progress_callback=on_progress
+        )
+    everything = [text_of(result), *host.logs, *host.sampled, *said]
+    assert len(everything) == 4
+    assert all("the token is" in text for text in everything)
+    assert not any(TOKEN in text for text in everything)

@@ -93,8 +93,8 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass import Config, ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
-from toolpass.adapting import Rule, ToolRefused
-from toolpass.mcp import _connection_of, guard
+from toolpass.adapting import Rule, ToolRefused, redact_text
+from toolpass.mcp import _connection_of, guard, redacted
 
 from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
@@ -272,12 +272,13 @@ class _Downstream:
     request, with the client's capabilities) and its requests in flight, which the
     upstream's own requests (sampling, elicitation, roots) and notifications are sent with."""
 
-    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
-        self.first = ctx
+    def __init__(
+        self, ctx: ServerRequestContext[Any], secrets: Callable[[], tuple[str, ...]]
+    ) -> None:
+        self.first, self.secrets = ctx, secrets
         self.in_flight: list[ServerRequestContext[Any]] = []
         self.ready = anyio.Event()
         self.client: Client | None = None
-        self.failed: BaseException | None = None
 
     @property
     def current(self) -> ServerRequestContext[Any]:
@@ -306,7 +307,8 @@ class _Downstream:
             ServerMessageMetadata(related_request_id=ctx.request_id) if self.in_flight else None
         )
         try:
-            return await ctx.session.send_request(request, result_type, metadata=related)
+            clean = redacted(request, self.secrets())
+            return await ctx.session.send_request(clean, result_type, metadata=related)
         except MCPError as e:
             return e.error
 
@@ -323,7 +325,8 @@ class _Downstream:
     async def notify(self, notification: Any) -> None:
         ctx = self.current
         related = ctx.request_id if self.in_flight else None
-        await ctx.session.send_notification(notification, related_request_id=related)
+        clean = redacted(notification, self.secrets())
+        await ctx.session.send_notification(clean, related_request_id=related)
 
 
 class Proxy:
@@ -343,6 +346,8 @@ class Proxy:
         self.tools = {t.name: t for t in tools}
         self.downstreams: dict[Any, _Downstream] = {}
         self.tasks: TaskGroup | None = None  # where the upstream connections run
+        #: What nothing the client gets may carry: the secrets of the engine's connections.
+        self.secrets: Callable[[], tuple[str, ...]] = lambda: ()
         caps = probe.server_capabilities
         self.server: Server[Any] = Server(
             "toolpass-mcp-proxy",
@@ -407,7 +412,7 @@ class Proxy:
         key = _connection_of(ctx.session)
         downstream = self.downstreams.get(key)
         if downstream is None:
-            downstream = self.downstreams[key] = _Downstream(ctx)
+            downstream = self.downstreams[key] = _Downstream(ctx, self.secrets)
             assert self.tasks is not None, "serve() opens the upstream connections"
             self.tasks.start_soon(self._connect, downstream)
         await downstream.ready.wait()
@@ -453,7 +458,7 @@ class Proxy:
         downstream = self.downstreams[_connection_of(ctx.session)]
         downstream.in_flight.append(ctx)
         try:
-            return await send(client)
+            return redacted(await send(client), self.secrets())
         finally:
             downstream.in_flight.remove(ctx)
 
@@ -481,7 +486,7 @@ class Proxy:
             lambda c: c.session.call_tool(
                 params.name,
                 params.arguments,
-                progress_callback=_progress(ctx),
+                progress_callback=_progress(ctx, self.secrets),
                 meta=meta,
                 **_input_of(params),
             ),
@@ -580,14 +585,17 @@ def _mode_of(version: str) -> str:
     return version if version in MODERN_PROTOCOL_VERSIONS else "legacy"
 
 
-def _progress(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
+def _progress(
+    ctx: ServerRequestContext[Any], secrets: Callable[[], tuple[str, ...]]
+) -> ProgressFnT | None:
     """The client's progress of a request, when it asked for it: the upstream's progress
     reported to it."""
     if not (ctx.meta or {}).get("progressToken"):
         return None
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
+        said = redact_text(message, secrets()) if message else message
+        await ctx.session.report_progress(progress, total, said)
 
     return report
 
@@ -617,6 +625,7 @@ async def serve(
         tools = await upstream_tools(probe)
         added.guard.add_tools(_schemas(tools))  # complete: every tool the upstream has
         proxy = Proxy(upstream, probe, tools, lambda t: added._core.saw_tools(_schemas(t)))
+    proxy.secrets = added._core.secrets  # every message to the client: without them
     added.server = proxy.server  # its serverInfo on a refusal (2026-07-28)
     added._core.known_tools = lambda: proxy.tools  # strict: an unknown tool reads as one
     proxy.server.middleware.append(added)
