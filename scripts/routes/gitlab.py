@@ -31,7 +31,9 @@ the strongest action of its place (``project.settings``, ``group.settings``,
 ``instance.admin`` for writes). Flags follow permission-apis.md section 6.4: ``u`` for issue,
 merge request, note, file, commit, job log, wiki and snippet content; ``s`` for comments,
 issue and merge request edits (they notify), invitations, shares, forks and transfers; ``a``
-for the agent's own user, tokens, to-dos and notification settings, and user look-ups.
+for the agent's own user, tokens and notification settings. What GitLab answers with what the
+sending token sees (user look-ups, to-dos, the instance-wide CI lint) is ``sender_lists``:
+unknown unless the connection says ``own_tokens: user`` (#19).
 
 The output is sorted and deterministic: ``core/src/toolpass/integrations/routes/gitlab.json``.
 """
@@ -403,17 +405,20 @@ RULES: list[tuple[str, str, str, str, str]] = [
     # the agent's own account, to-dos and settings; identity look-ups; static templates
     (
         "GET",
-        r"^/(user|user/.*|personal_access_tokens/self|version|metadata)$",
+        r"^/(user|user/(?!activities$).*|personal_access_tokens/self|version|metadata)$",
         "instance.read",
         "X",
         "a",
     ),
-    ("GET", r"^/users(/\{user_id\})?$", "instance.read", "X", "ua"),
     ("GET", r"^/(templates|topics)(/|$)", "instance.read", "X", "a"),
     ("GET", r"^/namespaces/\{namespace\}/exists$", "instance.read", "X", "a"),
-    ("GET|POST|DELETE", r"^/todos(/|$)", "instance.read", "X", "ua"),
     ("GET|PUT", r"(^|/)notification_settings$", "instance.read", "X", "a"),
-    ("POST", r"^/ci/lint$", "instance.read", "X", "a"),
+    # what GitLab answers with what the sending token sees (#19): user look-ups (an
+    # administrator's token adds private emails and sign-in IPs), the to-dos (their issues
+    # and merge requests) and a lint whose includes read any project the token sees
+    ("GET", r"^/users(/\{user_id\})?$", "sender_lists", "X", "u"),
+    ("GET|POST|DELETE", r"^/todos(/|$)", "sender_lists", "X", "u"),
+    ("POST", r"^/ci/lint$", "sender_lists", "X", "u"),
     # merge requests
     ("GET", MR + r"(/.*)?$", "mr.read", "M", "u"),
     ("PUT", MR + r"/merge$", "mr.merge", "M", ""),

@@ -1026,6 +1026,63 @@ def test_python_gitlab_cannot_list_a_milestones_issues_as_a_guest(world: World) 
     assert (action["action"], action["resource"]) == ("issue.read_all", PROJECT)
 
 
+@pytest.mark.parametrize("own_tokens", ["unknown", "user"])
+def test_python_gitlab_lists_what_the_sending_token_sees_only_with_own_tokens(
+    world: World, own_tokens: str
+) -> None:
+    """Through the request hook (#19): user look-ups, to-dos and the instance CI lint answer
+    what the sending token sees, so they are refused before they leave unless the connection
+    says own_tokens: user; the agent's own profile (GET /user) goes either way."""
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    fake, events = world.fake, []
+    with world.engine(own_tokens=own_tokens) as engine:
+        kit = Toolkit(permissions=engine, audit=[events.append])
+
+        @kit.tool()
+        def call(what: str) -> str:
+            client = gitlab.Gitlab(fake.url, private_token=BOT_TOKEN)
+            if what == "me":
+                client.auth()
+                return str(client.user.username if client.user else "")
+            if what == "users":
+                return str([u.username for u in client.users.list(search="dana")])
+            if what == "todos":
+                return str(client.todos.list())
+            return str(client.http_post("/ci/lint", post_data={"content": "include: x"}))
+
+        try:
+            with Session("dana@example.com").active():
+                assert call("me") == "toolpass_bot"
+                if own_tokens == "user":
+                    assert "dana" in call("users")
+                    return
+                for what in ("users", "todos", "lint"):
+                    with pytest.raises(ActionRefused) as info:
+                        call(what)
+                    assert info.value.code == "authorization_error"
+        finally:
+            intercept.uninstall()
+    assert fake.seen("GET", rf"{API}/todos") == []
+    assert fake.seen("POST", rf"{API}/ci/lint") == []
+    assert [r for r in fake.seen("GET", rf"{API}/users") if r.arg("search")] == []
+    assert events[-1].actions[-1]["action"] == "sender_lists"
+
+
+def test_sender_lists_is_unknown_without_own_tokens_and_needs_an_active_account(
+    world: World,
+) -> None:
+    with world.engine() as engine:
+        d = engine.check("dana@example.com", "gl", "sender_lists", "instance")
+        assert d.decision == "unknown"
+        assert "own_tokens" in d.reason
+    with world.engine(own_tokens="user") as engine:
+        assert engine.check("dana@example.com", "gl", "sender_lists", "instance").allowed
+        d = engine.check("frank@example.com", "gl", "sender_lists", "instance")
+        assert d.decision == "deny"
+
+
 @given(st.text(min_size=1, max_size=40))
 def test_hostile_tag_names_never_parse_into_another_resource(name: str) -> None:
     try:

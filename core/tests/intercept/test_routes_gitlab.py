@@ -68,7 +68,7 @@ def test_every_resource_template_is_a_resource_gitlab_parses() -> None:
         for name in fields(resource):
             resource = resource.replace("{" + name + "}", SAMPLES[name])
         target = parse_resource(resource)
-        if route.action.startswith("instance."):
+        if route.action.startswith("instance.") or route.action == "sender_lists":
             assert target.kind == "instance", route
         elif route.action.startswith("group."):
             assert target.kind == "group", route
@@ -331,7 +331,24 @@ def test_coverage_every_operation_of_the_installed_python_gitlab() -> None:
             "/api/v4/users",
             "username=dana",
             None,
-            ("instance.read", "instance", "read", "ua"),
+            ("sender_lists", "instance", "read", "u"),
+        ),
+        ("GET", "/api/v4/users/7", "", None, ("sender_lists", "instance", "read", "u")),
+        ("GET", "/api/v4/todos", "", None, ("sender_lists", "instance", "read", "u")),
+        (
+            "POST",
+            "/api/v4/ci/lint",
+            "",
+            {"content": "x"},
+            ("sender_lists", "instance", "write", "u"),
+        ),
+        ("GET", "/api/v4/user/activities", "", None, ("instance.read", "instance", "read", "")),
+        (
+            "GET",
+            "/api/v4/personal_access_tokens/self",
+            "",
+            None,
+            ("instance.read", "instance", "read", "a"),
         ),
         ("GET", "/api/v4/issues", "scope=all", None, ("instance.read", "instance", "read", "u")),
         (

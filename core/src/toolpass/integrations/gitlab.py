@@ -103,6 +103,8 @@ class Rule:
 
 ACTIONS: tuple[Action, ...] = load_actions("gitlab")
 RULES: dict[str, Rule] = {a.name: Rule(**a.terms) for a in ACTIONS}
+#: What GitLab answers with what the sending token sees: unknown unless own_tokens: user.
+SENDER_LISTS = "sender_lists"
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _CONSECUTIVE_SPECIAL = re.compile(r"[._+-]{2}")
@@ -240,6 +242,14 @@ class GitLab(Integration):
             "(e.g. {issue.update: 15} to let Planners edit issues).",
             default={},
             type="map",
+        ),
+        ConfigKey(
+            "own_tokens",
+            "Whose token the agent sends (user look-ups, to-dos and the instance CI lint "
+            "answer what that account sees): user (each user's own) or unknown "
+            "(sender_lists is unknown).",
+            default="unknown",
+            choices=("user", "unknown"),
         ),
         ConfigKey(
             "max_pages",
@@ -464,6 +474,8 @@ class GitLab(Integration):
                     "the resource instance" if rule.scope == "instance" else "a project or group"
                 )
                 return Decision.unknown(f"{action} needs {needs}, not {resource!r}")
+            if action == SENDER_LISTS:
+                return self._sender_lists(user)
             return self._administrator(user, action)
         if rule.scope == "group" and target.kind != "group":
             return Decision.unknown(f"{action} needs a group: resource, not {resource!r}")
@@ -554,6 +566,19 @@ class GitLab(Integration):
         if archived is not False:
             raise MalformedResponse(f"gitlab's project {target.path} does not say if archived")
         return None
+
+    def _sender_lists(self, user: str) -> Decision:
+        """What the sending token sees is the user's only when it is the user's own token."""
+        if self.options.get("own_tokens") != "user":
+            return Decision.unknown(
+                "GitLab answers this with what the sending account can see, not what this "
+                "user can (set own_tokens: user when the agent sends each user's own token)"
+            )
+        uid = self._uid(user)
+        state = self._get(f"/users/{uid}", f"read user {uid}").get("state")
+        if state != _ACTIVE:
+            return Decision.deny(f"{user} (gitlab user {uid}) is {state or 'not active'}")
+        return Decision.allow(f"{user} (gitlab user {uid}) is active and sends their own token")
 
     def _administrator(self, user: str, action: str) -> Decision:
         uid = self._uid(user)
