@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
-from helpdesk import CONVERSATION, RULES, TOOLS, USER, Script, approvals, engine, kit, main
+from helpdesk import CONVERSATION, RULES, TOOLS, USER, Script, engine, kit, main
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -36,8 +36,9 @@ paused: dict[str, Any] = {}
 
 async def arun(script: Script) -> list[str]:
     """The first run; the second resumes the run the first paused, its ``Context`` restored
-    (an application would answer the ``ApprovalRequired`` with ``event.decide(...)``; here
-    the person decided in the queue): a call waiting for approval pauses the step."""
+    with the person's answer to the ``ApprovalRequired`` (``event.decide(...)``; here the
+    person decided on the approvals page too, whose record decides): a call waiting for
+    approval pauses the step."""
     if paused:
         script = []  # resumed, the model is past its call: the paused call runs, then "done"
 
@@ -56,9 +57,8 @@ async def arun(script: Script) -> list[str]:
     if paused:  # resume: the person decided on the approvals page (the queue) already
         ctx = Context.from_dict(agent, paused.pop("ctx"), serializer=JsonPickleSerializer())
         asked: ApprovalRequired = paused.pop("asked")
-        handler = agent.run(ctx=ctx)  # the paused step runs again: the queue's record decides
-        if asked.request_id in {r.id for r in approvals.pending()}:  # else: decided already
-            handler.ctx.send_event(asked.decide(approved=True, by="lee@example.com"))
+        handler = agent.run(ctx=ctx)  # the paused step goes on: the queue's record decides
+        handler.ctx.send_event(asked.decide(approved=True, by="lee@example.com"))
     else:
         ctx = Context(agent)
         await ctx.store.set("user_id", USER)  # the application's user, never the model's

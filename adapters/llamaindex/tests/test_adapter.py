@@ -25,7 +25,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata, ToolOutput
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.types import AsyncBaseTool
-from llama_index.core.workflow import Context
+from llama_index.core.workflow import Context, JsonPickleSerializer
 from llamaindex_script import FRAMEWORK_WARNINGS, scripted
 from pydantic import BaseModel
 from pytest_toolpass import ScriptedEngine
@@ -561,3 +561,56 @@ def test_a_framework_tools_approval_shows_its_arguments_and_is_never_self_approv
         assert "approval_pending" in outputs[0].content
     else:
         assert sent == ["eve@evil.example"]
+
+
+def test_a_restored_run_whose_request_was_decided_meanwhile_runs_the_call_once() -> None:
+    """A run paused for a person, saved and restored after the person decided in the queue:
+    the call runs once when the run resumes, and the decision sent to the run afterwards
+    replays nothing (no second result, no new request for a call already made)."""
+    recorder, queue = Recorder(), ApprovalQueue()
+    kit = Toolkit(approver=queue, audit=[])
+    send = Traits(effect="write", sends_out=True, reads_private=True, untrusted_output=True)
+
+    def build(script: list[str]) -> Any:
+        guard = ToolpassAuthorization(
+            ScriptedEngine(), {"delete_issue": send}, toolkit=kit, approvals="events"
+        )
+        tool = FunctionTool.from_defaults(recorder.function(), name="delete_issue")
+        return guard.apply(FunctionAgent(tools=[tool], llm=deletes(*script)))
+
+    async def results(handler: Any) -> tuple[list[str], list[ApprovalRequired]]:
+        read: list[str] = []
+        asked: list[ApprovalRequired] = []
+        async for ev in handler.stream_events():
+            if isinstance(ev, ToolCallResult):
+                read.append(str(ev.tool_output.content))
+            elif isinstance(ev, ApprovalRequired):
+                asked.append(ev)
+                break
+        return read, asked
+
+    async def paused() -> tuple[dict[str, Any], ApprovalRequired]:
+        agent = build(["PAY-1"])
+        ctx: Context[Any] = Context(agent)
+        await ctx.store.set("user_id", DANA)
+        handler = agent.run("go", ctx=ctx)
+        _, [asked] = await results(handler)
+        saved = handler.ctx.to_dict(serializer=JsonPickleSerializer())
+        await handler.cancel_run()
+        return saved, asked
+
+    async def resumed(saved: dict[str, Any], asked: ApprovalRequired) -> list[str]:
+        agent = build([])  # the model is past its call
+        ctx = Context.from_dict(agent, saved, serializer=JsonPickleSerializer())
+        handler = agent.run(ctx=ctx)
+        handler.ctx.send_event(asked.decide(approved=True, by="ops@example.com"))
+        read, more = await results(handler)
+        assert more == []
+        assert str(await handler) == "done"
+        return read
+
+    saved, asked = asyncio.run(paused())
+    queue.approve(asked.request_id, by="ops@example.com")  # on the approvals page
+    assert asyncio.run(resumed(saved, asked)) == ["deleted PAY-1"]
+    assert recorder.ran == [("delete_issue", "PAY-1")]
+    assert queue.pending() == []

@@ -46,7 +46,6 @@ from toolpass.adapting import (
     ApprovalPending,
     Guard,
     OnRefuse,
-    Pending,
     PermissionEngine,
     Rule,
     Rules,
@@ -76,6 +75,8 @@ _BY = "llamaindex approval"  # who decided, when the decision does not say
 _Bodies = Callable[[Mapping[str, Any]], Awaitable[ToolOutput]]
 #: Where toolpass keeps a conversation's id in the workflow context's store.
 CONVERSATION_KEY = "toolpass_conversation"
+#: Where toolpass keeps the calls waiting for a person's decision (``approvals="events"``).
+WAITING_KEY = "toolpass_waiting"
 #: What ``Context.wait_for_event`` raises to pause a step (workflows >= 2.9): never a failure.
 _WAITING: tuple[type[BaseException], ...]
 try:
@@ -170,7 +171,10 @@ class ToolpassAuthorization:
     queue's record decides: the call runs once (with a person's edited arguments, checked
     again), or is refused with the person's reason, or reads ``approval_expired`` when nobody
     decided in time; a decision that records nothing (another request's, the call's own
-    user's) leaves the refusal ``approval_pending`` for the model to read.
+    user's) leaves the refusal ``approval_pending`` for the model to read. A waiting call is
+    kept in the context's store (``"toolpass_waiting"``): a step LlamaIndex replays while it
+    waits (a restored context replays it at once) goes on to the decision only, so a call
+    decided in the queue meanwhile still runs once, when the decision arrives.
 
     Every option is checked here (``toolpass.adapting.Guard``); ``wrap`` and ``apply`` check
     the rules against the tools they are given, and ``explain()`` lists them.
@@ -317,23 +321,20 @@ class ToolpassAuthorization:
             return self._failed_check(name, arguments, tool_input, exc)
         guard = self.guard
         try:
-            try:
-                content = await guard.arun(user, name, arguments, bodies(arguments), key=key)
-            except ApprovalPending as waiting:
-                pending = self._pause(ctx, waiting)
-                if ctx is None or pending is None:
-                    raise
-                waiter = _waiter(user, name, arguments)
-                request_id, answer = await _decision(ctx, pending, waiter, waiting.message)
-                content = await guard.aresume(
-                    user,
-                    name,
-                    arguments,
-                    bodies,
-                    request_id=request_id,
-                    answer=answer,
-                    key=key,
-                )
+            waiter = _waiter(user, name, arguments)
+            # A step replayed while its call waits for a person goes on to the decision only.
+            asked = await _asked(ctx, waiter) if self.approvals == "events" else None
+            if asked is None:
+                try:
+                    content = await guard.arun(user, name, arguments, bodies(arguments), key=key)
+                except ApprovalPending as waiting:
+                    asked = self._pause(ctx, waiting)
+                    if asked is None:
+                        raise
+                    await _remember(ctx, waiter, asked)
+            if ctx is not None and asked is not None:
+                answered = await self._answered(ctx, asked, waiter)
+                content = await guard.aresume(user, name, arguments, bodies, **answered, key=key)
         except ToolRefused as refused:  # an answer that released nothing: the model reads so
             return self._refused(name, arguments, tool_input, refused, audit=False)
         except Exception as exc:
@@ -347,7 +348,7 @@ class ToolpassAuthorization:
             return _failed(name, tool_input, exc, result)
         return _output(name, tool_input, content, result)
 
-    def _pause(self, ctx: Context[Any] | None, waiting: ApprovalPending) -> Pending | None:
+    def _pause(self, ctx: Context[Any] | None, waiting: ApprovalPending) -> ApprovalRequired | None:
         """The pause for a call waiting for a person, when this guard pauses for it: with
         ``approvals="events"``, inside a workflow, for a request of its toolkit's queue."""
         queue = self.guard.queue
@@ -356,7 +357,26 @@ class ToolpassAuthorization:
         pending = self.guard.pending(waiting)
         if pending is None or queue.state(pending.request_id) != "pending":
             return None  # another queue's request: decided there
-        return pending
+        return ApprovalRequired(
+            request_id=pending.request_id,
+            tool=pending.tool,
+            user=pending.user,
+            description=pending.message,
+            message=waiting.message,
+            payload=pending.payload(),
+        )
+
+    async def _answered(
+        self, ctx: Context[Any], asked: ApprovalRequired, waiter: str
+    ) -> dict[str, Any]:
+        """Pause the step until the person's ``ApprovalDecision`` on ``asked`` arrives
+        (LlamaIndex replays the step then): the request it answers and the answer, for
+        ``Guard.aresume``. Nobody answering in the request's time is an expired answer."""
+        queue = self.guard.queue
+        timeout = None if queue is None else queue.ttl  # the request expires then anyway
+        request_id, answer = await _decision(ctx, asked, waiter, timeout)
+        await _remember(ctx, waiter, None)
+        return {"request_id": request_id, "answer": answer}
 
     def call(
         self,
@@ -613,32 +633,55 @@ class _Threaded(AsyncBaseTool):
 
 
 async def _decision(
-    ctx: Context[Any], pending: Pending, waiter: str, message: str
+    ctx: Context[Any], asked: ApprovalRequired, waiter: str, timeout: float | None
 ) -> tuple[str, Answer]:
-    """Pause the step until the person's ``ApprovalDecision`` on ``pending`` arrives
-    (LlamaIndex replays the step then) and read it: the request it was sent for, and the
-    answer; nobody answering in the request's time is an expired answer. The wait is named
-    after the call, not the request, so that the replayed step gets the decision even when
-    its check made a new request meanwhile (the first one expired): the decision's request
-    is the one the machine then answers."""
+    """Wait for the decision on ``asked``: the request it was sent for, and the answer.
+    The wait is named after the call, not the request, so that a replayed step gets the
+    decision whatever its request became meanwhile; the decision's request is the one the
+    machine then answers."""
     try:
         decision = await ctx.wait_for_event(
             ApprovalDecision,
-            waiter_event=ApprovalRequired(
-                request_id=pending.request_id,
-                tool=pending.tool,
-                user=pending.user,
-                description=pending.message,
-                message=message,
-                payload=pending.payload(),
-            ),
+            waiter_event=asked,
             waiter_id=waiter,
-            requirements={"request_id": pending.request_id},
-            timeout=max(pending.expires - pending.created, 1.0),  # it expires then anyway
+            requirements={"request_id": asked.request_id},
+            timeout=timeout,
         )
     except asyncio.TimeoutError:
-        return pending.request_id, Answer("expired", request_id=pending.request_id)
+        return asked.request_id, Answer("expired", request_id=asked.request_id)
     return decision.request_id, decision.answer()
+
+
+async def _asked(ctx: Context[Any] | None, waiter: str) -> ApprovalRequired | None:
+    """What this call paused for, when a step replays while it waits (kept in the context's
+    store, so also in a context saved and restored)."""
+    if ctx is None:
+        return None
+    try:
+        waiting = await ctx.store.get(WAITING_KEY, default=None)
+        asked = waiting.get(waiter) if isinstance(waiting, Mapping) else None
+        return ApprovalRequired.model_validate(asked) if isinstance(asked, Mapping) else None
+    except Exception:
+        log.debug("toolpass: the context's store has no readable approvals", exc_info=True)
+        return None
+
+
+async def _remember(ctx: Context[Any] | None, waiter: str, asked: ApprovalRequired | None) -> None:
+    """Keep (or, with None, forget) that this call waits for a person on ``asked``. A store
+    that cannot keep it (a typed state without such a field) checks the call again when the
+    step replays."""
+    if ctx is None:
+        return
+    try:
+        async with ctx.store.edit_state() as state:
+            waiting = dict(state.get(WAITING_KEY) or {}) if hasattr(state, "get") else {}
+            if asked is None:
+                waiting.pop(waiter, None)
+            else:
+                waiting[waiter] = asked.model_dump(mode="json")
+            state[WAITING_KEY] = waiting
+    except Exception:
+        log.debug("toolpass: the context's store cannot keep a waiting call", exc_info=True)
 
 
 def _waiter(user: str | None, tool: str, arguments: Mapping[str, Any]) -> str:
