@@ -23,9 +23,12 @@ Actions are the integration's (``actions/confluence.json``):
 - creating content names its space (``create_page`` ... on ``space:{body.spaceId}``, v1
   ``space:{body.space.key}``) or its page (``comment`` on ``content:{body.pageId}``);
 - a space by key or id: reads ``read_space``, changes ``administer_space``;
-- look-ups of users, groups, the agent's own account and site metadata are ``use`` (``a`` for
-  user look-ups); anything else (search, lists across spaces, site settings, groups, space
-  creation, app-only operations) is ``administer`` on ``site``.
+- look-ups of users and groups and site metadata are ``use``, checked as the user (the
+  agent's own account and watches are ``a``); lists Confluence answers with what the sending
+  account sees (``GET /spaces``, ``/space``, ``/label`` with its content) are
+  ``sender_lists``: unknown unless the connection says ``own_tokens: user`` (#19); anything
+  else (search, lists across spaces, site settings, groups, space creation, app-only
+  operations) is ``administer`` on ``site``.
 
 Flags follow permission-apis.md section 9.4: ``u`` content bodies, comments, attachments,
 search; ``s`` creating and editing content, comments (watchers are notified), invitations.
@@ -47,7 +50,7 @@ CONFIG = re.compile(
     r"const config(?:: RequestConfig)? = \{\s*url: (`[^`]*`|'[^']*'),\s*method: '(\w+)'"
 )
 PARAM = re.compile(r"\$\{(?:parameters\??\.)?(\w+)\}")
-ADMIN, SITE = "administer", "site"
+ADMIN, SITE, SENDER_LISTS = "administer", "site", "sender_lists"
 
 KINDS = (
     "pages|blogposts|attachments|custom-content|whiteboards|databases|embeds|folders|"
@@ -126,18 +129,20 @@ def classify(method: str, path: str) -> tuple[str, str, str]:
             return "read_space", res, "u" if UNTRUSTED.search(m.group(3) or "") else ""
         if (m.group(3) or "").startswith("/role-assignments") or method != "GET":
             return "administer_space", res, ""
-    if rel.startswith("/user/watch/"):
+    if rel.startswith("/user/watch/") or rel in ("/user/current", "/user/anonymous"):
         return "use", SITE, "a"
     if method == "GET" and re.match(r"^/(user|users|search/user|group)(/|$)", rel):
-        return "use", SITE, "a"
+        return "use", SITE, ""
     if method == "POST" and rel in ("/users-bulk", "/user/access/check-access-by-email"):
-        return "use", SITE, "a"
+        return "use", SITE, ""
+    if method == "GET" and rel in ("/spaces", "/space", "/label"):
+        return SENDER_LISTS, SITE, "u"
     if method == "GET" and re.match(
-        r"^/(settings|space-role-mode|classification-levels|content-states|label$|"
-        r"longtask|spaces$|space$|space-roles|data-policies/metadata)",
+        r"^/(settings|space-role-mode|classification-levels|content-states|"
+        r"longtask|space-roles|data-policies/metadata)",
         rel,
     ):
-        return "use", SITE, "u" if rel in ("/spaces", "/space") else ""
+        return "use", SITE, ""
     if rel.startswith("/user/access/invite"):
         return ADMIN, SITE, "s"
     if method == "GET" or READ_POST.search(rel):

@@ -241,6 +241,18 @@ def test_use_asks_site_access_by_email(tp: Toolpass, fake: FakeConfluence) -> No
     assert check(tp, RORY, "use", "site").decision == "deny"
 
 
+def test_sender_lists_is_unknown_unless_own_tokens_then_site_access(fake: FakeConfluence) -> None:
+    with Toolpass([conn(fake)]) as engine:
+        d = check(engine, DANA, "sender_lists", "site")
+        assert d.decision == "unknown"
+        assert "own_tokens" in d.reason
+    assert fake.requests == []
+    fake.users["acc-rory"].can_use = False
+    with Toolpass([conn(fake, own_tokens="user")]) as engine:
+        assert check(engine, DANA, "sender_lists", "site").decision == "allow"
+        assert check(engine, RORY, "sender_lists", "site").decision == "deny"
+
+
 def test_administer_is_always_unknown(tp: Toolpass, fake: FakeConfluence) -> None:
     d = check(tp, DANA, "administer", "site")
     assert d.decision == "unknown"

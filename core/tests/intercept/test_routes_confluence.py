@@ -71,7 +71,9 @@ def test_every_resource_template_is_a_resource_the_check_accepts() -> None:
         assert Confluence.action(route.action) is not None, route
         kind, _, ref = resource.partition(":")
         if resource == SITE:
-            assert Confluence.action(route.action).terms["check"] in ("site", "admin"), route
+            assert Confluence.action(route.action).terms["check"] in ("site", "admin", "sender"), (
+                route
+            )
         elif kind == "space":
             assert Confluence.action(route.action).terms["check"] == "space", route
             assert _SPACE_KEY.fullmatch(ref), route
@@ -147,6 +149,13 @@ def test_regenerating_from_confluence_js_gives_the_committed_table() -> None:
         ),
         ("GET", "/wiki/rest/api/search", None, ("administer", "site", "read", "u")),
         ("GET", "/wiki/rest/api/user/current", None, ("use", "site", "read", "a")),
+        ("GET", "/wiki/rest/api/user/watch/space/DEV", None, ("use", "site", "read", "a")),
+        ("GET", "/wiki/rest/api/group/g-dev/member", None, ("use", "site", "read", "")),
+        ("GET", "/wiki/rest/api/search/user", None, ("use", "site", "read", "")),
+        ("POST", "/wiki/api/v2/users-bulk", {}, ("use", "site", "read", "")),
+        ("GET", "/wiki/api/v2/spaces", None, ("sender_lists", "site", "read", "u")),
+        ("GET", "/wiki/rest/api/space", None, ("sender_lists", "site", "read", "u")),
+        ("GET", "/wiki/rest/api/label", None, ("sender_lists", "site", "read", "u")),
     ],
 )
 def test_hand_checked_requests(
@@ -294,3 +303,48 @@ def test_atlassian_python_api_edit_of_an_archived_page_is_refused(
     assert fake.seen("PUT") == []
     assert events[-1].actions[-1]["action"] == "update"
     assert events[-1].actions[-1]["verdict"] == "not_authorized"
+
+
+@pytest.mark.parametrize("own_tokens", ["unknown", "user"])
+def test_atlassian_python_api_lists_and_looks_up_only_as_the_user_may(
+    fake: FakeConfluence, events: list[Any], own_tokens: str
+) -> None:
+    """Through the request hook (#19): the space list answers what the sending account sees,
+    so it is refused before it leaves unless own_tokens: user; a group's members need the
+    user's own site access (rory has none); the agent's own account goes either way."""
+    atlassian = pytest.importorskip("atlassian")
+    fake.users["acc-rory"].can_use = False
+    connection = {
+        "id": "wiki",
+        "integration": "confluence",
+        "url": fake.url,
+        "email": "engine@example.com",
+        "api_token": literal("classic-token"),
+        "own_tokens": own_tokens,
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client = atlassian.Confluence(
+            url=fake.url + "/wiki", username="tool@example.com", password="tool-token"
+        )
+
+    def refused(call: Any, user: str) -> str:
+        with Session(user).active(), pytest.raises(ActionRefused) as info:
+            call()
+        return info.value.code
+
+    with Toolpass([connection]) as engine:
+        kit = Toolkit(permissions=engine, audit=[events.append])
+        me = kit.tool()(lambda: str(client.get_current_user()["accountId"]))
+        spaces = kit.tool()(lambda: str(client.get_all_spaces()))
+        members = kit.tool()(lambda: str(client.get_group_members("g-dev")))
+        try:
+            with Session(DANA).active():
+                assert "acc-tool" in me()
+            assert refused(members, RORY) == "not_authorized"
+            if own_tokens == "unknown":
+                assert refused(spaces, DANA) == "authorization_error"
+        finally:
+            intercept.uninstall()
+    assert fake.seen("GET", r"/wiki/rest/api/(space|group/.*)") == []
+    assert any(a["action"] == "use" for e in events for a in e.actions)

@@ -97,6 +97,13 @@ class Confluence(AtlassianSite):
             choices=("unknown", "deny"),
         ),
         ConfigKey(
+            "own_tokens",
+            "Whose credential the agent sends (space and label lists answer what that "
+            "account sees): user (each user's own) or unknown (sender_lists is unknown).",
+            default="unknown",
+            choices=("user", "unknown"),
+        ),
+        ConfigKey(
             "resource_cache_ttl",
             "Seconds a space key, a content's space and a user's groups stay known (0: never "
             "cached).",
@@ -286,7 +293,7 @@ class Confluence(AtlassianSite):
         terms = found.terms
         kind, _, ref = resource.partition(":")
         ref = ref[3:] if kind == "attachment" and ref.startswith("att") else ref
-        site = terms["check"] in ("site", "admin")
+        site = terms["check"] in ("site", "admin", "sender")
         if site and resource != SITE:
             return Decision.unknown(f"{action} is asked on resource 'site'", cause="resource")
         ok = (kind in CONTENT_KINDS and _ID.fullmatch(ref)) or (
@@ -303,7 +310,13 @@ class Confluence(AtlassianSite):
                 "Confluence has no API that tells whether another user is a Confluence "
                 "administrator; only the agent's own credential can do this"
             )
-        if terms["check"] == "site":
+        if terms["check"] == "sender" and self.options.get("own_tokens") != "user":
+            return Decision.unknown(
+                "Confluence answers this list with what the sending account can see, not what "
+                "this user can (set own_tokens: user when the agent sends each user's own "
+                "credential)"
+            )
+        if terms["check"] in ("site", "sender"):
             return self._site_access(user)
         account = self.user_id(user)
         if not _ACCOUNT_ID.fullmatch(account):
