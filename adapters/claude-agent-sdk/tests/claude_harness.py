@@ -81,6 +81,8 @@ class Ran:
     final: str
     session_id: str | None
     messages: list[Any] = field(default_factory=list)
+    #: The run's prompt (naming its script).
+    prompt: str = ""
 
 
 async def run(opts: ClaudeAgentOptions, calls: list[Any]) -> Ran:
@@ -99,4 +101,4 @@ def _ran(f: FakeClaude, prompt: str, messages: list[Any]) -> Ran:
             final = "".join(b.text for b in m.content if isinstance(b, TextBlock)) or final
         if isinstance(m, ResultMessage):
             session = m.session_id
-    return Ran(f.outputs(prompt), final, session, messages)
+    return Ran(f.outputs(prompt), final, session, messages, prompt)

@@ -51,13 +51,15 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anyio
 from toolpass.adapting import (
+    Answer,
     Explanation,
     Guard,
     OnRefuse,
+    Pending,
     PermissionEngine,
     Rule,
     Rules,
@@ -74,9 +76,22 @@ from claude_agent_sdk import (
     SdkMcpTool,
     create_sdk_mcp_server,
 )
-from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput
+from claude_agent_sdk.types import (
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    ToolPermissionContext,
+)
 
-__all__ = ["Rule", "ToolpassHooks", "refusal_text"]
+__all__ = ["Answer", "Approvals", "Pending", "Rule", "ToolpassHooks", "refusal_text"]
+
+#: How a call waiting for a person reaches Claude Code: toolpass's refusal (the model reads
+#: ``approval_pending``), the host's own permission prompt (``can_use_tool``), or the run
+#: stopped until the application resumes it (``ResultMessage.deferred_tool_use``).
+Approvals = Literal["refuse", "ask", "defer"]
 
 log = logging.getLogger("toolpass")
 
@@ -99,6 +114,21 @@ class _Seen:
     tool: str
     user: str | None
     key: Any
+    #: The hook checked the call whole (``approvals`` ask or defer): the handler runs the body.
+    checked: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A call the hook paused for a person, by its ``tool_use_id``."""
+
+    pending: Pending | None
+    user: str | None
+    key: Any
+    tool: str
+    arguments: dict[str, Any]
+    #: A tool of a copied server: its handler runs the body once the call may run.
+    copied: bool = False
 
 
 class _Run:
@@ -141,6 +171,19 @@ class ToolpassHooks:
     answered a second before it refuses. ``toolkit`` supplies audit sinks, limits, the
     approver and the request hook. Every option is checked here; ``apply`` checks the rules
     against the in-process tools it finds.
+
+    ``approvals``: what a call waiting for a person (the toolkit's approver is an
+    ``ApprovalQueue``) becomes. ``"refuse"`` (the default): the model reads the
+    ``approval_pending`` refusal, and its retry runs once a person approved it on the
+    approvals page. ``"ask"``: ``permissionDecision: "ask"`` with the request's description
+    as the reason, so Claude Code asks the host's ``can_use_tool`` (required in the options;
+    its ``ToolPermissionContext.decision_reason``); its allow (with ``updated_input``: an
+    edit) or deny (its ``message``: the reason) is recorded in the queue, and the check runs
+    again before the call runs. ``"defer"``: ``permissionDecision: "defer"``, the run stops
+    (``ResultMessage.deferred_tool_use``; ``deferred(result)`` is the request); resume the
+    session (``resume=session_id``) after ``answer(...)`` or a decision on the approvals page:
+    the check runs again and the queue's record decides. With ``"ask"`` or ``"defer"`` the
+    hook checks every call, in-process tools too, and their handlers run only the body.
     """
 
     def __init__(
@@ -154,7 +197,10 @@ class ToolpassHooks:
         session: SessionSource = "conversation",
         on_refuse: OnRefuse | None = refusal_text,
         timeout: float = 30.0,
+        approvals: Approvals = "refuse",
     ) -> None:
+        if approvals not in ("refuse", "ask", "defer"):
+            raise ValueError(f"approvals is 'refuse', 'ask' or 'defer', not {approvals!r}")
         if isinstance(user, str):
             if not user.strip():
                 raise TypeError("user is the application's user id (or a callable), not ''")
@@ -178,6 +224,10 @@ class ToolpassHooks:
             on_refuse=on_refuse,
         )
         self.timeout = float(timeout)
+        self.approvals = approvals
+        self._bodies = self.guard.for_bodies()
+        self._asked: OrderedDict[str, _Asked] = OrderedDict()
+        self._answers: dict[str, tuple[str, Answer]] = {}
         self._runs: OrderedDict[tuple[str, str], _Run] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -219,7 +269,40 @@ class ToolpassHooks:
         matcher = HookMatcher(matcher=None, hooks=[hook], timeout=self.timeout, on_failure="block")
         hooks = {event: list(matchers) for event, matchers in (options.hooks or {}).items()}
         hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
-        return replace(options, mcp_servers=servers, hooks=cast(Any, hooks))
+        more: dict[str, Any] = {}
+        if self.approvals == "ask":
+            if options.can_use_tool is None:
+                raise ValueError(
+                    "approvals='ask' needs the host's prompt: can_use_tool in the options "
+                    "(or use approvals='defer')"
+                )
+            more["can_use_tool"] = self._asking(options.can_use_tool, pending)
+        return replace(options, mcp_servers=servers, hooks=cast(Any, hooks), **more)
+
+    # Approvals: the host's prompt, or the run stopped and resumed.
+
+    def deferred(self, result: ResultMessage) -> Pending | None:
+        """The request a run stopped for (``approvals="defer"``), from its ``ResultMessage``:
+        None when it did not stop for one, or these hooks did not see it (another process:
+        the approvals page lists it)."""
+        deferred = getattr(result, "deferred_tool_use", None)
+        with self._lock:
+            asked = self._asked.get(deferred.id) if deferred is not None else None
+        return asked.pending if asked is not None else None
+
+    def answer(self, tool_use_id: str, request_id: str, answer: Answer | Any) -> None:
+        """A person's ``answer`` (an ``Answer``, or what ``Answer.of`` reads) to request
+        ``request_id``, the one the deferred call ``tool_use_id``
+        (``ResultMessage.deferred_tool_use.id``) stopped for. It is recorded when the resumed
+        session makes that call again, if the request was made for that very call; the
+        check then runs again and the queue's record decides. (A decision made on the
+        approvals page needs no answer here: resume, and the record decides.)"""
+        if not isinstance(tool_use_id, str) or not isinstance(request_id, str):
+            raise TypeError("answer takes the deferred call's tool_use_id and the request id")
+        with self._lock:
+            self._answers[tool_use_id] = (request_id, Answer.of(answer))
+            while len(self._answers) > _HELD:
+                del self._answers[next(iter(self._answers))]
 
     def explain(self, engine: PermissionEngine | None = None) -> Explanation:
         """Every tool the guard knows (those of the copied servers, and any with a rule), its
@@ -302,6 +385,10 @@ class ToolpassHooks:
             return self._deny(failed)
         server = wrapped.server_of(input, tool)
         call_id = tool_use_id or _text(input, "tool_use_id")
+        if self.approvals != "refuse":
+            copied = server is not None and call_id is not None
+            call = _Asked(None, user, key, tool, arguments, copied)
+            return await self._pausing(call, call_id, pending)
         if server is not None and call_id:
             # Its handler runs the whole pipeline (and audits it): tell it for whom.
             pending.put(call_id, _Seen(tool, user, key))
@@ -310,6 +397,76 @@ class ToolpassHooks:
         if refused is None:
             return {}
         return self._deny(refused)
+
+    async def _pausing(
+        self, call: _Asked, call_id: str | None, pending: _Pending
+    ) -> HookJSONOutput:
+        """The hook under ``approvals`` ask or defer: an answer given for this call recorded,
+        the whole check, and a pause for a call that waits for a person."""
+        try:
+            runs_with = self._answered(call, call_id)
+            refused = await self.guard.acheck(call.user, call.tool, runs_with, key=call.key)
+        except ToolRefused as expired:  # the answer came too late: audited by the guard
+            return self._deny(expired)
+        if refused is None:
+            if call.copied and call_id:
+                pending.put(call_id, _Seen(call.tool, call.user, call.key, checked=True))
+            return _decision("allow", "", runs_with) if runs_with != call.arguments else {}
+        paused = self.guard.pending(refused)
+        if paused is None or call_id is None:
+            return self._deny(refused)
+        with self._lock:
+            self._asked[call_id] = replace(call, pending=paused)
+            while len(self._asked) > _HELD:
+                self._asked.popitem(last=False)
+        return _decision(self.approvals, paused.message)
+
+    def _answered(self, call: _Asked, call_id: str | None) -> dict[str, Any]:
+        """The arguments the call runs with, once an answer given for it is recorded."""
+        with self._lock:
+            given = self._answers.pop(call_id, None) if call_id else None
+        if given is None:
+            return call.arguments
+        request_id, answer = given
+        runs_with = self.guard.answer(request_id, answer, call.user, call.tool, call.arguments)
+        return dict(runs_with)
+
+    def _asking(self, host: Callable[..., Any], pending: _Pending) -> Callable[..., Any]:
+        """The options' ``can_use_tool``: the host's prompt, its answer to a call toolpass
+        asked about recorded in the queue, and the whole check again."""
+
+        async def can_use_tool(
+            name: str, input: dict[str, Any], context: ToolPermissionContext
+        ) -> PermissionResultAllow | PermissionResultDeny:
+            with self._lock:
+                call = self._asked.pop(context.tool_use_id or "", None)
+            if call is None or call.pending is None:  # Claude Code's own question
+                said: Any = await host(name, input, context)
+                return cast(PermissionResultAllow | PermissionResultDeny, said)
+            try:
+                said = await host(name, input, context)
+                answer = _answer_of(said, call.arguments)
+                request_id = call.pending.request_id
+                runs_with = self.guard.answer(
+                    request_id, answer, call.user, call.tool, call.arguments
+                )
+                refused = await self.guard.acheck(call.user, call.tool, runs_with, key=call.key)
+            except ToolRefused as expired:
+                return PermissionResultDeny(message=self._text(expired))
+            except Exception as exc:  # the host's prompt failed: nobody decided
+                log.exception("toolpass: can_use_tool failed")
+                failed = _check_error(exc)
+                self.guard.audit_refused(call.user, call.tool, call.arguments, failed)
+                return PermissionResultDeny(message=self._text(failed))
+            if refused is not None:
+                return PermissionResultDeny(message=self._text(refused))
+            if call.copied and context.tool_use_id:
+                seen = _Seen(call.tool, call.user, call.key, checked=True)
+                pending.put(context.tool_use_id, seen)
+            kept = said.updated_permissions if isinstance(said, PermissionResultAllow) else None
+            return PermissionResultAllow(updated_input=dict(runs_with), updated_permissions=kept)
+
+        return can_use_tool
 
     def _deny(self, refused: ToolRefused) -> HookJSONOutput:
         text = self._text(refused)
@@ -375,6 +532,8 @@ class ToolpassHooks:
                 async def body() -> dict[str, Any]:
                     return await handler(args)
 
+                if seen.checked:
+                    return await self._body_only(seen, arguments, body)
                 return await self.guard.arun(seen.user, tool, arguments, body, key=seen.key)
             except ToolRefused as refused:
                 return {
@@ -384,6 +543,44 @@ class ToolpassHooks:
 
         guarded.__qualname__ = f"toolpass-guarded {tool}"
         return guarded
+
+    async def _body_only(
+        self,
+        seen: _Seen,
+        arguments: Mapping[str, Any],
+        body: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """The body of a call the hook checked whole: in its session, its output recorded
+        and the request hook active when the toolkit has any of them; no second check."""
+        kit = self._bodies.toolkit
+        quiet = seen.tool not in self._bodies.traits and not kit.on_output
+        if quiet and kit.permissions is None:
+            with self.guard.session(seen.user, seen.key):
+                return await body()
+        return await self._bodies.arun(seen.user, seen.tool, arguments, body, key=seen.key)
+
+
+def _decision(
+    decision: str, reason: str, updated: Mapping[str, Any] | None = None
+) -> HookJSONOutput:
+    out: dict[str, Any] = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+    if reason:
+        out["permissionDecisionReason"] = reason
+    if updated is not None:
+        out["updatedInput"] = dict(updated)
+    return cast(HookJSONOutput, {"hookSpecificOutput": out})
+
+
+def _answer_of(said: Any, arguments: Mapping[str, Any]) -> Answer:
+    """What the host's ``can_use_tool`` said, as an answer: an allow (an edit when it
+    changed the input), else a deny with its message."""
+    if isinstance(said, PermissionResultAllow):
+        edited = said.updated_input
+        if edited is not None and dict(edited) != dict(arguments):
+            return Answer("edit", by="can_use_tool", arguments=dict(edited))
+        return Answer("approve", by="can_use_tool")
+    reason = said.message if isinstance(said, PermissionResultDeny) else ""
+    return Answer("deny", by="can_use_tool", reason=reason)
 
 
 class _Fixed:
