@@ -24,7 +24,10 @@ the strongest sensible declared action (content that no single conversation boun
 search and ``files.info``, needs ``admin.read``: only an admin passes the user's check, and as
 the agent it goes through). Flags follow permission-apis.md section 10.4: ``u`` for methods
 returning messages, files and profiles, ``s`` for methods that post, share or invite, ``a``
-for the agent's own identity, tokens and connections and for identity look-ups.
+for the agent's own identity, tokens and connections. People look-ups (``users.info``,
+``users.lookupByEmail``, ``users.profile.get``, ...) are ``workspace.read``, checked as the
+user; ``rtm.start`` answers the workspace as the token's user sees it (private channels and
+DMs too), so it is ``sender_lists``: unknown unless ``search_tokens: user`` (#19).
 
 The output is sorted and deterministic: ``core/src/toolpass/integrations/routes/slack.json``.
 """
@@ -109,7 +112,7 @@ LEGACY_VERBS = {
 # method -> (action, resource kind). Kinds: "channel" (the method's channel argument),
 # "message" (channel + ts), "workspace", "join" (channels.join by name).
 SPECIAL: dict[str, tuple[str, str]] = {
-    # the agent's own identity, tokens and connections; identity look-ups (flag a)
+    # the agent's own identity, tokens and connections (flag a)
     "api.test": ("workspace.read", "workspace"),
     "auth.test": ("workspace.read", "workspace"),
     "auth.teams.list": ("workspace.read", "workspace"),
@@ -123,7 +126,9 @@ SPECIAL: dict[str, tuple[str, str]] = {
     "tooling.tokens.rotate": ("workspace.write", "workspace"),
     "apps.connections.open": ("workspace.write", "workspace"),
     "rtm.connect": ("workspace.read", "workspace"),
-    "rtm.start": ("workspace.read", "workspace"),
+    # the workspace as the token's user sees it: its private channels, DMs and users (#19)
+    "rtm.start": ("sender_lists", "workspace"),
+    # people look-ups: the workspace's directory, checked as the user (#19)
     "users.lookupByEmail": ("workspace.read", "workspace"),
     "users.discoverableContacts.lookup": ("workspace.read", "workspace"),
     "users.info": ("workspace.read", "workspace"),
@@ -253,13 +258,6 @@ AGENT = {
     "tooling.tokens.rotate",
     "apps.connections.open",
     "rtm.connect",
-    "rtm.start",
-    "users.lookupByEmail",
-    "users.discoverableContacts.lookup",
-    "users.info",
-    "users.getPresence",
-    "users.profile.get",
-    "bots.info",
     "migration.exchange",
     "assistant.search.info",
     "blocks.validate",

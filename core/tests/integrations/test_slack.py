@@ -419,6 +419,48 @@ def test_slack_sdk_search_is_refused_before_it_leaves(slack: FakeSlack) -> None:
     assert (action["action"], action["resource"]) == ("search.read", "workspace")
 
 
+def test_slack_sdk_looks_up_people_as_the_user_and_rtm_start_is_unknown(
+    slack: FakeSlack,
+) -> None:
+    """Through the request hook (#19): a people look-up (users.info) is workspace.read checked
+    as the user (erin, a guest, is refused before it leaves); rtm.start answers the workspace
+    as the token's user sees it (private channels, DMs), so it is unknown without
+    search_tokens: user; the agent's own identity (auth.test) goes."""
+    from slack_sdk import WebClient
+    from toolpass import Session, Toolkit, intercept
+    from toolpass.intercept import ActionRefused
+
+    events: list[Any] = []
+    with engine(slack) as tp:
+        kit = Toolkit(permissions=tp, audit=[events.append])
+
+        @kit.tool()
+        def call(method: str) -> str:
+            client = WebClient(token=BOT, base_url=slack.url + "/")
+            return str(client.api_call(method, params={"user": "U0DANA"})["ok"])
+
+        def refused(user: str, method: str) -> str:
+            with Session(user).active(), pytest.raises(ActionRefused) as info:
+                call(method)
+            return info.value.code
+
+        try:
+            with Session("erin@example.com").active():
+                assert "True" in call("auth.test")
+            assert refused("erin@example.com", "users.info") == "not_authorized"
+            assert refused("ada@example.com", "rtm.start") == "authorization_error"
+            with Session("dana@example.com").active():
+                assert "True" in call("users.info")  # fenced: a profile is untrusted
+        finally:
+            intercept.uninstall()
+    assert slack.server.seen(None, "/rtm.start") == []
+    assert [a["action"] for e in events for a in e.actions][-3:] == [
+        "workspace.read",  # erin's users.info, refused
+        "sender_lists",
+        "workspace.read",
+    ]
+
+
 @pytest.mark.parametrize("twin", [" channel", "channel[]", "channel.", "Channel", "channel\u00a0"])
 def test_an_argument_slack_may_read_as_another_names_no_channel(
     slack: FakeSlack, twin: str

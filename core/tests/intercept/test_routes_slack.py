@@ -190,13 +190,16 @@ def test_coverage_every_web_api_method_of_the_installed_slack_sdk() -> None:
         ),
         ("GET", "/files.info", "file=F0123", {}, None, ("admin.read", "workspace", "read", "u")),
         ("POST", "/auth.test", "", {}, None, ("workspace.read", "workspace", "read", "a")),
+        ("GET", "/users.info", "user=U1", {}, None, ("workspace.read", "workspace", "read", "u")),
+        ("GET", "/users.getPresence", "", {}, None, ("workspace.read", "workspace", "read", "")),
+        ("POST", "/rtm.start", "", {}, None, ("sender_lists", "workspace", "read", "u")),
         (
             "GET",
             "/users.lookupByEmail",
             "email=dana%40example.com",
             {},
             None,
-            ("workspace.read", "workspace", "read", "ua"),
+            ("workspace.read", "workspace", "read", "u"),
         ),
         (
             "POST",

@@ -245,9 +245,9 @@ class Slack(Integration):
         ),
         ConfigKey(
             "search_tokens",
-            "Whose token the agent searches with (search.messages, search.files, "
-            "search.all answer what the token's user can see): user (each user's own "
-            "token) or unknown (every search is unknown).",
+            "Whose token the agent searches and lists with (search.messages, search.files, "
+            "search.all and rtm.start answer what the token's user can see): user (each "
+            "user's own token) or unknown (every search and sender_lists is unknown).",
             default="unknown",
             choices=("user", "unknown"),
         ),
