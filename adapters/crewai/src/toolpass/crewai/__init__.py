@@ -66,6 +66,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar, cast
 
 from toolpass.adapting import (
+    ApprovalPending,
     Guard,
     OnRefuse,
     PermissionEngine,
@@ -75,6 +76,7 @@ from toolpass.adapting import (
     Toolkit,
     ToolRefused,
     UserSource,
+    expired_refusal,
     refusal_text,
 )
 
@@ -342,7 +344,7 @@ def _call(guards: tuple[ToolpassHooks, ...], ctx: ToolCallHookContext) -> str:
     body = _Body(ctx, arguments)
     run: Callable[[], Any] = body
     for hooks in reversed(guards):
-        run = functools.partial(_through, hooks.guard, ctx, name, arguments, run, execution)
+        run = functools.partial(_through, hooks, ctx, name, arguments, run, execution)
     outer = guards[0].guard
     try:
         raw = run()
@@ -376,13 +378,14 @@ def _arguments(tool: Any) -> list[str] | None:
 
 
 def _through(
-    guard: Guard,
+    hooks: ToolpassHooks,
     ctx: ToolCallHookContext,
     name: str,
     arguments: dict[str, Any],
     body: Callable[[], Any],
     execution: _Execution | None,
 ) -> Any:
+    guard = hooks.guard
     try:
         user = _user(guard, ctx, execution)
         key = guard.key(execution, None, ctx)
@@ -390,7 +393,41 @@ def _through(
         log.warning("toolpass: the user or session of %s failed: %s", name, refused.detail)
         guard.audit_refused(None, name, arguments, refused)
         raise
-    return guard.run(user, name, arguments, body, key=key)
+    try:
+        return guard.run(user, name, arguments, body, key=key)
+    except ApprovalPending as asked:
+        if hooks.approval_timeout is None or guard.pending(asked) is None:
+            raise
+        _wait_for_a_person(guard, asked, hooks.approval_timeout, user, name, arguments)
+    return guard.run(user, name, arguments, body, key=key)  # the queue's record decides
+
+
+def _wait_for_a_person(
+    guard: Guard,
+    asked: ApprovalPending,
+    timeout: float,
+    user: str | None,
+    name: str,
+    arguments: Mapping[str, Any],
+) -> None:
+    """Block until a person decides on ``asked``'s request, at most ``timeout`` seconds
+    (CrewAI has no tool-level pause; its hooks are synchronous). Raises the
+    ``approval_pending`` refusal when nobody decided in time, ``approval_expired`` when the
+    request expired; returns once it is decided (the check then runs again)."""
+    queue, pending = guard.queue, guard.pending(asked)
+    assert queue is not None
+    assert pending is not None
+    try:
+        request = _off_the_loop(functools.partial(queue.wait, pending.request_id, timeout))
+        status = request.status
+    except KeyError:  # gone: expired (the store forgets it), else used meanwhile
+        status = "expired" if queue.now() >= pending.expires else "gone"
+    if status == "pending":
+        raise asked  # nobody decided in time: already audited as approval_pending
+    if status == "expired":
+        expired = expired_refusal(pending.request_id)
+        guard.audit_refused(user, name, arguments, expired)
+        raise expired
 
 
 def _user(guard: Guard, ctx: ToolCallHookContext, execution: _Execution | None) -> str | None:
@@ -421,6 +458,15 @@ class ToolpassHooks:
     and the request hook. Every option is checked when it is made (``toolpass.adapting.
     Guard``); ``guard.explain()`` lists the rules and the tools seen so far.
 
+    ``approval_timeout``: CrewAI has no tool-level pause, so a call waiting for a person (the
+    toolkit's approver is an ``ApprovalQueue``) blocks its hook on ``queue.wait`` for at most
+    this many seconds; once a person decides (on the approvals page, or anywhere that records
+    in the queue) the check runs again and the queue's record decides: the call runs once if
+    approved, else the model reads ``approval_denied`` with the person's reason,
+    ``approval_expired``, or ``approval_edited``. Nobody deciding in time: ``approval_pending``
+    (the request stays on the page; the model's retry of the same call runs once it is
+    approved). None (the default): no wait, the ``approval_pending`` refusal at once.
+
     Use it as a context manager (``with hooks:``; re-entrant, and usable from several threads
     and tasks at once), as a decorator of a function or coroutine function that kicks off
     crews, or process-wide with ``install()`` / ``uninstall()``.
@@ -436,7 +482,18 @@ class ToolpassHooks:
         user: UserSource = "user_id",
         session: SessionSource = "conversation",
         on_refuse: OnRefuse | None = refusal_text,
+        approval_timeout: float | None = None,
     ) -> None:
+        if approval_timeout is not None and (
+            isinstance(approval_timeout, bool)
+            or not isinstance(approval_timeout, (int, float))
+            or not 0 < approval_timeout < float("inf")
+        ):
+            raise TypeError(
+                f"approval_timeout is a number of seconds above 0 (or None), not "
+                f"{approval_timeout!r}"
+            )
+        self.approval_timeout = None if approval_timeout is None else float(approval_timeout)
         self.guard = Guard(
             engine,
             rules,
