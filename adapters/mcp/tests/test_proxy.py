@@ -194,6 +194,11 @@ async def test_an_allowed_call_reaches_an_upstream_on_streamable_http(
             "line 13: 'b' has two rules",
         ),
         ("  user: env:PROXY_TEST_NOBODY\n", "line 10: mcp.user: the environment variable"),
+        (
+            "  user: a@b.c\n  rules:\n    merge_pr: {connection: c, action: d, resource: e, "
+            "mode: watch}\n",
+            "line 12: mode must be one of enforce, observe, not 'watch'",
+        ),
     ],
 )
 def test_mistakes_in_the_mcp_section_name_file_and_line(
@@ -361,3 +366,16 @@ def test_a_variable_holding_a_connections_secret_under_another_name_stops_the_pr
     assert "GH_TOKEN holds a connection's secret" in err
     assert TOKEN not in err
     assert ran(tmp_path) == []  # never started
+
+
+def test_a_rule_may_observe_while_the_rest_enforce(tmp_path: Path, github: FakeGitHub) -> None:
+    section = (
+        "  user: a@b.c\n  rules:\n"
+        "    merge_pr: {connection: github, action: pr.merge, resource: 'repo:{repo}', "
+        "mode: observe}\n"
+        "    read_file: {connection: github, action: contents.read, resource: 'repo:{repo}'}\n"
+    )
+    loaded = load_config(config(tmp_path, github, section))
+    parsed = parse_mcp_section(loaded.mcp, loaded.path)
+    assert parsed.rules["merge_pr"].mode == "observe"
+    assert parsed.rules["read_file"].mode is None  # the guard's (and the file's) mode applies

@@ -115,7 +115,7 @@ BASE_ENV: tuple[str, ...] = (
     *("SYSTEMROOT", "APPDATA", "LOCALAPPDATA", "USERPROFILE"),  # Windows
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_RULE_KEYS = ("connection", "action", "resource", "fresh")
+_RULE_KEYS = ("connection", "action", "resource", "fresh", "mode")
 log = logging.getLogger("toolpass")
 
 
@@ -197,9 +197,13 @@ def parse_mcp_section(
             raise ConfigError(f"{where}: the rule for {names!r} lacks {', '.join(missing)}")
         try:
             rule = Rule(
-                value["connection"], value["action"], value["resource"], value.get("fresh", False)
+                value["connection"],
+                value["action"],
+                value["resource"],
+                value.get("fresh", False),
+                mode=value.get("mode"),
             )
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
         rules[tools[0] if len(tools) == 1 else tools] = rule
     return ProxyConfig(user.strip(), strict, audit, rules, upstream_env)
