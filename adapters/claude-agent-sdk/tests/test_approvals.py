@@ -111,6 +111,10 @@ def test_ask_needs_the_hosts_prompt() -> None:
     hooks = ToolpassHooks(ScriptedEngine(), user=DANA, approvals="ask")
     with pytest.raises(ValueError, match="can_use_tool"):
         hooks.apply(options())
+    with pytest.raises(ValueError, match="bypassPermissions"):
+        hooks.apply(
+            options(can_use_tool=Host(PermissionResultAllow()), permission_mode="bypassPermissions")
+        )
     with pytest.raises(ValueError, match="approvals"):
         ToolpassHooks(ScriptedEngine(), user=DANA, approvals="wait")  # type: ignore[arg-type]
 

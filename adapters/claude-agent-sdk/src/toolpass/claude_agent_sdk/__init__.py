@@ -276,6 +276,11 @@ class ToolpassHooks:
                     "approvals='ask' needs the host's prompt: can_use_tool in the options "
                     "(or use approvals='defer')"
                 )
+            if options.permission_mode == "bypassPermissions":
+                raise ValueError(
+                    "approvals='ask' cannot rely on a prompt under permission_mode="
+                    "'bypassPermissions' (use approvals='defer')"
+                )
             more["can_use_tool"] = self._asking(options.can_use_tool, pending)
         return replace(options, mcp_servers=servers, hooks=cast(Any, hooks), **more)
 
