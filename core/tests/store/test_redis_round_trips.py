@@ -9,6 +9,7 @@ import pytest
 import redis
 from toolpass import Toolkit
 from toolpass.store import open_store
+from toolpass.toolkit import provenance
 
 from .conftest import finish, run_worker
 
@@ -48,8 +49,11 @@ def test_an_update_is_one_round_trip(url: str) -> None:
 
 
 def test_a_capped_call_in_a_shared_conversation_takes_its_slot_in_one_round_trip(
-    url: str,
+    url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # As in a process where no tool declares a destination: once one does (any earlier test
+    # in this process), every call also appends its output's values to the shared record.
+    monkeypatch.setattr(provenance.wanted, "now", False)
     kit = Toolkit(limits={"write": 1000}, audit=[], store=url)
     deploy = kit.secured_tool(lambda: "deployed", name="deploy", effect="write")
     with kit.conversations.get("c1", "dana@example.com").active():
