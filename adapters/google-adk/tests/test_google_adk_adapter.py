@@ -585,11 +585,13 @@ def test_calls_sharing_a_function_call_id_never_share_an_answer() -> None:
     assert len(queue.pending()) == 2
     asks = confirmation_calls(out)
     assert asks
+    refusals = []
     for ask in asks:
         try:
             confirm(runner, DANA, session, ask, {"confirmed": True, "payload": {"by": "lee"}})
         except ValueError as exc:  # ADK 2.13 refuses itself to resume calls sharing an id
-            assert "mismatch" in str(exc)
+            refusals.append(str(exc))
+    assert all("mismatch" in r for r in refusals), refusals
     assert "eve@evil.example" not in sent
     assert "eve@evil.example" in [r.arguments["to"] for r in queue.pending()]
 

@@ -108,10 +108,8 @@ class Wakers:
         with self._lock:
             waiting = list(self._all)
         for wake in waiting:
-            try:
+            with suppress(RuntimeError):  # an event loop closed while its waiter was registered
                 wake()
-            except RuntimeError:  # an event loop closed while its waiter was registered
-                pass
 
     @contextmanager
     def waiting(self) -> Iterator[Callable[[float], object]]:
