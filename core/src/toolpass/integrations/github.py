@@ -715,9 +715,8 @@ class GitHub(Integration):
             )
         return None
 
-    def _reviews(self, owner: str, repo: str, pull: str) -> list[Any]:
-        path = f"/repos/{owner}/{repo}/pulls/{pull}/reviews"
-        what = f"the review list of {owner}/{repo}#{pull}"
+    def _every_page(self, path: str, what: str, owner: str, repo: str) -> list[Any]:
+        """Every item of a list GitHub pages by number (100 a page, at most 10 pages)."""
 
         def page(token: str | None) -> tuple[list[Any], str | None]:
             number = int(token or 1)
@@ -731,6 +730,10 @@ class GitHub(Integration):
             return found, str(number + 1) if len(found) == 100 else None
 
         return list(self.pages(page, limit=10, too_many=f"{what} has too many pages"))
+
+    def _reviews(self, owner: str, repo: str, pull: str) -> list[Any]:
+        path = f"/repos/{owner}/{repo}/pulls/{pull}/reviews"
+        return self._every_page(path, f"the review list of {owner}/{repo}#{pull}", owner, repo)
 
     def _rulesets_refuse(
         self,
@@ -823,22 +826,7 @@ class GitHub(Integration):
     def _rules(self, owner: str, repo: str, branch: str) -> list[Any]:
         path = f"/repos/{owner}/{repo}/rules/branches/{quote(branch, safe='')}"
         what = f"the rules read of {owner}/{repo}@{branch}"
-
-        def page(token: str | None) -> tuple[list[Any], str | None]:
-            number = int(token or 1)
-            found = self.get_json(
-                path,
-                what=what,
-                params={"per_page": "100", "page": str(number)},
-                kind=list,
-                headers=self.headers(owner, repo),
-            )
-            return found, str(number + 1) if len(found) == 100 else None
-
-        return [
-            r if isinstance(r, dict) else {}
-            for r in self.pages(page, limit=10, too_many=f"{what} has too many pages")
-        ]
+        return [r if isinstance(r, dict) else {} for r in self._every_page(path, what, owner, repo)]
 
     def _bypasses(
         self, owner: str, repo: str, ruleset: int, login: str, role: str, write: rules.Kind
