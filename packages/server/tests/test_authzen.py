@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import KEY, ServerProcess
+from conftest import DEFAULT_SERVER, KEY, ServerProcess, write_config
 from fakes.github import FakeGitHub
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from toolpass.engine import Toolpass
-from toolpass.server import create_app
+from toolpass.server import create_app, parse_server_config
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 DANA = {"type": "user", "id": "dana@example.com"}
@@ -334,6 +337,52 @@ async def test_the_metadata_names_both_endpoints(client: httpx.AsyncClient) -> N
     }
 
 
+PUBLIC = "https://toolpass.example.com/pdp"
+
+
+def metadata_for(base: str) -> dict[str, str]:
+    return {
+        "policy_decision_point": base,
+        "access_evaluation_endpoint": base + "/access/v1/evaluation",
+        "access_evaluations_endpoint": base + "/access/v1/evaluations",
+    }
+
+
+# The engine is only passed to the app: the metadata route never asks it.
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    host=st.from_regex(r"[a-z0-9][a-z0-9.-]{0,40}(:[0-9]{1,5})?", fullmatch=True),
+    scheme=st.sampled_from(["http", "https"]),
+)
+async def test_a_configured_public_url_is_advertised_whatever_the_host_header(
+    tp: Toolpass, host: str, scheme: str
+) -> None:
+    app = create_app(tp, {"api_keys": ["env:TP_TEST_KEY"], "public_url": PUBLIC + "/"})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url=f"{scheme}://tp.test") as c:
+        forged = await c.get("/.well-known/authzen-configuration", headers={"Host": host})
+    assert forged.json() == metadata_for(PUBLIC)
+
+
+async def test_without_server_public_url_the_approvals_public_url_is_advertised(
+    tp: Toolpass, tmp_path: Path
+) -> None:
+    server = {
+        "api_keys": ["env:TP_TEST_KEY"],
+        "approvals": {
+            "api_keys": [{"name": "lee@example.com", "key": "env:TP_TEST_KEY2"}],
+            "public_url": "https://approvals.example.com",
+        },
+    }
+    app = create_app(tp, parse_server_config(server, store=f"sqlite:///{tmp_path}/state.db"))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://tp.test") as c:
+        answer = await c.get("/.well-known/authzen-configuration", headers={"Host": "evil.test"})
+    assert answer.json() == metadata_for("https://approvals.example.com")
+
+
 # --- a real server process ----------------------------------------------------------------
 def test_a_real_server_answers_authzen_beside_check(server: ServerProcess) -> None:
     url = server.url
@@ -358,3 +407,14 @@ def test_a_real_server_answers_authzen_beside_check(server: ServerProcess) -> No
     assert batch["decisions"] == ["allow", "deny", "allow"]
     assert batch["key"] == "env:TP_TEST_KEY"
     assert KEY not in server.stdout + server.stderr
+
+
+def test_a_real_server_advertises_its_public_url_not_the_host_it_was_asked_by(
+    tmp_path: Path, github: FakeGitHub, keys: None, start: Callable[..., ServerProcess]
+) -> None:
+    server = DEFAULT_SERVER + f"public_url: {PUBLIC}\n"
+    config = write_config(tmp_path / "toolpass.yaml", github.api_url, server)
+    url = start("-config", str(config), "--port", "0").url
+    with httpx.Client(base_url=url, timeout=10) as http:
+        forged = http.get("/.well-known/authzen-configuration", headers={"Host": "evil.test"})
+    assert forged.json() == metadata_for(PUBLIC)

@@ -88,6 +88,12 @@ ERRORS = [
     (A + "shutdown_timeout: 0\n", 4, "shutdown_timeout", "more than 0"),
     (A + "host: ''\n", 4, "host", "must be a non-empty string"),
     (A + "tls_cert_file: c.pem\n", 4, "tls_cert_file", "needs tls_key_file as well"),
+    (A + "public_url: toolpass.example.com\n", 4, "public_url", "must be an http(s) URL"),
+    (A + "public_url: ftp://tp.example.com\n", 4, "public_url", "must be an http(s) URL"),
+    (A + "public_url: https://tp.example.com/?a=1\n", 4, "public_url", "no query"),
+    (A + "public_url: https://tp.example.com/#top\n", 4, "public_url", "no query"),
+    (A + "public_url: https://me@tp.example.com\n", 4, "public_url", "no user"),
+    (A + "public_url: 'https://tp.example.com:99999'\n", 4, "public_url", "must be an http(s)"),
     (A + "tls_cert_file: c.pem\ntls_key_file: k.pem\n", 4, "tls_cert_file", "no such file"),
 ]
 
@@ -163,3 +169,34 @@ def test_toolpass_validate_checks_the_server_section(
     path.write_text("connections: []\nserver:\n  api_keys: [env:TP_VALIDATE_KEY]\n  prot: 1\n")
     assert main(["validate", "-config", str(path)]) == 1
     assert "prot" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [
+        ("https://toolpass.example.com", "https://toolpass.example.com"),
+        ("https://toolpass.example.com/", "https://toolpass.example.com"),
+        ("http://10.0.0.5:8080/toolpass/", "http://10.0.0.5:8080/toolpass"),
+        ("https://[2001:db8::1]:8443", "https://[2001:db8::1]:8443"),
+    ],
+)
+def test_the_public_url_is_kept_without_a_trailing_slash(
+    tmp_path: Path, written: str, kept: str
+) -> None:
+    assert parse_yaml(tmp_path, f"{A}public_url: '{written}'\n").public_url == kept
+
+
+def test_toolpass_validate_accepts_and_rejects_the_public_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolpass.cli import main
+
+    path = tmp_path / "toolpass.yaml"
+    monkeypatch.setenv("TP_VALIDATE_KEY", "k" * 40)
+    head = "connections: []\nserver:\n  api_keys: [env:TP_VALIDATE_KEY]\n"
+    path.write_text(head + "  public_url: https://toolpass.example.com\n")
+    assert main(["validate", "-config", str(path)]) == 0
+    path.write_text(head + "  public_url: toolpass.example.com\n")
+    assert main(["validate", "-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}, line 4, server key 'public_url': must be an http(s) URL" in err

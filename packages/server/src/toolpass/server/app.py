@@ -22,9 +22,11 @@ error). Everything else is a JSON error ``{"error": "..."}``:
 
 The OpenID AuthZEN Authorization API 1.0 is served beside it with the same keys
 (:mod:`toolpass.server.authzen` has the mapping): ``POST /access/v1/evaluation``, ``POST
-/access/v1/evaluations`` and ``GET /.well-known/authzen-configuration``. As that
-specification says, every malformed request there is 400 (a body that is not
-``application/json`` too), unknown fields are ignored, and ``X-Request-ID`` is echoed.
+/access/v1/evaluations`` and ``GET /.well-known/authzen-configuration``, whose endpoint
+URLs start with ``server.public_url`` (else ``approvals.public_url``; only with neither, the
+URL the request was sent to, Host header included). As that specification says, every
+malformed request there is 400 (a body that is not ``application/json`` too), unknown
+fields are ignored, and ``X-Request-ID`` is echoed.
 
 The access log (logger ``toolpass.server.access``) has one JSON line per request: time,
 client, method, path, status, duration, the API key's *name*, and the question and answer
@@ -197,6 +199,9 @@ class _Service:
         self.tp = tp
         self.config = config
         self.keys = _Keys(config.resolve_keys())
+        pages = config.approvals
+        #: Where clients reach the server; None: the request's own URL (its Host header).
+        self._public_url = config.public_url or (pages.public_url if pages else None)
 
     async def check(self, request: Request) -> Response:
         details: dict[str, Any] = request.scope.setdefault(_LOG_KEY, {})
@@ -266,7 +271,7 @@ class _Service:
 
     async def authzen_metadata(self, request: Request) -> Response:
         """``GET /.well-known/authzen-configuration`` (no key: it names endpoints only)."""
-        return JSONResponse(authzen.metadata(str(request.base_url)))
+        return JSONResponse(authzen.metadata(self._public_url or str(request.base_url)))
 
     async def _authzen(
         self,

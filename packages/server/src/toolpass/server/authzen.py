@@ -7,7 +7,7 @@ and ``options.evaluations_semantic`` (``execute_all``, the default, ``deny_on_fi
 ``permit_on_first_permit``), and answers ``{"evaluations": [...]}`` in request order (only up
 to the first deny or permit when a short-circuit semantic says so). Without entries it
 answers as the single evaluation does. ``GET /.well-known/authzen-configuration`` is the
-metadata document.
+metadata document, built on ``server.public_url``.
 
 The mapping onto toolpass's question (user, connection, action, resource):
 
@@ -200,7 +200,8 @@ async def run(entries: tuple[dict[str, Any], ...], semantic: str, evaluate: Eval
 
 
 def metadata(base_url: str) -> dict[str, str]:
-    """The PDP metadata document for a server reached at ``base_url``."""
+    """The PDP metadata document for a server reached at ``base_url`` (the configured public
+    URL: one taken from the request's Host header names whatever origin the client sent)."""
     base = base_url.rstrip("/")
     return {
         "policy_decision_point": base,

@@ -17,6 +17,7 @@
       keep_alive_timeout: 30          # seconds an idle kept-alive connection stays open
       tls_cert_file: /etc/toolpass/tls/tls.crt   # serve https (both or neither)
       tls_key_file: /etc/toolpass/tls/tls.key
+      public_url: https://toolpass.example.com   # the URL clients reach (AuthZEN metadata)
       approvals: {...}                # the approvals page (see approvals_config.py)
 
 Unknown keys, wrong types and bad references are errors naming the file, the line and the
@@ -29,6 +30,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +56,7 @@ KEYS: dict[str, tuple[str, Any]] = {
     "keep_alive_timeout": ("Seconds an idle kept-alive connection stays open.", 30.0),
     "tls_cert_file": ("PEM certificate chain; serve https (needs tls_key_file).", None),
     "tls_key_file": ("PEM private key of tls_cert_file.", None),
+    "public_url": ("The URL clients reach the server at; AuthZEN metadata names it.", None),
     "approvals": ("The approvals page: its login, audit tail and session length.", None),
 }
 
@@ -85,6 +88,7 @@ class ServerConfig:
     keep_alive_timeout: float = 30.0
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    public_url: str | None = None
     approvals: ApprovalsConfig | None = None
     origin: str = field(default="server", compare=False)
 
@@ -202,6 +206,8 @@ def parse_server_config(
             if not os.path.isfile(path):
                 raise ConfigError(f"{where(key)}: no such file")
             values[key] = path
+    if "public_url" in section:
+        values["public_url"] = _public_url(section["public_url"], where)
     keys = _api_keys(section.get("api_keys"), where, in_code, base_dir)
 
     def approver_keys(raw: object, label: str) -> tuple[APIKey, ...]:
@@ -212,6 +218,26 @@ def parse_server_config(
 
     approvals = parse_approvals(section.get("approvals"), store, where, approver_keys, base_dir)
     return ServerConfig(keys, origin=origin, approvals=approvals, **values)
+
+
+def _public_url(raw: object, where: Any) -> str:
+    """An http(s) URL with an optional path, without user, query or fragment; kept without
+    its trailing slash."""
+    usage = "must be an http(s) URL such as https://toolpass.example.com"
+    if not isinstance(raw, str) or raw != raw.strip():
+        raise ConfigError(f"{where('public_url')}: {usage}")
+    try:
+        url = urllib.parse.urlsplit(raw)
+        url.port  # noqa: B018 (raises for a port out of range)
+    except ValueError:
+        raise ConfigError(f"{where('public_url')}: {usage}") from None
+    if url.scheme not in ("http", "https") or not url.hostname or not raw.isprintable():
+        raise ConfigError(f"{where('public_url')}: {usage}")
+    if url.username is not None or url.password is not None:
+        raise ConfigError(f"{where('public_url')}: no user or password in the URL")
+    if url.query or url.fragment or "?" in raw or "#" in raw:
+        raise ConfigError(f"{where('public_url')}: no query or fragment in the URL")
+    return raw.rstrip("/")
 
 
 def _api_keys(raw: object, where: Any, in_code: bool, base_dir: str | None) -> tuple[APIKey, ...]:
