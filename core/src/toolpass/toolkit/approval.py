@@ -415,6 +415,14 @@ class ApprovalQueue:
         self.store.update(name, lambda _: (req.id, None), ttl=self._keep())
         return req
 
+    def edited_arguments(self, request_id: str) -> dict[str, str] | None:
+        """The arguments a person wrote for request ``request_id`` (each as Python writes
+        it) while it is ``edited`` and unused; None otherwise."""
+        record = self._record(request_id)
+        if record is None or record["status"] != "edited":
+            return None
+        return {str(name): str(value) for name, value in (record.get("edited") or {}).items()}
+
     def expire(self, request_id: str) -> None:
         """End a pending request undecided (the framework's wait for it ran out)."""
         past = self._clock() - self.ttl - 1

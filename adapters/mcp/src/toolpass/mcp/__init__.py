@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import dataclasses
 import logging
 import threading
 import warnings
@@ -61,7 +63,9 @@ from toolpass.adapting import (
     redact_text,
     refusal_text,
 )
+from toolpass.adapting import expired_refusal
 from toolpass.adapting import usable_secrets as usable
+from toolpass.mcp._approvals import PREFIX, Approvals, edited, invalid_state, wants_url
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -100,6 +104,8 @@ Client = str | Callable[[Any], Any] | None
 #: Messages other than ``tools/call`` that read or run something on the server: each is
 #: checked as a call of a tool of that name, with these arguments from its params.
 CHECKED = {"resources/read": ("uri",), "prompts/get": ("name", "arguments")}
+#: What a retry after the approvals page carries for toolpass (never passed to the tool).
+_RESUME_FIELDS = ("requestState", "inputResponses")
 _READS: dict[str, list[str] | None] = {method: list(args) for method, args in CHECKED.items()}
 
 
@@ -256,10 +262,12 @@ class _Core:
         request: Any,
         call_next: Callable[[], Awaitable[Any]],
         refused_as: Callable[[Any, ToolRefused], Any],
+        pause: Callable[[ToolRefused], Any] | None = None,
     ) -> Any:
         """Run ``call_next`` (the rest of the server's chain: validation, the tool) inside
-        the pipeline; a refusal becomes ``refused_as(what on_refuse made, refusal)``. A
-        failure of the guard itself refuses; the body's own exceptions stay the server's."""
+        the pipeline; a refusal becomes ``refused_as(what on_refuse made, refusal)``, unless
+        ``pause`` answers it (a call waiting for a person). A failure of the guard itself
+        refuses; the body's own exceptions stay the server's."""
         guard = self.guard
         name = tool if isinstance(tool, str) else repr(tool)
         args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
@@ -305,7 +313,8 @@ class _Core:
                 raise
             return await guard.arun(user, name, args, body, key=key)
         except ToolRefused as refused:
-            return self.refusal(refused, refused_as)
+            paused = pause(refused) if pause is not None else None
+            return self.refusal(refused, refused_as) if paused is None else paused
         except Exception as exc:
             if raised and isinstance(raised[0], _FailedResult):  # audited as an error
                 return raised[0].result
@@ -534,11 +543,13 @@ class ToolpassMiddleware:
     """MCP Python SDK 2.x server middleware (``ServerMiddleware``) checking every
     ``tools/call`` with toolpass; every other message passes through. Made by ``guard``."""
 
-    def __init__(self, core: _Core, server: Any = None) -> None:
+    def __init__(self, core: _Core, server: Any = None, approvals: Approvals | None = None) -> None:
         self._core = core
         self.guard = core.guard
         #: The low-level server whose ``server_info_stamp`` a 2026-07-28 result carries.
         self.server = server
+        #: Where a call waiting for a person sends the client (``guard``'s ``approvals_url``).
+        self.approvals = approvals or Approvals(core.guard, None, None, 0)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -559,18 +570,86 @@ class ToolpassMiddleware:
 
     async def _call(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         params: Any = ctx.params if isinstance(ctx.params, Mapping) else {}
+        name, arguments = params.get("name"), params.get("arguments")
+        state = params.get("requestState")
+        resumed = isinstance(state, str) and state.startswith(PREFIX)
+        if resumed:  # a retry after the approvals page: the state is ours, not the tool's
+            params = {k: v for k, v in params.items() if k not in _RESUME_FIELDS}
+            try:
+                arguments = await self._resumed(state, name, arguments, ctx)
+            except ToolRefused as refused:
+                self._audit_refused(ctx, name, arguments, refused)
+                return self._on_the_wire(ctx, self._core.refusal(refused, _as_mcp_result))
+            params = {**params, "arguments": arguments}
+            ctx = dataclasses.replace(ctx, params=params)
+        pause = None if resumed else self._pause(ctx, name, arguments)
         result = await self._core.call(
-            params.get("name"),
-            params.get("arguments"),
+            name,
+            arguments,
             ctx,
             _connection_of(ctx.session),
             ctx.request,
             lambda: call_next(ctx),
             _as_mcp_result,
+            pause,
         )
         if isinstance(result, str):  # the pipeline fenced an untrusted result: text
             result = CallToolResult(content=[TextContent(type="text", text=result)])
         return self._on_the_wire(ctx, result)
+
+    def _audit_refused(
+        self, ctx: ServerRequestContext[Any, Any], name: Any, arguments: Any, refused: ToolRefused
+    ) -> None:
+        try:
+            user = self.guard.user_of(None, ctx)
+        except ToolRefused:
+            user = None
+        args = arguments if isinstance(arguments, Mapping) else {}
+        self.guard.audit_refused(user if isinstance(user, str) else None, str(name), args, refused)
+
+    def _pause(
+        self, ctx: ServerRequestContext[Any, Any], name: Any, arguments: Any
+    ) -> Callable[[ToolRefused], Any] | None:
+        """What answers a call waiting for a person, for a client that declared URL-mode
+        elicitation (None: the refusal's text, as for every other client)."""
+        approvals = self.approvals
+        if approvals.url is None or not wants_url(ctx.session.client_capabilities):
+            return None
+
+        def pause(refused: ToolRefused) -> Any:
+            try:
+                return approvals.pause(refused, str(name), arguments, ctx.protocol_version)
+            except MCPError:
+                raise  # the 2025 versions' answer: -32042
+            except Exception:
+                log.exception("toolpass: could not send the client to the approvals page")
+                return None
+
+        return pause
+
+    async def _resumed(
+        self, state: str, name: Any, arguments: Any, ctx: ServerRequestContext[Any, Any]
+    ) -> Any:
+        """The arguments a retry carrying a state signed here runs with (a person's edit),
+        once the state is verified for this very call; waits (``approval_wait``) while the
+        client opened the page and the request still waits. ``ToolRefused`` for a state
+        altered, forged, made for other arguments or used, and for an expired request."""
+        approvals, queue = self.approvals, self._core.guard.queue
+        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, Mapping)):
+            raise invalid_state("sent with a call that cannot be read")
+        request_id = approvals.verify(state, name, arguments)
+        assert queue is not None, "verify needs the queue"
+        status = queue.state(request_id)
+        if status == "pending" and approvals.wait > 0:
+            with contextlib.suppress(KeyError):
+                await queue.wait_async(request_id, approvals.wait)
+            status = queue.state(request_id)
+        if status == "expired":
+            raise expired_refusal(request_id)
+        if status == "unknown":
+            raise invalid_state(f"names request {request_id}, which is used or unknown")
+        written = queue.edited_arguments(request_id) if status == "edited" else None
+        return edited(written) if written is not None else arguments
 
     def _on_the_wire(self, ctx: ServerRequestContext[Any, Any], result: Any) -> Any:
         """A result the middleware made (a refusal, a fenced text) shaped as the server
@@ -650,6 +729,9 @@ def guard(
     session: SessionSource = "conversation",
     on_refuse: OnRefuse | None = refusal_text,
     client: Client = None,
+    approvals_url: str | None = None,
+    approval_key: bytes | str | None = None,
+    approval_wait: float = 30.0,
 ) -> Any:
     """Check every ``tools/call`` (and ``resources/read``, ``prompts/get``) of ``server``
     with toolpass; returns the middleware added.
@@ -677,10 +759,24 @@ def guard(
     may name them, ``strict=True`` refuses them without one. Results (and errors) reach the
     client without the engine's connections' secrets. ``on_refuse`` makes the text the model
     reads (or a ``CallToolResult``); None makes a refusal a JSON-RPC error instead of a tool
-    result. Every option is checked here.
+    result.
+
+    A call waiting for a person's approval (the toolkit's approver an ``ApprovalQueue``)
+    sends a client that declared URL-mode elicitation to ``approvals_url`` (the approvals
+    page, ``https://toolpass.example.com/approvals``; the request's ``?id=`` is added): on
+    2026-07-28 connections an ``InputRequiredResult`` whose ``request_state`` is signed with
+    ``approval_key`` (at least 32 bytes; None: a key kept in the queue's store) over the
+    request id and a digest of the call; on the 2025 versions the error -32042. The client's
+    retry runs the whole check again and the queue's record decides (a person's edit runs
+    with the person's arguments); a retry after the client opened the page waits up to
+    ``approval_wait`` seconds for the decision. Other clients, or no ``approvals_url``: the
+    refusal's text. Every option is checked here.
     """
     if _is_fastmcp(server):
         from toolpass.mcp._fastmcp import FastMCPGuard
+
+        if approvals_url is not None:
+            raise ValueError("approvals_url is for MCP SDK servers; a fastmcp server refuses")
 
         middleware: Any = FastMCPGuard(
             engine,
@@ -717,7 +813,8 @@ def guard(
     if getattr(server, "_tool_manager", None) is not None:
         core.known_tools = lambda: _known_tools(server)
     _surface_body_refusals(server)
-    added = ToolpassMiddleware(core, getattr(server, "_lowlevel_server", server))
+    approvals = Approvals(core.guard, approvals_url, approval_key, approval_wait)
+    added = ToolpassMiddleware(core, getattr(server, "_lowlevel_server", server), approvals)
     chain.append(added)
     return added
 
