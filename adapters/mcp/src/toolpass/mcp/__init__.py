@@ -59,11 +59,11 @@ from toolpass.adapting import (
     SessionSource,
     Toolkit,
     ToolRefused,
+    expired_refusal,
     redact,
     redact_text,
     refusal_text,
 )
-from toolpass.adapting import expired_refusal
 from toolpass.adapting import usable_secrets as usable
 from toolpass.mcp._approvals import PREFIX, Approvals, edited, invalid_state, wants_url
 

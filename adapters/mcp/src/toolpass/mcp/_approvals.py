@@ -46,7 +46,7 @@ def approvals_url(url: str | None) -> str | None:
             f"not {url!r}"
         )
     if parts.query or parts.fragment:
-        raise ValueError(f"approvals_url has no query or fragment (the request's id is added): {url!r}")
+        raise ValueError(f"approvals_url has no query or fragment (the id is added): {url!r}")
     return url
 
 
@@ -93,7 +93,7 @@ class Approvals:
         """The request id ``state`` names when this guard signed it for this very call;
         ``ToolRefused`` when it was altered, forged, or signed for other arguments."""
         request_id, _, rest = state.removeprefix(PREFIX).partition(".")
-        call, _, mac = rest.partition(".")
+        call = rest.partition(".")[0]
         signed = self.guard.queue is not None and hmac.compare_digest(
             self.sign(request_id, call), state
         )

@@ -1,0 +1,336 @@
+"""A call waiting for a person, through real MCP client sessions: a client that declared
+URL-mode elicitation is sent to the approvals page (2026-07-28: ``InputRequiredResult`` with
+a signed ``request_state``; 2025-11-25: the error -32042), its retry runs the whole check
+again and only the queue's record decides. What the client answers to an elicitation never
+approves; a client without URL-mode elicitation reads the refusal as before."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx2
+import pytest
+from http_server import oauth_server, serving, token_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import Client, UrlElicitationRequiredError
+from mcp.server import MCPServer
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_client import text_of, token_for
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    CallToolRequestParams,
+    CallToolResult,
+    ElicitResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
+from pytest_toolpass.engine import ScriptedEngine
+from toolpass import ApprovalQueue, Decision, Session, Toolkit
+from toolpass.adapting import APPROVAL, Rule, Traits
+from toolpass.mcp import guard
+
+DANA = "dana@example.com"
+PAGE = "https://toolpass.example.com/approvals"
+#: Sends out data it read (private and untrusted): every call asks a person.
+ASKS = Traits(
+    effect="destructive",
+    sends_out=True,
+    reads_private=True,
+    untrusted_output=True,
+    rule=Rule("jira", "DELETE_ISSUES", "issue:{key}"),
+)
+MODES = ["auto", "legacy"]  # 2026-07-28 (the SDK's default) and the 2025-11-25 handshake
+
+
+def engine() -> ScriptedEngine:
+    return ScriptedEngine(
+        {
+            (DANA, "DELETE_ISSUES", "issue:PAY-1"): Decision.allow(),
+            (DANA, "DELETE_ISSUES", "issue:PAY-2"): Decision.allow(),
+            (DANA, "DELETE_ISSUES", "issue:PAY-9"): Decision.deny("not dana's"),
+        }
+    )
+
+
+class Kit:
+    """A server with ``delete_issue`` guarded with approvals; what ran, in order."""
+
+    def __init__(
+        self,
+        queue: ApprovalQueue | None = None,
+        *,
+        low: bool = False,
+        http: bool = False,
+        **options: Any,
+    ) -> None:
+        self.queue = queue or ApprovalQueue()
+        self.ran: list[str] = []
+        self.engine = engine()
+        self.server: Any = self._low() if low else self._server(http)
+        self.events: list[Any] = []
+        kit = Toolkit(approver=self.queue, audit=[self.events.append])
+        chosen = {"approvals_url": PAGE, "approval_wait": 0, **options}
+        session = Session(DANA, id="conversation-1")
+        guard(
+            self.server,
+            self.engine,
+            {"delete_issue": ASKS},
+            toolkit=kit,
+            session=lambda _: session,
+            **chosen,
+        )
+
+    def delete_issue(self, key: str) -> str:
+        self.ran.append(key)
+        return f"deleted {key}"
+
+    def _server(self, http: bool) -> MCPServer:
+        server = oauth_server("kit") if http else MCPServer("kit")
+        server.add_tool(self.delete_issue, name="delete_issue")
+        return server
+
+    def _low(self) -> Server:
+        """A low-level server (as the proxy is): no request-state sealing of the SDK's."""
+        server = Server("low")
+        schema = {"type": "object", "properties": {"key": {"type": "string"}}}
+
+        async def call(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+            done = self.delete_issue(**(params.arguments or {}))
+            return CallToolResult(content=[TextContent(type="text", text=done)])
+
+        async def listed(ctx: Any, params: Any) -> ListToolsResult:
+            return ListToolsResult(tools=[Tool(name="delete_issue", input_schema=schema)])
+
+        server.add_request_handler("tools/call", CallToolRequestParams, call)
+        server.add_request_handler("tools/list", PaginatedRequestParams, listed)
+        return server
+
+
+Elicit = Callable[[Any, Any], Awaitable[Any]]
+
+
+async def session_of(
+    server: Any, mode: str, elicit: Elicit | None, go: Callable[[Client], Awaitable[Any]]
+) -> Any:
+    """``go(client)`` in a client session as DANA (her access token), in a context of its own."""
+
+    async def run() -> Any:
+        auth_context_var.set(token_for(DANA))
+        options = {} if elicit is None else {"elicitation_callback": elicit}
+        async with Client(server, mode=mode, **options) as client:
+            return await go(client)
+
+    return await asyncio.create_task(run(), context=contextvars.copy_context())
+
+
+async def first_call(client: Client, key: str = "PAY-1") -> Any:
+    """The call as an agent host makes it by hand: the pause it answers (2026-07-28: the
+    ``InputRequiredResult``; 2025: the -32042 error's elicitations), or the result."""
+    try:
+        return await client.session.call_tool(
+            "delete_issue", {"key": key}, allow_input_required=True
+        )
+    except MCPError as exc:
+        if exc.code != -32042:
+            raise
+        return UrlElicitationRequiredError.from_error(exc.error)
+
+
+def asked_of(paused: Any) -> Any:
+    """The URL elicitation a pause carries."""
+    if isinstance(paused, InputRequiredResult):
+        [request] = (paused.input_requests or {}).values()
+        return request.params
+    [elicitation] = paused.elicitations
+    return elicitation
+
+
+async def retry(client: Client, paused: Any, key: str = "PAY-1", **changed: Any) -> str:
+    """The client's retry once the user opened the page: on 2026-07-28 with the answer to
+    the elicitation and the echoed state (``changed`` replaces them); on 2025 the same call."""
+    try:
+        if isinstance(paused, InputRequiredResult):
+            answer = {"toolpass": ElicitResult(action="accept")}
+            sent = {"input_responses": answer, "request_state": paused.request_state, **changed}
+            result = await client.session.call_tool(
+                "delete_issue", {"key": key}, allow_input_required=True, **sent
+            )
+        else:
+            result = await client.session.call_tool("delete_issue", {"key": key})
+    except MCPError as exc:
+        return f"[mcp error {exc.code}] {exc.error.message}"
+    if isinstance(result, InputRequiredResult):
+        return "[input required]"
+    return text_of(result)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_client_is_sent_to_the_page_and_the_approval_decides(mode: str) -> None:
+    kit = Kit()
+
+    async def go(client: Client) -> tuple[Any, str, str]:
+        paused = await first_call(client)
+        before = await retry(client, paused)  # nobody decided yet: still waiting
+        [request] = kit.queue.pending()
+        kit.queue.approve(request.id, by="lee@example.com")
+        return paused, before, await retry(client, paused)
+
+    paused, before, after = await session_of(kit.server, mode, _accept, go)
+    [request] = kit.queue.requests() or [None]
+    asked = asked_of(paused)
+    assert asked.mode == "url"
+    request_id = asked.meta["toolpass"]["request_id"]
+    assert asked.url == f"{PAGE}?id={request_id}"
+    assert asked.meta["toolpass"]["type"] == APPROVAL
+    assert asked.meta["toolpass"]["arguments"] == {"key": "'PAY-1'"}
+    assert "approval_pending" in before or "-32042" in before
+    assert kit.ran == ["PAY-1"]
+    assert "deleted PAY-1" in after
+    assert request is None  # used up
+
+
+async def _accept(context: Any, params: Any) -> ElicitResult:
+    return ElicitResult(action="accept")
+
+
+@pytest.mark.asyncio
+async def test_the_retry_waits_for_the_person_who_opened_the_page() -> None:
+    """The SDK's own client loop: the user opens the page (the elicitation's accept), the
+    retry waits (``approval_wait``) until the person approves, and the call runs once."""
+    kit = Kit(approval_wait=30)
+
+    async def person_decides_later(context: Any, params: Any) -> ElicitResult:
+        async def decide() -> None:
+            await asyncio.sleep(0.3)
+            [request] = kit.queue.pending()
+            kit.queue.approve(request.id, by="lee@example.com")
+
+        asyncio.get_running_loop().create_task(decide())
+        return ElicitResult(action="accept")
+
+    async def go(client: Client) -> str:
+        return text_of(await client.call_tool("delete_issue", {"key": "PAY-1"}))
+
+    out = await session_of(kit.server, "auto", person_decides_later, go)
+    assert out == "deleted PAY-1"
+    assert kit.ran == ["PAY-1"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_what_the_client_answers_never_approves(mode: str) -> None:
+    """A client that accepts every elicitation, with any content (as a form's answer), or
+    sends an answer of its own, approves nothing: only the queue's record decides."""
+
+    async def approve_everything(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"approved": True, "decision": "approve"})
+
+    kit = Kit()
+
+    async def go(client: Client) -> list[str]:
+        outs = []
+        for _ in range(3):
+            try:
+                outs.append(text_of(await client.call_tool("delete_issue", {"key": "PAY-1"})))
+            except MCPError as exc:
+                outs.append(f"[mcp error {exc.code}]")
+        paused = await first_call(client)
+        forms = {"toolpass": ElicitResult(action="accept", content={"approve": "yes"})}
+        outs.append(await retry(client, paused, input_responses=forms))
+        return outs
+
+    outs = await session_of(kit.server, mode, approve_everything, go)
+    assert kit.ran == []
+    [request] = kit.queue.pending()  # one request, still waiting for a person
+    for out in outs:
+        assert "approval_pending" in out or "-32042" in out
+        assert "deleted" not in out
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("why", ["no elicitation", "no approvals page"])
+async def test_a_client_that_cannot_open_the_page_reads_the_refusal(mode: str, why: str) -> None:
+    kit = Kit(approvals_url=None) if why == "no approvals page" else Kit()
+    elicit = _accept if why == "no approvals page" else None
+
+    async def go(client: Client) -> str:
+        return text_of(await client.call_tool("delete_issue", {"key": "PAY-1"}))
+
+    out = await session_of(kit.server, mode, elicit, go)
+    [request] = kit.queue.pending()
+    assert out.startswith("[error] ")
+    assert "approval_pending" in out
+    assert request.id in out
+    assert kit.ran == []
+
+
+def _answer(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC answer of a streamable HTTP response (JSON, or the last SSE event)."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+        return dict(json.loads(data[-1]))
+    return dict(response.json())
+
+
+def raw_call(url: str, version: str, elicitation: dict[str, Any]) -> dict[str, Any]:
+    """``delete_issue`` called by a client declaring ``elicitation``, as raw JSON-RPC over
+    streamable HTTP (the SDK's client always declares both modes)."""
+    caps = {"elicitation": elicitation}
+    info = {"name": "form-only-host", "version": "1"}
+    headers = {
+        "Authorization": f"Bearer {token_of(DANA)}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": version,
+    }
+    call: dict[str, Any] = {"name": "delete_issue", "arguments": {"key": "PAY-1"}}
+    with httpx2.Client(headers=headers, timeout=30) as http:
+        if version == "2026-07-28":
+            meta = {
+                PROTOCOL_VERSION_META_KEY: version,
+                CLIENT_INFO_META_KEY: info,
+                CLIENT_CAPABILITIES_META_KEY: caps,
+            }
+            extra = {"Mcp-Method": "tools/call", "Mcp-Name": "delete_issue"}
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+            return _answer(http.post(url, json={**body, "params": {**call, "_meta": meta}}, headers=extra))
+        hello = {"protocolVersion": version, "capabilities": caps, "clientInfo": info}
+        opened = http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        http.post(url, json=ready, headers=session)
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        return _answer(http.post(url, json=body, headers=session))
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_a_client_with_form_elicitation_only_reads_the_refusal(version: str) -> None:
+    kit = Kit(http=True)
+    with serving(kit.server) as url:
+        answer = raw_call(url, version, {"form": {}})
+        sent = raw_call(url, version, {"form": {}, "url": {}})  # the same, with URL mode
+    if version == "2026-07-28":
+        assert sent["result"]["resultType"] == "input_required"
+    else:
+        assert sent["error"]["code"] == -32042
+    result = answer["result"]
+    [request] = kit.queue.pending()
+    assert result["isError"] is True
+    assert result.get("resultType", "complete") == "complete"
+    text = result["content"][0]["text"]
+    assert "approval_pending" in text
+    assert request.id in text
+    assert kit.ran == []
