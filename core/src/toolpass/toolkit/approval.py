@@ -16,10 +16,13 @@ from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.secrets import find_secret, secret_name
 from toolpass.store import Store, open_store, wait_changed, wait_changed_async
 from toolpass.toolkit.approval_history import KEEP_HISTORY, HistoryEntry, read_history, remember
+from toolpass.toolkit.approval_history import PREFIX as HISTORY
 from toolpass.toolkit.routing import Routing
 from toolpass.toolkit.standing import MAX_STANDING, Standing, StandingApproval
 
 DEFAULT_TTL = 15 * 60.0
+#: How a request gone from the store ended, by its history's state (else it expired).
+_ENDED = {"ran": "spent", "denied": "denied", "edited": "edited"}
 #: How much of one argument a preview shows before it says what it left out.
 PREVIEW_LIMIT = 2000
 
@@ -81,7 +84,11 @@ def _held(name: Any, value: Any, depth: int) -> str:
 
 
 def _shown(name: str, value: Any) -> str:
-    text = _text(value)
+    return _shown_text(name, _text(value))
+
+
+def _shown_text(name: str, text: str) -> str:
+    """A value as Python wrote it (``text``), as the preview shows it."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     whole = f"{len(text)} characters, sha256 {digest}; see request.arguments[{name!r}]"
     kind = "a secret" if secret_name(str(name)) else find_secret(text)
@@ -96,10 +103,13 @@ class ApprovalRequest:
     """One call waiting for (or holding) a person's decision.
 
     ``arguments`` holds the call's own values in the process that made the request, and
-    each value as Python writes it (``repr``) in the others.
+    each value as Python writes it (``repr``) in the others; ``shown_arguments()`` and
+    ``to_dict()`` are the same in every process.
     """
 
     __slots__ = (
+        "_shown",
+        "_written",
         "approvers",
         "arguments",
         "connection",
@@ -153,6 +163,9 @@ class ApprovalRequest:
         self.approvers: tuple[str, ...] = ()
         #: The standing approval that approved it, if one did.
         self.standing: str | None = None
+        #: As another process read them: each argument as written, and as shown.
+        self._written: dict[str, str] | None = None
+        self._shown: dict[str, str] | None = None
 
     def describe(self) -> str:
         """Who asks for what and why, with a preview, for the person deciding."""
@@ -168,7 +181,15 @@ class ApprovalRequest:
     def shown_arguments(self) -> dict[str, str]:
         """Each argument as the preview shows it (a secret by its digest, invisible
         characters escaped, a long value cut with its length and digest), for a prompt."""
+        if self._shown is not None:
+            return dict(self._shown)
         return {str(name): _shown(name, value) for name, value in self.arguments.items()}
+
+    def written_arguments(self) -> dict[str, str]:
+        """Each argument as Python writes it (``repr``), in whichever process reads it."""
+        if self._written is not None:
+            return dict(self._written)
+        return {str(name): repr(value) for name, value in self.arguments.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON values (arguments as Python writes them)."""
@@ -178,7 +199,8 @@ class ApprovalRequest:
             "session_id": self.session_id,
             "tool": self.tool,
             "effect": self.effect,
-            "arguments": {name: repr(value) for name, value in self.arguments.items()},
+            "arguments": self.written_arguments(),
+            "shown": self.shown_arguments(),
             "reasons": list(self.reasons),
             "preview": self.preview,
             "created": self.created,
@@ -207,6 +229,13 @@ class ApprovalRequest:
             record["effect"],
         )
         req.arguments, req.reasons = dict(record["arguments"]), tuple(record["reasons"])
+        req._written = {str(name): str(text) for name, text in record["arguments"].items()}
+        shown = record.get("shown")  # absent in a record written before it was kept
+        req._shown = (
+            {str(name): str(text) for name, text in shown.items()}
+            if isinstance(shown, dict)
+            else {name: _shown_text(name, text) for name, text in req._written.items()}
+        )
         req.preview, req.created = record["preview"], record["created"]
         req.connection = record.get("connection")
         return req._load(record)
@@ -383,7 +412,10 @@ class ApprovalQueue:
         """Block until request ``request_id`` is decided (also in another process), at most
         ``timeout`` seconds; the request, whose ``status`` is then ``approved`` (or
         ``claimed`` / ``spent`` once its call runs), ``denied``, ``expired``, or still
-        ``pending`` after the timeout. ``KeyError`` for an unknown or used-up request."""
+        ``pending`` after the timeout; a request gone from the store but kept in the
+        history (``keep_history``) is returned as it ended there (``spent``, ``denied``,
+        ``edited`` or ``expired``, without its arguments). ``KeyError`` for an unknown
+        request."""
         deadline = time.monotonic() + timeout
         while True:
             record, left = self._waiting(request_id, deadline)
@@ -440,12 +472,17 @@ class ApprovalQueue:
     def state(self, request_id: str) -> str:
         """Where request ``request_id`` stands: its status (``pending``, ``approved``,
         ``edited``, ``denied``, ``claimed``, ``spent``), ``expired`` once it timed out
-        undecided or unused, ``unknown`` when there is no such request (or it was used)."""
+        undecided or unused; once gone from the store, as it ended in the history (``spent``:
+        its call ran, ``denied``, ``edited``: the edited call ran, ``expired``); ``unknown``
+        when there is no such request."""
         if not isinstance(request_id, str) or not request_id.isalnum():
             return "unknown"
         record = self.store.get(_RECORD + request_id)
         if record is None:
-            return "unknown"
+            try:
+                return str(self._ended(request_id)["status"])
+            except KeyError:
+                return "unknown"
         return "expired" if self._expired(record) else str(record["status"])
 
     def _edit_for(self, req: ApprovalRequest) -> _Edited | None:
@@ -475,13 +512,24 @@ class ApprovalQueue:
         """The request's record and how long to wait for it to change (0: it is settled)."""
         record = self.store.get(_RECORD + request_id) if request_id.isalnum() else None
         if record is None:
-            raise KeyError(f"no approval request {request_id!r} (unknown, used or expired)")
+            return self._ended(request_id), 0.0
         if record["status"] != "pending" or self._expired(record):
             return record, 0.0
         expires_in = record["created"] + self.ttl - self._clock()
         return record, max(0.0, min(deadline - time.monotonic(), expires_in + 0.01))
 
+    def _ended(self, request_id: str) -> dict[str, Any]:
+        """The record of a request gone from the store, as its history entry says it ended;
+        ``KeyError`` when the history has none."""
+        entry = self.store.get(HISTORY + request_id) if request_id.isalnum() else None
+        if not isinstance(entry, dict):
+            raise KeyError(f"no approval request {request_id!r}")
+        status = _ENDED.get(entry.get("state"), "expired")  # gone while live: timed out
+        return {**entry, "status": status, "arguments": {}, "digest": None}
+
     def _settled(self, request_id: str, record: dict[str, Any]) -> ApprovalRequest:
+        if record["digest"] is None:  # from the history: not one this process keeps
+            return ApprovalRequest._from(record)
         req = self._object(record)
         if self._expired(record):
             req.status = "expired"
