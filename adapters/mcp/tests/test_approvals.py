@@ -40,6 +40,7 @@ from pytest_toolpass.engine import ScriptedEngine
 from toolpass import ApprovalQueue, Decision, Session, Toolkit
 from toolpass.adapting import APPROVAL, Rule, Traits
 from toolpass.mcp import guard
+from toolpass.mcp._approvals import PREFIX
 
 DANA = "dana@example.com"
 PAGE = "https://toolpass.example.com/approvals"
@@ -334,3 +335,133 @@ def test_a_client_with_form_elicitation_only_reads_the_refusal(version: str) -> 
     assert "approval_pending" in text
     assert request.id in text
     assert kit.ran == []
+
+
+# The signed request state, on a low-level server (as the proxy is): the SDK's MCPServer
+# also seals the state itself, so these checks are toolpass's own only here.
+
+
+async def paused(kit: Kit, key: str = "PAY-1") -> InputRequiredResult:
+    result = await session_of(kit.server, "auto", _accept, lambda c: first_call(c, key))
+    assert isinstance(result, InputRequiredResult)
+    return result
+
+
+async def retried(kit: Kit, pause: InputRequiredResult, key: str = "PAY-1", **changed: Any) -> str:
+    return str(await session_of(kit.server, "auto", _accept, lambda c: retry(c, pause, key, **changed)))
+
+
+def request_of(pause: InputRequiredResult) -> str:
+    return str(asked_of(pause).meta["toolpass"]["request_id"])
+
+
+@pytest.mark.asyncio
+async def test_a_state_altered_forged_replayed_or_for_other_arguments_is_refused() -> None:
+    kit = Kit(low=True)
+    pause = await paused(kit)
+    request_id = request_of(pause)
+    kit.queue.approve(request_id, by="lee@example.com")
+    state = str(pause.request_state)
+    prefix, _, mac = state.rpartition(".")
+    forged = [
+        prefix + "." + ("0" if mac[0] != "0" else "1") + mac[1:],  # altered
+        prefix + "." + "0" * len(mac),  # signed by nobody
+        state.replace(request_id, "0" * len(request_id)),  # another request
+    ]
+    for state_sent in forged:
+        out = await retried(kit, pause, request_state=state_sent)
+        assert "check_error" in out
+        assert "not valid" in out
+    out = await retried(kit, pause, "PAY-2")  # the state of PAY-1 for PAY-2
+    assert "check_error" in out
+    assert kit.ran == []
+    assert kit.queue.state(request_id) == "approved"  # none of them used the approval
+    assert await retried(kit, pause) == "deleted PAY-1"
+    replayed = await retried(kit, pause)
+    assert "check_error" in replayed
+    assert kit.ran == ["PAY-1"]  # once
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(at=st.integers(min_value=0), to=st.characters(codec="ascii", exclude_characters="\x00"))
+def test_any_change_to_the_state_is_refused(at: int, to: str) -> None:
+    """Whatever character of a state toolpass signed changes, the retry is refused and the
+    approval it carried stays unused."""
+    async def case() -> tuple[list[str], str, str]:
+        kit = Kit(low=True)
+        pause = await paused(kit)
+        kit.queue.approve(request_of(pause), by="lee@example.com")
+        state = str(pause.request_state)
+        # A state without toolpass's prefix is not toolpass's: the server's own (the queue
+        # alone then decides, as for a call without a state).
+        i = len(PREFIX) + at % (len(state) - len(PREFIX))
+        changed = state[:i] + to + state[i + 1 :]
+        if changed == state:
+            changed = state + to
+        out = await retried(kit, pause, request_state=changed)
+        return kit.ran, out, kit.queue.state(request_of(pause))
+
+    ran, out, status = asyncio.run(case())
+    assert ran == []
+    assert "deleted" not in out
+    assert status == "approved"
+
+
+@pytest.mark.asyncio
+async def test_an_answer_for_request_a_never_releases_request_b() -> None:
+    kit = Kit(low=True)
+    a, b = await paused(kit, "PAY-1"), await paused(kit, "PAY-2")
+    kit.queue.approve(request_of(a), by="lee@example.com")
+    assert "approval_pending" in await retried(kit, b, "PAY-2")
+    assert "check_error" in await retried(kit, b, "PAY-2", request_state=a.request_state)
+    assert kit.ran == []
+    assert kit.queue.state(request_of(b)) == "pending"
+    assert await retried(kit, a) == "deleted PAY-1"
+    assert kit.ran == ["PAY-1"]
+
+
+@pytest.mark.asyncio
+async def test_an_expired_request_reads_expired_not_denied() -> None:
+    now = [1000.0]
+    kit = Kit(ApprovalQueue(clock=lambda: now[0], ttl=60), low=True)
+    pause = await paused(kit)
+    now[0] += 120
+    out = await retried(kit, pause)
+    assert "approval_expired" in out
+    assert request_of(pause) in out
+    assert "approval_denied" not in out
+    assert kit.ran == []
+
+
+@pytest.mark.asyncio
+async def test_a_denial_reaches_the_model_with_the_persons_reason() -> None:
+    kit = Kit(low=True)
+    pause = await paused(kit)
+    kit.queue.deny(request_of(pause), by="lee@example.com", reason="wrong project")
+    out = await retried(kit, pause)
+    assert "approval_denied" in out
+    assert "wrong project" in out
+    assert kit.ran == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("edit", "expected"), [("PAY-2", "deleted PAY-2"), ("PAY-9", "not_authorized")])
+async def test_a_persons_edit_runs_with_their_arguments_checked_again(edit: str, expected: str) -> None:
+    kit = Kit(low=True)
+    pause = await paused(kit)
+    kit.queue.edit(request_of(pause), by="lee@example.com", arguments={"key": edit})
+    out = await retried(kit, pause)
+    assert expected in out
+    assert kit.ran == ([edit] if edit == "PAY-2" else [])
+    assert (DANA, "jira", "DELETE_ISSUES", f"issue:{edit}") in kit.engine.asked
+
+
+@pytest.mark.asyncio
+async def test_a_restart_between_pause_and_retry_with_a_shared_store(tmp_path: Any) -> None:
+    store = f"sqlite:///{tmp_path / 'approvals.db'}"
+    before = Kit(ApprovalQueue(store=store), low=True)
+    pause = await paused(before)
+    ApprovalQueue(store=store).approve(request_of(pause), by="lee@example.com")  # the page
+    after = Kit(ApprovalQueue(store=store), low=True)  # the server, restarted
+    assert await retried(after, pause) == "deleted PAY-1"
+    assert before.ran + after.ran == ["PAY-1"]

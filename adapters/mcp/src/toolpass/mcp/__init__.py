@@ -646,8 +646,8 @@ class ToolpassMiddleware:
             status = queue.state(request_id)
         if status == "expired":
             raise expired_refusal(request_id)
-        if status == "unknown":
-            raise invalid_state(f"names request {request_id}, which is used or unknown")
+        if status not in ("pending", "approved", "edited", "denied"):  # running, used, unknown
+            raise invalid_state(f"names request {request_id}, which is {status}")
         written = queue.edited_arguments(request_id) if status == "edited" else None
         return edited(written) if written is not None else arguments
 
