@@ -18,10 +18,15 @@ import hmac
 import json
 from collections.abc import Mapping
 from secrets import token_hex
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode, urlsplit
 
-from mcp_types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
+from mcp_types import (
+    ElicitRequest,
+    ElicitRequestURLParams,
+    InputRequiredResult,
+    RequestParamsMeta,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass.adapting import ApprovalPending, Guard, Pending, ToolRefused
 
@@ -110,7 +115,7 @@ class Approvals:
         if pending is None or self.url is None:
             return None
         link = f"{self.url}?{urlencode({'id': pending.request_id})}"
-        meta = {KEY: pending.payload()}
+        meta = cast(RequestParamsMeta, {KEY: pending.payload()})
         if version in MODERN_PROTOCOL_VERSIONS:
             params = ElicitRequestURLParams(message=_message(pending), url=link, _meta=meta)
             return InputRequiredResult(
