@@ -536,6 +536,7 @@ class Guard:
                 provenance=traits.provenance,
                 fences=False,  # the framework owns the result: recorded, not rewritten
                 checked_elsewhere=self._bodies_only,
+                framework=True,
                 mode=self.modes.get(tool, self.mode),
                 default_mode=configured_mode(self.engine),
             )

@@ -51,6 +51,11 @@ class CallState:
     grant: Grant | None = None  # an approval, spent when the body runs
     reasons: tuple[str, ...] = ()  # why the call needs a person's approval
     reached = False  # the body was called: its failures are its own, not refusals
+    synced = False  # the session was brought up to date from its store in this call
+    #: An adapter's call and the secured tool's call its body made: one call, one event.
+    outer: CallState | None = None  # the adapter's call this one is part of
+    inner: CallState | None = None  # the secured tool's call this adapter's call made
+    ended = False  # its event is written (the adapter's) or handed over (the tool's)
 
     def __init__(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any], body: Any

@@ -16,12 +16,14 @@ import asyncio
 import contextlib
 import copy
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
-from toolpass.outcome.audit import emit
+from toolpass.outcome.audit import AuditEvent, emit
 from toolpass.outcome.errors import ToolError, ToolRefused
 from toolpass.rules.redact import redact, usable
 from toolpass.store import StoreUnavailable
@@ -55,6 +57,12 @@ CHECKS: tuple[Check, ...] = (
     checks.exfiltration,
     checks.approval,
 )
+
+
+#: The adapter's call whose body (the framework's handler) runs now: the first secured tool
+#: that body calls is the same call, so the two write one audit event.
+_adapting: ContextVar[CallState | None] = ContextVar("toolpass_adapting", default=None)
+_joining = threading.Lock()
 
 
 def plan(spec: ToolSpec, kit: Settings) -> tuple[tuple[Check, ...], bool]:
@@ -102,6 +110,7 @@ def steps(
     handler, which already holds the arguments).
     """
     c = CallState(spec, args, kwargs, body)
+    _join(c)
     planned, observed = plan(spec, c.kit)
     try:
         if observed:
@@ -139,11 +148,59 @@ def steps(
         raise
     finally:
         _let_go(c)
-        event = c.event
-        event.finish()
-        if event.secrets:
-            event.seal()  # redacted now: the credential is forgotten before sinks keep it
+        _write(c)
+
+
+def _join(c: CallState) -> None:
+    """Make ``c`` part of the adapter's call whose body made it, when it is the first
+    secured tool that body calls (a later one, or one called by the tool, is a call apart)."""
+    outer = _adapting.get()
+    if outer is None or c.spec.framework:
+        return
+    with _joining:
+        if outer.inner is None and not outer.ended:
+            outer.inner, c.outer = c, outer
+
+
+def _write(c: CallState) -> None:
+    """Write the call's one audit event; a secured tool's call that is part of an adapter's
+    hands its event over instead, and the adapter's call writes the two as one."""
+    event = c.event
+    event.finish()
+    if event.secrets:
+        event.seal()  # redacted now: the credential is forgotten before sinks keep it
+    with _joining:
+        c.ended = True
+        if c.outer is not None and not c.outer.ended:
+            return  # handed over: the adapter's call is still on
+        inner = c.inner if c.inner is not None and c.inner.ended else None
+    if inner is None:
         emit(event, c.kit.audit)
+        return
+    sinks = c.kit.audit + tuple(s for s in inner.kit.audit if s not in c.kit.audit)
+    emit(_one_event(event, inner.event), sinks)
+
+
+def _one_event(outer: AuditEvent, inner: AuditEvent) -> AuditEvent:
+    """The one event of an adapter's call whose body was a secured tool's call: the tool's
+    (it knows the most), named as the agent called it, with what the adapter found that the
+    tool did not, and the final outcome: the adapter's when the tool's call ended well."""
+    if inner.outcome == "ok" and outer.outcome != "ok":
+        inner.outcome, inner.code = outer.outcome, outer.code
+        inner.message, inner.detail = outer.message, outer.detail
+    inner.tool, inner.time, inner.duration = outer.tool, outer.time, outer.duration
+    inner.effect = inner.effect or outer.effect
+    inner.authorization = inner.authorization or outer.authorization
+    inner.approval_reasons = tuple(dict.fromkeys(outer.approval_reasons + inner.approval_reasons))
+    inner.approval_id = inner.approval_id or outer.approval_id
+    inner.approved_by = inner.approved_by or outer.approved_by
+    inner.standing_approval = inner.standing_approval or outer.standing_approval
+    inner.preview = inner.preview or outer.preview
+    inner.actions = inner.actions or outer.actions
+    inner.would_refuse = outer.would_refuse + inner.would_refuse
+    if outer.mode == "observe":
+        inner.mode = "observe"
+    return inner
 
 
 def _observed(c: CallState, planned: tuple[Check, ...]) -> Generator[Step, Any, None]:
@@ -198,6 +255,7 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         scope.entitled, scope.effect = c.entitled, c.effect
         entered = intercept_context.enter(scope)
     failure: Exception | None = None
+    adapting = _adapting.set(c) if spec.framework else None
     try:
         result = yield (fn, call_args, call_kwargs, None, True)
         if type(result) in CONTAINERS:
@@ -209,6 +267,8 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         failure = exc
     finally:
         call_kwargs = NO_KWARGS  # the credential leaves this frame with the body
+        if adapting is not None:
+            _adapting.reset(adapting)
         if scope is not None:
             intercept_context.leave(entered)
             if kit.record is not None:

@@ -67,6 +67,7 @@ class ToolSpec:
         on_output: Callable[..., Any] | None = None,
         fences: bool = True,
         checked_elsewhere: bool = False,
+        framework: bool = False,
         mode: str | None = None,
         default_mode: str | None = None,
     ) -> None:
@@ -112,6 +113,9 @@ class ToolSpec:
         #: Its calls were checked before (a framework hook that decides apart from the body):
         #: only the session and the body run here.
         self.checked_elsewhere = checked_elsewhere
+        #: A framework's tool, checked by an adapter: its body is the framework's handler, so
+        #: a secured tool that handler calls is this same call (one audit event for both).
+        self.framework = framework
         #: ``enforce`` or ``observe`` for this tool (None: the toolkit's); ``default_mode``
         #: is what stands below the toolkit's (a guard's engine's configuration).
         self.mode, self.default_mode = mode, default_mode
