@@ -234,6 +234,7 @@ class Traits:
     ``reads_private`` data, or returns untrusted content (``untrusted_output``, or only the
     ``untrusted_fields`` of its result); its ``destinations`` (argument names); what happens
     to a destination read only in untrusted content (``provenance``: check, approve, ignore);
+    whether every call needs a person's approval (``approve``, as ``secured_tool``'s);
     and its permission ``rule``, if any. Untrusted output is recorded for the checks, not
     fenced: the framework owns the tool's result."""
 
@@ -245,9 +246,10 @@ class Traits:
     destinations: tuple[str, ...] = ()
     provenance: Literal["check", "approve", "ignore"] | None = None
     rule: Rule | None = None
+    approve: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("sends_out", "reads_private", "untrusted_output"):
+        for name in ("sends_out", "reads_private", "untrusted_output", "approve"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"Traits.{name} is True or False, not {getattr(self, name)!r}")
         if self.effect is not None and not (isinstance(self.effect, str) and self.effect):
@@ -522,7 +524,7 @@ class Guard:
                 validators=(),
                 limit=None,
                 authorize=authorize,
-                approve=False,
+                approve=traits.approve,
                 preview=_preview,  # the binder knows no names: show every argument given
                 credential=None,
                 reads_private=traits.reads_private,
