@@ -1,5 +1,6 @@
-"""``import toolpass`` loads what securing a tool needs, not the engine or its HTTP client:
-those load on first use of their names."""
+"""``import toolpass`` loads what securing a tool needs, not the engine or its HTTP client
+(those load on first use of their names), nor the heavy standard library modules that only
+an async call, an installed hook or a package's metadata needs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,16 @@ import sys
 import textwrap
 
 LAZY_MODULES = ("toolpass.engine", "toolpass.wire.http", "http.client", "smtplib")
+#: Standard library modules that cost milliseconds each to import, and what loads them later.
+HEAVY_STDLIB = (
+    "asyncio",  # an async tool's call (already loaded by its event loop)
+    "importlib.metadata",  # the request hook's version check, with email and zipfile
+    "email",
+    "zipfile",
+    "concurrent.futures",  # the request hook's thread-context carrying
+    "socket",  # a numeric host's spelling
+    "ssl",
+)
 
 
 def run(code: str) -> str:
@@ -36,3 +47,36 @@ def test_the_engine_names_load_on_first_use() -> None:
         print(sorted(set(toolpass.__all__) - set(dir(toolpass)) - set(toolpass._LAZY)))
         """)
     assert out.split() == ["True", "True", "True", "True", "[]"]
+
+
+def test_import_toolpass_loads_none_of_the_heavy_stdlib_modules() -> None:
+    loaded = run(f"""\
+        import sys, toolpass
+        print([m for m in {HEAVY_STDLIB!r} if m in sys.modules])
+        """)
+    assert loaded.strip() == "[]"
+
+
+def test_what_was_left_out_loads_when_it_is_used() -> None:
+    out = run("""\
+        import asyncio, sys, toolpass
+        from toolpass import Session, Toolkit
+        from toolpass.intercept import install, uninstall, version_of
+        from toolpass.rules.urls import normalize_host
+
+        kit = Toolkit(audit=[])
+        echo = kit.secured_tool(lambda text: text, effect="read")
+
+        @kit.secured_tool(effect="read")
+        async def chunks(text: str) -> object:
+            await asyncio.sleep(0)
+            return iter([text])  # drained in a worker thread
+
+        with Session("dana@example.com").active():
+            print(echo("hi"), *asyncio.run(chunks("there")))
+        print(normalize_host("0x7f.1"), version_of("surely-not-installed-toolpass-x"))
+        install()
+        uninstall()
+        print([m in sys.modules for m in ("socket", "importlib.metadata", "concurrent.futures")])
+        """)
+    assert out.split() == ["hi", "there", "('127.0.0.1',)", "None", "[True,", "True,", "True]"]

@@ -15,9 +15,6 @@ never patches a function whose parameters are not the ones the hook was written 
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import importlib.util
 import os
 import threading
 from collections.abc import Iterable
@@ -54,6 +51,8 @@ def install(untested: Iterable[str] = ()) -> list[str]:
     was not tested with toolpass, to be hooked anyway; the ``TOOLPASS_UNTESTED_CLIENTS``
     environment variable (comma-separated) does the same. Raises ``RuntimeError``, and
     hooks nothing new, when a library cannot be hooked safely."""
+    import importlib.util  # here: installing the hook is rare, importing toolpass is not
+
     with _lock:
         _untested.update(untested)
         modules = {
@@ -85,6 +84,8 @@ def installed() -> list[str]:
 
 def version_of(distribution: str) -> str | None:
     """The installed version of a distribution, or None when it has no metadata."""
+    import importlib.metadata  # here: it loads email, zipfile and more (40 ms)
+
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

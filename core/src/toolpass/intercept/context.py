@@ -13,7 +13,6 @@ import contextvars
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
@@ -138,7 +137,7 @@ def as_agent() -> Iterator[None]:
 # that existed before the call and is handed work some other way (a queue it reads).
 
 _original_start = threading.Thread.start
-_original_submit = ThreadPoolExecutor.submit
+_original_submit: Any = None  # ThreadPoolExecutor.submit, once the hook is first installed
 
 
 def _start(self: threading.Thread) -> None:
@@ -150,7 +149,7 @@ def _start(self: threading.Thread) -> None:
     _original_start(self)
 
 
-def _submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+def _submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     if _scope.get() is not None:
         fn = functools.partial(contextvars.copy_context().run, fn)
     return _original_submit(self, fn, *args, **kwargs)
@@ -158,5 +157,10 @@ def _submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **k
 
 def carry_context(on: bool = True) -> None:
     """Make (or stop making) new threads and executor tasks inherit the running call."""
+    from concurrent.futures import ThreadPoolExecutor  # here: it loads logging and more
+
+    global _original_submit
+    if _original_submit is None:
+        _original_submit = ThreadPoolExecutor.submit
     threading.Thread.start = _start if on else _original_start  # type: ignore[method-assign]
-    ThreadPoolExecutor.submit = _submit if on else _original_submit  # type: ignore[assignment,method-assign]
+    ThreadPoolExecutor.submit = _submit if on else _original_submit  # type: ignore[method-assign]

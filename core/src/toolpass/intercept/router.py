@@ -13,7 +13,6 @@ import contextlib
 import functools
 import ipaddress
 import re
-import socket
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote, urlsplit
@@ -115,6 +114,8 @@ def normal_host(host: str) -> str:
     if host == "localhost":  # (its subdomains are names a resolver may or may not know)
         return LOOPBACK
     if _NUMERIC.fullmatch(host):
+        import socket  # here: most hosts are names, and socket loads selectors and more
+
         try:
             return _spelled(ipaddress.IPv4Address(socket.inet_aton(host)))
         except OSError:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import socket
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -132,6 +131,8 @@ def _address(host: str) -> str | None:
     except ValueError:
         pass
     if re.fullmatch(r"[0-9a-fx.]+", host) and re.search(r"\d", host):
+        import socket  # here: most hosts are names, and socket loads selectors and more
+
         try:
             return socket.inet_ntoa(socket.inet_aton(host))  # 0x7f.1, 2130706433, 0177.0.0.1
         except OSError:

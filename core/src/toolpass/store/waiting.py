@@ -10,7 +10,6 @@ of a write). Any other store is read with that same bounded back-off.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -43,6 +42,8 @@ def wait_changed(store: Store, key: str, seen: Any, timeout: float) -> Any:
 
 async def wait_changed_async(store: Store, key: str, seen: Any, timeout: float) -> Any:
     """:func:`wait_changed`, awaited."""
+    import asyncio  # awaited on a running loop: already imported (not by ``import toolpass``)
+
     if isinstance(store, Watchable):
         return await store.wait_async(key, seen, timeout)
     return await poll_async(lambda: store.get(key), seen, timeout, asyncio.sleep, backoff())
@@ -127,6 +128,8 @@ class Wakers:
     @asynccontextmanager
     async def waiting_async(self) -> AsyncIterator[Callable[[float], Awaitable[object]]]:
         """:meth:`waiting` for a coroutine: writes from any thread wake it."""
+        import asyncio  # awaited on a running loop: already imported
+
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
 
