@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
-from toolpass.store import MemoryStore, Store, StoreUnavailable, open_store
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from toolpass.store import MemoryStore, Store, StoreUnavailable, open_store, update_reading
 from toolpass.store.sqlite import SQLiteStore
 
 from .conftest import finish, free_port, run_worker
@@ -186,3 +190,56 @@ def test_open_store_takes_a_store_or_nothing() -> None:
     assert isinstance(open_store(None), MemoryStore)
     with pytest.raises(TypeError, match="a URL or a Store"):
         open_store(42)  # type: ignore[arg-type]
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.integers(0, 1),  # which of two stores on the one URL (as two processes)
+        st.sampled_from(["a", "b"]),  # the value's key
+        st.sampled_from(["add", "read", "delete", "append"]),
+        st.integers(0, 3),  # what to add or append; where to read the lists from
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_update_reading_is_update_then_items_in_one_step(url: str, ops: list[Any]) -> None:
+    first, run = open_store(url), uuid.uuid4().hex
+    stores = [first, first if url == "memory:" else open_store(url)]  # memory: not shared
+    values: dict[str, int] = {}
+    lists: dict[str, list[str]] = {"l1": [], "l2": []}
+    for which, key, op, n in ops:
+        name, store = f"{run}:{key}", stores[which]
+        if op == "append":
+            store.append(f"{run}:l{n % 2 + 1}", str(n))
+            lists[f"l{n % 2 + 1}"].append(str(n))
+            continue
+        change: Any = {
+            "add": lambda v, n=n: ((v or 0) + n, v),
+            "read": lambda v: (v, v),
+            "delete": lambda v: (None, v),
+        }[op]
+        result, read = update_reading(store, name, change, [(f"{run}:l1", n), (f"{run}:l2", 0)])
+        assert result == values.get(key)
+        assert read == [lists["l1"][n:], lists["l2"]]
+        if op == "add":
+            values[key] = values.get(key, 0) + n
+        elif op == "delete":
+            values.pop(key, None)
+    for key in ("a", "b"):
+        assert stores[0].get(f"{run}:{key}") == stores[1].get(f"{run}:{key}") == values.get(key)
+
+
+def test_a_change_that_keeps_the_value_writes_nothing(url: str) -> None:
+    store = open_store(url)
+    store.update("k", lambda v: (1, None), ttl=0.5)
+    for _ in range(3):
+        assert update_reading(store, "k", lambda v: (v, v))[0] == 1  # a read: no new expiry
+    deadline = time.monotonic() + 5
+    while store.get("k") is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert update_reading(store, "k", lambda v: (v, v))[0] is None
+    assert store.keys("k") == []  # reading nothing wrote nothing

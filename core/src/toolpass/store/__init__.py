@@ -14,7 +14,13 @@ Values are JSON: ``None``, booleans, numbers, strings, lists and dicts of them.
 
 from __future__ import annotations
 
-from toolpass.store.base import Change, Store, StoreUnavailable
+from toolpass.store.base import (
+    Change,
+    ReadsWhileUpdating,
+    Store,
+    StoreUnavailable,
+    update_reading,
+)
 from toolpass.store.memory import MemoryStore
 from toolpass.store.waiting import Watchable, wait_changed, wait_changed_async
 
@@ -72,12 +78,14 @@ def store_kind(url: str) -> str:
 __all__ = [
     "Change",
     "MemoryStore",
+    "ReadsWhileUpdating",
     "Store",
     "StoreUnavailable",
     "Watchable",
     "open_store",
     "sqlite_path",
     "store_kind",
+    "update_reading",
     "wait_changed",
     "wait_changed_async",
 ]

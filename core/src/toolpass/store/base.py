@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
@@ -39,3 +40,40 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+
+
+@runtime_checkable
+class ReadsWhileUpdating(Protocol):
+    """A store that can update a key and read lists in one round trip (one transaction)."""
+
+    def update_reading(
+        self,
+        key: str,
+        change: Change[T],
+        lists: Sequence[tuple[str, int]],
+        *,
+        ttl: float | None = None,
+    ) -> tuple[T, list[list[str]]]:
+        """:func:`update_reading`, done by the store itself."""
+
+
+def update_reading(
+    store: Store,
+    key: str,
+    change: Change[T],
+    lists: Sequence[tuple[str, int]] = (),
+    *,
+    ttl: float | None = None,
+) -> tuple[T, list[list[str]]]:
+    """What ``change`` returns, and each list named in ``lists`` (a key and the position to
+    read from), as one atomic step where the store can (Redis: one script; SQLite: one
+    transaction; memory: one lock). A change that returns the value it was given writes
+    nothing, so a pure read (``lambda value: (value, value)``) never writes."""
+    if isinstance(store, ReadsWhileUpdating):
+        return store.update_reading(key, change, lists, ttl=ttl)
+
+    found = store.get(key)
+    new, result = change(copy.deepcopy(found))
+    if new != found:
+        result = store.update(key, change, ttl=ttl)
+    return result, [store.items(name, start) for name, start in lists]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from toolpass.store.base import Change, T
@@ -46,6 +46,28 @@ class MemoryStore:
                 self._values[key] = (copy.deepcopy(value), self._expires(ttl))
         self._wakers.wake()
         return result
+
+    def update_reading(
+        self,
+        key: str,
+        change: Change[T],
+        lists: Sequence[tuple[str, int]],
+        *,
+        ttl: float | None = None,
+    ) -> tuple[T, list[list[str]]]:
+        """:func:`~toolpass.store.update_reading` under one lock."""
+        with self._lock:
+            found = self._live(self._values.get(key))
+            value, result = change(copy.deepcopy(found))
+            changed = value != found
+            if changed and value is None:
+                self._values.pop(key, None)
+            elif changed:
+                self._values[key] = (copy.deepcopy(value), self._expires(ttl))
+            read = [list((self._live(self._lists.get(n)) or [])[s:]) for n, s in lists]
+        if changed:
+            self._wakers.wake()
+        return result, read
 
     def wait(self, key: str, seen: Any, timeout: float) -> Any:
         """The value at ``key`` once it is not ``seen`` (woken by the write itself), or as it

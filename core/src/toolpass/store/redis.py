@@ -2,7 +2,8 @@
 
 An update is one round trip: the change is computed from the value this process last saw of
 the key, and a script (``EVALSHA``) writes the result only if the key still holds that value,
-else answers the value it holds, from which the change is computed again. A Redis that
+else answers the value it holds, from which the change is computed again. The same script
+reads lists (``update_reading``), so a tool call's session step is one round trip. A Redis that
 cannot be reached, refuses, or keeps losing the race raises :class:`StoreUnavailable`. Needs
 the ``redis`` extra.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from toolpass.store.base import Change, StoreUnavailable, T
@@ -23,23 +25,35 @@ _ATTEMPTS = 100
 #: Values last seen, per key, kept by one store (beyond that, the record starts over).
 _KNOWN = 4096
 
-# Compare and set: KEYS[1] the value's key; ARGV: what the caller saw ("" for nothing, else
-# "=" and the value), the new value ("" deletes), milliseconds to keep it ("" for ever), the
-# channel to publish on. Answers {1} once written, else {0, what the key holds now}.
+# Compare and set, then read lists: KEYS[1] the value's key, KEYS[2..] lists; ARGV: what the
+# caller saw ("" for nothing, "=" and the value, "?" for not known), the new value ("" deletes,
+# "-" keeps), milliseconds to keep it ("" for ever), the channel to publish on, then where to
+# read each list from. Answers {1, list...} once written (or kept), else {0, what the key holds
+# now, list...}: nothing is written, and the caller computes its change again from that value.
 _SWAP = """
 local now = redis.call('GET', KEYS[1])
 now = now and ('=' .. now) or ''
-if now ~= ARGV[1] then return {0, now} end
-if ARGV[2] == '' then
-  redis.call('DEL', KEYS[1])
-elseif ARGV[3] == '' then
-  redis.call('SET', KEYS[1], ARGV[2])
-else
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+local out = {0, now}
+if now == ARGV[1] then
+  out = {1}
+  if ARGV[2] == '' then
+    redis.call('DEL', KEYS[1])
+  elseif ARGV[2] ~= '-' then
+    if ARGV[3] == '' then
+      redis.call('SET', KEYS[1], ARGV[2])
+    else
+      redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+    end
+  end
+  if ARGV[2] ~= '-' then redis.call('PUBLISH', ARGV[4], 'changed') end
 end
-redis.call('PUBLISH', ARGV[4], 'changed')
-return {1}
+for i = 2, #KEYS do
+  out[#out + 1] = redis.call('LRANGE', KEYS[i], ARGV[i + 3], -1)
+end
+return out
 """
+#: The value of a key this store has not seen yet, and the change that writes nothing.
+_UNKNOWN, _KEEP = "?", "-"
 
 
 class RedisStore:
@@ -83,21 +97,46 @@ class RedisStore:
         self._known[key] = seen
 
     def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
-        name, channel = self.prefix + "v:" + key, self._channel(key)
+        return self._swapping(key, change, (), ttl, always=True)[0]
+
+    def update_reading(
+        self,
+        key: str,
+        change: Change[T],
+        lists: Sequence[tuple[str, int]],
+        *,
+        ttl: float | None = None,
+    ) -> tuple[T, list[list[str]]]:
+        """:func:`~toolpass.store.update_reading` in one script: one round trip when this
+        store saw the key's value last (or the change writes nothing), else two."""
+        return self._swapping(key, change, lists, ttl, always=False)
+
+    def _swapping(
+        self,
+        key: str,
+        change: Change[T],
+        lists: Sequence[tuple[str, int]],
+        ttl: float | None,
+        *,
+        always: bool,
+    ) -> tuple[T, list[list[str]]]:
+        keys = [self.prefix + "v:" + key, *(self.prefix + "l:" + name for name, _ in lists)]
         ms = "" if ttl is None else str(max(1, int(ttl * 1000)))
-        seen = self._known.get(key)
+        tail = [self._channel(key), *(start for _, start in lists)]
+        seen, lists_now = self._known.get(key, _UNKNOWN), None
         try:
-            if seen is None:  # never seen here: read it first
-                raw = self._redis.get(name)
-                seen = "" if raw is None else "=" + raw
             for _ in range(_ATTEMPTS):
-                value, result = change(json.loads(seen[1:]) if seen else None)
-                new = "" if value is None else json.dumps(value)
-                answer = self._swap(keys=[name], args=[seen, new, ms, channel])
+                value, result = change(_loads_seen(seen))
+                new = "" if value is None else "=" + json.dumps(value)
+                if lists_now is not None and new == seen and not always:
+                    self._saw(key, seen)  # the value the script just answered stays
+                    return result, lists_now
+                keep = seen == _UNKNOWN or (new == seen and not always)
+                answer = self._swap(keys=keys, args=[seen, _KEEP if keep else new[1:], ms, *tail])
                 if answer[0] == 1:
-                    self._saw(key, "=" + new if new else "")
-                    return result
-                seen = answer[1]
+                    self._saw(key, seen if keep else new)
+                    return result, answer[1:]
+                seen, lists_now = answer[1], answer[2:]
         except self._errors as exc:
             self._known.pop(key, None)
             raise self._failed(exc) from None
@@ -185,3 +224,8 @@ class RedisStore:
 
 def _loads(raw: str | None) -> Any:
     return None if raw is None else json.loads(raw)
+
+
+def _loads_seen(seen: str) -> Any:
+    """The value a seen mark holds: ``=`` and JSON; nothing (``""``) or not known is None."""
+    return json.loads(seen[1:]) if seen.startswith("=") else None

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -91,6 +91,28 @@ class SQLiteStore:
         return None if row is None else json.loads(row[0])
 
     def update(self, key: str, change: Change[T], *, ttl: float | None = None) -> T:
+        return self._update(key, change, (), ttl, always=True)[0]
+
+    def update_reading(
+        self,
+        key: str,
+        change: Change[T],
+        lists: Sequence[tuple[str, int]],
+        *,
+        ttl: float | None = None,
+    ) -> tuple[T, list[list[str]]]:
+        """:func:`~toolpass.store.update_reading` in one transaction."""
+        return self._update(key, change, lists, ttl, always=False)
+
+    def _update(
+        self,
+        key: str,
+        change: Change[T],
+        lists: Sequence[tuple[str, int]],
+        ttl: float | None,
+        *,
+        always: bool,
+    ) -> tuple[T, list[list[str]]]:
         now = self._clock()
         with self._transaction() as db:
             row = db.execute(
@@ -99,19 +121,27 @@ class SQLiteStore:
                 (key, now),
             ).fetchone()
             value, result = change(None if row is None else json.loads(row[0]))
-            if value is None:
+            new = None if value is None else json.dumps(value)
+            changed = always or new != (None if row is None else row[0])
+            if changed and new is None:
                 db.execute("DELETE FROM toolpass_values WHERE key = ?", (key,))
-            else:
+            elif changed:
                 db.execute(
                     "INSERT OR REPLACE INTO toolpass_values VALUES (?, ?, ?)",
-                    (key, json.dumps(value), None if ttl is None else now + ttl),
+                    (key, new, None if ttl is None else now + ttl),
                 )
-            self._updates += 1
-            if self._updates % _PURGE_EVERY == 0:
-                db.execute("DELETE FROM toolpass_values WHERE expires <= ?", (now,))
-                db.execute("DELETE FROM toolpass_lists WHERE expires <= ?", (now,))
-        self._wakers.wake()
-        return result
+            if changed:
+                self._purge_now_and_then(db, now)
+            read = [self._items(db, name, start, now) for name, start in lists]
+        if changed:
+            self._wakers.wake()
+        return result, read
+
+    def _purge_now_and_then(self, db: sqlite3.Connection, now: float) -> None:
+        self._updates += 1
+        if self._updates % _PURGE_EVERY == 0:
+            db.execute("DELETE FROM toolpass_values WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM toolpass_lists WHERE expires <= ?", (now,))
 
     def wait(self, key: str, seen: Any, timeout: float) -> Any:
         """The value at ``key`` once it is not ``seen``, or as it is after ``timeout`` seconds
@@ -140,11 +170,14 @@ class SQLiteStore:
 
     def items(self, key: str, start: int = 0) -> list[str]:
         with self._transaction(write=False) as db:
-            rows = db.execute(
-                "SELECT item FROM toolpass_lists WHERE key = ? AND seq >= ? AND "
-                "(expires IS NULL OR expires > ?) ORDER BY seq",
-                (key, start, self._clock()),
-            ).fetchall()
+            return self._items(db, key, start, self._clock())
+
+    def _items(self, db: sqlite3.Connection, key: str, start: int, now: float) -> list[str]:
+        rows = db.execute(
+            "SELECT item FROM toolpass_lists WHERE key = ? AND seq >= ? AND "
+            "(expires IS NULL OR expires > ?) ORDER BY seq",
+            (key, start, now),
+        ).fetchall()
         return [row[0] for row in rows]
 
     def keys(self, prefix: str) -> list[str]:

@@ -25,7 +25,7 @@ from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.authorize import PermissionCheck, refusal, verdict
 from toolpass.toolkit.drivers import NO_KWARGS, AsyncHookError, Hook, Step
 from toolpass.toolkit.provenance import destination_values
-from toolpass.toolkit.session import Session, _current
+from toolpass.toolkit.session import Seen, Session, _current
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
 from toolpass.wire.errors import ConfigError
@@ -65,6 +65,14 @@ class CallState:
         self.args, self.kwargs, self.body = args, kwargs, body
         self.event = AuditEvent(spec.name, spec.effect)
         self.effect = spec.effect  # or what the entitlements file says the tool does
+
+    def seen(self) -> Seen:
+        """What the session has read, asked of its store once per call (the limits step's
+        slot brings it in the same round trip)."""
+        if not self.synced:
+            self.session.sync()
+            self.synced = True
+        return self.session.seen
 
 
 def check_error(what: str, exc: BaseException) -> ToolRefused:
@@ -211,6 +219,7 @@ def limits(c: CallState) -> None:
     if not keys:
         return
     full = c.session.take(keys)
+    c.synced = True
     if full is not None:
         kind = "calls of this tool" if full.startswith("tool:") else f"{effect} calls"
         raise ToolRefused(
@@ -279,7 +288,7 @@ def _entitled(c: CallState) -> Steps:
 def untrusted_input(c: CallState) -> None:
     """5. A call that changes or sends something and repeats untrusted text read earlier in
     the session is refused (or sent for approval, or let through: ``untrusted_inputs``)."""
-    spec, record = c.spec, c.session.untrusted  # read once: a shared store is asked per read
+    spec, record = c.spec, c.seen().untrusted
     if not record:
         return
     mode = spec.untrusted_inputs or c.kit.untrusted_inputs
@@ -312,7 +321,7 @@ def destinations(c: CallState) -> None:
     mode = c.spec.provenance or c.kit.provenance
     if mode == "ignore" or not _changes_or_sends(c):
         return
-    record = c.session.provenance
+    record = c.seen().provenance
     if not record:
         return
     for name in c.spec.destinations:
@@ -338,9 +347,10 @@ def exfiltration(c: CallState) -> None:
     """6. A tool that sends data out, after the session read private data and untrusted
     content (unless ``exfiltration="ignore"``), or with a credential in its arguments:
     refused, or sent for approval."""
-    spec, session = c.spec, c.session
+    spec = c.spec
     if not spec.sends_out:
         return
+    session = c.seen()
     mode = spec.exfiltration or c.kit.exfiltration
     refuse = mode == "refuse"
     if (

@@ -10,11 +10,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import has_control
-from toolpass.store import Store
+from toolpass.store import Store, update_reading
 from toolpass.toolkit.provenance import Label, Provenance
 from toolpass.toolkit.untrusted import MAX_TEXT, UntrustedIndex
 
@@ -137,45 +137,51 @@ class Session:
 
     # Limits: a slot is taken before the body and given back if the body never runs.
     def take(self, keys: tuple[tuple[str, int], ...]) -> str | None:
-        """Take one slot under each ``(key, cap)``; return the first key that is full."""
+        """Take one slot under each ``(key, cap)``; return the first key that is full. With a
+        store, the same round trip brings the session's record up to date (:meth:`sync`)."""
         if self._store is not None:
-            return self._store.update(self._key + ":counts", _taking(keys), ttl=self._ttl)
+            full: str | None = self._change(lambda state: _take(state["counts"], keys))
+            return full
         with self._lock:
-            counts = self.counts
-            for key, cap in keys:
-                if counts.get(key, 0) >= cap:
-                    return key
-            for key, _ in keys:
-                counts[key] = counts.get(key, 0) + 1
-            return None
+            return _take(self.counts, keys)
 
     def give_back(self, keys: tuple[tuple[str, int], ...]) -> None:
         if self._store is not None:
-            self._store.update(self._key + ":counts", _giving_back(keys), ttl=self._ttl)
+            self._change(lambda state: _give_back(state["counts"], keys))
             return
         with self._lock:
-            for key, _ in keys:
-                self.counts[key] -= 1
+            _give_back(self.counts, keys)
+
+    def sync(self) -> None:
+        """Bring what this object knows of the session (:attr:`seen`) up to date from the
+        store, in one round trip; without a store it is always up to date."""
+        if self._store is not None:
+            self._update(lambda state: (state, None))
+
+    @property
+    def seen(self) -> Seen:
+        """What the session had read as of the last :meth:`sync` (or change), without asking
+        the store; without a store, as it is now."""
+        return Seen(self._local, self._provenance, self._private_from, self._tainted)
 
     # Data flow: what the session has read.
     def note_private(self, source: str = "*") -> None:
         """Private data was read, from ``source`` (a connection and resource) if known."""
         if self._store is None:
             self._private_from.add(source)
-        elif source not in self.private_from:
+            return
 
-            def add(flow: dict[str, Any]) -> None:
-                if source not in flow["private"]:
-                    flow["private"].append(source)
+        def add(state: dict[str, Any]) -> None:
+            if source not in state["private"]:
+                state["private"].append(source)
 
-            self._flow(add)
+        self._change(add)
 
     @property
     def private_from(self) -> AbstractSet[str]:
         """Where private data was read in this session (``"*"``: not said)."""
-        if self._store is None:
-            return self._private_from
-        return frozenset(self._flow_now()["private"])
+        self.sync()
+        return self._private_from
 
     @property
     def private(self) -> bool:
@@ -185,25 +191,20 @@ class Session:
     @property
     def tainted(self) -> bool:
         """Whether a tool whose output is untrusted has run in this session."""
-        return self._tainted if self._store is None else bool(self._flow_now()["tainted"])
+        self.sync()
+        return self._tainted
 
     @tainted.setter
     def tainted(self, value: bool) -> None:
         if self._store is None:
             self._tainted = value
-        elif value != self.tainted:
-            self._flow(lambda flow: flow.__setitem__("tainted", value))
+        else:
+            self._change(lambda state: state.__setitem__("tainted", value))
 
     @property
     def untrusted(self) -> UntrustedIndex:
         """The record of untrusted text read in this session (synced from the store)."""
-        if self._store is not None:
-            texts = self._store.items(self._key + ":untrusted", self._read)
-            for text in texts:
-                self._local.add(text)
-            self._read += len(texts)
-            if not self._local.full and self._flow_now()["full"]:
-                self._local.fill()
+        self.sync()
         return self._local
 
     def record_untrusted(self, text: str) -> None:
@@ -214,26 +215,21 @@ class Session:
             return
         limit = self._local.max_text
 
-        def reserve(flow: dict[str, Any]) -> bool:
-            flow["tainted"] = True
-            if flow["full"] or flow["chars"] + len(text) > limit:
-                flow["full"] = True
+        def reserve(state: dict[str, Any]) -> bool:
+            state["tainted"] = True
+            if state["full"] or state["chars"] + len(text) > limit:
+                state["full"] = True
                 return False
-            flow["chars"] += len(text)
+            state["chars"] += len(text)
             return True
 
-        if self._flow(reserve):
+        if self._change(reserve):
             self._store.append(self._key + ":untrusted", text, ttl=self._ttl)
 
     @property
     def provenance(self) -> Provenance:
         """The values this session has read, by source (synced from the store)."""
-        if self._store is not None:
-            entries = self._store.items(self._key + ":values", self._values_read)
-            for entry in entries:
-                label, source, texts = json.loads(entry)
-                self._provenance.add(texts, label, source)
-            self._values_read += len(entries)
+        self.sync()
         return self._provenance
 
     def record_values(self, texts: str | Iterable[str], label: Label, source: str) -> None:
@@ -247,18 +243,61 @@ class Session:
             entry = json.dumps([label, source, listed])
             self._store.append(self._key + ":values", entry, ttl=self._ttl)
 
-    def _flow_now(self) -> dict[str, Any]:
+    def _change(self, change: Callable[[dict[str, Any]], Any]) -> Any:
+        """Change the session's state in the store (counts and data flow) by ``change``,
+        which edits it in place and returns the result; one round trip."""
+
+        def apply(state: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+            state = state or _new_state()
+            return state, change(state)
+
+        return self._update(apply)
+
+    def _update(self, apply: Callable[[Any], tuple[Any, Any]]) -> Any:
+        """Update the session's state in the store and read what the session recorded since
+        the last time, in one round trip; keep what it says (:attr:`seen`)."""
         assert self._store is not None
-        return self._store.get(self._key + ":flow") or _new_flow()
+        untrusted, values = self._key + ":untrusted", self._key + ":values"
+        starts = (self._read, self._values_read)
 
-    def _flow(self, change: Callable[[dict[str, Any]], Any]) -> Any:
-        assert self._store is not None
+        def keeping(state: Any) -> tuple[Any, tuple[Any, Any]]:
+            new, result = apply(state)
+            return new, (new, result)
 
-        def apply(flow: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
-            flow = flow or _new_flow()
-            return flow, change(flow)
+        (state, result), (texts, entries) = update_reading(
+            self._store,
+            self._key + ":state",
+            keeping,
+            ((untrusted, starts[0]), (values, starts[1])),
+            ttl=self._ttl,
+        )
+        with self._lock:  # another thread may have read some of them since
+            for text in texts[self._read - starts[0] :]:
+                self._local.add(text)
+            self._read = max(self._read, starts[0] + len(texts))
+            for entry in entries[self._values_read - starts[1] :]:
+                label, source, listed = json.loads(entry)
+                self._provenance.add(listed, label, source)
+            self._values_read = max(self._values_read, starts[1] + len(entries))
+            state = state or _new_state()
+            if state["full"] and not self._local.full:
+                self._local.fill()
+            self._private_from, self._tainted = set(state["private"]), bool(state["tainted"])
+        return result
 
-        return self._store.update(self._key + ":flow", apply, ttl=self._ttl)
+
+class Seen(NamedTuple):
+    """What a session had read when it was last synced from its store."""
+
+    untrusted: UntrustedIndex
+    provenance: Provenance
+    private_from: AbstractSet[str]
+    tainted: bool
+
+    @property
+    def private(self) -> bool:
+        """Whether private data was read."""
+        return bool(self.private_from)
 
 
 def _names(what: str, names: Iterable[str] | None) -> frozenset[str] | None:
@@ -270,35 +309,23 @@ def _names(what: str, names: Iterable[str] | None) -> frozenset[str] | None:
     return found
 
 
-def _new_flow() -> dict[str, Any]:
-    return {"private": [], "tainted": False, "chars": 0, "full": False}
+def _new_state() -> dict[str, Any]:
+    """A shared session's state in its store: its counts and its data flow."""
+    return {"counts": {}, "private": [], "tainted": False, "chars": 0, "full": False}
 
 
-def _taking(
-    keys: tuple[tuple[str, int], ...],
-) -> Callable[[dict[str, int] | None], tuple[dict[str, int], str | None]]:
-    def take(counts: dict[str, int] | None) -> tuple[dict[str, int], str | None]:
-        counts = counts or {}
-        for key, cap in keys:
-            if counts.get(key, 0) >= cap:
-                return counts, key
-        for key, _ in keys:
-            counts[key] = counts.get(key, 0) + 1
-        return counts, None
-
-    return take
+def _take(counts: dict[str, int], keys: tuple[tuple[str, int], ...]) -> str | None:
+    for key, cap in keys:
+        if counts.get(key, 0) >= cap:
+            return key
+    for key, _ in keys:
+        counts[key] = counts.get(key, 0) + 1
+    return None
 
 
-def _giving_back(
-    keys: tuple[tuple[str, int], ...],
-) -> Callable[[dict[str, int] | None], tuple[dict[str, int], None]]:
-    def give_back(counts: dict[str, int] | None) -> tuple[dict[str, int], None]:
-        counts = counts or {}
-        for key, _ in keys:
-            counts[key] = max(0, counts.get(key, 0) - 1)
-        return counts, None
-
-    return give_back
+def _give_back(counts: dict[str, int], keys: tuple[tuple[str, int], ...]) -> None:
+    for key, _ in keys:
+        counts[key] = max(0, counts.get(key, 0) - 1)
 
 
 class _Activation:
