@@ -35,6 +35,7 @@ nox.options.sessions = [
     "wheels",
     "demo",
     "readme",
+    "docs",
 ]
 #: What the shared scenario of integration-tests/ needs beside the adapter's own test group.
 #: `toolpass validate`'s tests of the sections a companion distribution reads (server:, mcp:),
@@ -194,6 +195,23 @@ def readme(session: nox.Session) -> None:
     runs an example."""
     session.install("-e", "core[yaml]", "-e", "adapters/langchain", "PyGithub>=2.3", "pytest>=8")
     session.run("pytest", "tests/readme", "-q", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The documentation site (docs/, mkdocs.yml): every python block runs, every YAML block
+    passes `toolpass validate`, the CLI page covers every command; then `mkdocs build
+    --strict` into a temporary folder (the CLI's usage and each system's catalog are
+    generated then, by docs/hooks.py)."""
+    session.install(
+        "mkdocs>=1.6", "mkdocs-material>=9.5", "pytest>=8", "httpx>=0.27", "PyGithub>=2.3",
+        "-e", "core[yaml]", "-e", "packages/server", "-e", "adapters/mcp",
+        "-e", "adapters/langchain",
+    )  # fmt: skip
+    session.run("pytest", "tests/docs", "-q", "-p", "no:cacheprovider", *session.posargs)
+    site = Path(session.create_tmp()) / "site"
+    quiet = {"NO_MKDOCS_2_WARNING": "1"}  # Material's notice of its successor, not a warning
+    session.run("mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site), env=quiet)
 
 
 @nox.session(python=PYTHON, default=False)
