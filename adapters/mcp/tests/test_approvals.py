@@ -9,15 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from http_server import oauth_server, serving, token_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp import Client, UrlElicitationRequiredError
+from mcp import Client, StdioServerParameters, UrlElicitationRequiredError
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.lowlevel import Server
@@ -37,10 +40,12 @@ from mcp_types import (
     Tool,
 )
 from pytest_toolpass.engine import ScriptedEngine
-from toolpass import ApprovalQueue, Decision, Session, Toolkit
+from toolpass import ApprovalQueue, ConfigError, Decision, Session, Toolkit
 from toolpass.adapting import APPROVAL, Rule, Traits
+from toolpass.engine.config import Located
 from toolpass.mcp import guard
 from toolpass.mcp._approvals import PREFIX
+from toolpass.mcp.proxy import Proxy, ProxyConfig, parse_mcp_section, serve, upstream_environment
 
 DANA = "dana@example.com"
 PAGE = "https://toolpass.example.com/approvals"
@@ -476,3 +481,72 @@ async def test_a_restart_between_pause_and_retry_with_a_shared_store(tmp_path: A
     after = Kit(ApprovalQueue(store=store), low=True)  # the server, restarted
     assert await retried(after, pause) == "deleted PAY-1"
     assert before.ran + after.ran == ["PAY-1"]
+
+
+# The guarding proxy, in this process, in front of a real upstream on stdio that knows
+# nothing of toolpass.
+
+UPSTREAM = str(Path(__file__).resolve().parent / "upstream_server.py")
+MERGE = Traits(
+    effect="destructive",
+    sends_out=True,
+    reads_private=True,
+    untrusted_output=True,
+    rule=Rule("github", "pr.merge", "pr:{repo}#{number}"),
+)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_proxy_sends_the_client_to_the_page_and_the_approval_decides(
+    mode: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "upstream.jsonl"
+    env = {**upstream_environment(()), "UPSTREAM_LOG": str(log), "OTEL_SDK_DISABLED": "true"}
+    upstream = StdioServerParameters(command=sys.executable, args=[UPSTREAM], env=env)
+    queue = ApprovalQueue()
+    allowed = ScriptedEngine({(DANA, "pr.merge", "pr:acme/widgets#7"): Decision.allow()})
+    config = ProxyConfig(user=DANA, rules={"merge_pr": MERGE}, approvals_url=PAGE)  # type: ignore[dict-item]
+    merge = {"repo": "acme/widgets", "number": 7}
+    seen: list[Any] = []
+
+    async def host(proxy: Proxy) -> None:
+        async def go(client: Client) -> None:
+            try:
+                paused: Any = await client.session.call_tool(
+                    "merge_pr", merge, allow_input_required=True
+                )
+            except MCPError as exc:
+                paused = UrlElicitationRequiredError.from_error(exc.error)
+            seen.append(asked_of(paused))
+            queue.approve(seen[0].meta["toolpass"]["request_id"], by="lee@example.com")
+            if isinstance(paused, InputRequiredResult):
+                result = await client.session.call_tool(
+                    "merge_pr",
+                    merge,
+                    input_responses={"toolpass": ElicitResult(action="accept")},
+                    request_state=paused.request_state,
+                )
+            else:
+                result = await client.call_tool("merge_pr", merge)
+            seen.append(text_of(result))
+
+        async with anyio.create_task_group() as proxy.tasks:
+            async with Client(proxy.server, mode=mode, elicitation_callback=_accept) as client:
+                await go(client)
+            proxy.tasks.cancel_scope.cancel()
+
+    await serve(upstream, allowed, config, toolkit=Toolkit(approver=queue, audit=[]), run=host)
+    asked, out = seen
+    assert asked.url == f"{PAGE}?id={asked.meta['toolpass']['request_id']}"
+    assert out == "merged acme/widgets#7"
+    ran = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ran == [{"tool": "merge_pr", "arguments": merge}]  # once, after the approval
+
+
+def test_the_proxy_reads_approvals_url_and_checks_it(tmp_path: Path) -> None:
+    section = Located(user=DANA, approvals_url=PAGE)
+    assert parse_mcp_section(section, "t.yaml").approvals_url == PAGE
+    for bad in ("toolpass.example.com/approvals", f"{PAGE}?id=1", 42):
+        with pytest.raises(ConfigError, match="approvals_url"):
+            parse_mcp_section(Located(user=DANA, approvals_url=bad), "t.yaml")

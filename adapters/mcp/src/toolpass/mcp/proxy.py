@@ -22,6 +22,7 @@ file (its ``connections``) with an ``mcp:`` section::
       strict: true                    # a tool without a rule is refused (default: false)
       audit: /var/log/toolpass.jsonl  # one JSON line per call (default: to stderr)
       upstream_env: [JIRA_URL]        # variables the upstream gets beside the base ones
+      approvals_url: https://toolpass.example.com/approvals  # needs the file's store:
       rules:
         delete_issue: {connection: jira, action: DELETE_ISSUES, resource: "issue:{key}"}
         close_issue, reopen_issue:    # several tools, one rule
@@ -40,8 +41,10 @@ tools the upstream listed are served (a call of any other name is refused, never
 the upstream's ``notifications/tools/list_changed`` reads its list again). The upstream is
 started once to read its tools and capabilities (the rules are checked against them), then
 again when the client connects, with the client's capabilities. Every result reaches the
-client without the connections' secrets. The proxy serves one client, on stdio: its calls
-share one session (limits, the record of untrusted content) until the proxy exits.
+client without the connections' secrets. With ``approvals_url`` (and the file's ``store:``,
+which the approvals page reads), a call waiting for a person sends a client that declared
+URL-mode elicitation to the page, as ``guard`` does. The proxy serves one client, on stdio:
+its calls share one session (limits, the record of untrusted content) until the proxy exits.
 Exit status: 0 when the client closes the session, 3 for bad usage or configuration.
 """
 
@@ -92,9 +95,19 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from toolpass import Config, ConfigError, JsonlSink, LogSink, Toolkit, Toolpass, load_config
+from toolpass import (
+    ApprovalQueue,
+    Config,
+    ConfigError,
+    JsonlSink,
+    LogSink,
+    Toolkit,
+    Toolpass,
+    load_config,
+)
 from toolpass.adapting import Rule, ToolRefused, redact_text
 from toolpass.mcp import _connection_of, guard, redacted
+from toolpass.mcp._approvals import approvals_url
 
 from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
@@ -107,7 +120,7 @@ from mcp.shared.message import ServerMessageMetadata
 __all__ = ["Proxy", "ProxyConfig", "main", "parse_mcp_section", "serve"]
 
 ERROR = 3
-_KEYS = ("user", "strict", "audit", "rules", "upstream_env")
+_KEYS = ("user", "strict", "audit", "rules", "upstream_env", "approvals_url")
 #: What an upstream on stdio gets of the proxy's environment, beside ``upstream_env``.
 BASE_ENV: tuple[str, ...] = (
     *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TEMP", "TMP"),
@@ -128,6 +141,8 @@ class ProxyConfig:
     audit: str | None = None
     rules: dict[str | tuple[str, ...], Rule] = field(default_factory=dict)
     upstream_env: tuple[str, ...] = ()
+    #: The approvals page a call waiting for a person sends a client to (URL elicitation).
+    approvals_url: str | None = None
 
 
 def parse_mcp_section(
@@ -168,6 +183,11 @@ def parse_mcp_section(
     if audit is not None and (not isinstance(audit, str) or not audit.strip()):
         raise ConfigError(f"{at('audit')}: mcp.audit is the path of a JSON-lines file")
     upstream_env = _upstream_env(section.get("upstream_env", []), secrets, at("upstream_env"))
+    page = section.get("approvals_url")
+    try:
+        page = approvals_url(page)
+    except ValueError as e:
+        raise ConfigError(f"{at('approvals_url')}: mcp.{e}") from None
     raw = section.get("rules", {})
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{at('rules')}: mcp.rules maps tool names to rules")
@@ -206,7 +226,7 @@ def parse_mcp_section(
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
         rules[tools[0] if len(tools) == 1 else tools] = rule
-    return ProxyConfig(user.strip(), strict, audit, rules, upstream_env)
+    return ProxyConfig(user.strip(), strict, audit, rules, upstream_env, page)
 
 
 def _upstream_env(names: Any, secrets: Collection[str], where: str) -> tuple[str, ...]:
@@ -617,11 +637,16 @@ async def serve(
     rules raises ``ValueError`` before anything is served. The upstream is connected to once
     to read its tools and capabilities, then once for the client, with its capabilities."""
     if toolkit is None:
-        sink = JsonlSink(config.audit) if config.audit else LogSink()
-        toolkit = Toolkit(audit=[sink])
+        toolkit = proxy_toolkit(config)
     placeholder = Server("toolpass-mcp-proxy")
     added = guard(
-        placeholder, engine, config.rules, strict=config.strict, toolkit=toolkit, user=config.user
+        placeholder,
+        engine,
+        config.rules,
+        strict=config.strict,
+        toolkit=toolkit,
+        user=config.user,
+        approvals_url=config.approvals_url,
     )  # the rules against the engine's connections: before the upstream starts
     if isinstance(upstream, StdioServerParameters):
         _refuse_secrets_in(upstream.env or {}, added._core.secrets())
@@ -634,6 +659,14 @@ async def serve(
     added._core.known_tools = lambda: proxy.tools  # strict: an unknown tool reads as one
     proxy.server.middleware.append(added)
     await run(proxy)
+
+
+def proxy_toolkit(config: ProxyConfig, store: str | None = None) -> Toolkit:
+    """The proxy's toolkit: its audit sink, and with ``approvals_url`` an approval queue on
+    ``store`` (the configuration's, shared with the approvals page)."""
+    sink = JsonlSink(config.audit) if config.audit else LogSink()
+    queue = ApprovalQueue(store=store) if config.approvals_url and store else None
+    return Toolkit(audit=[sink], approver=queue)
 
 
 def _schemas(tools: list[Tool]) -> dict[str, list[str] | None]:
@@ -670,6 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         proxy = parse_mcp_section(config.mcp, config.path, secret_variables(config))
     except ConfigError as e:
         return _fail(str(e))
+    if proxy.approvals_url and not config.store:
+        return _fail(f"{args.config}: mcp.approvals_url needs the store: the approvals page reads")
     upstream: StdioServerParameters | str = args.url or StdioServerParameters(
         command=command[0], args=command[1:], env=upstream_environment(proxy.upstream_env)
     )
@@ -678,7 +713,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     try:
         with Toolpass.from_config(args.config) as engine:
-            anyio.run(serve, upstream, engine, proxy)
+            toolkit = proxy_toolkit(proxy, config.store)
+            anyio.run(lambda: serve(upstream, engine, proxy, toolkit=toolkit))
     except BaseException as e:
         cause = _leaf(e)
         if isinstance(cause, ConfigError):
