@@ -12,7 +12,9 @@ the root ``LICENSE`` into every distribution folder (a build ships only files of
 folder). ``check`` and ``build`` fail on any disagreement. A built distribution must carry:
 its version, ``License-Expression: Apache-2.0`` and the LICENSE text, authors, project URLs,
 a Python classifier for each version from ``requires-python`` up to the newest supported,
-"OS Independent" and "Typed", a Markdown README whose links are absolute (a relative link is
+"OS Independent" and "Typed" (and none for a version requires-python excludes), the same
+project URLs, authors and license as core (whose Documentation and Source are the
+documentation site's, mkdocs.yml), a Markdown README whose links are absolute (a relative link is
 broken on PyPI), and pass ``twine check --strict`` (which renders the README as PyPI does).
 Exit status 0 when all is well, 1 with one line per problem on stderr otherwise, 2 for bad
 usage.
@@ -123,6 +125,34 @@ def check_sources(root: Path) -> list[str]:
         ):
             problems.append(f"{where.parent / 'LICENSE'}: not the root LICENSE (run sync)")
         problems += [f"{where}: {p}" for p in _metadata_problems(meta)]
+    return problems + _shared_problems(root)
+
+
+#: What every distribution says alike, as core's pyproject.toml says it.
+SHARED = ("urls", "authors", "license")
+
+
+def _shared_problems(root: Path) -> list[str]:
+    """Every distribution's URLs, authors and license are core's; core's Documentation and
+    Source are the documentation site's ``site_url`` and ``repo_url`` (mkdocs.yml)."""
+    core = tomllib.loads((root / "core/pyproject.toml").read_text())["project"]
+    problems = []
+    for project in projects(root):
+        meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+        where = (project / "pyproject.toml").relative_to(root)
+        problems += [
+            f"{where}: {key} differ from core/pyproject.toml's"
+            for key in SHARED
+            if meta.get(key) != core.get(key)
+        ]
+    site = root / "mkdocs.yml"
+    if site.is_file():
+        text = site.read_text()
+        urls = core.get("urls", {})
+        for key, name in (("Documentation", "site_url"), ("Source", "repo_url")):
+            found = re.search(rf"^{name}:\s*(\S+)\s*$", text, re.M)
+            if found is None or urls.get(key) != found[1]:
+                problems.append(f"core/pyproject.toml: urls.{key} is not mkdocs.yml's {name}")
     return problems
 
 
@@ -144,7 +174,17 @@ def _metadata_problems(meta: dict[str, object]) -> list[str]:
         problems.append(f"license {meta.get('license')!r}, not 'Apache-2.0'")
     classifiers = list(meta.get("classifiers", []))  # type: ignore[call-overload]
     problems += [f"classifier {c!r} missing" for c in _classifiers(meta) if c not in classifiers]
-    return problems
+    return problems + _stray_classifiers(meta, classifiers)
+
+
+def _stray_classifiers(meta: dict[str, object], classifiers: list[str]) -> list[str]:
+    """Python versions classified that requires-python (up to the newest supported) excludes."""
+    wanted = set(_classifiers(meta))
+    return [
+        f"classifier {c!r} outside requires-python {meta.get('requires-python')!r}"
+        for c in classifiers
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c) and c not in wanted
+    ]
 
 
 def _classifiers(meta: dict[str, object]) -> list[str]:
@@ -195,6 +235,7 @@ def check_built(path: Path, release: str) -> list[str]:
     classifiers = metadata.get_all("Classifier") or []
     meta = {"requires-python": metadata.get("Requires-Python", "")}
     problems += [f"classifier {c!r} missing" for c in _classifiers(meta) if c not in classifiers]
+    problems += _stray_classifiers(meta, classifiers)
     wanted = core_range(release)
     for requirement in metadata.get_all("Requires-Dist") or []:
         found = re.match(r"toolpass-core(\[[^\]]*\])?\s*([^;]*)", requirement)
