@@ -32,6 +32,7 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
     CallToolRequestParams,
     CallToolResult,
+    ElicitCompleteNotification,
     ElicitResult,
     InputRequiredResult,
     ListToolsResult,
@@ -550,3 +551,37 @@ def test_the_proxy_reads_approvals_url_and_checks_it(tmp_path: Path) -> None:
     for bad in ("toolpass.example.com/approvals", f"{PAGE}?id=1", 42):
         with pytest.raises(ConfigError, match="approvals_url"):
             parse_mcp_section(Located(user=DANA, approvals_url=bad), "t.yaml")
+
+
+@pytest.mark.asyncio
+async def test_a_2025_client_is_told_when_the_person_decided() -> None:
+    """On the 2025 versions (no request state), the client is sent
+    ``notifications/elicitation/complete`` for the elicitation once the person decided, so
+    it retries then."""
+    kit = Kit()
+    completed: list[str] = []
+    told = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        notification = getattr(message, "root", message)
+        if isinstance(notification, ElicitCompleteNotification):
+            completed.append(notification.params.elicitation_id)
+            told.set()
+
+    async def run() -> str:
+        auth_context_var.set(token_for(DANA))
+        async with Client(
+            kit.server, mode="legacy", elicitation_callback=_accept, message_handler=on_message
+        ) as client:
+            paused = await first_call(client)
+            request_id = asked_of(paused).elicitation_id
+            await asyncio.sleep(0.1)
+            assert completed == []  # nobody decided yet
+            kit.queue.approve(request_id, by="lee@example.com")
+            await asyncio.wait_for(told.wait(), 10)
+            assert completed == [request_id]
+            return await retry(client, paused)
+
+    out = await asyncio.create_task(run(), context=contextvars.copy_context())
+    assert out == "deleted PAY-1"
+    assert kit.ran == ["PAY-1"]

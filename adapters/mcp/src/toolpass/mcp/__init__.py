@@ -618,7 +618,8 @@ class ToolpassMiddleware:
 
         def pause(refused: ToolRefused) -> Any:
             try:
-                return approvals.pause(refused, str(name), arguments, ctx.protocol_version)
+                version = ctx.protocol_version
+                return approvals.pause(refused, str(name), arguments, version, ctx.session)
             except MCPError:
                 raise  # the 2025 versions' answer: -32042
             except Exception:

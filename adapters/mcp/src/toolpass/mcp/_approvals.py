@@ -13,9 +13,11 @@ the queue's record decides.
 from __future__ import annotations
 
 import ast
+import asyncio
 import hashlib
 import hmac
 import json
+import logging
 from collections.abc import Mapping
 from secrets import token_hex
 from typing import Any, cast
@@ -38,6 +40,10 @@ PREFIX = "toolpass-approval."
 #: elicitation's ``_meta``).
 KEY = "toolpass"
 _STORE_KEY = "toolpass-mcp:approval-state-key"
+#: The watches sending ``notifications/elicitation/complete``, by request and connection,
+#: held until they end (one for each, however often the client retries meanwhile).
+_telling: dict[tuple[str, int], asyncio.Task[None]] = {}
+log = logging.getLogger("toolpass")
 
 
 def approvals_url(url: str | None) -> str | None:
@@ -107,10 +113,13 @@ class Approvals:
             raise invalid_state(why)
         return request_id
 
-    def pause(self, refused: ToolRefused, tool: str, arguments: Any, version: str) -> Any:
+    def pause(
+        self, refused: ToolRefused, tool: str, arguments: Any, version: str, session: Any = None
+    ) -> Any:
         """The answer for a call waiting for a person: an ``InputRequiredResult`` (2026-07-28)
-        or a raised ``UrlElicitationRequiredError``; None when it is not one of the queue's
-        requests or there is no page (the refusal's text then)."""
+        or a raised ``UrlElicitationRequiredError`` (the 2025 versions, whose ``session`` is
+        told ``notifications/elicitation/complete`` once the person decided); None when it is
+        not one of the queue's requests or there is no page (the refusal's text then)."""
         pending = self.guard.pending(refused) if isinstance(refused, ApprovalPending) else None
         if pending is None or self.url is None:
             return None
@@ -125,7 +134,32 @@ class Approvals:
         elicitation = ElicitRequestURLParams(
             message=_message(pending), url=link, elicitation_id=pending.request_id, _meta=meta
         )
+        if session is not None:
+            self._tell_when_decided(pending.request_id, session)
         raise UrlElicitationRequiredError([elicitation], refused.message)
+
+    def _tell_when_decided(self, request_id: str, session: Any) -> None:
+        """Once the person decides (or the request expires), send the client
+        ``notifications/elicitation/complete`` so it may retry; nothing when the connection
+        is gone by then, or off asyncio."""
+        queue = self.guard.queue
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio (trio)
+            return
+        watch = (request_id, id(getattr(session, "_connection", session)))
+        if queue is None or watch in _telling:
+            return
+
+        async def tell() -> None:
+            try:
+                await queue.wait_async(request_id, queue.ttl)
+                await session.send_elicit_complete(request_id)
+            except Exception as exc:  # the session ended: the client retries on its own
+                log.debug("toolpass: elicitation %s not completed: %s", request_id, exc)
+
+        _telling[watch] = loop.create_task(tell())
+        _telling[watch].add_done_callback(lambda _: _telling.pop(watch, None))
 
 
 def edited(arguments: Mapping[str, str]) -> dict[str, Any]:
