@@ -4,6 +4,8 @@
   text, as the installed command prints it;
 - ``<!-- server-keys -->`` becomes the table of the ``server:`` section's keys, and
   ``<!-- connection-keys -->`` that of the keys every connection takes;
+- ``<!-- readme-section: TITLE -->`` becomes that ``## TITLE`` section of the README (its
+  links into docs/ made relative to the site), until the section moves here for good;
 - each system page (``permissions/NAME.md``) ends with what ``toolpass catalog NAME`` prints:
   its connection keys, identity modes and actions.
 
@@ -18,11 +20,14 @@ import functools
 import io
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 USAGE = re.compile(r"<!-- usage: ([a-z -]+?) -->")
 SERVER_KEYS = "<!-- server-keys -->"
 CONNECTION_KEYS = "<!-- connection-keys -->"
+README_SECTION = re.compile(r"<!-- readme-section: ([^>]+?) -->")
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 @functools.cache
@@ -66,10 +71,22 @@ def connection_keys() -> str:
     return "\n".join(["| key | what | default |", "|---|---|---|", *rows])
 
 
+def readme_section(title: str) -> str:
+    """The body of the README's ``## TITLE`` section; fails the build if there is none."""
+    text = README.read_text(encoding="utf-8")
+    start = text.find(f"\n## {title}\n")
+    if start < 0:
+        raise RuntimeError(f"README.md has no section {title!r}")
+    body = text[start + len(title) + 5 :]
+    end = body.find("\n## ")
+    return (body if end < 0 else body[:end]).strip().replace("](docs/", "](")
+
+
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     markdown = USAGE.sub(lambda m: text_block(toolpass(*m[1].split(), "--help")), markdown)
     markdown = markdown.replace(SERVER_KEYS, server_keys())
     markdown = markdown.replace(CONNECTION_KEYS, connection_keys())
+    markdown = README_SECTION.sub(lambda m: readme_section(m[1]), markdown)
     folder, _, name = page.file.src_uri.rpartition("/")
     if folder == "permissions" and name != "README.md":
         system = name.removesuffix(".md")
