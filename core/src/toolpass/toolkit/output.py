@@ -80,14 +80,43 @@ def output(
     return fence(result if isinstance(result, str) else readable(result), spec.name)
 
 
+#: The most characters of echoed values one pattern is built from (``re`` parses a pattern in
+#: Python, some microseconds a character): past it, the output vouches for nothing.
+MAX_ECHO = 20_000
+
+
 def _vouching(texts: Iterable[str], arguments: Mapping[str, Any] | None) -> list[str]:
     """``texts`` of trusted or private output without what they echo of the call's
-    ``arguments`` (a search tool answering ``{"query": x}`` does not vouch for ``x``)."""
+    ``arguments`` (a search tool answering ``{"query": x}`` does not vouch for ``x``). Output
+    that may echo more than ``MAX_ECHO`` characters of them vouches for nothing: refusing
+    more, never less."""
+    texts = list(texts)
+    if not any(texts):
+        return texts
     said = {e for a in (arguments or {}).values() for t in destination_values(a) for e in echoes(t)}
     if not said:
-        return list(texts)
+        return texts
+    said = _may_echo(said, texts)
+    if sum(map(len, said)) > MAX_ECHO:
+        return []
+    if not said:
+        return [t for t in texts if t.strip()]
     echo = _echo(tuple(sorted(said, key=lambda t: (-len(t), t))))
     return [t for t in (echo.sub(" ", text) for text in texts) if t.strip()]
+
+
+def _may_echo(said: set[str], texts: list[str]) -> set[str]:
+    """The values of ``said`` that may be found in ``texts`` as ``_echo`` finds them (case
+    ignored): none longer than the longest text, and in ASCII texts, only ASCII values found in
+    them lowercased (which ASCII text always matches as ``re.IGNORECASE`` does)."""
+    longest = max(map(len, texts))
+    joined = "\n".join(texts)
+    lowered = joined.lower() if joined.isascii() else None
+    return {
+        e
+        for e in said
+        if len(e) <= longest and (lowered is None or not e.isascii() or e.lower() in lowered)
+    }
 
 
 @lru_cache(maxsize=512)

@@ -25,7 +25,7 @@ import numbers
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -205,8 +205,27 @@ def _structured(plain_text: str, depth: int) -> tuple[list[_Value], str]:
 
     rest = plain_text
     for pattern in (_URL, _EMAIL, _IBAN, _IP, _LINK):
-        rest = pattern.sub(take, rest)
+        if _may_match(pattern, rest):
+            rest = pattern.sub(take, rest)
     return found, rest
+
+
+_ANY_DIGIT = re.compile(r"\d")
+# What each pattern cannot match without (checked at C speed: most text has no address).
+_NEEDED: dict[re.Pattern[str], Callable[[str], bool]] = {
+    _URL: lambda text: "//" in text,
+    _EMAIL: lambda text: "@" in text,
+    _LINK: lambda text: "." in text,
+    _IP: lambda text: "." in text or ":" in text,
+    _IBAN: lambda text: _ANY_DIGIT.search(text) is not None,
+    _DIGITS: lambda text: _ANY_DIGIT.search(text) is not None,
+}
+
+
+def _may_match(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` can match anywhere in ``text``: without the characters it needs,
+    it cannot (a scan for them is much faster than trying the pattern at every position)."""
+    return _NEEDED[pattern](text)
 
 
 def _readings(text: str) -> set[str]:
@@ -338,7 +357,8 @@ def echoes(text: str) -> set[str]:
     link, IBAN and number in it, as written."""
     found = {text.strip()}
     for pattern in (_URL, _EMAIL, _IBAN, _LINK, _DIGITS):
-        found |= {m.group(0).rstrip(".,;:!?") for m in pattern.finditer(text)}
+        if _may_match(pattern, text):
+            found |= {m.group(0).rstrip(".,;:!?") for m in pattern.finditer(text)}
     found |= {unquote(t) for t in found}
     return {t for t in found if t}
 
