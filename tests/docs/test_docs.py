@@ -188,3 +188,20 @@ def test_every_adapter_and_system_has_a_page_in_the_navigation() -> None:
     assert len(systems) >= 22
     for name in systems:
         assert f"permissions/{name}.md" in nav, name
+
+
+#: The comments a page may hold: the marks above, and what docs/hooks.py fills in.
+MARKS = re.compile(
+    r"<!-- (illustration|file: [\w.-]+|requires: [^>]+|usage: [a-z -]+|server-keys"
+    r"|connection-keys|readme-section: [^>]+) -->"
+)
+
+
+def test_every_comment_is_a_known_mark() -> None:
+    unknown = [
+        f"{page.relative_to(ROOT)}: {comment}"
+        for page in pages()
+        for comment in re.findall(r"<!--.*?-->", page.read_text(encoding="utf-8"), re.S)
+        if not MARKS.fullmatch(comment)
+    ]
+    assert not unknown, "a misspelled mark is left as an invisible comment"
