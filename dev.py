@@ -3,27 +3,40 @@
     python3 dev.py demo          the scripted ops-agent demo
     python3 dev.py test          every test of every package (all default nox sessions)
     python3 dev.py test --quick  core's first tier: its tests that need no vendor library
+    python3 dev.py lock          bring uv.lock and the adapters' locks (locks/) up to date
     python3 dev.py nox ...       any nox command line
 
 It keeps nox and uv in .venv-dev/ (made on first use), then hands over to nox, which builds
 one environment per session. `test` first makes sure of the programs its tests run beside
 Python (SYSTEM_NEEDS): it installs a missing one with apt-get when run as root, and
-otherwise stops, saying what to install.
+otherwise stops, saying what to install. It runs the sessions in LANES parallel lanes, the
+longest first (as timed by the last run), each session's output in .nox/.logs/, and prints
+the output of each one that failed at the end.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 import venv
 from pathlib import Path
+from typing import IO, Any
 
+Output = int | IO[Any] | None
 ROOT = Path(__file__).resolve().parent
 TOOLS = ROOT / ".venv-dev"
 BIN = TOOLS / ("Scripts" if os.name == "nt" else "bin")
-REQUIREMENTS = ["nox>=2025.2.9", "uv>=0.5"]
+REQUIREMENTS = ["nox>=2025.2.9", "uv>=0.8"]
+#: Sessions run side by side: on two cores, one session installs while another tests.
+LANES = 2
+LOGS = ROOT / ".nox" / ".logs"
+#: How long each session took last time (seconds), to start the longest first.
+TIMES = ROOT / ".nox" / ".times.json"
 #: Programs the tests run beside Python: (Debian package, commands that provide it, who needs it).
 SYSTEM_NEEDS = [
     ("redis-server", ("redis-server",), "the shared-state tests start a real redis-server"),
@@ -86,8 +99,66 @@ def ensure_system_needs() -> bool:
     return not missing
 
 
+def nox(
+    *args: str, stdout: Output = None, stderr: Output = None
+) -> subprocess.CompletedProcess[str]:
+    """Run nox (from .venv-dev, with uv on its PATH) on the noxfile."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    command = [str(BIN / "python"), "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args]
+    return subprocess.run(command, cwd=ROOT, env=env, text=True, stdout=stdout, stderr=stderr)
+
+
+def default_sessions() -> list[str]:
+    """The sessions `nox` alone runs, longest first as timed by the last run."""
+    listed = nox("-l", "--json", stdout=subprocess.PIPE)
+    if listed.returncode:
+        raise SystemExit(listed.returncode)
+    names = [entry["session"] for entry in json.loads(listed.stdout)]
+    times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
+    return sorted(names, key=lambda name: -times.get(name, 0))
+
+
+def run_in_lanes(names: list[str]) -> int:
+    """Run each session once, LANES at a time; say which failed and show their output."""
+    pending, failed, times = list(names), [], {}
+    lock = threading.Lock()
+    LOGS.mkdir(parents=True, exist_ok=True)
+
+    def lane() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                name = pending.pop(0)
+            log = LOGS / f"{name}.log"
+            start = time.monotonic()
+            with log.open("w") as out:
+                done = nox("-s", name, stdout=out, stderr=subprocess.STDOUT)
+            with lock:
+                times[name] = round(time.monotonic() - start, 1)
+                status = "failed" if done.returncode else "passed"
+                print(f"dev.py: {name} {status} in {times[name]:.0f} s", flush=True)
+                if done.returncode:
+                    failed.append((name, log))
+
+    start = time.monotonic()
+    lanes = [threading.Thread(target=lane) for _ in range(LANES)]
+    for thread in lanes:
+        thread.start()
+    for thread in lanes:
+        thread.join()
+    TIMES.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
+    for name, log in failed:
+        print(f"\n===== {name} ({log.relative_to(ROOT)}) =====\n{log.read_text()}", flush=True)
+    took = time.monotonic() - start
+    print(f"dev.py: {len(names) - len(failed)} of {len(names)} sessions passed in {took:.0f} s")
+    if failed:
+        print("dev.py: failed: " + ", ".join(name for name, _ in failed), file=sys.stderr)
+    return 1 if failed else 0
+
+
 def main(argv: list[str]) -> int:
-    commands = {"demo": ["-s", "demo"], "test": [], "nox": []}
+    commands = {"demo": ["-s", "demo"], "test": [], "lock": ["-s", "lock"], "nox": []}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 2
@@ -96,17 +167,9 @@ def main(argv: list[str]) -> int:
     elif argv[0] == "test" and not ensure_system_needs():
         return 1
     ensure_tools()
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    nox = [
-        str(BIN / "python"),
-        "-m",
-        "nox",
-        "-f",
-        str(ROOT / "noxfile.py"),
-        *commands[argv[0]],
-        *argv[1:],
-    ]
-    return subprocess.run(nox, cwd=ROOT, env=env).returncode
+    if argv == ["test"]:
+        return run_in_lanes(default_sessions())
+    return nox(*commands[argv[0]], *argv[1:]).returncode
 
 
 if __name__ == "__main__":

@@ -6,11 +6,16 @@ different adapters never share one.
 
 from __future__ import annotations
 
+import filecmp
+import hashlib
+import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -22,21 +27,33 @@ ADAPTERS = {
     folder: folder.replace("-", "_")
     for folder in sorted(p.parent.name for p in ROOT.glob("adapters/*/pyproject.toml"))
 }
-#: `nox` alone runs each adapter once, from built wheels (the shape users install); the
-#: workspace (editable) variant is for development, by its name:
+#: The default runs of each adapter (the "workspace" variant runs by name only).
+VARIANTS = ("wheels", "oldest")
+#: `nox` alone runs each adapter from built wheels (the shape users install), twice: at the
+#: newest versions (its lock, locks/<adapter>.txt) and at the oldest its framework
+#: requirements allow (each `>=` floor installed); the workspace (editable) variant is for
+#: development, by its name:
 #:     nox -s "adapter(name='mcp', install='workspace')"
 nox.options.sessions = [
     "lint",
+    "locks",
     "typecheck",
     "core",
+    "floors",
     "server",
     "kit",
-    *(f"adapter(name='{name}', install='wheels')" for name in ADAPTERS),
+    *(f"adapter(name='{name}', install='{how}')" for name in ADAPTERS for how in VARIANTS),
     "wheels",
     "demo",
     "readme",
     "docs",
 ]
+#: Where each adapter's own lock lives (`python3 dev.py lock` writes them, with uv.lock).
+LOCKS = ROOT / "locks"
+#: Built wheels, shared by the sessions that install them.
+WHEELS = ROOT / ".nox" / ".wheels"
+#: Toolpass's own distributions: never pinned, never fetched from an index.
+OURS = ("toolpass-core", *(f"toolpass-{name}" for name in ADAPTERS), "pytest-toolpass")
 #: What the shared scenario of integration-tests/ needs beside the adapter's own test group.
 #: `toolpass validate`'s tests of the sections a companion distribution reads (server:, mcp:),
 #: run where that companion is installed (core's own session has neither).
@@ -45,14 +62,104 @@ SCENARIO = ["PyGithub>=2.3", "cryptography>=42", "pytest>=8", "pytest-asyncio>=0
 
 
 def test_group(project: Path) -> list[str]:
-    return nox.project.dependency_groups(nox.project.load_toml(project / "pyproject.toml"), "test")
+    return group(project, "test")
+
+
+def group(project: Path, name: str) -> list[str]:
+    """A dependency group of ``project``'s pyproject.toml."""
+    return nox.project.dependency_groups(nox.project.load_toml(project / "pyproject.toml"), name)
+
+
+def locked(session: nox.Session) -> list[str]:
+    """``-c FILE``: the versions uv.lock pins for the development workspace (core, server,
+    kit, their test groups, the tools), as constraints of an install."""
+    out = Path(session.create_tmp()) / "uv-lock.txt"
+    export = ["uv", "export", "--frozen", "--quiet", "--no-hashes", "--no-header"]
+    scope = ["--all-packages", "--all-groups", "--all-extras", "--no-emit-workspace"]
+    session.run(*export, *scope, "--no-annotate", "-o", str(out), external=True, silent=True)
+    return ["-c", str(out)]
+
+
+def floor_pins(requirements: list[str]) -> list[str]:
+    """``name==X`` for each ``name>=X`` of ``requirements`` (toolpass's own left out): the
+    oldest versions they allow, installed for real."""
+    pins = []
+    for line in requirements:
+        requirement = Requirement(line)
+        if requirement.name in OURS or not (
+            requirement.marker is None or requirement.marker.evaluate()
+        ):
+            continue
+        pins += [
+            f"{requirement.name}=={s.version}" for s in requirement.specifier if s.operator == ">="
+        ]
+    return pins
+
+
+def built(session: nox.Session, projects: list[Path]) -> list[str]:
+    """The wheel of each project, built once per state of its files and shared by every
+    session (.nox/.wheels/<project>-<digest>/)."""
+    wheels = []
+    for project in projects:
+        home = WHEELS / f"{project.name}-{digest(project)}"
+        if not any(home.glob("*.whl")):
+            WHEELS.mkdir(parents=True, exist_ok=True)
+            fresh = Path(tempfile.mkdtemp(dir=WHEELS))
+            session.run(
+                "uv", "build", "-q", "--wheel", "-o", str(fresh), str(project), external=True
+            )
+            try:
+                fresh.rename(home)
+            except OSError:  # another session built it meanwhile
+                shutil.rmtree(fresh)
+        wheels += map(str, home.glob("*.whl"))
+    return wheels
+
+
+def digest(project: Path) -> str:
+    """A digest of a project's files (names and contents)."""
+    files = sorted(f for f in project.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
+    found = hashlib.sha256()
+    for file in files:
+        found.update(f"{file.relative_to(project)}\0".encode() + file.read_bytes())
+    return found.hexdigest()[:16]
+
+
+def lock_input(name: str) -> str:
+    """What an adapter's environment installs, as a requirements file's text."""
+    projects = [ROOT / "core", ROOT / "adapters" / name, ROOT / "packages/pytest-toolpass"]
+    return "\n".join([*map(str, projects), *test_group(ROOT / "adapters" / name), *SCENARIO])
+
+
+def compile_lock(session: nox.Session, name: str, out: Path) -> None:
+    """Resolve adapter ``name``'s environment into ``out`` (a pinned requirements file, for
+    every platform), keeping the versions ``out`` already pins where they still fit."""
+    source = Path(tempfile.mkdtemp()) / f"{name}.in"
+    source.write_text(lock_input(name) + "\n")
+    leave_out = [a for project in OURS for a in ("--no-emit-package", project)]
+    compile_ = ["uv", "pip", "compile", "--quiet", "--universal", "--python-version", PYTHON]
+    session.run(
+        *compile_,
+        "--no-header",
+        "--no-annotate",
+        *leave_out,
+        "-o",
+        str(out),
+        str(source),
+        external=True,
+    )
 
 
 @nox.session(python=PYTHON)
 def core(session: nox.Session) -> None:
     """toolpass-core's tests."""
     session.install(
-        "-e", "core[yaml,crypto]", "-e", "packages/pytest-toolpass", *test_group(ROOT / "core")
+        *locked(session),
+        "-e",
+        "core[yaml,crypto]",
+        "-e",
+        "packages/pytest-toolpass",
+        *test_group(ROOT / "core"),
     )
     # Two processes on this 2-core machine; more wherever there are more cores.
     session.run("pytest", "core/tests", "-q", "-n", "auto", *session.posargs)
@@ -65,7 +172,9 @@ def quick(session: nox.Session) -> None:
     test tools (core/tests/conftest.py picks them)."""
     tools = ["pytest>=8", "pytest-asyncio>=0.24", "hypothesis>=6.100", "pytest-xdist>=3.5"]
     # The otel extra's tests configure a tracer provider: the SDK is theirs.
-    session.install("-e", "core[yaml,crypto,otel]", "opentelemetry-sdk>=1.20", *tools)
+    session.install(
+        *locked(session), "-e", "core[yaml,crypto,otel]", "opentelemetry-sdk>=1.20", *tools
+    )
     session.run("pytest", "core/tests", "--quick", "-q", "-n", "auto", *session.posargs)
 
 
@@ -73,11 +182,16 @@ def quick(session: nox.Session) -> None:
 def server(session: nox.Session) -> None:
     """toolpass-server's tests: the server as a real process, the app, deploy/ linted."""
     session.install(
-        "-e", "core[yaml]", "-e", "packages/server", *test_group(ROOT / "packages/server")
+        *locked(session),
+        "-e",
+        "core[yaml]",
+        "-e",
+        "packages/server",
+        *test_group(ROOT / "packages/server"),
     )
     session.run("pytest", "packages/server/tests", "-q", *session.posargs)
     session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
-    session.install("mypy>=1.11")
+    session.install(*locked(session), "mypy>=1.11")
     session.run("mypy", "--strict", "-p", "toolpass.server")
 
 
@@ -85,6 +199,7 @@ def server(session: nox.Session) -> None:
 def kit(session: nox.Session) -> None:
     """pytest-toolpass: the conformance suite, against a reference loop and broken adapters."""
     session.install(
+        *locked(session),
         "-e",
         "core",
         "-e",
@@ -92,33 +207,45 @@ def kit(session: nox.Session) -> None:
         *test_group(ROOT / "packages/pytest-toolpass"),
     )
     session.run("pytest", "packages/pytest-toolpass/tests", "-q", *session.posargs)
-    session.install("mypy>=1.11")
+    session.install(*locked(session), "mypy>=1.11")
     session.run("mypy", "--strict", "-p", "pytest_toolpass")
 
 
 @nox.session(python=PYTHON)
-@nox.parametrize("install", ["wheels", "workspace"])
+@nox.parametrize("install", [*VARIANTS, "workspace"])
 @nox.parametrize("name", list(ADAPTERS))
 def adapter(session: nox.Session, name: str, install: str) -> None:
     """One adapter in its own environment: its tests (the conformance suite through the
     framework's real loop), its integration test, its example (examples/) and mypy --strict
-    on the installed package (typed like core, against the framework's own types), from
-    built wheels or the workspace (editable; not in the default list)."""
+    on the installed package (typed like core, against the framework's own types).
+
+    ``wheels``: built wheels, at the versions of the adapter's lock (locks/<name>.txt);
+    ``oldest``: built wheels, each framework requirement at its ``>=`` floor (what a user
+    with the oldest allowed release gets), running the conformance suite and the shared
+    scenario only: they drive every hook of the adapter through the framework's real loop,
+    and the rest (its own finer tests, example, mypy) would double the adapters' time;
+    ``workspace``: editable, locked (by name only, for development)."""
     projects = [ROOT / "core", ROOT / "adapters" / name, ROOT / "packages/pytest-toolpass"]
     deps = [*test_group(ROOT / "adapters" / name), *SCENARIO]
-    if install == "wheels":
-        out = Path(tempfile.mkdtemp(prefix="toolpass-wheels-"))
-        for project in projects:
-            session.run("uv", "build", "-q", "--wheel", "-o", str(out), str(project), external=True)
-        session.install(*map(str, sorted(out.glob("*.whl"))), *deps)
+    project = nox.project.load_toml(ROOT / "adapters" / name / "pyproject.toml")["project"]
+    pins = floor_pins(project["dependencies"]) if install == "oldest" else []
+    lock = [] if pins else ["-c", str(LOCKS / f"{name}.txt")]
+    if install == "workspace":
+        session.install(*lock, *(a for p in projects for a in ("-e", str(p))), *deps)
     else:
-        session.install(*(a for p in projects for a in ("-e", str(p))), *deps)
+        session.install(*lock, *built(session, projects), *deps, *pins)
     module = ADAPTERS[name]
+    tests = [f"adapters/{name}/tests", f"integration-tests/test_{module}.py"]
+    if pins:
+        tests[:1] = map(str, sorted((ROOT / tests[0]).glob("test_*conformance*.py")))
+    else:
+        tests += [
+            "integration-tests/test_examples.py",  # runs examples/<module>_agent.py
+            "integration-tests/test_approvals_two_processes.py",  # LangChain's env only
+        ]
     session.run(
         "pytest",
-        f"adapters/{name}/tests",
-        f"integration-tests/test_{module}.py",
-        "integration-tests/test_examples.py",  # runs examples/<module>_agent.py
+        *tests,
         "-q",
         "-p",
         "no:cacheprovider",
@@ -128,6 +255,8 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         "asyncio_default_fixture_loop_scope=function",
         *session.posargs,
     )
+    if pins:
+        return
     if name == "mcp":  # `toolpass validate` reads the mcp: section through toolpass-mcp
         session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
     session.install("mypy>=1.11")
@@ -137,7 +266,7 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff: lint and formatting."""
-    session.install("ruff>=0.8")
+    session.install(*locked(session), "ruff")
     session.run("ruff", "check", ".")
     session.run(
         "ruff",
@@ -151,27 +280,79 @@ def lint(session: nox.Session) -> None:
         "bench",
         "examples",
         "noxfile.py",
+        "dev.py",
     )
+
+
+@nox.session(python=False)
+def locks(session: nox.Session) -> None:
+    """Fail when uv.lock or an adapter's lock no longer fits what the projects require
+    (a requirement changed since it was written): `python3 dev.py lock` brings them up to date."""
+    stale = "is out of date with the projects' requirements: run `python3 dev.py lock`"
+    if subprocess.run(["uv", "lock", "--check", "--quiet"], cwd=ROOT).returncode:
+        session.error(f"uv.lock {stale}")
+    for name in ADAPTERS:
+        lock = LOCKS / f"{name}.txt"
+        if not lock.is_file():
+            session.error(f"locks/{name}.txt is missing: run `python3 dev.py lock`")
+        again = Path(tempfile.mkdtemp()) / lock.name
+        shutil.copyfile(lock, again)
+        compile_lock(session, name, again)
+        if not filecmp.cmp(lock, again, shallow=False):
+            session.error(f"locks/{name}.txt {stale}")
+
+
+@nox.session(python=False, default=False)
+def lock(session: nox.Session) -> None:
+    """Write uv.lock and each adapter's lock, keeping pinned versions that still fit
+    (`python3 dev.py lock`; `-- --upgrade` moves everything to the newest releases)."""
+    upgrade = ["--upgrade"] if "--upgrade" in session.posargs else []
+    session.run("uv", "lock", *upgrade, external=True)
+    LOCKS.mkdir(exist_ok=True)
+    for name in ADAPTERS:
+        if upgrade:
+            (LOCKS / f"{name}.txt").unlink(missing_ok=True)
+        compile_lock(session, name, LOCKS / f"{name}.txt")
+
+
+@nox.session(python=PYTHON)
+def floors(session: nox.Session) -> None:
+    """The request hook's tests with each HTTP client library at the lower bound of its
+    ``TESTED`` range (core/src/toolpass/intercept/clients/); not locked, since the floors
+    hold back what they depend on (httpcore 1.0 needs an older h11 than the lock's)."""
+    session.install(
+        "-e",
+        "core[yaml,crypto]",
+        "-e",
+        "packages/pytest-toolpass",
+        *test_group(ROOT / "core"),
+        *tested_floors(),
+    )
+    session.run("pytest", "core/tests/intercept", "-q", "-n", "auto", *session.posargs)
+
+
+def tested_floors() -> list[str]:
+    """``name==X`` for each hooked library's ``TESTED = ">=X,..."``."""
+    pins = []
+    for client in sorted((ROOT / "core/src/toolpass/intercept/clients").glob("*.py")):
+        text = client.read_text()
+        name = re.search(r'^DISTRIBUTION = "([^"]+)"', text, re.M)
+        tested = re.search(r'^TESTED = "([^"]*)"', text, re.M)
+        if name and tested:
+            pins += floor_pins([f"{name[1]}{tested[1]}"])
+    return pins
 
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on core, alone: no other distribution installed beside it, so an
-    import of one (core depends on none) fails here. Server and kit type-check in theirs."""
-    # The HTTP libraries whose hooks core holds (imported only when installed).
-    session.install(
-        "mypy>=1.11",
-        "types-PyYAML",
-        "-e",
-        "core[yaml,crypto,redis]",
-        "urllib3>=2",
-        "httpx>=0.27",
-        "httpx2>=2.16",
-        "aiohttp>=3.9",
-        "websocket-client>=1.6",
-        "websockets>=14",
-    )
-    session.run("mypy", "--strict", "core/src/toolpass")
+    import of one (core depends on none) fails here. Server and kit type-check in theirs.
+    Core says it runs on Python 3.10 while only 3.11 runs here: mypy checks it as 3.10
+    (typeshed knows which standard library names are newer; ruff's target-version, py310,
+    catches newer syntax)."""
+    # mypy, and the HTTP libraries whose hooks core holds (imported only when installed).
+    session.install(*locked(session), "-e", "core[yaml,crypto,redis]", *group(ROOT, "dev"))
+    session.run("mypy", "--strict", "--python-version", "3.10", "core/src/toolpass")
 
 
 @nox.session(python=PYTHON)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -17,6 +16,18 @@ import pytest
 WORKER = Path(__file__).with_name("worker.py")
 
 
+def installed(program: str) -> str:
+    """Where ``program`` is; a test that needs a missing one fails, whoever runs it, saying
+    what to install (never a skip that reads like a pass)."""
+    found = shutil.which(program)
+    if found is None:
+        pytest.fail(
+            f"{program} is not installed: `python3 dev.py test` installs it (as root, with"
+            f" apt-get); elsewhere, on Debian or Ubuntu: sudo apt-get install {program}"
+        )
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -25,13 +36,8 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A redis-server on 127.0.0.1 for this test run (CI installs it; elsewhere a missing
-    one skips these tests)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is not installed (.ci/run installs it)")
-        pytest.skip("redis-server is not installed")
+    """A redis-server on 127.0.0.1 for this test run (a missing one fails these tests)."""
+    binary = installed("redis-server")
     port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
