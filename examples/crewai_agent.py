@@ -2,7 +2,11 @@
 
 A ``Crew`` whose agent runs on a scripted ``BaseLLM`` (CrewAI ships no fake model; no API
 key), guarded by ``ToolpassHooks`` around the kickoff; the user comes from the kickoff's
-inputs, the conversation from the session callable. Needs
+inputs, the conversation from the session callable. CrewAI has no tool-level pause, so the
+deploy's hook waits for the person (``approval_timeout=``, a bounded ``queue.wait``), who
+decides from another thread (a notifier told them); the check then runs again and the call
+runs once. (The hook checks before the body, so the deploy is a plain tool whose rule says
+it needs a person: ``Traits(approve=True)``.) Needs
 ``pip install ./core ./adapters/crewai`` (or, once published, ``pip install toolpass-crewai``).
 
     python examples/crewai_agent.py
@@ -26,7 +30,16 @@ with warnings.catch_warnings():  # CrewAI's own import warns
     from crewai import Agent, Crew, Task
     from crewai.llms.base_llm import BaseLLM
     from crewai.tools import tool
-    from helpdesk import CONVERSATION, RULES, TOOLS, USER, Script, engine, kit, main
+    from helpdesk import (
+        CONVERSATION,
+        HOOKED_RULES,
+        HOOKED_TOOLS,
+        USER,
+        Script,
+        engine,
+        kit,
+        main,
+    )
     from toolpass.crewai import ToolpassHooks
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"crewai\..*")
@@ -66,15 +79,18 @@ def run(script: Script) -> list[str]:
         goal="Tidy up PAY",
         backstory="Scripted",
         llm=llm,
-        tools=[tool(t) for t in TOOLS],
+        tools=[tool(t) for t in HOOKED_TOOLS],
     )
     task = Task(description="Tidy up PAY", expected_output="done", agent=agent)
     crew = Crew(agents=[agent], tasks=[task])
-    with ToolpassHooks(engine, RULES, toolkit=kit, session=lambda _: CONVERSATION):
+    hooks = ToolpassHooks(
+        engine, HOOKED_RULES, toolkit=kit, session=lambda _: CONVERSATION, approval_timeout=60
+    )
+    with hooks:
         result = crew.kickoff(inputs={"user_id": USER})
     assert result.raw == "done"
     return llm.read
 
 
 if __name__ == "__main__":
-    main("CrewAI", run)
+    main("CrewAI", run, waits=True)

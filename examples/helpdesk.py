@@ -20,14 +20,16 @@ runs the agent for a list of calls and returns what the model read back after ea
 from __future__ import annotations
 
 import textwrap
+import threading
 from collections.abc import Callable
 from typing import Any
 
-from toolpass import ApprovalQueue, AuditEvent, Decision, Toolkit
-from toolpass.adapting import Rule
+from toolpass import ApprovalQueue, ApprovalRequest, AuditEvent, Decision, Toolkit
+from toolpass.adapting import Rule, Traits
 from toolpass.testing import ScriptedEngine
 
 USER = "dana@example.com"
+LEAD = "lee@example.com"  # who approves
 #: One conversation across both runs, so that the approval given between them applies.
 CONVERSATION = "ticket-PAY-7"
 
@@ -75,13 +77,21 @@ def send_email(to: str, body: str) -> str:
     return f"sent to {to}"
 
 
-@kit.secured_tool(effect="write", approve=True)
 def deploy(service: str, version: str) -> str:
     """Deploy a version of a service to production."""
     return f"deployed {service} {version}"
 
 
+PLAIN_DEPLOY = deploy
+deploy = kit.secured_tool(PLAIN_DEPLOY, effect="write", approve=True)
+
 TOOLS: list[Callable[..., str]] = [delete_issue, lookup_customer, read_ticket, send_email, deploy]
+#: For a framework whose hook checks a call before its body runs (OpenAI Agents SDK,
+#: Claude Agent SDK, CrewAI): the deploy as a plain tool, and a rule telling the hook that
+#: it needs a person (``Traits(approve=True)``, as ``approve=True`` tells ``secured_tool``),
+#: so the hook pauses the run before the body.
+HOOKED_TOOLS: list[Callable[..., str]] = [*TOOLS[:-1], PLAIN_DEPLOY]
+HOOKED_RULES: dict[str, Rule | Traits] = {**RULES, "deploy": Traits(effect="write", approve=True)}
 
 Script = list[tuple[str, dict[str, Any]]]
 DEPLOY = ("deploy", {"service": "payments-api", "version": "2.4.1"})
@@ -102,6 +112,12 @@ FIRST_RUN: Script = [
 SECOND_RUN: Script = [DEPLOY]
 
 
+def decide_soon(request: ApprovalRequest) -> None:
+    """The person, told of ``request`` (a notifier would tell them), approves it from
+    another thread a moment later, while the run waits for them."""
+    threading.Timer(0.5, approvals.approve, (request.id,), {"by": LEAD}).start()
+
+
 def show(script: Script, outputs: list[str]) -> None:
     """Each call the model made and what it read back."""
     if len(outputs) != len(script):
@@ -114,19 +130,29 @@ def show(script: Script, outputs: list[str]) -> None:
                 print(f"  │ {part}")
 
 
-def main(framework: str, run: Callable[[Script], list[str]]) -> None:
+def main(framework: str, run: Callable[[Script], list[str]], *, waits: bool = False) -> None:
     """Tell the story through ``run(script)``, which runs the framework's agent (for
     ``USER``, in ``CONVERSATION``) whose scripted model makes ``script``'s calls, then
-    answers "done", and returns what the model read back after each call."""
+    answers "done", and returns what the model read back after each call. ``waits``: the
+    framework's hook waits for the person's decision (CrewAI's ``approval_timeout``), who
+    decides from another thread while the run waits, so one run tells it all."""
     print(f"=== {framework}: an agent acting for {USER}, every tool call checked ===")
-    show(FIRST_RUN, run(FIRST_RUN))
-
-    [request] = approvals.pending()
-    print(f"\n  (a person reads approval request {request.id}:)")
-    print(textwrap.indent(request.describe(), "  ┆ "))
-    approvals.approve(request.id, by="lee@example.com")
-    print("  (lee@example.com approves; the conversation goes on and the call is made again)")
-    show(SECOND_RUN, run(SECOND_RUN))
+    if waits:
+        asked: list[ApprovalRequest] = []
+        approvals.on_request(lambda request: asked.append(request) or decide_soon(request))
+        show(FIRST_RUN, run(FIRST_RUN))
+        [request] = asked
+        print(f"\n  (while the run waited, a person read approval request {request.id}:)")
+        print(textwrap.indent(request.describe(), "  ┆ "))
+        print(f"  ({LEAD} approved from another thread; the waiting call then ran, once)")
+    else:
+        show(FIRST_RUN, run(FIRST_RUN))
+        [request] = approvals.pending()
+        print(f"\n  (a person reads approval request {request.id}:)")
+        print(textwrap.indent(request.describe(), "  ┆ "))
+        approvals.approve(request.id, by=LEAD)
+        print(f"  ({LEAD} approves; the run goes on and the call is checked again)")
+        show(SECOND_RUN, run(SECOND_RUN))
 
     print("\n=== audit: the events of every check ===")
     for e in events:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,19 @@ MODULES = [
     "mcp",
 ]
 HERE = [m for m in MODULES if importlib.util.find_spec(f"toolpass.{m}") is not None]
+#: How each example shows the deploy waiting for a person: its framework's own pause (and
+#: resume).
+PAUSES = {
+    "langchain": "interrupt toolpass_approval",
+    "openai_agents": "interruptions toolpass_approval",
+    "pydantic_ai": "DeferredToolRequests toolpass_approval",
+    "crewai": "approved from another thread; the waiting call then ran, once",
+    "strands": "interrupt toolpass-approval",
+    "llamaindex": "ApprovalRequired toolpass_approval",
+    "google_adk": "the run pauses for ADK's tool confirmation",
+    "claude_agent_sdk": "deferred_tool_use toolpass_approval",
+    "mcp": "InputRequiredResult toolpass_approval",
+}
 
 
 def test_every_adapter_has_an_example() -> None:
@@ -55,33 +69,27 @@ def test_the_example_tells_the_story(module: str) -> None:
     out = done.stdout
     flat = " ".join(w for w in out.split() if w not in ("│", "┆"))  # long lines are wrapped
     calls = [line for line in out.splitlines() if line.startswith("▶ ")]
-    assert [c.split("(")[0] for c in calls] == [
-        "▶ model calls delete_issue",
-        "▶ model calls delete_issue",
-        "▶ model calls lookup_customer",
-        "▶ model calls read_ticket",
-        "▶ model calls send_email",
-        "▶ model calls deploy",
-        "▶ model calls deploy",
-    ], out
+    made = ["delete_issue", "delete_issue", "lookup_customer", "read_ticket", "send_email"]
+    # CrewAI's hook waits for the person, so its deploy is called once; elsewhere the run
+    # pauses (or the model is refused) and the deploy goes on in a second run.
+    deploys = ["deploy"] if module == "crewai" else ["deploy", "deploy"]
+    assert [c.split("(")[0] for c in calls] == [f"▶ model calls {n}" for n in made + deploys], out
     for shown in (
         "deleted PAY-1",  # allowed by the engine
         "Refused by toolpass (not_authorized)",  # denied by it
         "lacks Delete Issues in project PAY-2",  # with its reason
         "<untrusted-content id=",  # the ticket, fenced
         "Refused by toolpass (exfiltration)",
-        "wants to run deploy",  # what the person approving reads
         "deployed payments-api 2.4.1",  # once approved
     ):
         assert shown in flat, f"{shown!r} not in:\n{out}"
-    # The deploy waits for a person: a refusal the model reads, or the framework's pause.
-    assert (
-        "Refused by toolpass (approval_pending)" in flat
-        or (module == "strands" and "interrupt toolpass-approval" in flat)
-        or (module == "langchain" and "interrupt toolpass_approval" in flat)
-        or (module == "pydantic_ai" and "DeferredToolRequests toolpass_approval" in flat)
-        or (module == "llamaindex" and "ApprovalRequired toolpass_approval" in flat)
-    ), out
+    # The deploy waits for a person in the framework's own pause: never the refusal where
+    # the framework can pause.
+    assert PAUSES[module] in flat, out
+    if module != "google_adk":  # ADK's pause also answers the call with the refusal text
+        assert "approval_pending" not in flat.split("=== audit")[0], out
+    # What the person approving reads (Claude Code names an in-process tool mcp__<server>__<tool>).
+    assert re.search(r"wants to run (mcp__\w+__)?deploy \(write\)", flat), out
     assert "deleted PAY-2" not in out
     assert "sent to" not in out  # the email never went
     assert out.count("deployed payments-api") == 1  # the approval ran its call once
