@@ -524,7 +524,7 @@ class ApprovalQueue:
         entry = self.store.get(HISTORY + request_id) if request_id.isalnum() else None
         if not isinstance(entry, dict):
             raise KeyError(f"no approval request {request_id!r}")
-        status = _ENDED.get(entry.get("state"), "expired")  # gone while live: timed out
+        status = _ENDED.get(str(entry.get("state")), "expired")  # gone while live: timed out
         return {**entry, "status": status, "arguments": {}, "digest": None}
 
     def _settled(self, request_id: str, record: dict[str, Any]) -> ApprovalRequest:
