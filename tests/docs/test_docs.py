@@ -144,19 +144,22 @@ def test_the_python_block_runs_as_written(tmp_path: Path, block: Block) -> None:
 
 
 @pytest.mark.parametrize("block", CONFIGS, ids=lambda b: b.where)
-def test_the_yaml_block_passes_toolpass_validate(tmp_path: Path, block: Block) -> None:
+def test_the_yaml_block_passes_toolpass_validate(
+    tmp_path: Path,
+    block: Block,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from toolpass.cli import main  # `toolpass validate`, in this process: no import per block
+
     config = tmp_path / "toolpass.yaml"
     config.write_text(block.code)
-    done = subprocess.run(
-        [sys.executable, "-m", "toolpass.cli", "validate", "-config", str(config)],
-        cwd=tmp_path,
-        env=placeholders(tmp_path, block.code),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, f"{block.where}:\n{block.code}\n{done.stdout}{done.stderr}"
-    assert "not checked" not in done.stdout + done.stderr, done.stdout + done.stderr
+    for name, value in placeholders(tmp_path, block.code).items():
+        monkeypatch.setenv(name, value)
+    status = main(["validate", "-config", str(config)])
+    said = capsys.readouterr()
+    assert status == 0, f"{block.where}:\n{block.code}\n{said.out}{said.err}"
+    assert "not checked" not in said.out + said.err, said.out + said.err
 
 
 def commands(*under: str) -> list[str]:
