@@ -122,14 +122,46 @@ def test_an_adapter_that_hides_the_reason_fails(pytester: pytest.Pytester) -> No
     result.assert_outcomes(passed=6, failed=18, skipped=22)
 
 
-def test_overriding_or_skipping_a_test_fails(pytester: pytest.Pytester) -> None:
-    body = """try:
+#: A loop that checks every call and shows the model the refusal's text.
+CHECKS = """try:
                 outs.append(agent.guard.run(user, call.tool, call.arguments,
                                             lambda: fn(**call.arguments)))
             except ToolRefused as refused:
                 outs.append(refusal_text(refused))"""
+
+
+def test_an_override_marked_xfail_is_refused(pytester: pytest.Pytester) -> None:
+    """An expected failure would let an adapter that fails a test pass for conformance."""
     source = (
-        BROKEN % body
+        BROKEN % CHECKS
+        + """
+    @pytest.mark.xfail(reason="a known gap")
+    def test_unknown_is_refused(self, mode):
+        raise AssertionError("refuses nothing")
+"""
+    )
+    pytester.makepyfile(source)
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*TestBroken overrides test_unknown_is_refused*"])
+
+
+def test_the_skips_a_suite_allows_are_counted_with_their_reasons(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(BROKEN % CHECKS)  # no async run: each async case is a skip
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    skipped = result.parseoutcomes()["skipped"]
+    result.stdout.fnmatch_lines(
+        [
+            f"*pytest-toolpass: {skipped} conformance tests skipped*",
+            f"*{skipped:4d}  the framework has no async run",
+        ]
+    )
+
+
+def test_overriding_or_skipping_a_test_fails(pytester: pytest.Pytester) -> None:
+    source = (
+        BROKEN % CHECKS
         + """
     def test_unknown_is_refused(self, mode):
         pass
