@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import textwrap
+import urllib.parse
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from toolpass.engine import ConfigError, literal
 from toolpass.engine.config import load_config
 from toolpass.server import ServerConfig, parse_server_config
@@ -200,3 +203,37 @@ def test_toolpass_validate_accepts_and_rejects_the_public_url(
     assert main(["validate", "-config", str(path)]) == 1
     err = capsys.readouterr().err
     assert f"{path}, line 4, server key 'public_url': must be an http(s) URL" in err
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    url=st.one_of(
+        st.text(max_size=60),
+        st.builds(
+            "{}://{}{}".format,
+            st.sampled_from(["http", "https", "HTTP", "ftp", ""]),
+            st.text(alphabet="abc.:@[]1-", max_size=20),
+            st.text(alphabet="/?#%ab ", max_size=12),
+        ),
+    )
+)
+def test_an_accepted_public_url_is_an_http_url_with_nothing_but_a_path(url: str) -> None:
+    section = {"api_keys": ["env:A"], "public_url": url}
+    try:
+        kept = parse_server_config(section).public_url
+    except ConfigError as refused:
+        message = str(refused)
+    else:
+        message = ""
+    if message:
+        assert message.startswith("server key 'public_url': ")
+        return
+    assert kept is not None
+    parts = urllib.parse.urlsplit(kept)
+    assert parts.scheme in ("http", "https")
+    assert parts.hostname
+    assert (parts.username, parts.password, parts.query, parts.fragment) == (None, None, "", "")
+    assert "?" not in kept
+    assert "#" not in kept
+    assert kept.isprintable()
+    assert not kept.endswith("/")
