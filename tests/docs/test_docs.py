@@ -188,7 +188,12 @@ def test_every_adapter_and_system_has_a_page_in_the_navigation() -> None:
         assert f"adapters/{name}.md" in nav, name
         assert (DOCS / "adapters" / f"{name}.md").is_file(), name
     systems = sorted(p.stem for p in (DOCS / "permissions").glob("*.md") if p.stem != "README")
-    assert len(systems) >= 22
+    listed = subprocess.run(
+        [sys.executable, "-m", "toolpass.cli", "catalog"], capture_output=True, text=True
+    ).stdout
+    integrations = sorted(re.findall(r"^([a-z0-9_]+) ", listed, re.M))
+    assert len(integrations) >= 22
+    assert systems == integrations  # one page per integration `toolpass catalog` lists
     for name in systems:
         assert f"permissions/{name}.md" in nav, name
 
