@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,9 @@ LANES = 2
 LOGS = ROOT / ".nox" / ".logs"
 #: How long each session took last time (seconds), to start the longest first.
 TIMES = ROOT / ".nox" / ".times.json"
+#: Before any run: the sessions known to be long (the Claude Agent SDK's runs its real CLI
+#: for each conformance test), the rest in the noxfile's order.
+FIRST_GUESS = {"adapter(name='claude-agent-sdk', install='wheels')": 600, "core": 300}
 #: Programs the tests run beside Python: (Debian package, commands that provide it, who needs it).
 SYSTEM_NEEDS = [
     ("redis-server", ("redis-server",), "the shared-state tests start a real redis-server"),
@@ -114,13 +118,23 @@ def default_sessions() -> list[str]:
     if listed.returncode:
         raise SystemExit(listed.returncode)
     names = [entry["session"] for entry in json.loads(listed.stdout)]
-    times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
-    return sorted(names, key=lambda name: -times.get(name, 0))
+    times = last_times()
+    return sorted(names, key=lambda name: -times.get(name, FIRST_GUESS.get(name, 0)))
+
+
+def last_times() -> dict[str, float]:
+    return json.loads(TIMES.read_text()) if TIMES.exists() else {}
+
+
+def skip_reason(log: str) -> str | None:
+    """Why nox skipped the session whose output is ``log``, if it did."""
+    found = re.search(r"^nox > Session .* skipped: (.*)$", log, re.MULTILINE)
+    return found[1] if found else None
 
 
 def run_in_lanes(names: list[str]) -> int:
     """Run each session once, LANES at a time; say which failed and show their output."""
-    pending, failed, times = list(names), [], {}
+    pending, failed, skipped, times = list(names), [], [], {}
     lock = threading.Lock()
     LOGS.mkdir(parents=True, exist_ok=True)
 
@@ -134,12 +148,15 @@ def run_in_lanes(names: list[str]) -> int:
             start = time.monotonic()
             with log.open("w") as out:
                 done = nox("-s", name, stdout=out, stderr=subprocess.STDOUT)
+            why = skip_reason(log.read_text())
             with lock:
                 times[name] = round(time.monotonic() - start, 1)
-                status = "failed" if done.returncode else "passed"
+                status = "failed" if done.returncode else f"skipped ({why})" if why else "passed"
                 print(f"dev.py: {name} {status} in {times[name]:.0f} s", flush=True)
                 if done.returncode:
                     failed.append((name, log))
+                elif why:
+                    skipped.append(name)
 
     start = time.monotonic()
     lanes = [threading.Thread(target=lane) for _ in range(LANES)]
@@ -147,11 +164,15 @@ def run_in_lanes(names: list[str]) -> int:
         thread.start()
     for thread in lanes:
         thread.join()
-    TIMES.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
+    TIMES.write_text(json.dumps({**last_times(), **times}, indent=1, sort_keys=True) + "\n")
     for name, log in failed:
         print(f"\n===== {name} ({log.relative_to(ROOT)}) =====\n{log.read_text()}", flush=True)
     took = time.monotonic() - start
-    print(f"dev.py: {len(names) - len(failed)} of {len(names)} sessions passed in {took:.0f} s")
+    passed = len(names) - len(failed) - len(skipped)
+    print(
+        f"dev.py: {len(names)} sessions in {took:.0f} s: {passed} passed,"
+        f" {len(skipped)} skipped (each with its reason above), {len(failed)} failed"
+    )
     if failed:
         print("dev.py: failed: " + ", ".join(name for name, _ in failed), file=sys.stderr)
     return 1 if failed else 0
