@@ -2,8 +2,10 @@
 
 Bounded (least recently used entries go first) and safe under threads. Concurrent identical
 questions share one look-up (single flight): the first asks, the others wait for its answer.
-With a shared store, a decision one process looked up serves the others until it expires; a
-store that fails is a miss (the system is asked), never an answer.
+With a shared store, the store is the cache: a decision one process looked up (or asked
+``fresh``) serves every process until it expires, and no process answers from a copy of its
+own that another has replaced since. A store that fails is a miss (the system is asked),
+never an answer.
 """
 
 from __future__ import annotations
@@ -52,9 +54,17 @@ class DecisionCache:
 
     def get(self, key: Hashable) -> Decision | None:
         """The cached decision (marked ``cached``), or None when absent or expired."""
+        if self._store is not None:
+            return self._shared(key)
         with self._lock:
-            hit = self._get_locked(key)
-        return hit if hit is not None or self._store is None else self._shared(key)
+            return self._get_locked(key)
+
+    def peek(self, key: Hashable) -> Decision | None:
+        """The cached decision when it can be had without I/O (never with a shared store)."""
+        if self._store is not None:
+            return None
+        with self._lock:
+            return self._get_locked(key)
 
     def _shared(self, key: Hashable) -> Decision | None:
         assert self._store is not None
@@ -73,7 +83,6 @@ class DecisionCache:
             return None  # not a decision this version wrote: asked anew
         if decision.decision not in ("allow", "deny") or left <= 0:
             return None
-        self._keep(key, decision, left)
         return decision
 
     def _get_locked(self, key: Hashable) -> Decision | None:
@@ -91,13 +100,14 @@ class DecisionCache:
         if decision.decision == "unknown" or ttl <= 0:
             return
         stored = dataclasses.replace(decision, cached=True)
-        self._keep(key, stored, ttl)
-        if self._store is not None:
-            value = {"decision": dataclasses.asdict(stored), "until": time.time() + ttl}
-            try:
-                self._store.update(_name(key), lambda _: (value, None), ttl=ttl)
-            except StoreUnavailable as exc:
-                log.warning("toolpass could not write the shared decision cache: %s", exc)
+        if self._store is None:
+            self._keep(key, stored, ttl)
+            return
+        value = {"decision": dataclasses.asdict(stored), "until": time.time() + ttl}
+        try:
+            self._store.update(_name(key), lambda _: (value, None), ttl=ttl)
+        except StoreUnavailable as exc:
+            log.warning("toolpass could not write the shared decision cache: %s", exc)
 
     def _keep(self, key: Hashable, stored: Decision, ttl: float) -> None:
         with self._lock:

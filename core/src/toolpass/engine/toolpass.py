@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -64,14 +64,14 @@ class Toolpass(Checker):
 
     @staticmethod
     def remote(
-        url: str | None = None,
+        url: str | Sequence[str] | None = None,
         api_key: str | Secret | None = None,
         *,
         timeout: float = 10.0,
         ca_file: str | None = None,
     ) -> RemoteToolpass:
         """A client of ``toolpass serve`` with the same methods (defaults: ``TOOLPASS_URL``,
-        ``TOOLPASS_API_KEY``)."""
+        ``TOOLPASS_API_KEY``); several URLs (a list) fail over."""
         from toolpass.engine.remote import RemoteToolpass
 
         return RemoteToolpass(url, api_key, timeout=timeout, ca_file=ca_file)
@@ -164,7 +164,7 @@ class Toolpass(Checker):
         return dataclasses.replace(decision, **where)
 
     def _peek(self, user: str, connection: str, action: str, resource: str) -> Decision | None:
-        return self._cache.get(self._key(connection, user, action, resource))
+        return self._cache.peek(self._key(connection, user, action, resource))
 
     def probe(self, connection: str | None = None) -> dict[str, ProbeResult]:
         """Ask each connection's system (or just ``connection``'s) whether its credential works."""

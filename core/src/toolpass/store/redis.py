@@ -70,9 +70,7 @@ class RedisStore:
         self.url = url
         self.prefix = prefix
         # redis-py's types say bytes | str for every answer: decode_responses makes it str.
-        self._redis: Any = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
-        )
+        self._redis: Any = redis.Redis.from_url(url, **_options(timeout))
         self._timeout = timeout
         self._swap: Any = self._redis.register_script(_SWAP)
         self._known: dict[str, str] = {}  # key -> "" (nothing) or "=" and the value last seen
@@ -170,10 +168,7 @@ class RedisStore:
 
         deadline = time.monotonic() + timeout
         client: Any = redis.asyncio.Redis.from_url(
-            self.url,
-            socket_timeout=self._timeout,
-            socket_connect_timeout=self._timeout,
-            decode_responses=True,
+            self.url, **_options(self._timeout, asynchronous=True)
         )
         try:
             async with client.pubsub() as pubsub:
@@ -220,6 +215,22 @@ class RedisStore:
 
     def close(self) -> None:
         self._redis.close()
+
+
+def _options(timeout: float, *, asynchronous: bool = False) -> dict[str, Any]:
+    """A client that answers within ``timeout`` seconds or fails: once retried at once (a
+    connection Redis dropped, e.g. on a restart), never with redis-py's growing back-off, so a
+    Redis that is down refuses a call in about one connect, not seconds later."""
+    from redis.asyncio.retry import Retry as AsyncRetry
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "decode_responses": True,
+        "retry": (AsyncRetry if asynchronous else Retry)(NoBackoff(), 1),
+    }
 
 
 def _loads(raw: str | None) -> Any:
