@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import dataclasses
 import logging
 import threading
@@ -59,13 +58,12 @@ from toolpass.adapting import (
     SessionSource,
     Toolkit,
     ToolRefused,
-    expired_refusal,
     redact,
     redact_text,
     refusal_text,
 )
 from toolpass.adapting import usable_secrets as usable
-from toolpass.mcp._approvals import PREFIX, Approvals, edited, invalid_state, wants_url
+from toolpass.mcp._approvals import PREFIX, Approvals
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -576,13 +574,17 @@ class ToolpassMiddleware:
         if resumed:  # a retry after the approvals page: the state is ours, not the tool's
             params = {k: v for k, v in params.items() if k not in _RESUME_FIELDS}
             try:
-                arguments = await self._resumed(state, name, arguments, ctx)
+                arguments = await self.approvals.resumed(state, name, arguments)
             except ToolRefused as refused:
                 self._audit_refused(ctx, name, arguments, refused)
                 return self._on_the_wire(ctx, self._core.refusal(refused, _as_mcp_result))
             params = {**params, "arguments": arguments}
             ctx = dataclasses.replace(ctx, params=params)
-        pause = None if resumed else self._pause(ctx, name, arguments)
+        session = ctx.session
+        pause = None
+        if not resumed:  # a client that declared URL elicitation is sent to the page
+            caps, version = session.client_capabilities, ctx.protocol_version
+            pause = self.approvals.pauser(caps, name, arguments, version, session)
         result = await self._core.call(
             name,
             arguments,
@@ -606,51 +608,6 @@ class ToolpassMiddleware:
             user = None
         args = arguments if isinstance(arguments, Mapping) else {}
         self.guard.audit_refused(user if isinstance(user, str) else None, str(name), args, refused)
-
-    def _pause(
-        self, ctx: ServerRequestContext[Any, Any], name: Any, arguments: Any
-    ) -> Callable[[ToolRefused], Any] | None:
-        """What answers a call waiting for a person, for a client that declared URL-mode
-        elicitation (None: the refusal's text, as for every other client)."""
-        approvals = self.approvals
-        if approvals.url is None or not wants_url(ctx.session.client_capabilities):
-            return None
-
-        def pause(refused: ToolRefused) -> Any:
-            try:
-                version = ctx.protocol_version
-                return approvals.pause(refused, str(name), arguments, version, ctx.session)
-            except MCPError:
-                raise  # the 2025 versions' answer: -32042
-            except Exception:
-                log.exception("toolpass: could not send the client to the approvals page")
-                return None
-
-        return pause
-
-    async def _resumed(
-        self, state: str, name: Any, arguments: Any, ctx: ServerRequestContext[Any, Any]
-    ) -> Any:
-        """The arguments a retry carrying a state signed here runs with (a person's edit),
-        once the state is verified for this very call; waits (``approval_wait``) while the
-        client opened the page and the request still waits. ``ToolRefused`` for a state
-        altered, forged, made for other arguments or used, and for an expired request."""
-        approvals, queue = self.approvals, self._core.guard.queue
-        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, Mapping)):
-            raise invalid_state("sent with a call that cannot be read")
-        request_id = approvals.verify(state, name, arguments)
-        assert queue is not None, "verify needs the queue"
-        status = queue.state(request_id)
-        if status == "pending" and approvals.wait > 0:
-            with contextlib.suppress(KeyError):
-                await queue.wait_async(request_id, approvals.wait)
-            status = queue.state(request_id)
-        if status == "expired":
-            raise expired_refusal(request_id)
-        if status not in ("pending", "approved", "edited", "denied"):  # running, used, unknown
-            raise invalid_state(f"names request {request_id}, which is {status}")
-        written = queue.edited_arguments(request_id) if status == "edited" else None
-        return edited(written) if written is not None else arguments
 
     def _on_the_wire(self, ctx: ServerRequestContext[Any, Any], result: Any) -> Any:
         """A result the middleware made (a refusal, a fenced text) shaped as the server

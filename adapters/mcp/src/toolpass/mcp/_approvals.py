@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from secrets import token_hex
 from typing import Any, cast
 from urllib.parse import urlencode, urlsplit
@@ -30,9 +31,9 @@ from mcp_types import (
     RequestParamsMeta,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from toolpass.adapting import ApprovalPending, Guard, Pending, ToolRefused
+from toolpass.adapting import ApprovalPending, Guard, Pending, ToolRefused, expired_refusal
 
-from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 
 #: Where a state this guard signed starts (any other ``requestState`` is the server's own).
 PREFIX = "toolpass-approval."
@@ -112,6 +113,48 @@ class Approvals:
             why = "not signed by this server" if not signed else "signed for other arguments"
             raise invalid_state(why)
         return request_id
+
+    async def resumed(self, state: str, tool: Any, arguments: Any) -> Any:
+        """The arguments a retry carrying a state signed here runs with (a person's edit),
+        once the state is verified for this very call; waits (``wait``) while the request
+        still waits for the person. ``ToolRefused`` for a state altered, forged, made for
+        other arguments or for a request used or running, and for an expired request."""
+        queue = self.guard.queue
+        if not isinstance(tool, str) or not (arguments is None or isinstance(arguments, Mapping)):
+            raise invalid_state("sent with a call that cannot be read")
+        request_id = self.verify(state, tool, arguments)
+        assert queue is not None, "verify needs the queue"
+        status = queue.state(request_id)
+        if status == "pending" and self.wait > 0:
+            with contextlib.suppress(KeyError):
+                await queue.wait_async(request_id, self.wait)
+            status = queue.state(request_id)
+        if status == "expired":
+            raise expired_refusal(request_id)
+        if status not in ("pending", "approved", "edited", "denied"):  # running, used, unknown
+            raise invalid_state(f"names request {request_id}, which is {status}")
+        written = queue.edited_arguments(request_id) if status == "edited" else None
+        return edited(written) if written is not None else arguments
+
+    def pauser(
+        self, capabilities: Any, tool: Any, arguments: Any, version: str, session: Any
+    ) -> Callable[[ToolRefused], Any] | None:
+        """What answers a call waiting for a person (``pause``) for a client whose
+        ``capabilities`` declare URL-mode elicitation; None (the refusal's text) for any
+        other client, or without a page. A failure to make the answer gives the refusal."""
+        if self.url is None or not wants_url(capabilities):
+            return None
+
+        def pause(refused: ToolRefused) -> Any:
+            try:
+                return self.pause(refused, str(tool), arguments, version, session)
+            except MCPError:
+                raise  # the 2025 versions' answer: -32042
+            except Exception:
+                log.exception("toolpass: could not send the client to the approvals page")
+                return None
+
+        return pause
 
     def pause(
         self, refused: ToolRefused, tool: str, arguments: Any, version: str, session: Any = None
