@@ -58,9 +58,11 @@ def oauth_server(name: str, **options: Any) -> MCPServer:
 
 
 @contextmanager
-def serving(server: MCPServer) -> Iterator[str]:
-    """Serve ``server`` over streamable HTTP; yields its URL."""
-    app = server.streamable_http_app()
+def serving(server: Any) -> Iterator[str]:
+    """Serve ``server`` (an ``MCPServer``, or a ``fastmcp`` server) over streamable HTTP;
+    yields its URL."""
+    made = getattr(server, "streamable_http_app", None)
+    app = made() if made is not None else server.http_app(path="/mcp")
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(web.serve()), daemon=True)

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from fastmcp import FastMCP
 from http_server import oauth_server, serving, token_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -585,3 +586,41 @@ async def test_a_2025_client_is_told_when_the_person_decided() -> None:
     out = await asyncio.create_task(run(), context=contextvars.copy_context())
     assert out == "deleted PAY-1"
     assert kit.ran == ["PAY-1"]
+
+
+# A server of the fastmcp package (FastMCPGuard), over streamable HTTP on 127.0.0.1.
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_fastmcp_server_sends_the_client_to_the_page(mode: str) -> None:
+    queue, ran = ApprovalQueue(), []
+    server = FastMCP("kit")
+
+    @server.tool()
+    def delete_issue(key: str) -> str:
+        """Delete an issue."""
+        ran.append(key)
+        return f"deleted {key}"
+
+    session = Session(DANA, id="conversation-1")
+    kit = Toolkit(approver=queue, audit=[])
+    options = {"session": lambda _: session, "approvals_url": PAGE, "approval_wait": 0}
+    guard(server, engine(), {"delete_issue": ASKS}, toolkit=kit, user=DANA, **options)
+
+    async def go(client: Client) -> tuple[Any, str, str]:
+        paused = await first_call(client)
+        before = await retry(client, paused)
+        [request] = queue.pending()
+        queue.approve(request.id, by="lee@example.com")
+        return paused, before, await retry(client, paused)
+
+    with serving(server) as url:
+        async with Client(url, mode=mode, elicitation_callback=_accept) as client:
+            paused, before, after = await go(client)
+    asked = asked_of(paused)
+    assert asked.mode == "url"
+    assert asked.url.startswith(f"{PAGE}?id=")  # FastMCP passes on no _meta of it
+    assert "approval_pending" in before or "-32042" in before
+    assert after == "deleted PAY-1"
+    assert ran == ["PAY-1"]

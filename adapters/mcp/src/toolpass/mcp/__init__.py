@@ -733,9 +733,6 @@ def guard(
     if _is_fastmcp(server):
         from toolpass.mcp._fastmcp import FastMCPGuard
 
-        if approvals_url is not None:
-            raise ValueError("approvals_url is for MCP SDK servers; a fastmcp server refuses")
-
         middleware: Any = FastMCPGuard(
             engine,
             rules,
@@ -746,6 +743,9 @@ def guard(
             session=session,
             on_refuse=on_refuse,
             client=client,
+            approvals_url=approvals_url,
+            approval_key=approval_key,
+            approval_wait=approval_wait,
         )
         server.add_middleware(middleware)
         return middleware

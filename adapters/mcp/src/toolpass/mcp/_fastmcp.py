@@ -3,7 +3,7 @@ resource reads and prompts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types
@@ -11,7 +11,7 @@ from fastmcp.prompts.base import PromptResult
 from fastmcp.resources.base import ResourceResult
 from fastmcp.server.dependencies import get_access_token, get_http_request
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.tools.base import Tool, ToolResult
+from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from mcp_types import TextContent
 from toolpass.adapting import OnRefuse, PermissionEngine, Rules, SessionSource, Toolkit, ToolRefused
 from toolpass.adapting import refusal_text as refusal_text
@@ -25,6 +25,7 @@ from toolpass.mcp import (
     _Core,
     log,
 )
+from toolpass.mcp._approvals import PREFIX, Approvals
 
 __all__ = ["FastMCPGuard"]
 
@@ -71,6 +72,9 @@ class FastMCPGuard(Middleware):
         session: SessionSource = "conversation",
         on_refuse: OnRefuse | None = refusal_text,
         client: Client = None,
+        approvals_url: str | None = None,
+        approval_key: bytes | str | None = None,
+        approval_wait: float = 30.0,
     ) -> None:
         self._core = _Core(
             engine,
@@ -85,6 +89,7 @@ class FastMCPGuard(Middleware):
             client=client,
         )
         self.guard = self._core.guard
+        self.approvals = Approvals(self.guard, approvals_url, approval_key, approval_wait)
 
     async def on_call_tool(
         self,
@@ -93,8 +98,21 @@ class FastMCPGuard(Middleware):
     ) -> ToolResult:
         message: Any = context.message
         name, arguments = getattr(message, "name", None), getattr(message, "arguments", None)
+        state = getattr(message, "request_state", None)
+        pause = None
+        if isinstance(state, str) and state.startswith(PREFIX):  # after the approvals page
+            try:
+                arguments = await self.approvals.resumed(state, name, arguments)
+            except ToolRefused as refused:
+                self._audit_refused(context, name, arguments, refused)
+                refusal: ToolResult = self._core.refusal(refused, _as_tool_result)
+                return refusal
+            cleared = {"arguments": arguments, "request_state": None, "input_responses": None}
+            context = context.copy(message=message.model_copy(update=cleared))
+        else:
+            pause = self._pause(context, name, arguments)
         result: ToolResult = await self._checked(
-            name, arguments, context, call_next, _as_tool_result
+            name, arguments, context, call_next, _as_tool_result, pause
         )
         if isinstance(result, str):  # the pipeline fenced an untrusted result: text
             return ToolResult(content=[TextContent(type="text", text=result)])
@@ -148,6 +166,7 @@ class FastMCPGuard(Middleware):
         context: MiddlewareContext[Any],
         call_next: CallNext[Any, Any],
         refused_as: Callable[[Any, ToolRefused], Any],
+        pause: Callable[[ToolRefused], Any] | None = None,
     ) -> Any:
         fastmcp_context = context.fastmcp_context
         try:
@@ -163,4 +182,36 @@ class FastMCPGuard(Middleware):
             _http_request(),
             lambda: call_next(context),
             refused_as,
+            pause,
         )
+
+    def _audit_refused(
+        self, context: MiddlewareContext[Any], name: Any, arguments: Any, refused: ToolRefused
+    ) -> None:
+        try:
+            user = self.guard.user_of(None, context)
+        except ToolRefused:
+            user = None
+        args = arguments if isinstance(arguments, Mapping) else {}
+        self.guard.audit_refused(user if isinstance(user, str) else None, str(name), args, refused)
+
+    def _pause(
+        self, context: MiddlewareContext[Any], name: Any, arguments: Any
+    ) -> Callable[[ToolRefused], Any] | None:
+        """A client that declared URL-mode elicitation is sent to the approvals page (on
+        2026-07-28 as FastMCP carries an ``InputRequiredResult`` through its middleware)."""
+        fastmcp_context = context.fastmcp_context
+        request = fastmcp_context.request_context if fastmcp_context is not None else None
+        if request is None:
+            return None
+        session = fastmcp_context.session if fastmcp_context is not None else None
+        caps = getattr(session, "client_capabilities", None)
+        made = self.approvals.pauser(caps, name, arguments, request.protocol_version, session)
+        if made is None:
+            return None
+
+        def pause(refused: ToolRefused) -> Any:
+            answer = made(refused)
+            return InputRequiredToolResult(answer) if answer is not None else None
+
+        return pause
