@@ -1,10 +1,12 @@
 """The pipeline every tool call goes through, written once.
 
-``steps`` runs ``CHECKS`` in order (``toolkit.checks``: session, arguments, effect, limits,
-authorization, entitlements, untrusted input, exfiltration, approval), then the credential
-and the body, and writes exactly one audit event whatever happened. Where a step needs user
+``steps`` runs ``CHECKS`` in order (``toolkit.checks``: session, arguments, scope, effect,
+grants, limits, authorization, entitlements, untrusted_input, destinations, exfiltration,
+approval), then the credential and the body, and writes exactly one audit event whatever
+happened (one with the other layer's, when an adapter's call and a secured tool's are one
+call: ``toolkit.one_event``). Where a step needs user
 code (an authorizer, an approver, a credentials callable, the body itself) it yields a
-``Hook`` and the driver (``toolkit.drivers``) runs it: ``run_sync`` calls it; ``run_async``
+``Step`` and the driver (``toolkit.drivers``) runs it: ``run_sync`` calls it; ``run_async``
 awaits a coroutine function and runs a plain function in a worker thread with the caller's
 context. The result (or the exception) is sent back into the generator, which carries on.
 Nothing else differs between the two.
@@ -12,24 +14,20 @@ Nothing else differs between the two.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
-from contextvars import ContextVar
 from typing import Any
 
 from toolpass.intercept import context as intercept_context
 from toolpass.intercept.context import CallScope
-from toolpass.outcome.audit import AuditEvent, emit
 from toolpass.outcome.errors import ToolError, ToolRefused
 from toolpass.rules.redact import redact, usable
 from toolpass.store import StoreUnavailable
-from toolpass.toolkit import checks
+from toolpass.toolkit import checks, one_event
 from toolpass.toolkit.checks import EXFILTRATION_REASON, CallState, check_error, credential
-from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, Hook, Step
+from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, Step
 from toolpass.toolkit.output import body_error, clear_frames, output, redacted_refusal
 from toolpass.toolkit.settings import Settings, configured_mode
 from toolpass.toolkit.spec import ToolSpec
@@ -57,12 +55,6 @@ CHECKS: tuple[Check, ...] = (
     checks.exfiltration,
     checks.approval,
 )
-
-
-#: The adapter's call whose body (the framework's handler) runs now: the first secured tool
-#: that body calls is the same call, so the two write one audit event.
-_adapting: ContextVar[CallState | None] = ContextVar("toolpass_adapting", default=None)
-_joining = threading.Lock()
 
 
 def plan(spec: ToolSpec, kit: Settings) -> tuple[tuple[Check, ...], bool]:
@@ -110,7 +102,8 @@ def steps(
     handler, which already holds the arguments).
     """
     c = CallState(spec, args, kwargs, body)
-    _join(c)
+    deciding = body in DECIDING
+    one_event.join(c, deciding)
     planned, observed = plan(spec, c.kit)
     try:
         if observed:
@@ -148,59 +141,7 @@ def steps(
         raise
     finally:
         _let_go(c)
-        _write(c)
-
-
-def _join(c: CallState) -> None:
-    """Make ``c`` part of the adapter's call whose body made it, when it is the first
-    secured tool that body calls (a later one, or one called by the tool, is a call apart)."""
-    outer = _adapting.get()
-    if outer is None or c.spec.framework:
-        return
-    with _joining:
-        if outer.inner is None and not outer.ended:
-            outer.inner, c.outer = c, outer
-
-
-def _write(c: CallState) -> None:
-    """Write the call's one audit event; a secured tool's call that is part of an adapter's
-    hands its event over instead, and the adapter's call writes the two as one."""
-    event = c.event
-    event.finish()
-    if event.secrets:
-        event.seal()  # redacted now: the credential is forgotten before sinks keep it
-    with _joining:
-        c.ended = True
-        if c.outer is not None and not c.outer.ended:
-            return  # handed over: the adapter's call is still on
-        inner = c.inner if c.inner is not None and c.inner.ended else None
-    if inner is None:
-        emit(event, c.kit.audit)
-        return
-    sinks = c.kit.audit + tuple(s for s in inner.kit.audit if s not in c.kit.audit)
-    emit(_one_event(event, inner.event), sinks)
-
-
-def _one_event(outer: AuditEvent, inner: AuditEvent) -> AuditEvent:
-    """The one event of an adapter's call whose body was a secured tool's call: the tool's
-    (it knows the most), named as the agent called it, with what the adapter found that the
-    tool did not, and the final outcome: the adapter's when the tool's call ended well."""
-    if inner.outcome == "ok" and outer.outcome != "ok":
-        inner.outcome, inner.code = outer.outcome, outer.code
-        inner.message, inner.detail = outer.message, outer.detail
-    inner.tool, inner.time, inner.duration = outer.tool, outer.time, outer.duration
-    inner.effect = inner.effect or outer.effect
-    inner.authorization = inner.authorization or outer.authorization
-    inner.approval_reasons = tuple(dict.fromkeys(outer.approval_reasons + inner.approval_reasons))
-    inner.approval_id = inner.approval_id or outer.approval_id
-    inner.approved_by = inner.approved_by or outer.approved_by
-    inner.standing_approval = inner.standing_approval or outer.standing_approval
-    inner.preview = inner.preview or outer.preview
-    inner.actions = inner.actions or outer.actions
-    inner.would_refuse = outer.would_refuse + inner.would_refuse
-    if outer.mode == "observe":
-        inner.mode = "observe"
-    return inner
+        one_event.write(c, deciding)
 
 
 def _observed(c: CallState, planned: tuple[Check, ...]) -> Generator[Step, Any, None]:
@@ -225,8 +166,8 @@ def _observed(c: CallState, planned: tuple[Check, ...]) -> Generator[Step, Any, 
 
 
 def _body(c: CallState) -> Generator[Step, Any, Any]:
-    """8. The credential, fetched only now and held in no local of its own; 9. the body,
-    watched by the request hook, its output or exception made safe to return."""
+    """After the checks: the credential, fetched only now and held in no local of its own;
+    then the body, watched by the request hook, its output or exception made safe to return."""
     spec, kit, session, event = c.spec, c.kit, c.session, c.event
     call_kwargs: Mapping[str, Any]
     fn, call_args, call_kwargs = spec.fn, *spec.binder.call_args(c.arguments)
@@ -249,18 +190,19 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
     c.reached = True
     scope = None
     if kit.permissions is not None:  # the request hook watches the body
-        # A person who approved sending data out approved it for the body's requests too.
-        approved = EXFILTRATION_REASON in c.reasons
+        # A person who approved sending data out approved it for the body's requests too;
+        # an observed call asked nobody, so its requests are checked as unapproved.
+        approved = EXFILTRATION_REASON in c.reasons and event.mode != "observe"
         scope = CallScope(spec, session, spec.toolkit, event, c.arguments, approved)
         scope.entitled, scope.effect = c.entitled, c.effect
         entered = intercept_context.enter(scope)
     failure: Exception | None = None
-    adapting = _adapting.set(c) if spec.framework else None
+    adapting = one_event.adapting(c) if spec.framework else None
     try:
-        result = yield (fn, call_args, call_kwargs, None, True)
+        result = yield Step(fn, call_args, call_kwargs, None, True)
         if type(result) in CONTAINERS:
             if lazy_within(result):  # a generator in a dict, say: read here, not later
-                result = yield Hook(settle, (result,), afn=asettle)
+                result = yield Step(settle, (result,), afn=asettle)
         elif type(result) not in PLAIN and isinstance(result, (Iterator, AsyncIterator)):
             result = yield _reading(result)  # in the call's scope: its requests are checked
     except Exception as exc:
@@ -268,7 +210,7 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
     finally:
         call_kwargs = NO_KWARGS  # the credential leaves this frame with the body
         if adapting is not None:
-            _adapting.reset(adapting)
+            one_event.adapted(adapting)
         if scope is not None:
             intercept_context.leave(entered)
             if kit.record is not None:
@@ -300,12 +242,12 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
     return result
 
 
-def _reading(result: Iterator[Any] | AsyncIterator[Any]) -> Hook:
+def _reading(result: Iterator[Any] | AsyncIterator[Any]) -> Step:
     """The step that reads a lazy result to its end: an iterator in the body's thread (a
     worker thread under the async driver), an async iterator on the loop."""
     if isinstance(result, Iterator):
-        return Hook(drain, (result,))
-    return Hook(_no_async_stream, (result,), afn=adrain)
+        return Step(drain, (result,))
+    return Step(_no_async_stream, (result,), afn=adrain)
 
 
 def drain(items: Iterator[Any]) -> list[Any]:
@@ -446,6 +388,8 @@ class Settler:
         if kind in _ATOMS or kind in PLAIN:
             return value
         if isinstance(value, Iterator):
+            import asyncio  # awaited on a running loop: already imported
+
             items = await asyncio.to_thread(drain, value)  # the call's context goes along
         elif isinstance(value, AsyncIterator):
             items = await adrain(value)
@@ -505,7 +449,7 @@ def _output_hooks(c: CallState, result: Any) -> Generator[Step, Any, None]:
     hooks = c.kit.on_output + ((c.spec.on_output,) if c.spec.on_output is not None else ())
     for hook in hooks:
         try:
-            yield Hook(hook, (c.call, seen))
+            yield Step(hook, (c.call, seen))
         except ToolRefused as refused:
             if c.event.mode != "observe":
                 raise
