@@ -25,6 +25,7 @@ The same options mean the same thing in every adapter:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import warnings
@@ -39,6 +40,7 @@ from toolpass.outcome.audit import AuditEvent, emit
 from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.redact import REDACTED, redact, redact_text
 from toolpass.rules.redact import usable as usable_secrets
+from toolpass.toolkit import one_event
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, preview_of
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
@@ -556,6 +558,11 @@ class Guard:
         most recently used; a conversation's session is kept by its id, also among the
         ``held_sessions`` most recently used. A new key starts a new session; without a key,
         every call does."""
+        with one_event.body_of_checked(), self._session(user, key) as session:
+            yield session
+
+    @contextmanager
+    def _session(self, user: str | None, key: Any) -> Iterator[Session]:
         active = current_session()
         if active is not None:
             if user and active.user != user:
@@ -761,20 +768,40 @@ class Guard:
         emit(event, self.toolkit.sinks)
 
     def check(
-        self, user: str | None, tool: str, arguments: Mapping[str, Any], *, key: Any = None
+        self,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        key: Any = None,
+        body_follows: bool = False,
     ) -> ToolRefused | None:
-        """For hooks that only decide: the refusal, or None when the call may run."""
+        """For hooks that only decide: the refusal, or None when the call may run.
+
+        ``body_follows``: the framework runs the call's body next, in this context (or a
+        task or thread started from it), inside ``session``: an allowed call's audit event
+        then waits for the body and is written with it, as one event with the outcome of
+        the body (a ``secured_tool``'s own checks included)."""
         try:
-            self.run(user, tool, arguments, decided, key=key)
+            with one_event.holding() if body_follows else contextlib.nullcontext():
+                self.run(user, tool, arguments, decided, key=key)
         except ToolRefused as refused:
             return refused
         return None
 
     async def acheck(
-        self, user: str | None, tool: str, arguments: Mapping[str, Any], *, key: Any = None
+        self,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        key: Any = None,
+        body_follows: bool = False,
     ) -> ToolRefused | None:
+        """``check`` for async frameworks."""
         try:
-            await self.arun(user, tool, arguments, adecided, key=key)
+            with one_event.holding() if body_follows else contextlib.nullcontext():
+                await self.arun(user, tool, arguments, adecided, key=key)
         except ToolRefused as refused:
             return refused
         return None

@@ -1,4 +1,4 @@
-"""Step 4, authorization: only an explicit allow passes; ``permission_check`` asks an engine
+"""The authorization check: only an explicit allow passes; ``permission_check`` asks an engine
 about the resource filled from the arguments, and refuses values that would change it."""
 
 import re

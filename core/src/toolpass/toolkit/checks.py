@@ -23,7 +23,7 @@ from toolpass.store import StoreUnavailable
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending, preview_of
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.authorize import PermissionCheck, refusal, verdict
-from toolpass.toolkit.drivers import NO_KWARGS, AsyncHookError, Hook, Step
+from toolpass.toolkit.drivers import NO_KWARGS, AsyncHookError, Step
 from toolpass.toolkit.provenance import destination_values
 from toolpass.toolkit.session import Seen, Session, _current
 from toolpass.toolkit.settings import Settings
@@ -56,6 +56,8 @@ class CallState:
     outer: CallState | None = None  # the adapter's call this one is part of
     inner: CallState | None = None  # the secured tool's call this adapter's call made
     ended = False  # its event is written (the adapter's) or handed over (the tool's)
+    #: A hook's decision whose event waits for its body's (``toolkit.one_event``): [taken].
+    waiting: list[bool] | None = None
 
     def __init__(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any], body: Any
@@ -92,7 +94,7 @@ def check_error(what: str, exc: BaseException) -> ToolRefused:
 
 
 def session(c: CallState) -> None:
-    """1. A user session is active: the call acts for its user."""
+    """A user session is active: the call acts for its user."""
     active = _current.get()
     if active is None:
         raise ToolRefused(
@@ -106,7 +108,7 @@ def session(c: CallState) -> None:
 
 
 def arguments(c: CallState) -> Steps | None:
-    """2. Arguments: bound, typed, validated; checked once, on a copy the caller can no
+    """Arguments: bound, typed, validated; checked once, on a copy the caller can no
     longer change, which is what the body gets."""
     spec = c.spec
     if spec.credential is not None and "credential" in c.kwargs:
@@ -136,7 +138,7 @@ def arguments(c: CallState) -> Steps | None:
 def _validate(c: CallState) -> Steps:
     for name, validator in c.spec.validators:
         try:
-            ok = yield Hook(validator, (c.arguments[name],), inline=True)
+            ok = yield Step(validator, (c.arguments[name],), inline=True)
         except ToolRefused:
             raise
         except Exception as exc:
@@ -147,7 +149,7 @@ def _validate(c: CallState) -> Steps:
 
 
 def scope(c: CallState) -> None:
-    """2a. Each argument with a scope rule is within it."""
+    """Each argument with a scope rule is within it."""
     for name, in_scope in c.spec.scope:
         if not in_scope(value := c.arguments[name]):
             raise ToolRefused(
@@ -166,7 +168,7 @@ def effect(c: CallState) -> None:
 
 
 def grants(c: CallState) -> Steps | None:
-    """2b. What the request was granted (``Session(allow_effects=, allow_tools=, grant=)``):
+    """What the request was granted (``Session(allow_effects=, allow_tools=, grant=)``):
     a call outside it is refused, saying what was not granted."""
     session = c.session
     if session.allow_effects is None and session.allow_tools is None and session.grant is None:
@@ -182,7 +184,7 @@ def grants(c: CallState) -> Steps | None:
 
 def _granted(c: CallState, grant: Callable[..., Any]) -> Steps:
     try:
-        answer = yield Hook(grant, (c.call,))
+        answer = yield Step(grant, (c.call,))
     except ToolRefused:
         raise
     except Exception as exc:
@@ -204,7 +206,7 @@ def _not_granted(what: str, detail: str) -> ToolRefused:
 
 
 def limits(c: CallState) -> None:
-    """3. Limits: a slot under each cap now, given back if the body never runs."""
+    """Limits: a slot under each cap now, given back if the body never runs."""
     spec, kit, effect = c.spec, c.kit, c.effect
     keys: tuple[tuple[str, int], ...] = ()
     if effect is not None and (cap := kit.limits.get(effect)) is not None:
@@ -246,7 +248,7 @@ def _with_session_caps(
 
 
 def authorization(c: CallState) -> Steps | None:
-    """4. Authorization: only an explicit allow passes."""
+    """Authorization: only an explicit allow passes."""
     return None if c.spec.authorize is None else _authorize(c)
 
 
@@ -254,7 +256,7 @@ def _authorize(c: CallState) -> Steps:
     spec = c.spec
     assert spec.authorize is not None
     try:
-        result = yield (spec.authorize, (c.call,), NO_KWARGS, spec.authorize_async, False)
+        result = yield Step(spec.authorize, (c.call,), NO_KWARGS, spec.authorize_async)
     except ToolRefused:
         raise
     except Exception as exc:
@@ -266,7 +268,7 @@ def _authorize(c: CallState) -> Steps:
 
 
 def entitlements(c: CallState) -> Steps | None:
-    """4b. What the entitlements file says the tool does, each action asked of the engine."""
+    """What the entitlements file says the tool does, each action asked of the engine."""
     return None if c.entitled is None else _entitled(c)
 
 
@@ -275,7 +277,7 @@ def _entitled(c: CallState) -> Steps:
     for action, resource in entitled_user_actions(c.entitled, c.arguments):
         check = EntitledCheck(c.kit.permissions, action, resource)
         try:
-            result = yield (check, (c.call,), NO_KWARGS, check.acall, False)
+            result = yield Step(check, (c.call,), NO_KWARGS, check.acall)
         except ToolRefused:
             raise
         except Exception as exc:
@@ -286,7 +288,7 @@ def _entitled(c: CallState) -> Steps:
 
 
 def untrusted_input(c: CallState) -> None:
-    """5. A call that changes or sends something and repeats untrusted text read earlier in
+    """A call that changes or sends something and repeats untrusted text read earlier in
     the session is refused (or sent for approval, or let through: ``untrusted_inputs``)."""
     spec, record = c.spec, c.seen().untrusted
     if not record:
@@ -314,7 +316,7 @@ def untrusted_input(c: CallState) -> None:
 
 
 def destinations(c: CallState) -> None:
-    """5b. A call that changes or sends, to a destination (an address, account, link) found
+    """A call that changes or sends, to a destination (an address, account, link) found
     only in untrusted content read in this session: refused (or sent for approval, or let
     through: ``provenance``). What the user asked for, vouched for, or read from a trusted or
     private source flows."""
@@ -344,7 +346,7 @@ def destinations(c: CallState) -> None:
 
 
 def exfiltration(c: CallState) -> None:
-    """6. A tool that sends data out, after the session read private data and untrusted
+    """A tool that sends data out, after the session read private data and untrusted
     content (unless ``exfiltration="ignore"``), or with a credential in its arguments:
     refused, or sent for approval."""
     spec = c.spec
@@ -377,7 +379,7 @@ def exfiltration(c: CallState) -> None:
 
 
 def approval(c: CallState) -> Steps | None:
-    """7. A person approves, out of band, when a check above or the tool's rule asks."""
+    """A person approves, out of band, when a check above or the tool's rule asks."""
     approve = c.spec.approve
     if approve is True:
         c.reasons += ("this tool always needs approval",)
@@ -388,7 +390,7 @@ def approval(c: CallState) -> Steps | None:
 
 def _approval(c: CallState, rule: Callable[..., Any]) -> Steps:
     try:
-        ask = yield Hook(rule, (c.call,))
+        ask = yield Step(rule, (c.call,))
     except ToolRefused:
         raise
     except Exception as exc:
@@ -423,7 +425,7 @@ def _ask(c: CallState) -> Steps:
         preview = preview_of({n: call.arguments[n] for n in order if n in call.arguments})
     else:
         try:
-            preview = str((yield Hook(spec.preview, (call,))))
+            preview = str((yield Step(spec.preview, (call,))))
         except Exception as exc:
             raise check_error("the preview", exc)
 
@@ -453,14 +455,14 @@ def _ask(c: CallState) -> Steps:
             return
         for listener in list(approver.listeners):
             try:
-                yield Hook(listener, (request,))
+                yield Step(listener, (request,))
             except Exception:
                 log.exception("toolpass approval listener %r failed", listener)
         raise pending(request)
     request = make(0.0)
     event.approval_id = request.id
     try:
-        answer = yield Hook(approver, (request,), afn=getattr(approver, "aapprove", None))
+        answer = yield Step(approver, (request,), afn=getattr(approver, "aapprove", None))
     except ToolRefused:
         raise
     except Exception as exc:
@@ -474,7 +476,7 @@ def _ask(c: CallState) -> Steps:
 
 
 def credential(kit: Settings, name: str) -> Generator[Step, Any, str]:
-    """8. The credential the tool declared, fetched only now, for the body alone."""
+    """The credential the tool declared, fetched only now, for the body alone."""
     source = kit.credentials
     if source is None or (isinstance(source, Mapping) and name not in source):
         raise _not_set_up(f"no credential named {name!r}")
@@ -482,11 +484,11 @@ def credential(kit: Settings, name: str) -> Generator[Step, Any, str]:
         if isinstance(source, Mapping):
             value = source[name]
             if callable(value):
-                value = yield Hook(value)
+                value = yield Step(value)
             elif hasattr(value, "get") and not isinstance(value, (str, bytes)):
-                value = yield Hook(value.get)
+                value = yield Step(value.get)
         else:
-            value = yield Hook(source, (name,))
+            value = yield Step(source, (name,))
     except (ToolRefused, AsyncHookError):
         raise
     except ConfigError as exc:  # an unset env: variable, an unreadable file: an operator's

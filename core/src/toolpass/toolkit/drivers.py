@@ -9,28 +9,29 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Generator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from toolpass.wire.decision import Decision
 
-#: What the pipeline yields to its driver: ``(fn, args, kwargs, afn, inline)``.
-Step = tuple[
-    Callable[..., Any], tuple[Any, ...], Mapping[str, Any], Callable[..., Any] | None, bool
-]
+NO_KWARGS: Mapping[str, Any] = {}
 
 
-class Hook(NamedTuple):
-    """User code the pipeline asks its driver to run.
+class Step:
+    """User code the pipeline asks its driver to run: ``fn(*args, **kwargs)``. ``afn`` is an
+    async variant the async driver prefers; ``inline`` marks cheap code (validators, the
+    body) that the async driver never moves to a worker thread."""
 
-    The hot steps (the authorizer, the body) yield a plain tuple of the same shape, which is
-    cheaper to build; drivers unpack either.
-    """
+    __slots__ = ("afn", "args", "fn", "inline", "kwargs")
 
-    fn: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = {}
-    afn: Callable[..., Any] | None = None  # an async variant, preferred by the async driver
-    inline: bool = False  # cheap code (validators, the body): never moved to a thread
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] = NO_KWARGS,
+        afn: Callable[..., Any] | None = None,
+        inline: bool = False,
+    ) -> None:
+        self.fn, self.args, self.kwargs, self.afn, self.inline = fn, args, kwargs, afn, inline
 
 
 class AsyncHookError(TypeError):
@@ -40,7 +41,6 @@ class AsyncHookError(TypeError):
         super().__init__(f"{fn!r} is async, so it cannot run for a sync tool")
 
 
-NO_KWARGS: Mapping[str, Any] = {}
 # Results that are never awaitable (checked by type before the general, slower test).
 PLAIN = frozenset({type(None), bool, int, float, str, bytes, list, dict, tuple, set, Decision})
 
@@ -54,16 +54,16 @@ def run_sync(gen: Generator[Step, Any, Any]) -> Any:
     error: BaseException | None = None
     while True:
         try:
-            hook = gen.send(value) if error is None else gen.throw(error)
+            step = gen.send(value) if error is None else gen.throw(error)
         except StopIteration as stop:
             return stop.value
         except BaseException:
             # The traceback keeps this frame: keep nothing of the last step in it (the
             # body's keyword arguments hold the credential).
-            hook = value = error = fn = args = kwargs = None  # type: ignore[assignment]
+            step = value = error = fn = args = kwargs = None  # type: ignore[assignment]
             raise
         error = None
-        fn, args, kwargs = hook[0], hook[1], hook[2]
+        fn, args, kwargs = step.fn, step.args, step.kwargs
         try:
             value = fn(*args, **kwargs)
         except BaseException as exc:
@@ -84,14 +84,14 @@ async def run_async(gen: Generator[Step, Any, Any]) -> Any:
     error: BaseException | None = None
     while True:
         try:
-            hook = gen.send(value) if error is None else gen.throw(error)
+            step = gen.send(value) if error is None else gen.throw(error)
         except StopIteration as stop:
             return stop.value
         except BaseException:
-            hook = value = error = fn = args = kwargs = afn = None  # type: ignore[assignment]
+            step = value = error = fn = args = kwargs = afn = None  # type: ignore[assignment]
             raise
         error = None
-        fn, args, kwargs, afn, inline = hook
+        fn, args, kwargs, afn, inline = step.fn, step.args, step.kwargs, step.afn, step.inline
         try:
             if afn is not None:
                 value = await afn(*args, **kwargs)

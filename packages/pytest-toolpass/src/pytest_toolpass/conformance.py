@@ -50,6 +50,11 @@ def _one_session() -> Callable[[Any], str]:
 DELETE = Rule("jira", "DELETE_ISSUES", "issue:{key}")
 
 
+def _only_pay_1(key: str) -> Decision:
+    """A secured tool's own live permission: only PAY-1 may be deleted."""
+    return Decision.allow() if key == "PAY-1" else Decision.deny("only PAY-1 may be deleted")
+
+
 @dataclass(frozen=True)
 class Call:
     """One tool call the scripted model makes."""
@@ -73,12 +78,15 @@ class Transcript:
 class KitTools:
     """The suite's tools as plain, typed functions; the adapter makes them framework tools.
 
-    Every run is recorded in ``ran`` as ``(tool, arguments)``.
+    Every run is recorded in ``ran`` as ``(tool, arguments)``. With ``secured``, each is a
+    ``secured_tool`` of that toolkit, and ``delete_issue`` checks its own live permission
+    (only ``PAY-1`` may go), a step after the adapter's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, secured: Toolkit | None = None) -> None:
         self.ran: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
+        self.secured = secured
 
     def _record(self, tool: str, **arguments: Any) -> None:
         with self._lock:
@@ -103,7 +111,14 @@ class KitTools:
                 return "acting for nobody"
             return f"acting for {session.user} in session {session.id}"
 
-        return [read_file, delete_issue, whoami]
+        kit = self.secured
+        if kit is None:
+            return [read_file, delete_issue, whoami]
+        return [
+            kit.secured_tool(read_file, effect="read"),
+            kit.secured_tool(delete_issue, effect="destructive", authorize=_only_pay_1),
+            kit.secured_tool(whoami, effect="read"),
+        ]
 
     def names(self) -> list[str]:
         return [t for t, _ in self.ran]
@@ -382,6 +397,32 @@ class AdapterConformance:
         assert len(seen) == 2  # one output each; names are the framework's own
         assert "contents of a.md" in seen[0][1]
         assert f"acting for {DANA}" in seen[1][1]
+
+    def test_a_secured_tool_is_one_call_with_one_audit_event(self, mode: str) -> None:
+        """A ``secured_tool`` handed to the framework: the adapter's check and the tool's own
+        write one event per call, with the final outcome, whichever of them refuses."""
+        events: list[Any] = []
+        kit = Toolkit(audit=[events.append])
+        tools = KitTools(secured=kit)
+        engine = ScriptedEngine(
+            {(DANA, "DELETE_ISSUES", f"issue:PAY-{n}"): Decision.allow() for n in (1, 2)}
+        )
+        script = [Call("delete_issue", {"key": f"PAY-{n}"}) for n in (1, 2, 3)]
+        rules = {"delete_issue": DELETE}
+        agent = self.build(engine, rules, strict=False, tools=tools, script=script, toolkit=kit)
+        out = self.run(agent, DANA) if mode == "sync" else asyncio.run(self.arun(agent, DANA))
+        assert tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        assert "deleted PAY-1" in out.outputs[0]
+        assert "not_authorized" in out.outputs[1]  # the tool's own check refused
+        assert "not_authorized" in out.outputs[2]  # the adapter's rule refused
+        # One event per call, named as the agent called the tool (a framework may prefix it).
+        assert [(e.user, e.outcome, e.code) for e in events] == [
+            (DANA, "ok", None),
+            (DANA, "refused", "not_authorized"),
+            (DANA, "refused", "not_authorized"),
+        ]
+        assert all(e.tool.endswith("delete_issue") for e in events)
+        assert events[1].effect == "destructive"  # the tool's own declaration
 
     def test_a_call_waiting_for_approval_shows_its_arguments(self, mode: str) -> None:
         """The person asked reads what the call would do: every argument, in the request's

@@ -274,7 +274,7 @@ class ToolpassGuardrails:
             user = self.guard.user_of(context, context)
             key = self.guard.key(_run(ctx), conversation, context)
             arguments = _parsed(params)
-            refused = await self.guard.acheck(user, tool, arguments, key=key)
+            refused = await self.guard.acheck(user, tool, arguments, key=key, body_follows=True)
         except Exception:  # the guardrail reads them again, refuses and audits it, once
             return False
         pending = None if refused is None else self.guard.pending(refused)
@@ -297,7 +297,9 @@ class ToolpassGuardrails:
             if decided is not None and decided[:2] == (key, arguments):
                 refused = decided[2]  # needs_approval checked this very call
             else:
-                refused = await self.guard.acheck(user, ctx.tool_name, arguments, key=key)
+                refused = await self.guard.acheck(
+                    user, ctx.tool_name, arguments, key=key, body_follows=True
+                )
         except ToolRefused as exc:
             refused = exc
         except Exception as exc:  # the check itself broke: refuse
