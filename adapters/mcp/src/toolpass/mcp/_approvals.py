@@ -106,10 +106,8 @@ class Approvals:
         ``ToolRefused`` when it was altered, forged, or signed for other arguments."""
         request_id, _, rest = state.removeprefix(PREFIX).partition(".")
         call = rest.partition(".")[0]
-        signed = self.guard.queue is not None and hmac.compare_digest(
-            self.sign(request_id, call), state
-        )
-        if not signed or not hmac.compare_digest(call, digest(tool, arguments)):
+        signed = self.guard.queue is not None and _same(self.sign(request_id, call), state)
+        if not signed or not _same(call, digest(tool, arguments)):
             why = "not signed by this server" if not signed else "signed for other arguments"
             raise invalid_state(why)
         return request_id
@@ -217,6 +215,13 @@ def edited(arguments: Mapping[str, str]) -> dict[str, Any]:
             "read, so it was not made. Tell the user.",
             detail=f"edited arguments not literals: {exc}",
         ) from None
+
+
+def _same(a: str, b: str) -> bool:
+    """``a == b`` in constant time, for any text (``compare_digest`` takes ASCII only)."""
+    return hmac.compare_digest(
+        a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass")
+    )
 
 
 def invalid_state(why: str) -> ToolRefused:
