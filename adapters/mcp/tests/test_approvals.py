@@ -47,7 +47,14 @@ from toolpass.adapting import APPROVAL, Rule, Traits
 from toolpass.engine.config import Located
 from toolpass.mcp import guard
 from toolpass.mcp._approvals import PREFIX
-from toolpass.mcp.proxy import Proxy, ProxyConfig, parse_mcp_section, serve, upstream_environment
+from toolpass.mcp.proxy import (
+    Proxy,
+    ProxyConfig,
+    main,
+    parse_mcp_section,
+    serve,
+    upstream_environment,
+)
 
 DANA = "dana@example.com"
 PAGE = "https://toolpass.example.com/approvals"
@@ -624,3 +631,12 @@ async def test_a_fastmcp_server_sends_the_client_to_the_page(mode: str) -> None:
     assert "approval_pending" in before or "-32042" in before
     assert after == "deleted PAY-1"
     assert ran == ["PAY-1"]
+
+
+def test_the_proxy_needs_the_store_the_page_reads_for_approvals_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "toolpass.yaml"
+    path.write_text(f"connections: []\nmcp:\n  user: {DANA}\n  approvals_url: {PAGE}\n")
+    assert main(["-config", str(path), "--", sys.executable, UPSTREAM]) == 3
+    assert "mcp.approvals_url needs the store:" in capsys.readouterr().err
