@@ -41,3 +41,52 @@ def test_the_limit_is_the_same_whichever_way_the_text_arrives(first: int, second
     index.add(page(first, 1)[:first])
     index.add(page(second, 2)[:second])
     assert index.full == (first + second > 300)
+
+
+def test_recorded_text_costs_at_most_three_bytes_a_byte() -> None:
+    """A page under the limit is remembered as hashes of its runs, packed (#23: a set of them
+    took 13 to 16 bytes a byte read)."""
+    session = Session("dana@example.com")
+    text = page(150_000)  # about 0.9 MB
+    tracemalloc.start()
+    try:
+        session.record_untrusted(text)
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept < 3 * len(text)
+    assert not session.untrusted.full
+    assert session.untrusted.find(" ".join(text.split()[70_000:70_006])) is not None
+
+
+PAGES = [page(40_000, seed) for seed in (3, 4, 5)]  # past RECENT runs: most of them packed
+RECORD = UntrustedIndex()
+for _text in PAGES:
+    RECORD.add(_text)
+RUNS = {
+    tuple(words[i : i + 6]) for text in PAGES for words in [text.split()] for i in range(len(words))
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 39_990), st.integers(1, 8))
+        | st.text("abcxyz", min_size=1, max_size=6),
+        max_size=8,
+    )
+)
+def test_the_packed_record_finds_what_a_set_of_its_runs_holds(parts: list[object]) -> None:
+    """An argument of pieces of the pages read and other words: a run is found exactly when
+    one of its six-word runs was read (the set of runs, as the record was before #23)."""
+    words: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            words.append(part)
+        else:
+            which, at, length = part  # type: ignore[misc]
+            words += PAGES[which].split()[at : at + length]
+    repeated = {tuple(words[i : i + 6]) for i in range(len(words) - 5)} & RUNS
+    found = RECORD.find(" ".join(words))
+    assert (found is not None) == bool(repeated)
+    assert found is None or tuple(found.split()) in repeated
