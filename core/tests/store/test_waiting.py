@@ -15,6 +15,9 @@ from toolpass.store.sqlite import SQLiteStore
 from .conftest import finish, run_worker
 
 USER = "dana@example.com"
+#: A waiter's timeout: a wake-up before half of it was not the timeout's, however busy the
+#: machine (a bound of a second raced the scheduler on a loaded 2-core machine).
+TIMEOUT = 30
 
 
 def ask(queue: ApprovalQueue) -> str:
@@ -37,8 +40,8 @@ def test_a_waiter_wakes_on_the_write_from_another_thread(url: str) -> None:
     store.update("k", lambda _: ("before", None))
     later(0.3, lambda: store.update("k", lambda _: ("after", None)))
     started = time.monotonic()
-    assert wait_changed(store, "k", "before", 10) == "after"
-    assert time.monotonic() - started < 1.0  # woken by the write, not by the timeout
+    assert wait_changed(store, "k", "before", TIMEOUT) == "after"
+    assert time.monotonic() - started < TIMEOUT / 2  # woken by the write, not the timeout
 
 
 def test_a_waiter_returns_the_value_as_it_is_when_the_timeout_passes(url: str) -> None:
@@ -46,7 +49,7 @@ def test_a_waiter_returns_the_value_as_it_is_when_the_timeout_passes(url: str) -
     store.update("k", lambda _: ("same", None))
     started = time.monotonic()
     assert wait_changed(store, "k", "same", 0.4) == "same"
-    assert 0.35 < time.monotonic() - started < 2.0
+    assert 0.35 < time.monotonic() - started < TIMEOUT / 2
     assert wait_changed(store, "k", "other", 10) == "same"  # already different: at once
 
 
@@ -54,8 +57,8 @@ async def test_an_async_waiter_wakes_on_a_write_from_a_thread(url: str) -> None:
     store = open_store(url)
     later(0.3, lambda: store.update("k", lambda _: (1, None)))
     started = time.monotonic()
-    assert await wait_changed_async(store, "k", None, 10) == 1
-    assert time.monotonic() - started < 1.0
+    assert await wait_changed_async(store, "k", None, TIMEOUT) == 1
+    assert time.monotonic() - started < TIMEOUT / 2
     assert await wait_changed_async(store, "k", 1, 0.2) == 1  # timeout
 
 
@@ -88,14 +91,14 @@ def test_a_decision_in_another_process_wakes_the_waiter(shared_url: str, answer:
     queue = ApprovalQueue(store=shared_url)
     request_id = ask(queue)
     worker = run_worker("decide-later", shared_url, "0.5", answer)
-    request = queue.wait(request_id, 30)
+    request = queue.wait(request_id, TIMEOUT)
     woke = time.time()
     decided, decided_at = finish(worker)  # type: ignore[misc]
     assert decided == [request_id]
     assert request.status == ("approved" if answer == "approve" else "denied")
     assert request.decided_by == "lead@example.com"
-    # Woken by the decision: SQLite within its longest pause, Redis at once.
-    assert woke - decided_at < (0.6 if shared_url.startswith("sqlite") else 0.3)
+    # Woken by the decision, long before the timeout (how: the two tests above count reads).
+    assert woke - decided_at < TIMEOUT / 2
 
 
 async def test_wait_async_wakes_on_a_decision_in_another_process(shared_url: str) -> None:
@@ -119,8 +122,8 @@ def test_wait_reports_a_request_that_expires_while_waiting_as_expired(url: str) 
     queue = ApprovalQueue(store=url, ttl=0.5)
     request_id = ask(queue)
     started = time.monotonic()
-    assert queue.wait(request_id, 30).status == "expired"  # at its expiry, not the timeout
-    assert time.monotonic() - started < 3
+    assert queue.wait(request_id, TIMEOUT).status == "expired"  # at its expiry
+    assert time.monotonic() - started < TIMEOUT / 2
 
 
 async def test_wait_async_in_memory_wakes_on_a_decision_in_this_process() -> None:
