@@ -13,24 +13,53 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 from toolpass import Toolkit
 
 CALLS, ROUNDS = 300, 5
 
 
-def per_call(store: str | None) -> float:
-    """Best seconds per call of a capped write tool in a conversation kept in ``store``."""
+def per_call(store: str | None, server_cpu: Callable[[], float] = lambda: 0.0) -> Cost:
+    """Best seconds per call (wall, CPU) of a capped write tool in a conversation kept in
+    ``store``; ``server_cpu`` reads the CPU seconds a store's server has used so far."""
     kit = Toolkit(limits={"write": 10**12}, audit=[lambda event: None], store=store)
     tool = kit.secured_tool(lambda x: x, name="deploy", effect="write")
-    best = float("inf")
+    wall = cpu = float("inf")
     with kit.conversations.get("conversation-1", "dana@example.com").active():
         for _ in range(ROUNDS):
-            start = time.perf_counter()
+            server, mine, start = server_cpu(), time.process_time(), time.perf_counter()
             for _ in range(CALLS):
                 tool("v1")
-            best = min(best, (time.perf_counter() - start) / CALLS)
-    return best
+            wall = min(wall, (time.perf_counter() - start) / CALLS)
+            used = time.process_time() - mine + server_cpu() - server
+            cpu = min(cpu, used / CALLS)
+    return Cost(wall, cpu)
+
+
+class Cost(NamedTuple):
+    wall: float
+    cpu: float
+
+    def __str__(self) -> str:
+        return f"{self.wall * 1e6:7.1f} us wall, {self.cpu * 1e6:6.1f} us CPU per call"
+
+    def times(self, other: Cost) -> str:
+        return f"{self.wall / other.wall:.1f}x wall, {self.cpu / other.cpu:.1f}x CPU"
+
+
+def redis_cpu(url: str) -> Callable[[], float]:
+    """What redis-server at ``url`` has used of the CPU so far, in seconds."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+
+    def used() -> float:
+        info = client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    return used
 
 
 def redis_url() -> tuple[str, subprocess.Popen[bytes]] | None:
@@ -49,41 +78,41 @@ def redis_url() -> tuple[str, subprocess.Popen[bytes]] | None:
 
 
 def commands_per_call(url: str) -> str:
-    """The commands a call sends to Redis (the server's own statistics, reset first)."""
+    """What a call sends to Redis: its round trips (the commands this process sent, seen by
+    MONITOR) and the commands a script ran inside the server, per call."""
     import redis
 
-    client = redis.Redis.from_url(url)
     kit = Toolkit(limits={"write": 10**12}, audit=[lambda event: None], store=url)
     tool = kit.secured_tool(lambda x: x, name="deploy", effect="write")
+    client = redis.Redis.from_url(url, decode_responses=True)
+    client.ping()
+    sent: dict[str, int] = {}
     with kit.conversations.get("conversation-2", "dana@example.com").active():
         tool("v1")
-        client.config_resetstat()
-        for _ in range(CALLS):
-            tool("v1")
-    stats = client.info("commandstats")
+        with redis.Redis.from_url(url, decode_responses=True).monitor() as monitor:
+            for _ in range(CALLS):
+                tool("v1")
+            client.echo("done")
+            while (line := monitor.next_command())["command"] != "ECHO done":
+                where = "in a script" if line["client_type"] == "lua" else "round trips"
+                name = f"{where}: {line['command'].split()[0].upper()}"
+                sent[name] = sent.get(name, 0) + 1
     client.close()
-    sent = {
-        name.removeprefix("cmdstat_"): s["calls"] / CALLS
-        for name, s in stats.items()
-        if name not in ("cmdstat_config|resetstat", "cmdstat_set", "cmdstat_publish")
-    }
-    return ", ".join(f"{name} {n:g}" for name, n in sorted(sent.items()))
+    return ", ".join(f"{name} {n / CALLS:g}" for name, n in sorted(sent.items(), reverse=True))
 
 
 def main() -> None:
     memory = per_call(None)
-    print(f"memory  {memory * 1e6:8.1f} us per call")
+    print(f"memory  {memory}")
     sqlite = per_call(f"sqlite:///{tempfile.mkdtemp()}/state.db")
-    print(f"sqlite  {sqlite * 1e6:8.1f} us per call ({sqlite / memory:.1f}x memory)")
+    print(f"sqlite  {sqlite} ({sqlite.times(memory)} memory)")
     found = redis_url()
     if found is not None:
         url, server = found
         try:
-            redis = per_call(url)
-            print(
-                f"redis   {redis * 1e6:8.1f} us per call ({redis / memory:.1f}x memory, "
-                f"{redis / sqlite:.1f}x SQLite); per call: {commands_per_call(url)}"
-            )
+            redis = per_call(url, redis_cpu(url))
+            print(f"redis   {redis} ({redis.times(sqlite)} SQLite)")
+            print(f"        per call: {commands_per_call(url)}")
         finally:
             server.terminate()
 

@@ -99,7 +99,8 @@ def round_trips(url: str, calls: Callable[[], object]) -> list[str]:
     a script runs inside the server are not: MONITOR names their client ``lua``)."""
     client = redis.Redis.from_url(url, decode_responses=True)
     client.ping()  # connected before: its handshake is not counted
-    with redis.Redis.from_url(url, decode_responses=True).monitor() as monitor:
+    watcher = redis.Redis.from_url(url, decode_responses=True)
+    with watcher.monitor() as monitor:
         calls()
         client.echo("done")
         sent: list[str] = []
@@ -107,6 +108,7 @@ def round_trips(url: str, calls: Callable[[], object]) -> list[str]:
             if line["client_type"] != "lua":
                 sent.append(line["command"].split()[0].upper())
     client.close()
+    watcher.close()
     return sent
 
 

@@ -230,6 +230,8 @@ def test_update_reading_is_update_then_items_in_one_step(url: str, ops: list[Any
             values.pop(key, None)
     for key in ("a", "b"):
         assert stores[0].get(f"{run}:{key}") == stores[1].get(f"{run}:{key}") == values.get(key)
+    for store in stores:
+        store.close()
 
 
 def test_a_change_that_keeps_the_value_writes_nothing(url: str) -> None:
@@ -243,3 +245,4 @@ def test_a_change_that_keeps_the_value_writes_nothing(url: str) -> None:
         time.sleep(0.05)
     assert update_reading(store, "k", lambda v: (v, v))[0] is None
     assert store.keys("k") == []  # reading nothing wrote nothing
+    store.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 T = TypeVar("T")
 
@@ -69,8 +69,8 @@ def update_reading(
     read from), as one atomic step where the store can (Redis: one script; SQLite: one
     transaction; memory: one lock). A change that returns the value it was given writes
     nothing, so a pure read (``lambda value: (value, value)``) never writes."""
-    if isinstance(store, ReadsWhileUpdating):
-        return store.update_reading(key, change, lists, ttl=ttl)
+    if hasattr(store, "update_reading"):  # (isinstance of a Protocol costs 10 µs a call)
+        return cast(ReadsWhileUpdating, store).update_reading(key, change, lists, ttl=ttl)
 
     found = store.get(key)
     new, result = change(copy.deepcopy(found))

@@ -13,6 +13,7 @@ pub/sub subscription, woken by the write from any process, never polling.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -67,12 +68,13 @@ class RedisStore:
                 "a Redis store needs the redis package: pip install 'toolpass-core[redis]'"
             ) from None
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError,)
+        self._no_script: type[BaseException] = redis.exceptions.NoScriptError
         self.url = url
         self.prefix = prefix
         # redis-py's types say bytes | str for every answer: decode_responses makes it str.
         self._redis: Any = redis.Redis.from_url(url, **_options(timeout))
         self._timeout = timeout
-        self._swap: Any = self._redis.register_script(_SWAP)
+        self._sha = hashlib.sha1(_SWAP.encode(), usedforsecurity=False).hexdigest()
         self._known: dict[str, str] = {}  # key -> "" (nothing) or "=" and the value last seen
 
     def __repr__(self) -> str:
@@ -130,7 +132,7 @@ class RedisStore:
                     self._saw(key, seen)  # the value the script just answered stays
                     return result, lists_now
                 keep = seen == _UNKNOWN or (new == seen and not always)
-                answer = self._swap(keys=keys, args=[seen, _KEEP if keep else new[1:], ms, *tail])
+                answer = self._swap(keys, seen, _KEEP if keep else new[1:], ms, *tail)
                 if answer[0] == 1:
                     self._saw(key, seen if keep else new)
                     return result, answer[1:]
@@ -140,6 +142,15 @@ class RedisStore:
             raise self._failed(exc) from None
         self._known.pop(key, None)
         raise StoreUnavailable(f"the Redis store: {key} kept changing under {_ATTEMPTS} updates")
+
+    def _swap(self, keys: list[str], *args: object) -> Any:
+        """The compare-and-set script's answer; loaded first where Redis does not know it
+        (a new or restarted Redis): redis-py's ``Script`` costs a third more per call."""
+        try:
+            return self._redis.evalsha(self._sha, len(keys), *keys, *args)
+        except self._no_script:
+            self._redis.script_load(_SWAP)
+            return self._redis.evalsha(self._sha, len(keys), *keys, *args)
 
     def _channel(self, key: str) -> str:
         return self.prefix + "c:" + key
