@@ -13,6 +13,7 @@ import binascii
 import functools
 import os
 import re
+import struct
 import sys
 import threading
 import unicodedata
@@ -20,7 +21,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice, repeat
-from operator import contains, methodcaller, rshift
+from operator import contains, rshift
 from typing import TypeVar
 
 #: How many consecutive words of untrusted text in an argument count as repeating it.
@@ -247,7 +248,7 @@ def _runs(words: list[str]) -> Iterator[tuple[str, ...]]:
     return zip(*(islice(words, i, None) for i in range(WINDOW)), strict=False)
 
 
-_PACK = methodcaller("to_bytes", 8, "big", signed=True)
+_PACK = struct.Struct(">q").pack
 
 
 class _Packed:
