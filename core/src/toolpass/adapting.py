@@ -26,6 +26,7 @@ The same options mean the same thing in every adapter:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import warnings
@@ -44,11 +45,12 @@ from toolpass.toolkit import one_event
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, preview_of
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
+from toolpass.toolkit.checks import CallState
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import adecided, decided, steps
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
 from toolpass.toolkit.settings import Mode, check_mode, configured_mode
-from toolpass.toolkit.spec import ToolCall, ToolSpec
+from toolpass.toolkit.spec import Declared, ToolCall, ToolSpec
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
 __all__ = [
@@ -267,6 +269,19 @@ class Traits:
         if self.rule is not None and not isinstance(self.rule, Rule):
             raise TypeError(f"Traits.rule is a Rule, not {self.rule!r}")
 
+    def declared(self, **adapter: Any) -> Declared:
+        """What these traits declare, as a ``secured_tool``'s options are declared, with
+        what the ``adapter`` adds (its authorizer, preview, mode...)."""
+        fields = frozenset(self.untrusted_fields) or None
+        shared = {name: getattr(self, name) for name in _SHARED_TRAITS}
+        shared.update(
+            untrusted_fields=fields, untrusted_output=self.untrusted_output or bool(fields)
+        )
+        return Declared(**shared, **adapter)
+
+
+#: The traits that are a secured tool's options of the same name (all but ``rule``).
+_SHARED_TRAITS = tuple(f.name for f in dataclasses.fields(Traits) if f.name != "rule")
 
 RuleLike = Rule | tuple[str, str, str] | Traits
 #: Tool name (or a tuple of names sharing a rule) -> rule.
@@ -515,34 +530,21 @@ class Guard:
             if authorize is None and self.strict:
                 authorize = _no_rule
             traits = self.traits.get(tool, _NO_TRAITS)
-            fields = frozenset(traits.untrusted_fields) or None
             spec = ToolSpec(
                 _framework_tool,
+                traits.declared(
+                    authorize=authorize,
+                    preview=_preview,  # the binder knows no names: show every argument given
+                    fences=False,  # the framework owns the result: recorded, not rewritten
+                    checked_elsewhere=self._bodies_only,
+                    framework=True,
+                    mode=self.modes.get(tool, self.mode),
+                    default_mode=configured_mode(self.engine),
+                ),
                 toolkit=self.toolkit,
                 name=tool,
-                effect=traits.effect,
                 binder=Binder.passthrough(),
-                scope=(),
-                validators=(),
-                limit=None,
-                authorize=authorize,
-                approve=traits.approve,
-                preview=_preview,  # the binder knows no names: show every argument given
-                credential=None,
-                reads_private=traits.reads_private,
-                untrusted_output=traits.untrusted_output or fields is not None,
-                sends_out=traits.sends_out,
-                untrusted_inputs=None,
-                exfiltration=None,
                 key=f"framework tool {tool}",  # one tool, whichever guard checks it
-                destinations=traits.destinations,
-                untrusted_fields=fields,
-                provenance=traits.provenance,
-                fences=False,  # the framework owns the result: recorded, not rewritten
-                checked_elsewhere=self._bodies_only,
-                framework=True,
-                mode=self.modes.get(tool, self.mode),
-                default_mode=configured_mode(self.engine),
             )
             self._specs[tool] = spec
         return spec
@@ -788,6 +790,22 @@ class Guard:
         except ToolRefused as refused:
             return refused
         return None
+
+    @staticmethod
+    def held_decision() -> object | None:
+        """The allowed decision the last ``check(..., body_follows=True)`` in this context
+        holds for its body (None when none), for a framework whose hook and body run in
+        different tasks: the adapter hands it to ``body_of`` around the body."""
+        return one_event.held()
+
+    @staticmethod
+    @contextmanager
+    def body_of(decision: object | None) -> Iterator[None]:
+        """Run, inside, the body of the call ``decision`` (``held_decision``) allowed: the
+        decision's audit event is written with the body's, as one."""
+        held = decision if isinstance(decision, CallState) else None
+        with one_event.carried(held):
+            yield
 
     async def acheck(
         self,

@@ -93,6 +93,22 @@ def _release(held: CallState | None, failure: BaseException | None) -> None:
     emit(event, _sinks(held))
 
 
+def held() -> CallState | None:
+    """The decision held in this context for its body, if any (see ``carried``)."""
+    return _held.get()
+
+
+@contextmanager
+def carried(decision: CallState | None) -> Iterator[None]:
+    """``decision`` (from ``held``) held here, for a body run in another context than its
+    hook's: a framework that runs the two in different tasks carries it across."""
+    token = _held.set(decision)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+
+
 def adapting(c: CallState) -> object:
     """While an adapter's call runs its body: a token for ``adapted``."""
     return _adapting.set(c)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import inspect
 import threading
 import types
@@ -36,44 +37,71 @@ _declared: collections.Counter[str] = collections.Counter()
 _declaring = threading.Lock()
 
 
-class ToolSpec:
-    """Everything declared about one tool, prepared once when it is decorated."""
+@dataclasses.dataclass(slots=True, kw_only=True, eq=False)
+class Declared:
+    """What a tool declares, checked and normalised: the one list of a tool's options and
+    their defaults, shared by ``secured_tool`` (which reads the keywords ``ToolOptions``
+    names into it), an adapter's ``Traits`` (the subset a framework's tool declares) and
+    ``ToolSpec`` (which is one). The defaults declare nothing (``secured_tool``'s effect is
+    ``write`` unless it is given)."""
+
+    effect: str | None = None
+    scope: tuple[tuple[str, Callable[[Any], bool]], ...] = ()
+    validators: tuple[tuple[str, Callable[[Any], Any]], ...] = ()
+    limit: int | None = None
+    authorize: Callable[..., Any] | None = None
+    approve: bool | Callable[..., Any] = False
+    preview: Callable[..., Any] | None = None
+    credential: str | None = None
+    reads_private: bool = False
+    untrusted_output: bool = False
+    sends_out: bool = False
+    untrusted_inputs: str | None = None  # None: the toolkit's
+    exfiltration: str | None = None  # None: the toolkit's
+    #: Globs on the resources the body's requests act on.
+    resources: Callable[[Any], bool] | None = None
+    #: Arguments naming where the call sends or acts.
+    destinations: tuple[str, ...] = ()
+    #: None: all the output, when untrusted.
+    untrusted_fields: frozenset[str] | None = None
+    provenance: str | None = None  # None: the toolkit's
+    on_output: Callable[..., Any] | None = None
+    #: Untrusted output is fenced (False: recorded only, as a framework owns its result).
+    fences: bool = True
+    #: Its calls were checked before (a framework hook that decides apart from the body):
+    #: only the session and the body run here.
+    checked_elsewhere: bool = False
+    #: A framework's tool, checked by an adapter: its body is the framework's handler, so
+    #: a secured tool that handler calls is this same call (one audit event for both).
+    framework: bool = False
+    #: ``enforce`` or ``observe`` for this tool (None: the toolkit's); ``default_mode`` is
+    #: what stands below the toolkit's (a guard's engine's configuration).
+    mode: str | None = None
+    default_mode: str | None = None
+
+
+_DECLARED = tuple(f.name for f in dataclasses.fields(Declared))
+
+
+class ToolSpec(Declared):
+    """Everything declared about one tool: its ``Declared`` options and what is worked out
+    from them once, when it is decorated."""
 
     def __init__(
         self,
         fn: Callable[..., Any],
+        declared: Declared,
         *,
         toolkit: Owner,
         name: str,
-        effect: str | None,
         binder: Binder,
-        scope: tuple[tuple[str, Callable[[Any], bool]], ...],
-        validators: tuple[tuple[str, Callable[[Any], Any]], ...],
-        limit: int | None,
-        authorize: Callable[..., Any] | None,
-        approve: bool | Callable[..., Any],
-        preview: Callable[..., Any] | None,
-        credential: str | None,
-        reads_private: bool,
-        untrusted_output: bool,
-        sends_out: bool,
-        untrusted_inputs: str | None,
-        exfiltration: str | None,
-        resources: Callable[[Any], bool] | None = None,
         key: str | None = None,
-        destinations: tuple[str, ...] = (),
-        untrusted_fields: frozenset[str] | None = None,
-        provenance: str | None = None,
-        on_output: Callable[..., Any] | None = None,
-        fences: bool = True,
-        checked_elsewhere: bool = False,
-        framework: bool = False,
-        mode: str | None = None,
-        default_mode: str | None = None,
     ) -> None:
         self.fn = fn
         self.toolkit = toolkit
         self.name = name
+        for option in _DECLARED:
+            setattr(self, option, getattr(declared, option))
         # Unique per declared tool: one inner function wrapped under many names, or declared
         # twice, must not share per-tool limits or approvals; the same in every process of
         # one program (a shared store), whatever else it declares. ``key`` names a tool that
@@ -85,46 +113,20 @@ class ToolSpec:
                 _declared[where] += 1
                 key = f"{where}#{_declared[where]}"
         self.key = key
-        self.effect = effect
         self.is_async = inspect.iscoroutinefunction(fn)
         self.binder = binder
-        self.scope = scope
-        self.validators = validators
-        self.vouched = frozenset(n for n, _ in scope) | frozenset(n for n, _ in validators)
-        self.limit = limit
-        self.authorize = authorize
-        self.authorize_async = getattr(authorize, "acall", None)
-        self.approve = approve
-        self.preview = preview
-        self.credential = credential
-        self.reads_private = reads_private
-        self.untrusted_output = untrusted_output
-        self.sends_out = sends_out
-        self.untrusted_inputs = untrusted_inputs  # None: the toolkit's
-        self.exfiltration = exfiltration
-        self.resources = resources  # globs on the resources the body's requests act on
-        self.destinations = destinations  # arguments naming where the call sends or acts
-        if destinations:
+        self.vouched = frozenset(n for n, _ in self.scope) | frozenset(
+            n for n, _ in self.validators
+        )
+        self.authorize_async = getattr(self.authorize, "acall", None)
+        if self.destinations:
             wanted.now = True
-        self.untrusted_fields = untrusted_fields  # None: all the output, when untrusted
-        self.provenance = provenance  # None: the toolkit's
-        self.on_output = on_output
-        self.fences = fences  # untrusted output is fenced (False: recorded only)
-        #: Its calls were checked before (a framework hook that decides apart from the body):
-        #: only the session and the body run here.
-        self.checked_elsewhere = checked_elsewhere
-        #: A framework's tool, checked by an adapter: its body is the framework's handler, so
-        #: a secured tool that handler calls is this same call (one audit event for both).
-        self.framework = framework
-        #: ``enforce`` or ``observe`` for this tool (None: the toolkit's); ``default_mode``
-        #: is what stands below the toolkit's (a guard's engine's configuration).
-        self.mode, self.default_mode = mode, default_mode
         #: How the values of its trusted output are labelled.
-        self.trust: Label = "private" if reads_private else "trusted"
+        self.trust: Label = "private" if self.reads_private else "trusted"
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
         #: (settings, checks, observed): ``pipeline.plan``, worked out once per settings.
         self.plan: tuple[Any, tuple[Any, ...], bool] = (None, (), False)
-        self.effect_key = f"effect:{effect}"
+        self.effect_key = f"effect:{self.effect}"
         self.tool_key = f"tool:{self.key}"
 
     def __repr__(self) -> str:

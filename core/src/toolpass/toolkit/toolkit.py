@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from toolpass.intercept.entitlements import Recorder
 from toolpass.intercept.router import Router
 from toolpass.outcome.errors import ToolRefused
-from toolpass.rules.scope import ScopeRule, compile_scope
+from toolpass.rules.scope import compile_scope
 from toolpass.rules.validators import is_destination
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.drivers import run_async, run_sync
@@ -25,7 +25,7 @@ from toolpass.toolkit.settings import (
     check_mode,
     untrusted_mode,
 )
-from toolpass.toolkit.spec import ToolSpec
+from toolpass.toolkit.spec import Declared, ToolSpec
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -197,117 +197,27 @@ def _names(names: Iterable[str]) -> tuple[str, ...]:
     return found
 
 
-def _secure(
-    fn: Callable[..., Any],
-    kit: Toolkit,
-    *,
-    effect: str | None = "write",
-    name: str | None = None,
-    scope: Mapping[str, ScopeRule] | None = None,
-    validators: Mapping[str, Callable[[Any], Any]] | None = None,
-    limit: int | None = None,
-    authorize: Callable[..., Any] | None = None,
-    approve: bool | Callable[..., Any] = False,
-    preview: Callable[..., Any] | None = None,
-    credential: str | None = None,
-    reads_private: bool = False,
-    untrusted_output: bool = False,
-    sends_out: bool = False,
-    on_untrusted_input: str | None = None,
-    untrusted_inputs: str | None = None,
-    exfiltration: str | None = None,
-    resources: ScopeRule | None = None,
-    on_refuse: Callable[[ToolRefused], Any] | None = _UNSET,
-    as_tool: Callable[[Callable[..., Any]], Any] | None = None,
-    destinations: Iterable[str] | None = None,
-    untrusted_fields: Iterable[str] | None = None,
-    provenance: str | None = None,
-    on_output: Callable[..., Any] | None = None,
-    mode: str | None = None,
-) -> Any:
+def _secure(fn: Callable[..., Any], kit: Toolkit, **options: Unpack[ToolOptions]) -> Any:
+    """``fn`` with every check in front of it, as ``options`` (``ToolOptions``) declare."""
+    unknown = sorted(set(options) - ToolOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"secured_tool() got an unexpected keyword argument {unknown[0]!r}")
     if not callable(fn):
         raise TypeError(f"secured_tool decorates a function, not {fn!r}")
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         raise TypeError(f"{fn.__name__}: a tool cannot be a generator; return a list instead")
-    tool_name = str(name or getattr(fn, "__name__", repr(fn)))
-    known = kit.settings.effects
-    if effect is not None and effect not in known:
-        raise ValueError(
-            f"{tool_name}: effect {effect!r} is not one of {', '.join(sorted(known))}; "
-            "declare an effect of your own with Toolkit(effects=[...]) first"
-        )
-    inputs = untrusted_mode(untrusted_inputs, on_untrusted_input)
-    check_mode("exfiltration", exfiltration)
-    check_mode("provenance", provenance)
-    check_mode("mode", mode)
-    if on_output is not None and not callable(on_output):
-        raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
-    fields = None if untrusted_fields is None else frozenset(_names(untrusted_fields))
-    if fields is not None:
-        untrusted_output = True  # some of its output is untrusted
-    if limit is not None:
-        caps("limit", {"limit": limit})
-    signature = inspect.signature(fn)
-    params = signature.parameters
-    if credential is not None:
-        p = params.get("credential")
-        if p is None or p.kind is not inspect.Parameter.KEYWORD_ONLY:
-            raise TypeError(
-                f"{tool_name}: credential={credential!r} needs a keyword-only "
-                "parameter `*, credential: str` to receive it"
-            )
-        signature = signature.replace(
-            parameters=[q for q in params.values() if q.name != "credential"]
-        )
+    tool_name = str(options.get("name") or getattr(fn, "__name__", repr(fn)))
+    signature = _signature(fn, tool_name, options.get("credential"))
     binder = Binder(signature)
-    for label, names in (("scope", scope or {}), ("validators", validators or {})):
-        unknown = [n for n in names if n not in binder.names]
-        if unknown:
-            raise TypeError(
-                f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take"
-            )
-    chosen = _names(destinations or ())
-    unknown = [n for n in chosen if n not in binder.names]
-    if unknown:
-        raise TypeError(f"{tool_name}: destinations names {', '.join(unknown)}, not its argument")
-    inferred = [n for n, v in (validators or {}).items() if is_destination(v)]
-    is_async = inspect.iscoroutinefunction(fn)
-    for arg, validator in (validators or {}).items():
-        if not callable(validator):
-            raise TypeError(f"{tool_name}: the validator for {arg!r} is not callable")
-        if inspect.iscoroutinefunction(validator) and not is_async:
-            raise TypeError(f"{tool_name}: the validator for {arg!r} is async, so the tool must be")
-    authorize, approve, preview = (
-        _by_call_or_arguments(hook, binder.names) for hook in (authorize, approve, preview)
-    )
-    spec = ToolSpec(
-        fn,
-        toolkit=kit,
-        name=tool_name,
-        effect=effect,
-        binder=binder,
-        scope=tuple((n, compile_scope(r)) for n, r in (scope or {}).items()),
-        validators=tuple((validators or {}).items()),
-        limit=limit,
-        authorize=authorize,
-        approve=approve,
-        preview=preview,
-        credential=credential,
-        reads_private=reads_private,
-        untrusted_output=untrusted_output,
-        sends_out=sends_out,
-        untrusted_inputs=inputs,
-        exfiltration=exfiltration,
-        resources=None if resources is None else compile_scope(resources),
-        destinations=tuple(dict.fromkeys([*chosen, *inferred])),
-        untrusted_fields=fields,
-        provenance=provenance,
-        on_output=on_output,
-        mode=mode,
-    )
+    declared = _declared(fn, tool_name, binder, kit, options)
+    spec = ToolSpec(fn, declared, toolkit=kit, name=tool_name, binder=binder)
+    authorize, is_async = spec.authorize, spec.is_async
     bind = getattr(authorize, "bind", None)
     if callable(bind):
         bind(spec)
+
+    on_refuse = options.get("on_refuse", _UNSET)
+    as_tool = options.get("as_tool")
 
     def refused(exc: ToolRefused) -> Any:
         handler = kit.settings.on_refuse if on_refuse is _UNSET else on_refuse
@@ -336,14 +246,107 @@ def _secure(
                 return refused(exc)
 
     functools.update_wrapper(wrapper, fn)
-    declared: Any = wrapper  # a function object: it takes the attributes below
-    declared.__signature__ = signature
-    declared.__toolpass__ = spec
-    if name:
-        wrapper.__name__ = name
+    made: Any = wrapper  # a function object: it takes the attributes below
+    made.__signature__ = signature
+    made.__toolpass__ = spec
+    if options.get("name"):
+        wrapper.__name__ = tool_name
     if "credential" in getattr(wrapper, "__annotations__", {}):
         wrapper.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "credential"}
     return as_tool(wrapper) if as_tool is not None else wrapper
+
+
+def _signature(fn: Callable[..., Any], tool_name: str, credential: str | None) -> Any:
+    """``fn``'s signature as the model calls it: without the ``credential`` it is given."""
+    signature = inspect.signature(fn)
+    if credential is None:
+        return signature
+    p = signature.parameters.get("credential")
+    if p is None or p.kind is not inspect.Parameter.KEYWORD_ONLY:
+        raise TypeError(
+            f"{tool_name}: credential={credential!r} needs a keyword-only "
+            "parameter `*, credential: str` to receive it"
+        )
+    kept = [q for q in signature.parameters.values() if q.name != "credential"]
+    return signature.replace(parameters=kept)
+
+
+def _declared(
+    fn: Callable[..., Any], tool_name: str, binder: Binder, kit: Toolkit, options: ToolOptions
+) -> Declared:
+    """What ``options`` declare, each checked against the tool (its arguments) and ``kit``."""
+    effect = options.get("effect", "write")
+    known = kit.settings.effects
+    if effect is not None and effect not in known:
+        raise ValueError(
+            f"{tool_name}: effect {effect!r} is not one of {', '.join(sorted(known))}; "
+            "declare an effect of your own with Toolkit(effects=[...]) first"
+        )
+    inputs = untrusted_mode(options.get("untrusted_inputs"), options.get("on_untrusted_input"))
+    check_mode("exfiltration", options.get("exfiltration"))
+    check_mode("provenance", options.get("provenance"))
+    check_mode("mode", options.get("mode"))
+    on_output = options.get("on_output")
+    if on_output is not None and not callable(on_output):
+        raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
+    raw_fields = options.get("untrusted_fields")
+    fields = None if raw_fields is None else frozenset(_names(raw_fields))
+    limit = options.get("limit")
+    if limit is not None:
+        caps("limit", {"limit": limit})
+    scope, validators = options.get("scope") or {}, options.get("validators") or {}
+    for label, names in (("scope", scope), ("validators", validators)):
+        unknown = [n for n in names if n not in binder.names]
+        if unknown:
+            raise TypeError(
+                f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take"
+            )
+    chosen = _names(options.get("destinations") or ())
+    unknown = [n for n in chosen if n not in binder.names]
+    if unknown:
+        raise TypeError(f"{tool_name}: destinations names {', '.join(unknown)}, not its argument")
+    inferred = [n for n, v in validators.items() if is_destination(v)]
+    _check_validators(tool_name, validators, inspect.iscoroutinefunction(fn))
+    authorize, approve, preview = (
+        _by_call_or_arguments(hook, binder.names)
+        for hook in (
+            options.get("authorize"),
+            options.get("approve", False),
+            options.get("preview"),
+        )
+    )
+    resources = options.get("resources")
+    return Declared(
+        effect=effect,
+        scope=tuple((n, compile_scope(r)) for n, r in scope.items()),
+        validators=tuple(validators.items()),
+        limit=limit,
+        authorize=authorize,
+        approve=approve,
+        preview=preview,
+        credential=options.get("credential"),
+        reads_private=options.get("reads_private", False),
+        untrusted_output=options.get("untrusted_output", False) or fields is not None,
+        sends_out=options.get("sends_out", False),
+        untrusted_inputs=inputs,
+        exfiltration=options.get("exfiltration"),
+        resources=None if resources is None else compile_scope(resources),
+        destinations=tuple(dict.fromkeys([*chosen, *inferred])),
+        untrusted_fields=fields,
+        provenance=options.get("provenance"),
+        on_output=on_output,
+        mode=options.get("mode"),
+    )
+
+
+def _check_validators(
+    tool_name: str, validators: Mapping[str, Callable[[Any], Any]], is_async: bool
+) -> None:
+    for arg, validator in validators.items():
+        if not callable(validator):
+            raise TypeError(f"{tool_name}: the validator for {arg!r} is not callable")
+        if inspect.iscoroutinefunction(validator) and not is_async:
+            raise TypeError(f"{tool_name}: the validator for {arg!r} is async, so the tool must be")
 
 
 default_toolkit = Toolkit()

@@ -116,6 +116,8 @@ class _Seen:
     key: Any
     #: The hook checked the call whole (``approvals`` ask or defer): the handler runs the body.
     checked: bool = False
+    #: The hook's decision (``Guard.held_decision``): audited with the body, as one event.
+    decision: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,12 +412,15 @@ class ToolpassHooks:
         the whole check, and a pause for a call that waits for a person."""
         try:
             runs_with = self._answered(call, call_id)
-            refused = await self.guard.acheck(call.user, call.tool, runs_with, key=call.key)
+            refused = await self.guard.acheck(
+                call.user, call.tool, runs_with, key=call.key, body_follows=call.copied
+            )
         except ToolRefused as expired:  # the answer came too late: audited by the guard
             return self._deny(expired)
         if refused is None:
             if call.copied and call_id:
-                pending.put(call_id, _Seen(call.tool, call.user, call.key, checked=True))
+                decision = self.guard.held_decision()
+                pending.put(call_id, _Seen(call.tool, call.user, call.key, True, decision))
             return _decision("allow", "", runs_with) if runs_with != call.arguments else {}
         paused = self.guard.pending(refused)
         if paused is None or call_id is None:
@@ -455,7 +460,9 @@ class ToolpassHooks:
                 runs_with = self.guard.answer(
                     request_id, answer, call.user, call.tool, call.arguments
                 )
-                refused = await self.guard.acheck(call.user, call.tool, runs_with, key=call.key)
+                refused = await self.guard.acheck(
+                    call.user, call.tool, runs_with, key=call.key, body_follows=call.copied
+                )
             except ToolRefused as expired:
                 return PermissionResultDeny(message=self._text(expired))
             except Exception as exc:  # the host's prompt failed: nobody decided
@@ -466,7 +473,8 @@ class ToolpassHooks:
             if refused is not None:
                 return PermissionResultDeny(message=self._text(refused))
             if call.copied and context.tool_use_id:
-                seen = _Seen(call.tool, call.user, call.key, checked=True)
+                decision = self.guard.held_decision()
+                seen = _Seen(call.tool, call.user, call.key, True, decision)
                 pending.put(context.tool_use_id, seen)
             kept = said.updated_permissions if isinstance(said, PermissionResultAllow) else None
             return PermissionResultAllow(updated_input=dict(runs_with), updated_permissions=kept)
@@ -538,7 +546,8 @@ class ToolpassHooks:
                     return await handler(args)
 
                 if seen.checked:
-                    return await self._body_only(seen, arguments, body)
+                    with self.guard.body_of(seen.decision):
+                        return await self._body_only(seen, arguments, body)
                 return await self.guard.arun(seen.user, tool, arguments, body, key=seen.key)
             except ToolRefused as refused:
                 return {
