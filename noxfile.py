@@ -171,20 +171,20 @@ def core(session: nox.Session) -> None:
         *test_group(ROOT / "core"),
     )
     # Two processes on this 2-core machine; more wherever there are more cores.
-    session.run("pytest", "core/tests", "-q", "-n", "auto", *session.posargs)
+    session.run("pytest", "core", "-q", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)
 def quick(session: nox.Session) -> None:
     """Core's first tier (`python3 dev.py test --quick`), where no vendor library is
     installed: the test files that import nothing beside toolpass-core, its extras and the
-    test tools (core/tests/conftest.py picks them)."""
+    test tools (core/conftest.py picks them)."""
     tools = ["pytest>=8", "pytest-asyncio>=0.24", "hypothesis>=6.100", "pytest-xdist>=3.5"]
     # The otel extra's tests configure a tracer provider: the SDK is theirs.
     session.install(
         *locked(session), "-e", "core[yaml,crypto,otel]", "opentelemetry-sdk>=1.20", *tools
     )
-    session.run("pytest", "core/tests", "--quick", "-q", "-n", "auto", *session.posargs)
+    session.run("pytest", "core", "--quick", "-q", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHON)

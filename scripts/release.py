@@ -250,7 +250,18 @@ def check_built(path: Path, release: str) -> list[str]:
         problems += [f"README link {t!r} is relative (broken on PyPI)" for t in _relative(readme)]
     if path.suffix == ".whl" and not any(n.endswith("/py.typed") for n in names):
         problems.append("no py.typed (the Typed classifier says there is)")
+    if path.suffix == ".whl":
+        problems += [
+            f"ships {n}, which only a source checkout needs"
+            for n in names
+            if CHECKOUT_ONLY.search(n)
+        ]
     return problems
+
+
+#: What a source tree holds beside the code but a wheel must not ship: tests, fakes, conftest
+#: files, route generators (each system's folder in core holds all four).
+CHECKOUT_ONLY = re.compile(r"(^|/)(tests|_generate)/|(^|/)(fake|generate|conftest)\.py$")
 
 
 def _specifiers(text: str) -> set[str]:

@@ -11,7 +11,7 @@ Bottom to top (a layer may import only from the layers below it and from itself)
                     (``intercept.call.DeclaredTool``, ``intercept.call.CallSession``,
                     ``intercept.call.CallKit``), never through the toolkit
     engine          Toolpass, the decision cache, the remote client, config loading, Checker
-    integrations    Integration base, one module per system, route types, tables, matching
+    integrations    Integration base, one package per system, route types, tables, matching
     store           shared state: the Store protocol, memory, SQLite and Redis stores
     wire            the engine's HTTP client, secrets, Decision, identity, watched files,
                     config key types, engine errors, the check budget, JWT
@@ -19,18 +19,21 @@ Bottom to top (a layer may import only from the layers below it and from itself)
     rules           argument rules, secret scanning and redaction, the value walk
     _version
 
-Every ``import`` and ``from ... import`` counts, wherever it is written (module level, inside
-a function, under ``TYPE_CHECKING``): an upward import is a cycle waiting to happen even when
-it is lazy. Modules of other distributions sharing the ``toolpass`` namespace (the adapters,
-``toolpass.server``) are not part of core and are not checked here.
+The rule applies to what the wheel ships: a system's folder also holds its tests, its fake
+and its route generator (excluded from the wheel in core's pyproject.toml), which may import
+anything. Every ``import`` and ``from ... import`` counts, wherever it is written (module
+level, inside a function, under ``TYPE_CHECKING``): an upward import is a cycle waiting to
+happen even when it is lazy. Modules of other distributions sharing the ``toolpass``
+namespace (the adapters, ``toolpass.server``) are not part of core and are not checked here.
 """
 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
+import tomllib
 import toolpass
 
 LAYERS: tuple[str, ...] = (
@@ -51,6 +54,27 @@ LAYERS: tuple[str, ...] = (
 )
 
 CORE = Path(next(p for p in toolpass.__path__ if (Path(p) / "_version.py").exists()))
+PYPROJECT = CORE.parents[1] / "pyproject.toml"  # absent when core is installed from a wheel
+#: What the wheel leaves out (patterns relative to core/, as hatch reads them).
+NOT_SHIPPED: tuple[str, ...] = (
+    tuple(
+        tomllib.loads(PYPROJECT.read_text())["tool"]["hatch"]["build"]["targets"]["wheel"][
+            "exclude"
+        ]
+    )
+    if PYPROJECT.is_file()
+    else ()
+)
+
+
+def shipped_modules(root: Path) -> list[Path]:
+    """The modules under ``root`` (the ``toolpass`` folder) that the wheel ships, sorted."""
+    return [p for p in sorted(root.rglob("*.py")) if _shipped(p.relative_to(root), root.name)]
+
+
+def _shipped(relative: Path, package: str) -> bool:
+    path = PurePosixPath("src", package, *relative.parts)
+    return not any(p.match(pattern) for p in (path, *path.parents) for pattern in NOT_SHIPPED)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -89,7 +113,7 @@ def upward_imports(root: Path, layers: tuple[str, ...] = LAYERS) -> list[str]:
     """``file:line: a -> b`` for every import of ``b`` from a lower layer ``a``."""
     rank = {name: i for i, name in enumerate(layers)}
     problems: list[str] = []
-    for path in sorted(root.rglob("*.py")):
+    for path in shipped_modules(root):
         module = module_name(path, root)
         source = layer_of(module, root) if "." in module else "__init__"
         assert source in rank, f"{path}: its layer {source!r} is not in LAYERS"
@@ -159,7 +183,7 @@ KNOWN_MODULE_CYCLES: list[list[str]] = []
 
 def module_cycles(root: Path) -> list[list[str]]:
     """Every group of core modules that import each other, in a circle (sorted)."""
-    files = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    files = {module_name(p, root): p for p in shipped_modules(root)}
 
     def resolve(target: str) -> str:
         while target and target not in files:
@@ -216,7 +240,7 @@ def foreign_imports(root: Path) -> list[str]:
     module is reached only through ``importlib`` where it is optional."""
     own = {p.stem for p in root.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
     problems: list[str] = []
-    for path in sorted(root.rglob("*.py")):
+    for path in shipped_modules(root):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and not node.level:
@@ -246,6 +270,23 @@ def test_an_import_of_another_distribution_is_reported(tmp_path: Path) -> None:
         "def f():\n    from toolpass.server.config import parse\n"
     )
     assert foreign_imports(root) == ["toolpass/cli.py:4: toolpass.server.config"]
+
+
+@pytest.mark.skipif(not NOT_SHIPPED, reason="core installed from a wheel: no pyproject.toml")
+def test_a_systems_tests_fake_and_generator_may_import_anything(tmp_path: Path) -> None:
+    root = tmp_path / "toolpass"
+    system = root / "integrations" / "github"
+    (system / "tests").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "integrations" / "__init__.py").write_text("")
+    upward = "from toolpass import Toolkit\n"
+    (system / "__init__.py").write_text("from toolpass.integrations import base\n")
+    for unshipped in ("tests/test_github.py", "tests/conftest.py", "fake.py", "generate.py"):
+        (system / unshipped).write_text(upward)
+    assert upward_imports(root) == []
+    (system / "_graphql.py").write_text(upward)
+    [problem] = upward_imports(root)
+    assert problem.startswith("toolpass/integrations/github/_graphql.py:1: integrations -> ")
 
 
 def test_every_name_the_layer_list_gives_exists() -> None:

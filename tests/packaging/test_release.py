@@ -121,6 +121,27 @@ def test_a_distribution_without_the_release_metadata_is_refused(tmp_path: Path) 
     assert "classifier 'Programming Language :: Python :: 3.10' missing" in problems
 
 
+def test_a_wheel_shipping_tests_fakes_or_generators_is_refused(tmp_path: Path) -> None:
+    """What only a source checkout needs (a system's tests, fake, route generator) is named."""
+    probe = shutil.copytree(PROBE, tmp_path / "probe")
+    package = probe / "src/toolpass/probe"
+    (package / "tests").mkdir()
+    for name in ("tests/__init__.py", "tests/test_probe.py", "fake.py", "generate.py"):
+        (package / name).write_text("")
+    done = subprocess.run(
+        ["uv", "build", "-q", "--wheel", "--out-dir", str(tmp_path / "out"), str(probe)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (tmp_path / "out").glob("*.whl")
+    shipped = [p for p in script().check_built(wheel, "0.0.1") if p.startswith("ships ")]
+    assert sorted(shipped) == [
+        f"ships toolpass/probe/{name}, which only a source checkout needs"
+        for name in ("fake.py", "generate.py", "tests/__init__.py", "tests/test_probe.py")
+    ]
+
+
 @pytest.mark.parametrize(
     ("release_version", "wanted"),
     [("0.1.0", ">=0.1.0,<0.2"), ("0.9.3", ">=0.9.3,<0.10"), ("1.2.0", ">=1.2.0,<2")],

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from fakes.github import FakeGitHub
 from toolpass.engine import ConfigError, Toolpass
+from toolpass.integrations.github.tests.test_github import connection
 from toolpass.store import MemoryStore, StoreUnavailable
-
-from .test_github import connection
 
 
 def permission_lookups(github: FakeGitHub) -> int:

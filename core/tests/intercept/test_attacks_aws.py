@@ -13,11 +13,11 @@ from fakes.aws import FakeAWS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from toolpass import Session, Toolkit
+from toolpass.integrations.aws.tests.test_routes_aws import S3, integration, sent
 from toolpass.intercept import ActionRefused
 
 from . import test_hardening_s3 as base
 from .test_hardening_s3 import ACCOUNT, AGENT_KEY, AGENT_SECRET, DANA, s3_client, s3_puts
-from .test_routes_aws import S3, integration, sent
 
 aws = base.aws  # the AWS fake's fixture
 KMS_KEY = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"

@@ -20,11 +20,10 @@ from hypothesis import strategies as st
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import literal
 from toolpass.integrations.github import GitHub
+from toolpass.integrations.github.tests.test_routes_github import connect
 from toolpass.integrations.routes import Request
 from toolpass.intercept import ActionRefused
 from toolpass.intercept.router import Router
-
-from .test_routes_github import connect
 
 TOKEN = "ghp_tool00000000000000000000000000000000"
 DANA, RORY = "dana@example.com", "rory@example.com"

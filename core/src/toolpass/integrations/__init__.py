@@ -1,5 +1,5 @@
-"""One module per system. ``get(name)`` imports ``toolpass.integrations.<name>`` and returns
-its ``INTEGRATION`` class, so adding a system means adding one module."""
+"""One package per system. ``get(name)`` imports ``toolpass.integrations.<name>`` and returns
+its ``INTEGRATION`` class, so adding a system means adding one folder."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
-_NOT_SYSTEMS = {"base", "routes"}
+_NOT_SYSTEMS = {"base", "routes"}  # shared modules, not systems
 
 
 def available() -> list[str]:
@@ -22,7 +22,7 @@ def available() -> list[str]:
     return sorted(
         m.name
         for m in pkgutil.iter_modules(__path__)
-        if not m.name.startswith("_") and m.name not in _NOT_SYSTEMS
+        if m.ispkg and not m.name.startswith("_") and m.name not in _NOT_SYSTEMS
     )
 
 

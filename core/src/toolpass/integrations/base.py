@@ -1,7 +1,8 @@
 """The integration kit: the contract every integration fulfils, and what each one shares.
 
 A subclass declares ``name``, ``description``, ``keys`` (its own configuration keys),
-``actions`` (a table of data: :func:`load_actions` reads ``actions/<name>.json``), ``routes``
+``actions`` (a table of data: :func:`load_actions` reads ``actions.json`` beside the module
+that names the system), ``routes`` (added to the shipped ``routes.json`` there)
 and ``default_url``, and implements :meth:`Integration.check` and :meth:`Integration.probe`
 against the system's documented API. The kit gives it the rest:
 
@@ -32,6 +33,7 @@ import dataclasses
 import functools
 import hashlib
 import json as jsonlib
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -94,22 +96,23 @@ class Action:
 _ACTION_COLUMNS = ("name", "effect", "description", "requires")
 
 
-def load_actions(system: str) -> tuple[Action, ...]:
-    """The action table ``actions/<system>.json``: a list of rows with ``name``, ``effect``,
-    ``description``, ``requires`` and the integration's own columns (its ``terms``)."""
-    text = resources.files(__package__).joinpath(f"actions/{system}.json").read_text("utf-8")
-    rows = jsonlib.loads(text)
+def load_actions(package: str) -> tuple[Action, ...]:
+    """The action table ``actions.json`` of the integration package ``package`` (its
+    ``__name__``): a list of rows with ``name``, ``effect``, ``description``, ``requires`` and
+    the integration's own columns (its ``terms``)."""
+    where = f"{package}/actions.json"
+    rows = jsonlib.loads(resources.files(package).joinpath("actions.json").read_text("utf-8"))
     actions: list[Action] = []
     for row in rows:
         name, effect, description, requires = (row.get(c) for c in _ACTION_COLUMNS)
         if not (isinstance(name, str) and name and isinstance(description, str)):
-            raise ValueError(f"actions/{system}.json: a row without a name or description")
+            raise ValueError(f"{where}: a row without a name or description")
         if effect not in EFFECTS or not isinstance(requires, str):
-            raise ValueError(f"actions/{system}.json: {name}: bad effect or requires")
+            raise ValueError(f"{where}: {name}: bad effect or requires")
         terms = {k: v for k, v in row.items() if k not in _ACTION_COLUMNS}
         actions.append(Action(name, description, effect, requires, MappingProxyType(terms)))
     if len({a.name for a in actions}) != len(actions):
-        raise ValueError(f"actions/{system}.json names an action twice")
+        raise ValueError(f"{where} names an action twice")
     return tuple(actions)
 
 
@@ -223,12 +226,21 @@ class Integration(ABC):
         return index.get(name)
 
     @classmethod
+    def tables_package(cls) -> str | None:
+        """The package holding the system's tables: that of the module where the class that
+        names the system (sets ``name``) is written. A subclass that renames the system ships
+        its own tables, or none."""
+        namer = next(c for c in cls.__mro__ if "name" in c.__dict__)
+        return getattr(sys.modules.get(namer.__module__), "__package__", None) or None
+
+    @classmethod
     def route_table(cls) -> RouteTable:
-        """The system's route table: the shipped ``routes/<name>.json`` plus ``routes``, loaded
-        on first use."""
+        """The system's route table: the ``routes.json`` shipped beside the module that names
+        the system (:meth:`tables_package`) plus ``routes``, loaded on first use."""
         table = cls.__dict__.get("_route_table")
         if table is None:
-            shipped = load(cls.name)
+            package = cls.tables_package()
+            shipped = load(package) if package else RouteTable(())
             table = RouteTable((*shipped.routes, *cls.routes)) if cls.routes else shipped
             cls._route_table = table
         return table

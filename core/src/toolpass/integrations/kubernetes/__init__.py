@@ -1,0 +1,949 @@
+"""Kubernetes: may this user do this, asked of the cluster's own authorizers.
+
+The check creates a ``SubjectAccessReview`` (``POST
+/apis/authorization.k8s.io/v1/subjectaccessreviews``), or with ``review: local`` a
+``LocalSubjectAccessReview`` in the resource's namespace, naming the user, the user's
+groups and the request's attributes. The API server runs every authorizer it is configured
+with (RBAC, Node, webhooks, ...) and answers in ``status``:
+
+- ``allowed: true``: allow (an ``evaluationError`` beside it does not matter: the documented
+  meaning is that the authorizer could decide in spite of it);
+- ``denied: true``: deny (an authorizer that supports explicit denies, e.g. a webhook);
+- neither, without ``evaluationError``: no authorizer allows it, so the real request would be
+  refused: deny;
+- neither, with an ``evaluationError`` (RBAC could not read a role a binding names, a webhook
+  failed, ...): unknown, or deny with ``on_evaluation_error: deny``.
+
+Any other answer (401, 403: the engine may not create reviews, 404, 422, 429, 5xx, a
+timeout, a body without ``status.allowed``) is unknown.
+
+Resources
+---------
+A resource is written as the Kubernetes API path of the object, with the
+``/api/v1`` or ``/apis/<group>/<version>`` prefix replaced by a ``.<group>`` suffix on the
+resource type (as ``kubectl`` writes ``deployments.apps``)::
+
+    [namespaces/<namespace>/]<resource>[.<group>][/<name>[/<subresource>]]
+
+    namespaces/payments/deployments.apps/api          a Deployment
+    namespaces/payments/deployments.apps/api/scale    its scale subresource
+    namespaces/payments/pods                          pods in payments (list, create, ...)
+    namespaces/payments/pods/web-0/log                a pod's logs
+    nodes/node-1                                      a cluster-scoped object
+    clusterroles.rbac.authorization.k8s.io/view       a cluster-scoped object in a group
+    namespaces/payments                               the Namespace object itself
+    namespaces/payments/status                        ... and its status subresource
+    deployments.apps                                  Deployments in every namespace
+
+The full API path (``/apis/apps/v1/namespaces/payments/deployments/api``,
+``/api/v1/nodes/node-1``) is accepted too and also carries the version. Any other path
+starting with ``/`` (``/healthz``, ``/metrics``, ``/apis`` discovery) is a non-resource URL.
+Segments are split exactly as the API server splits a request path: after
+``namespaces/<ns>/``, ``status`` and ``finalize`` are the Namespace's own subresources and
+anything else is a resource type. No namespace means the cluster scope for cluster-scoped
+types and *all namespaces* for namespaced ones (the SubjectAccessReview's own rule). ``*``
+is passed through as the review's wildcard.
+
+Actions
+-------
+The Kubernetes verbs (``get``, ``list``, ``watch``, ``create``, ``update``, ``patch``,
+``delete``, ``deletecollection`` and the special ``impersonate``, ``bind``, ``escalate``,
+``use``, ``approve``, ``sign``) ask for that verb on the resource, subresource included.
+Shortcuts name a verb and a subresource: ``scale`` (``patch`` on ``<type>/scale``, what
+``kubectl scale`` sends since 1.16; ask ``update`` on ``.../scale`` for a PUT),
+``exec``, ``attach``, ``portforward`` (``create`` on ``pods/exec`` etc.; the API server
+requires ``create`` for these from 1.35 on, and earlier for SPDY), ``logs`` (``get`` on
+``pods/log``) and ``evict`` (``create`` on ``pods/eviction``). On a non-resource URL
+``get``, ``create``, ``update``, ``patch`` and ``delete`` mean the HTTP verbs ``get``,
+``post``, ``put``, ``patch`` and ``delete``.
+
+Requests
+--------
+The request hook places a request to the API server with the table generated from the
+kubernetes client (``kubernetes/routes.json``, by ``kubernetes/generate.py``) and
+:meth:`Kubernetes.match_request`: ``?watch=`` (any first value but ``''``, ``0``,
+``false``) makes a list a ``watch``; a path the table lacks (custom resources, aggregated
+APIs, other versions) is split as the API server's RequestInfo splits it and asks the verb
+of its method; ``Impersonate-User`` makes the request ``impersonate`` on ``users/<name>``
+(or ``namespaces/<ns>/serviceaccounts/<name>``), and impersonated groups, a uid or extras
+leave the resource unresolved, so the request is refused.
+
+Users and groups
+----------------
+Kubernetes has no user directory: a user is the name the API server's authenticator
+produces. The default identity mode ``email`` reproduces the OIDC authenticator with
+``--oidc-username-claim=email``: the username is the email. Every identity mode yields the
+claim value, and ``username_prefix`` is put in front as ``--oidc-username-prefix`` (or
+``claimMappings.username.prefix``) does; when the cluster's claim is not ``email`` and it
+sets no prefix, the API server's default prefix is ``<issuer-url>#`` (its default claim is
+``sub``, not ``email``). Emails are compared normalised (NFKC, then casefold; an address with
+characters that change under case mapping is no one's); the API server takes the claim as
+the token carries it, so RBAC subjects should be written in lower case too.
+
+A review names the user's groups or is answered for a user in none, so the engine supplies
+them: a ``groups`` mapping, a ``groups_file``, a ``groups_url`` service or a
+``groups_resolve`` callable (the IdP's group names, prefixed with ``group_prefix``), plus
+``system:authenticated``, which the API server adds to every authenticated user. A user the
+groups source does not know is unknown (``groups_missing: none`` reviews them without
+groups instead).
+
+The engine's credential is a ServiceAccount token allowed to ``create``
+``subjectaccessreviews`` (``authorization.k8s.io``): ``token`` (a secret reference),
+``token_file`` (re-read when it changes, as projected tokens rotate), or, with neither,
+the in-cluster mount (``serviceaccount_dir``: its ``token``, and its ``ca.crt`` when
+``ca_file`` is not set).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote, urlencode
+
+from toolpass.integrations.base import (
+    Action,
+    ConfigKey,
+    ConnectionConfig,
+    Decision,
+    Effect,
+    Integration,
+    ProbeResult,
+    Remembered,
+    load_actions,
+)
+from toolpass.integrations.routes import Match, Request, Route, fill
+from toolpass.rules.scope import escapes
+from toolpass.wire import budget
+from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
+from toolpass.wire.http import HTTPClient, NetOptions, check_url
+from toolpass.wire.identity import normalize_email
+from toolpass.wire.watched import WatchedFile, json_or_yaml
+
+__all__ = ["INTEGRATION", "Kubernetes", "Target", "classify", "parse_resource", "structural_match"]
+
+_UNSEEN: Any = object()
+SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+AUTHENTICATED = "system:authenticated"
+_API = "/apis/authorization.k8s.io/v1"
+_OK = (200, 201, 202)  # the documented answers to a create
+_NAMESPACE_SUBRESOURCES = ("status", "finalize")
+_NON_RESOURCE_VERBS = {
+    "get": "get",
+    "create": "post",
+    "update": "put",
+    "patch": "patch",
+    "delete": "delete",
+}
+
+
+# --- the actions -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Shortcut:
+    verb: str
+    subresource: str
+    resource: str | None = None  # the one resource type it applies to (core group), or any
+
+
+ACTIONS: tuple[Action, ...] = load_actions(__name__)
+_SHORTCUTS = {a.name: _Shortcut(**a.terms) for a in ACTIONS if a.terms}
+
+
+# --- the resource syntax ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a review asks about: resource attributes, or a non-resource URL (``path``)."""
+
+    resource: str = ""
+    group: str = ""
+    version: str = ""
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+    path: str = ""
+
+    @property
+    def type(self) -> str:
+        """``resource[.group][/subresource]``, as RBAC rules name it."""
+        kind = f"{self.resource}.{self.group}" if self.group else self.resource
+        return f"{kind}/{self.subresource}" if self.subresource else kind
+
+    def describe(self) -> str:
+        """The target in words, for a decision's reason."""
+        if self.path:
+            return f"the URL {self.path}"
+        what = f"{self.type} {self.name}" if self.name else f"all {self.type}"
+        if self.namespace:
+            return f"{what} in namespace {self.namespace}"
+        return what
+
+    def attributes(self, verb: str) -> dict[str, str]:
+        """The review's ``resourceAttributes`` (empty fields left out)."""
+        fields = {
+            "namespace": self.namespace,
+            "verb": verb,
+            "group": self.group,
+            "version": self.version,
+            "resource": self.resource,
+            "subresource": self.subresource,
+            "name": self.name,
+        }
+        return {k: v for k, v in fields.items() if v}
+
+
+_DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_LABEL = re.compile(rf"\*|{_DNS_LABEL}")
+_NAMESPACE = re.compile(_DNS_LABEL)
+_GROUP = re.compile(rf"\*|{_DNS_LABEL}(?:\.{_DNS_LABEL})*")
+_PARAM_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\+?\}")
+_SYNTAX = "[namespaces/<ns>/]<resource>[.<group>][/<name>[/<subresource>]], or a /path"
+
+
+def _bad(resource: str, why: str) -> LookupFailed:
+    return BadResource(f"{resource!r} is not a Kubernetes resource ({why}; expected {_SYNTAX})")
+
+
+def _segment_ok(segment: str) -> bool:
+    return (
+        bool(segment)
+        and segment not in (".", "..")
+        and "%" not in segment
+        and not any(c.isspace() or unicodedata.category(c)[0] == "C" for c in segment)
+    )
+
+
+def parse_resource(resource: str) -> Target:
+    """Parse the resource syntax of the module docstring; :class:`LookupFailed` if invalid."""
+    if not isinstance(resource, str) or not resource or len(resource) > 2048:
+        raise _bad(str(resource)[:80], "empty or too long")
+    if resource.startswith("/"):
+        parts = resource[1:].split("/")
+        if parts[-1] == "":
+            parts.pop()  # one trailing slash, as the API server allows
+        if parts and parts[0] == "api" and len(parts) >= 3:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts and parts[0] == "apis" and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            if not all(_segment_ok(p) for p in parts):
+                raise _bad(resource, "a path segment is empty or not allowed")
+            return Target(path=resource)
+        if not all(_segment_ok(p) for p in (group or "x", version, *rest)):
+            raise _bad(resource, "a path segment is empty or not allowed")
+        return _split(resource, rest, group, version, grouped=False)
+    parts = resource.split("/")
+    if not all(_segment_ok(p) for p in parts):
+        raise _bad(resource, "a segment is empty or not allowed")
+    return _split(resource, parts, "", "", grouped=True)
+
+
+def _split(resource: str, parts: list[str], group: str, version: str, *, grouped: bool) -> Target:
+    """Split ``parts`` as the API server's RequestInfo does (``grouped``: ``type.group``)."""
+    namespace = ""
+    if parts[0] == "namespaces" and len(parts) >= 2:
+        namespace = parts[1]
+        if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
+            parts = parts[2:]
+    kind = parts[0]
+    if grouped:
+        kind, dot, group = kind.partition(".")
+        if not kind or (dot and not group):
+            raise _bad(resource, "the type must be <resource> or <resource>.<group>")
+    name = parts[1] if len(parts) > 1 else ""
+    subresource = parts[2] if len(parts) > 2 else ""
+    if len(parts) > 3 and subresource != "proxy":
+        raise _bad(resource, "too many segments after the subresource")
+    for value, pattern, what in (
+        (kind, _LABEL, "resource type"),
+        (subresource, _LABEL, "subresource"),
+        (namespace, _NAMESPACE, "namespace"),
+        (group, _GROUP, "API group"),
+        (version, _LABEL, "version"),
+    ):
+        if value and not pattern.fullmatch(value):
+            raise _bad(resource, f"{value!r} is not a valid {what}")
+    return Target(kind, group, version, namespace, name, subresource)
+
+
+def review_attributes(action: str, target: Target) -> tuple[str, Target]:
+    """The verb and target a review asks about for ``action`` (shortcuts resolved)."""
+    shortcut = _SHORTCUTS.get(action)
+    if target.path:
+        verb = _NON_RESOURCE_VERBS.get(action)
+        if verb is None:
+            raise BadResource(f"{action} has no meaning for a non-resource URL ({target.path})")
+        return verb, target
+    if shortcut is None:
+        return action, target
+    if shortcut.resource is not None and (target.resource, target.group) != (shortcut.resource, ""):
+        raise BadResource(f"{action} applies to {shortcut.resource}, not to {target.type}")
+    if not target.name:
+        raise LookupFailed(f"{action} needs a named object, not all {target.type}")
+    if target.subresource not in ("", shortcut.subresource):
+        raise LookupFailed(
+            f"{action} is on the {shortcut.subresource} subresource, not {target.type}"
+        )
+    target = Target(
+        target.resource,
+        target.group,
+        target.version,
+        target.namespace,
+        target.name,
+        shortcut.subresource,
+    )
+    return shortcut.verb, target
+
+
+# --- files that are re-read when they change ---------------------------------------------
+def _token_text(text: str) -> str:
+    token = text.strip()
+    if not token or any(c.isspace() for c in token):
+        raise LookupFailed("the token file is empty or holds more than one token")
+    return token
+
+
+def _groups_table(path: str) -> Callable[[str], dict[str, list[str]]]:
+    def parse(text: str) -> dict[str, list[str]]:
+        data = json_or_yaml(path, text, "groups file")
+        try:
+            return _groups_mapping(data)
+        except ValueError as e:
+            raise LookupFailed(f"groups file {path}: {e}")
+
+    return parse
+
+
+def _groups_mapping(data: object) -> dict[str, list[str]]:
+    if not isinstance(data, Mapping):
+        raise ValueError("must map emails to lists of groups")
+    table: dict[str, list[str]] = {}
+    for email, groups in data.items():
+        if not isinstance(email, str) or not _group_list(groups):
+            raise ValueError(f"the groups of {email!r} must be a list of group names")
+        try:
+            key = normalize_email(email)
+        except LookupFailed:
+            continue  # an address that could pose as another is no one's
+        table[key] = list(groups)
+    return table
+
+
+def _name_ok(name: object) -> bool:
+    return (
+        isinstance(name, str)
+        and bool(name.strip())
+        and not any(unicodedata.category(c)[0] == "C" for c in name)
+    )
+
+
+def _group_list(groups: object) -> bool:
+    return isinstance(groups, (list, tuple)) and all(_name_ok(g) for g in groups)
+
+
+# --- the request hook: an outgoing request to the API server -> verb and resource ---------
+# The shipped table (kubernetes/routes.json, generated by kubernetes/generate.py from
+# the kubernetes client) covers the core and built-in groups. What it cannot hold is done
+# here: ``?watch=`` turning a list into a watch, custom resources and any other path the
+# table lacks (split as the API server's RequestInfo splits it), proxied paths encoded
+# with %2F, and impersonation headers. The rules below must agree with the generator's:
+# a test derives every table row again through them.
+_METHOD_VERBS = {
+    "GET": "get",
+    "HEAD": "get",
+    "POST": "create",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+    "OPTIONS": "create",  # the API server asks the empty verb (only `*` grants it)
+}
+_VERB_EFFECTS: dict[str, Effect] = {
+    "get": "read",
+    "list": "read",
+    "watch": "read",
+    "create": "write",
+    "update": "write",
+    "patch": "write",
+    "delete": "destructive",
+    "deletecollection": "destructive",
+}
+_CONNECT = ("exec", "attach", "portforward")  # pods/<sub>: create, for GET upgrades too
+# Objects whose reads carry text written by workloads or outsiders: pods (termination
+# messages, a log tail with FallbackToLogsOnError), configmaps (scripts, pages, config
+# from charts), events (messages workloads emit).
+_UNTRUSTED_TYPES = frozenset(
+    {("", "pods"), ("", "configmaps"), ("", "events"), ("events.k8s.io", "events")}
+)
+# Creates that store nothing and only answer a question: read.
+_SELF_REVIEWS = frozenset(
+    {
+        ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "selfsubjectrulesreviews"),
+        ("authentication.k8s.io", "selfsubjectreviews"),
+    }
+)
+_REVIEWS = _SELF_REVIEWS | {
+    ("authorization.k8s.io", "subjectaccessreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authentication.k8s.io", "tokenreviews"),
+}
+_WATCH_OFF = ("", "0", "false")
+_IMPERSONATE = ("impersonate-user", "impersonate-group", "impersonate-uid")
+
+
+def classify(
+    method: str, group: str, resource: str, named: bool, subresource: str
+) -> tuple[str, Effect, str] | None:
+    """The action, effect and route flags of a request on a resource path, as the API
+    server decides the verb (collection GET: list, collection DELETE: deletecollection),
+    with the shortcuts (exec, attach, portforward, logs, evict, scale) where they apply."""
+    verb = _METHOD_VERBS.get(method)
+    if verb is None:
+        return None
+    if not named and verb in ("get", "delete"):
+        verb = "list" if verb == "get" else "deletecollection"
+    action, effect, flags = verb, _VERB_EFFECTS[verb], ""
+    pod = (group, resource) == ("", "pods") and named
+    if pod and subresource in _CONNECT and verb in ("get", "create"):
+        action, effect, flags = subresource, "write", "us"
+    elif pod and subresource == "log" and verb == "get":
+        action, flags = "logs", "u"
+    elif pod and subresource == "eviction" and verb == "create":
+        action, effect = "evict", "destructive"
+    elif subresource == "scale" and verb == "patch" and named:
+        action = "scale"
+    elif subresource == "proxy" and named:
+        flags = "us"  # the body and query reach a pod, service or kubelet; its answer comes back
+        if (group, resource) == ("", "nodes") and verb == "get":
+            effect = "write"  # the kubelet serves exec and attach over GET upgrades
+    elif verb == "create" and not named and not subresource and (group, resource) in _REVIEWS:
+        effect = "read"
+        flags = "a" if (group, resource) in _SELF_REVIEWS else ""
+    if verb in ("get", "list") and (group, resource) in _UNTRUSTED_TYPES and "u" not in flags:
+        flags = "u" + flags
+    return action, effect, flags
+
+
+def _watching(request: Request) -> bool:
+    """Whether a collection GET is a watch: the API server reads the first ``watch`` value
+    and takes anything but '', '0' and 'false' as true."""
+    query = request.query_string
+    if "watch" not in query and "%" not in query:
+        return False
+    values = request.query.get("watch")
+    if not values:
+        return False
+    return values[0].lower() not in _WATCH_OFF
+
+
+def _route(method: str, path: str, action: str, resource: str, effect: Effect, flags: str) -> Route:
+    return Route(method, path, action, resource, effect, "u" in flags, "s" in flags, "a" in flags)
+
+
+_WATCH_ROUTES: dict[Route, Route] = {}
+
+
+def _as_watch(route: Route) -> Route:
+    found = _WATCH_ROUTES.get(route)
+    if found is None:
+        found = _route(route.method, route.path, "watch", route.resource, "read", route.flags)
+        if len(_WATCH_ROUTES) < 4096:
+            _WATCH_ROUTES[route] = found
+    return found
+
+
+def _hostile(segment: str) -> bool:
+    """A decoded path segment that could name another path than it seems to."""
+    return not segment or "/" in segment or escapes(segment)
+
+
+def _valid(resource: str) -> str | None:
+    try:
+        parse_resource(resource)
+    except LookupFailed:
+        return None
+    return resource
+
+
+def structural_match(request: Request) -> Match | None:
+    """A request the table has no row for, split as the API server's RequestInfo splits
+    it: custom resources (``/apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>
+    [/<sub>]]``), aggregated APIs, versions newer or older than the table. Discovery and
+    other non-resource reads are ``get`` on the path; a non-resource write is None."""
+    path = request.path.strip("/")
+    raw = path.split("/") if path else []
+    seg = [unquote(s) for s in raw]
+    method = request.method
+    core = bool(seg) and seg[0] == "api"
+    head = 2 if core else 3
+    if not seg or seg[0] not in ("api", "apis") or len(seg) <= head:
+        if method not in ("GET", "HEAD"):
+            return None
+        discovery = "a" if seg and seg[0] in ("api", "apis") else ""
+        route = _route(method, "/{path+}", "get", "/{path}", "read", discovery)
+        target = "/" + "/".join(seg)
+        params = {"path": "/".join(seg)} if seg else {}
+        if any(_hostile(s) for s in seg):
+            return Match(route, params, None)
+        return Match(route, params, _valid(target))
+    template = "/api/{version}" if core else "/apis/{group}/{version}"
+    interpreted = seg[1:head]
+    parts = seg[head:]
+    watch = parts[0] == "watch"
+    if parts[0] == "proxy" or (watch and len(parts) == 1):
+        return None  # the legacy /proxy/ prefix is no longer served
+    if watch:
+        parts = parts[1:]
+        template += "/watch"
+    namespace = ""
+    if parts[0] == "namespaces" and len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
+        namespace, parts = parts[1], parts[2:]
+        interpreted.append(namespace)
+        template += "/namespaces/{namespace}"
+    interpreted += parts[:3]
+    rest = parts[3:]
+    group = "" if core else seg[1]
+    resource = parts[0]
+    name = parts[1] if len(parts) > 1 else ""
+    subresource = parts[2] if len(parts) > 2 else ""
+    found = classify(method, group, resource, bool(name), subresource)
+    if found is None:
+        return None
+    action, effect, flags = found
+    if watch:
+        action, effect = "watch", "read"
+    elif action == "list" and _watching(request):
+        action = "watch"
+    template += "/{resource}" + "/{name}" * bool(name) + "/{subresource}" * bool(subresource)
+    template += "/{path+}" * bool(rest)
+    kind = f"{resource}.{group}" if group else resource
+    target = f"namespaces/{namespace}/" * bool(namespace) + "/".join(
+        p for p in (kind, name, subresource) if p
+    )
+    route = _route(method, template, action, target, effect, flags)
+    params = {"group": group, "version": seg[head - 1], "namespace": namespace}
+    params.update(resource=resource, name=name, subresource=subresource, path="/".join(rest))
+    params = {k: v for k, v in params.items() if v}
+    if any(_hostile(s) for s in interpreted) or (
+        rest and (any(not s for s in rest) or escapes("/".join(rest)))
+    ):
+        return Match(route, params, None)
+    return Match(route, params, _valid(target))
+
+
+def _rest_resource(found: Match, request: Request) -> Match:
+    """A route ending in ``{path+}`` (proxy, node logs) whose proxied path carries an
+    encoded ``/``: the API server decodes it, and it names no other object, so the
+    resource stands when the other parameters are clean and the path climbs nowhere."""
+    rest = _PARAM_NAME.findall(found.route.path)[-1]
+    value = found.params.get(rest, "")
+    others = [v for k, v in found.params.items() if k != rest]
+    if any(_hostile(v) for v in others) or escapes(value) or "//" in f"/{value}/":
+        return found
+    resource = fill(found.route.resource, found.params, request)
+    return Match(found.route, found.params, None if resource is None else _valid(resource))
+
+
+def _impersonation(found: Match, request: Request) -> Match:
+    """A request carrying ``Impersonate-*`` headers is made as someone else: what the user
+    must be allowed is to impersonate them (which is at least as strong as the request
+    itself). Only a lone ``Impersonate-User`` can be checked as one action; groups, a uid
+    or extras each need their own check, so the resource is left unresolved (refused)."""
+    headers = request.headers
+    asked = [k for k in headers if k in _IMPERSONATE or k.startswith("impersonate-extra-")]
+    if not asked:
+        return found
+    effect: Effect = "destructive" if found.effect == "destructive" else "write"
+    user = headers.get("impersonate-user", "")
+    flags = found.route.flags.replace("a", "")  # as someone else it is not about the agent
+    route = _route(
+        found.route.method, found.route.path, "impersonate", "users/{user}", effect, flags
+    )
+    if asked != ["impersonate-user"] or _hostile(user):
+        return Match(route, found.params, None)
+    kind, _, rest = user.partition("system:serviceaccount:")
+    namespace, _, name = rest.partition(":")
+    if not kind and namespace and name:
+        target = f"namespaces/{namespace}/serviceaccounts/{name}"
+    else:
+        target = f"users/{user}"
+    return Match(route, found.params, _valid(target))
+
+
+# --- the integration ---------------------------------------------------------------------
+class Kubernetes(Integration):
+    """Kubernetes RBAC and every other authorizer, through SubjectAccessReview."""
+
+    name = "kubernetes"
+    description = (
+        "Kubernetes API server authorization (RBAC, webhooks, ...) through SubjectAccessReview. "
+        "Resources: [namespaces/<ns>/]<resource>[.<group>][/<name>[/<subresource>]], e.g. "
+        "namespaces/payments/deployments.apps/api, nodes/node-1, "
+        "clusterroles.rbac.authorization.k8s.io/view (no namespace: cluster scope, or all "
+        "namespaces for a namespaced type); the API path itself "
+        "(/apis/apps/v1/namespaces/payments/deployments/api); or a non-resource URL (/healthz)."
+    )
+    default_url = "https://kubernetes.default.svc"
+    identity_modes = ("email",)
+    actions = ACTIONS
+    keys = (
+        ConfigKey(
+            "token",
+            "The engine's ServiceAccount bearer token (env:NAME or file:/path); it must be "
+            "allowed to create subjectaccessreviews. Unset: token_file is read.",
+            secret=True,
+        ),
+        ConfigKey(
+            "token_file",
+            "A file holding the bearer token, re-read whenever it changes (projected tokens "
+            "rotate). Unset and no token: <serviceaccount_dir>/token.",
+        ),
+        ConfigKey(
+            "serviceaccount_dir",
+            "The in-cluster ServiceAccount mount. With neither token nor token_file its token "
+            "is used, and its ca.crt replaces the system's roots when ca_file is not set.",
+            default=SERVICEACCOUNT_DIR,
+        ),
+        ConfigKey(
+            "review",
+            "cluster: a SubjectAccessReview (needs create subjectaccessreviews); local: a "
+            "LocalSubjectAccessReview in the resource's namespace (needs create "
+            "localsubjectaccessreviews there; namespaced resources only).",
+            default="cluster",
+            choices=("cluster", "local"),
+        ),
+        ConfigKey(
+            "username_prefix",
+            "Put before every user name, as the API server's --oidc-username-prefix (or "
+            "claimMappings.username.prefix) does; '' or '-' for none.",
+            default="",
+        ),
+        ConfigKey(
+            "group_prefix",
+            "Put before every group from the groups source, as --oidc-groups-prefix does.",
+            default="",
+        ),
+        ConfigKey(
+            "authenticated_group",
+            "Add system:authenticated to every review, as the API server does for every "
+            "authenticated user.",
+            default=True,
+        ),
+        ConfigKey(
+            "groups",
+            "The groups of each user, by email: {email: [group, ...]}; consulted before "
+            "groups_file, groups_url and groups_resolve.",
+            type="map",
+        ),
+        ConfigKey(
+            "groups_file",
+            "A JSON or YAML file mapping emails to lists of groups, re-read when it changes.",
+        ),
+        ConfigKey(
+            "groups_url",
+            "A service answering GET <url>?email=&system=kubernetes&connection= with "
+            '{"groups": [...]}; 404 or {"groups": null}: the user is not known.',
+        ),
+        ConfigKey("groups_token", "A bearer token for groups_url.", secret=True),
+        ConfigKey(
+            "groups_resolve",
+            "In code: resolve(email) -> list of groups, or None when the user is not known.",
+            type="any",
+        ),
+        ConfigKey(
+            "groups_cache_ttl",
+            "Seconds the groups from groups_url or groups_resolve are kept.",
+            default=300.0,
+        ),
+        ConfigKey(
+            "groups_missing",
+            "A user the groups source does not know: unknown (refuse to guess) or none "
+            "(review them without groups).",
+            default="unknown",
+            choices=("unknown", "none"),
+        ),
+        ConfigKey(
+            "on_evaluation_error",
+            "A review that is not allowed and reports an evaluationError (e.g. a binding to a "
+            "missing role): unknown, or deny (trust the authorizers' answer).",
+            default="unknown",
+            choices=("unknown", "deny"),
+        ),
+    )
+
+    @classmethod
+    def validate(cls, options: Mapping[str, Any]) -> None:
+        if options.get("token") is not None and options.get("token_file") is not None:
+            raise ConfigError("set token or token_file, not both", "token_file")
+        sources = [k for k in ("groups_file", "groups_url", "groups_resolve") if options.get(k)]
+        if len(sources) > 1:
+            raise ConfigError(f"choose one groups source, not {' and '.join(sources)}", sources[1])
+        if options.get("groups") is not None:
+            try:
+                _groups_mapping(options["groups"])
+            except ValueError as e:
+                raise ConfigError(str(e), "groups") from None
+        if options.get("groups_url") is not None:
+            check_url(options["groups_url"], "groups_url")
+        if options.get("groups_token") is not None and options.get("groups_url") is None:
+            raise ConfigError("groups_token needs groups_url", "groups_token")
+        resolve = options.get("groups_resolve")
+        if resolve is not None and not callable(resolve):
+            raise ConfigError("must be a callable, given in code", "groups_resolve")
+        for key in ("username_prefix", "group_prefix"):
+            value = options.get(key) or ""
+            if any(c.isspace() or unicodedata.category(c)[0] == "C" for c in value):
+                raise ConfigError("must not contain spaces or control characters", key)
+        if options.get("groups_cache_ttl", 0) < 0:
+            raise ConfigError("must be 0 seconds or more", "groups_cache_ttl")
+
+    def __init__(self, config: ConnectionConfig, http: HTTPClient | None = None) -> None:
+        super().__init__(config, http)
+        o = self.options
+        self._in_cluster = o["token"] is None and o["token_file"] is None
+        sa_dir = o["serviceaccount_dir"]
+        token_path = o["token_file"] or os.path.join(sa_dir, "token")
+        self._token_file = WatchedFile(token_path, _token_text, "token file")
+        self._net = config.net
+        in_cluster_ca = os.path.join(sa_dir, "ca.crt")
+        if self._in_cluster and config.net.ca_file is None and os.path.exists(in_cluster_ca):
+            self._net = NetOptions(in_cluster_ca, config.net.tls_server_name, config.net.proxy_url)
+        self._static_groups = _groups_mapping(o["groups"] or {})
+        groups_file = o["groups_file"]
+        self._groups_file = (
+            WatchedFile(groups_file, _groups_table(groups_file), "groups file")
+            if groups_file
+            else None
+        )
+        self._groups_cache: Remembered[str, list[str] | None] = Remembered()
+
+    # --- requests ------------------------------------------------------------------------
+    def _token(self) -> str:
+        if self.options["token"] is not None:
+            return self.secret("token")
+        try:
+            token: str = self._token_file.get()
+        except LookupFailed as e:
+            hint = (
+                " (not running in a cluster? set token or token_file)" if self._in_cluster else ""
+            )
+            raise LookupFailed(f"no credential: {e}{hint}") from None
+        return token
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token()}"}
+
+    @property
+    def net(self) -> NetOptions:
+        return self._net
+
+    def _create(self, path: str, body: Any, what: str) -> dict[str, Any]:
+        """A review created on the API server: its ``status``, checked."""
+        return _status(self.fetch_json("POST", path, what=what, json=body, ok=_OK))
+
+    # --- identity ------------------------------------------------------------------------
+    def lookup_email(self, email: str) -> Sequence[str]:
+        """The user name is the email (``--oidc-username-claim=email``)."""
+        return [email]
+
+    def username(self, email: str) -> str:
+        """The Kubernetes user name ``email`` is, prefixed as the API server does."""
+        prefix = self.options["username_prefix"]
+        return ("" if prefix == "-" else prefix) + self.user_id(email)
+
+    def groups(self, email: str) -> list[str]:
+        """The groups a review names for ``email`` (prefixed, ``system:authenticated`` added)."""
+        email = normalize_email(email)
+        found = self._static_groups.get(email)
+        if found is None:
+            found = self._source_groups(email)
+        if found is None:
+            if self._has_source() and self.options["groups_missing"] == "unknown":
+                raise LookupFailed(
+                    f"the groups of {email} are not known (groups_missing: none reviews "
+                    "users the source does not know without groups)"
+                )
+            found = []
+        prefix = self.options["group_prefix"]
+        prefix = "" if prefix == "-" else prefix
+        result = list(dict.fromkeys(prefix + g for g in found))
+        if self.options["authenticated_group"] and AUTHENTICATED not in result:
+            result.append(AUTHENTICATED)
+        return result
+
+    def _has_source(self) -> bool:
+        o = self.options
+        return bool(o["groups"] or o["groups_file"] or o["groups_url"] or o["groups_resolve"])
+
+    def _source_groups(self, email: str) -> list[str] | None:
+        if self._groups_file is not None:
+            table: dict[str, list[str]] = self._groups_file.get()
+            return table.get(email)
+        if not (self.options["groups_url"] or self.options["groups_resolve"]):
+            return None
+        hit = self._groups_cache.get(email, _UNSEEN)
+        if hit is not _UNSEEN:
+            return hit
+        if self.options["groups_url"]:
+            found = self._ask_groups_service(email)
+        else:
+            found = self._ask_groups_callable(email)
+        self._groups_cache.put(email, found, float(self.options["groups_cache_ttl"]))
+        return found
+
+    def _ask_groups_service(self, email: str) -> list[str] | None:
+        url: str = self.options["groups_url"]
+        query = urlencode({"email": email, "system": self.name, "connection": self.config.id})
+        headers = {}
+        if self.options["groups_token"] is not None:
+            headers["Authorization"] = f"Bearer {self.secret('groups_token')}"
+        answer = self.http.request(
+            "GET",
+            f"{url}{'&' if '?' in url else '?'}{query}",
+            headers=headers,
+            timeout=budget.remaining(self.config.timeout),
+            options=NetOptions(),  # the deployment's own service, as for identity: http
+        )
+        if answer.status == 404:
+            return None
+        if answer.status != 200:
+            raise LookupFailed(f"the groups service answered HTTP {answer.status}")
+        data = answer.json()
+        if not isinstance(data, dict) or "groups" not in data:
+            raise LookupFailed("the groups service's answer has no groups")
+        if data["groups"] is None:
+            return None
+        if not _group_list(data["groups"]):
+            raise LookupFailed("the groups service's answer is not a list of group names")
+        return list(data["groups"])
+
+    def _ask_groups_callable(self, email: str) -> list[str] | None:
+        resolve: Callable[[str], Any] = self.options["groups_resolve"]
+        try:
+            found = resolve(email)
+        except Exception as e:
+            raise LookupFailed(f"the groups callable failed ({type(e).__name__}: {e})")
+        if found is None:
+            return None
+        if isinstance(found, str) or not _group_list(list(found)):
+            raise LookupFailed("the groups callable did not return a list of group names")
+        return list(found)
+
+    # --- the check -----------------------------------------------------------------------
+    def review(self, user: str, action: str, resource: str) -> dict[str, Any]:
+        """The review object a check creates for these arguments (nothing is sent)."""
+        return self._review(user, action, resource)[0]
+
+    def _review(self, user: str, action: str, resource: str) -> tuple[dict[str, Any], str, Target]:
+        verb, target = review_attributes(action, parse_resource(resource))
+        spec: dict[str, Any] = {"user": self.username(user)}
+        groups = self.groups(user)
+        if groups:
+            spec["groups"] = groups
+        if target.path:
+            spec["nonResourceAttributes"] = {"path": target.path, "verb": verb}
+        else:
+            spec["resourceAttributes"] = target.attributes(verb)
+        review: dict[str, Any] = {"apiVersion": "authorization.k8s.io/v1"}
+        if self.options["review"] == "local":
+            if target.path or not target.namespace:
+                raise LookupFailed(
+                    "review: local can only ask about a namespaced resource, "
+                    f"not {target.describe()}"
+                )
+            review["kind"] = "LocalSubjectAccessReview"
+            review["metadata"] = {"namespace": target.namespace}
+        else:
+            review["kind"] = "SubjectAccessReview"
+        review["spec"] = spec
+        return review, verb, target
+
+    def check(self, user: str, action: str, resource: str) -> Decision:
+        review, verb, target = self._review(user, action, resource)
+        if review["kind"] == "LocalSubjectAccessReview":
+            namespace = quote(target.namespace, safe="")
+            path = f"{_API}/namespaces/{namespace}/localsubjectaccessreviews"
+        else:
+            path = f"{_API}/subjectaccessreviews"
+        status = self._create(path, review, f"create a {review['kind']}")
+        who = review["spec"]["user"]
+        what = f"{verb} {target.describe()}"
+        said = status.get("reason") or ""
+        said = f" ({said[:300]})" if said else ""
+        error = status.get("evaluationError") or ""
+        if status["allowed"]:
+            if status.get("denied"):
+                raise LookupFailed("kubernetes answered both allowed and denied")
+            return Decision.allow(f"Kubernetes allows {who} to {what}{said}")
+        if status.get("denied"):
+            return Decision.deny(f"a Kubernetes authorizer denies {who} to {what}{said}")
+        if error and self.options["on_evaluation_error"] == "unknown":
+            raise LookupFailed(
+                f"Kubernetes could not fully evaluate whether {who} may {what}: {error[:300]}"
+            )
+        return Decision.deny(f"no Kubernetes authorizer allows {who} to {what}{said}")
+
+    # --- the request hook ----------------------------------------------------------------
+    def match_request(self, request: Request) -> Match | None:
+        """The table's route, with ``?watch=`` making a list a watch; a path the table
+        lacks (custom resources, ...) split as the API server does; impersonation headers
+        turning the request into ``impersonate``."""
+        found = self.route_table().match(request)
+        if found is None:
+            found = structural_match(request)
+        elif found.route.action == "list" and _watching(request):
+            found = Match(_as_watch(found.route), found.params, found.resource)
+        elif found.resource is None and found.route.path.endswith("+}"):
+            found = _rest_resource(found, request)
+        if found is not None and any(k.startswith("impersonate-") for k in request.headers):
+            found = _impersonation(found, request)
+        return found
+
+    # --- the probe -----------------------------------------------------------------------
+    def probe(self) -> ProbeResult:
+        self.identity.check()
+        if self._groups_file is not None:
+            self._groups_file.get()
+        version = self.get_json("/version", what="read /version")
+        git = version.get("gitVersion", "?")
+        kind = (
+            "localsubjectaccessreviews"
+            if self.options["review"] == "local"
+            else ("subjectaccessreviews")
+        )
+        ask = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {
+                    "verb": "create",
+                    "group": "authorization.k8s.io",
+                    "resource": kind,
+                }
+            },
+        }
+        status = self._create(
+            f"{_API}/selfsubjectaccessreviews", ask, "create a SelfSubjectAccessReview"
+        )
+        where = " in every namespace" if kind == "localsubjectaccessreviews" else ""
+        if status["allowed"]:
+            return ProbeResult(True, f"Kubernetes {git}: the engine may create {kind}{where}")
+        return ProbeResult(
+            False, f"Kubernetes {git}: the engine's credential may not create {kind}{where}"
+        )
+
+
+def _status(data: dict[str, Any]) -> dict[str, Any]:
+    """The review's ``status``, checked against the documented shape."""
+    status = data.get("status")
+    if not isinstance(status, dict) or not isinstance(status.get("allowed"), bool):
+        raise LookupFailed("kubernetes answered a review without status.allowed")
+    for key, kind in (("denied", bool), ("reason", str), ("evaluationError", str)):
+        if status.get(key) is not None and not isinstance(status[key], kind):
+            raise LookupFailed(f"kubernetes answered a review with a malformed status.{key}")
+    return status
+
+
+INTEGRATION = Kubernetes
