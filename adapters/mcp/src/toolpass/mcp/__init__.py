@@ -102,9 +102,16 @@ Client = str | Callable[[Any], Any] | None
 #: Messages other than ``tools/call`` that read or run something on the server: each is
 #: checked as a call of a tool of that name, with these arguments from its params.
 CHECKED = {"resources/read": ("uri",), "prompts/get": ("name", "arguments")}
+#: Messages that run the server's code on a resource or prompt without reading it (a
+#: completion lists a template's or a prompt's values, a subscription watches a resource):
+#: checked as calls, with these arguments, where a rule names them or under ``strict``;
+#: otherwise passed on unaudited, as a listing is.
+GATED = {"completion/complete": ("ref", "argument", "value"), "resources/subscribe": ("uri",)}
 #: What a retry after the approvals page carries for toolpass (never passed to the tool).
 _RESUME_FIELDS = ("requestState", "inputResponses")
-_READS: dict[str, list[str] | None] = {method: list(args) for method, args in CHECKED.items()}
+_READS: dict[str, list[str] | None] = {
+    method: list(args) for method, args in (CHECKED | GATED).items()
+}
 
 
 def user_of_token(token: AccessToken | None, claim: str) -> str | None:
@@ -333,7 +340,7 @@ class _Core:
         """Under ``strict``, a call of a tool the server does not have (and no rule names)
         is refused as what it is, an unknown tool, not as a tool without a rule."""
         guard = self.guard
-        if not guard.strict or name in CHECKED or guard.rule(name) is not None:
+        if not guard.strict or name in _READS or guard.rule(name) is not None:
             return
         known = self.known_tools()
         tools = {*(known or ()), *(self._listed - set(_READS))}
@@ -555,7 +562,7 @@ class ToolpassMiddleware:
         if ctx.method == "tools/call":
             called: HandlerResult = await self._call(ctx, call_next)
             return called
-        if ctx.method in CHECKED:
+        if ctx.method in CHECKED or (ctx.method in GATED and self._gated(ctx.method)):
             read: HandlerResult = await self._read(ctx, call_next)
             return read
         result = await call_next(ctx)
@@ -635,11 +642,14 @@ class ToolpassMiddleware:
         return dumped
 
     async def _read(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
-        """``resources/read`` or ``prompts/get``: checked as a call of the tool named by
-        the method, whose arguments are the message's (``uri``; ``name`` and ``arguments``);
-        refused as a JSON-RPC error, as these have no failed result."""
+        """``resources/read``, ``prompts/get`` (and a ``GATED`` message): checked as a call
+        of the tool named by the method, whose arguments are the message's (``uri``; ``name``
+        and ``arguments``; ``ref``, ``argument`` and ``value``); refused as a JSON-RPC error,
+        as these have no failed result."""
         params: Any = ctx.params if isinstance(ctx.params, Mapping) else {}
-        arguments = {name: params.get(name) for name in CHECKED[ctx.method]}
+        if ctx.method == "completion/complete":
+            params = _completion_of(params)
+        arguments = {name: params.get(name) for name in _READS[ctx.method] or ()}
         return await self._core.call(
             ctx.method,
             arguments,
@@ -649,6 +659,9 @@ class ToolpassMiddleware:
             lambda: call_next(ctx),
             _as_mcp_error,
         )
+
+    def _gated(self, method: str) -> bool:
+        return self.guard.strict or self.guard.rule(method) is not None
 
     def _saw_tools(self, result: Any) -> None:
         tools = (
@@ -667,6 +680,19 @@ class ToolpassMiddleware:
             if isinstance(name, str):
                 found[name] = _arguments_of(schema)
         self._core.saw_tools(found)
+
+
+def _completion_of(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A completion's arguments as a rule reads them: ``ref`` (the prompt's name or the
+    template's URI), ``argument`` (its name) and ``value`` (what the user typed)."""
+    ref, argument = params.get("ref"), params.get("argument")
+    ref = ref if isinstance(ref, Mapping) else {}
+    argument = argument if isinstance(argument, Mapping) else {}
+    return {
+        "ref": ref.get("name") if ref.get("type") == "ref/prompt" else ref.get("uri"),
+        "argument": argument.get("name"),
+        "value": argument.get("value"),
+    }
 
 
 def _arguments_of(schema: Any) -> list[str] | None:
@@ -714,7 +740,9 @@ def guard(
     connection, by the server's restart, or once it is not among the toolkit's most recently
     used sessions (``Guard.held_sessions``). ``resources/read`` and ``prompts/get`` are checked
     as calls of tools of those names (arguments ``uri``; ``name`` and ``arguments``): a rule
-    may name them, ``strict=True`` refuses them without one. Results (and errors) reach the
+    may name them, ``strict=True`` refuses them without one. ``completion/complete``
+    (arguments ``ref``, ``argument``, ``value``) and ``resources/subscribe`` (``uri``) are
+    checked so where a rule names them or under ``strict``. Results (and errors) reach the
     client without the engine's connections' secrets. ``on_refuse`` makes the text the model
     reads (or a ``CallToolResult``); None makes a refusal a JSON-RPC error instead of a tool
     result.
