@@ -12,10 +12,10 @@ cancellation), and the upstream's own requests (sampling, elicitation, roots) to
 which the upstream sees with the client's capabilities. Each ``tools/call``,
 ``resources/read`` and ``prompts/get`` first passes the same guard as
 ``toolpass.mcp.guard``: the rule of the tool's name (or of ``resources/read``,
-``prompts/get``) is asked of the connections of the configuration, a refused call never
-reaches the upstream (the model reads why), and every call is one audit event. The
-configuration is toolpass's YAML
-file (its ``connections``) with an ``mcp:`` section::
+``prompts/get``; under ``strict`` or with a rule, ``completion/complete`` and
+``resources/subscribe`` too) is asked of the connections of the configuration, a refused
+call never reaches the upstream (the model reads why), and every call is one audit event.
+The configuration is toolpass's YAML file (its ``connections``) with an ``mcp:`` section::
 
     mcp:
       user: dana@example.com          # who the calls act for (or env:NAME); required
@@ -477,12 +477,15 @@ class Proxy:
         self, ctx: ServerRequestContext[Any], send: Callable[[Client], Awaitable[Any]]
     ) -> Any:
         """``send`` the request to the upstream, with the request in flight (so the
-        upstream's own requests of it reach this client's request)."""
+        upstream's own requests of it reach this client's request); its answer, or its
+        error, without the connections' secrets."""
         client = await self.client_of(ctx)
         downstream = self.downstreams[_connection_of(ctx.session)]
         downstream.in_flight.append(ctx)
         try:
             return redacted(await send(client), self.secrets())
+        except MCPError as e:  # the upstream's error reaches the client: without them too
+            raise MCPError.from_error_data(redacted(e.error, self.secrets())) from None
         finally:
             downstream.in_flight.remove(ctx)
 
@@ -655,6 +658,7 @@ async def serve(
         added.guard.add_tools(_schemas(tools))  # complete: every tool the upstream has
         proxy = Proxy(upstream, probe, tools, lambda t: added._core.saw_tools(_schemas(t)))
     proxy.secrets = added._core.secrets  # every message to the client: without them
+    proxy.server.instructions = redacted(proxy.server.instructions, proxy.secrets())
     added.server = proxy.server  # its serverInfo on a refusal (2026-07-28)
     added._core.known_tools = lambda: proxy.tools  # strict: an unknown tool reads as one
     proxy.server.middleware.append(added)
