@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -315,12 +315,19 @@ def test_a_failing_user_or_session_source_refuses(option: dict[str, Any]) -> Non
 
 
 class SlowEngine(ScriptedEngine):
+    """An engine that answers only once the test lets it (``release``): a check that would
+    be allowed, if the hook waited for it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.release = threading.Event()
+
     def check(self, *args: Any, **kwargs: Any) -> Decision:
-        time.sleep(3)
+        self.release.wait(60)
         return super().check(*args, **kwargs)
 
     async def acheck(self, *args: Any, **kwargs: Any) -> Decision:
-        await asyncio.sleep(3)
+        await asyncio.to_thread(self.release.wait, 60)
         return super().check(*args, **kwargs)
 
 
@@ -328,12 +335,18 @@ def test_a_check_slower_than_the_hooks_timeout_refuses(files: dict[str, str]) ->
     notes = files["notes.txt"]
     engine = SlowEngine({(DANA, "READ", f"file:{notes}"): Decision.allow()})
     events: list[AuditEvent] = []
-    kit = Toolkit(audit=[events.append])
+
+    def stopped(event: AuditEvent) -> None:  # the hook gave up: the engine may answer now
+        if event.outcome == "cancelled":
+            engine.release.set()
+
+    kit = Toolkit(audit=[events.append, stopped])
     guard = ToolpassHooks(engine, {"Read": READ}, user=DANA, timeout=2, toolkit=kit)
     opts = guard.apply(options(tools=["Read"], allowed_tools=["Read"]))
-    started = time.monotonic()
-    ran = go(opts, [("Read", {"file_path": notes})])
-    assert time.monotonic() - started < 15
+    try:  # the engine answers no sooner than the hook gives up: only its timeout ends it
+        ran = go(opts, [("Read", {"file_path": notes})])
+    finally:
+        engine.release.set()
     assert "meeting at noon" not in ran.outputs[0]
     assert "authorization_error" in ran.outputs[0]
     assert "did not answer in time" in ran.outputs[0]
