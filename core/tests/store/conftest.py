@@ -34,26 +34,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A redis-server on 127.0.0.1 for this test run (a missing one fails these tests)."""
-    binary = installed("redis-server")
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
+def redis_process(workdir: Path, port: int) -> subprocess.Popen[bytes]:
+    """A redis-server on 127.0.0.1:``port``, answering (a missing one fails the test)."""
+    command = [installed("redis-server"), "--port", str(port), "--bind", "127.0.0.1"]
     process = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
+        [*command, "--dir", str(workdir), "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -63,13 +48,20 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
                 s.sendall(b"PING\r\n")
                 if s.recv(16).startswith(b"+PONG"):
-                    break
+                    return process
         except OSError:
             pass
         if time.monotonic() > deadline or process.poll() is not None:
             process.kill()
             pytest.fail("redis-server did not start")
         time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server on 127.0.0.1 for this test run (a missing one fails these tests)."""
+    port = free_port()
+    process = redis_process(tmp_path_factory.mktemp("redis"), port)
     yield f"redis://127.0.0.1:{port}/0"
     process.terminate()
     process.wait(10)

@@ -77,7 +77,16 @@ class CallState:
         return self.session.seen
 
 
-def check_error(what: str, exc: BaseException) -> ToolRefused:
+def check_error(what: str, exc: BaseException, *, ran: bool = False) -> ToolRefused:
+    """The refusal of a check that failed (``ran``: after the tool's body ran)."""
+    if isinstance(exc, StoreUnavailable) and ran:
+        return ToolRefused(
+            "store_unavailable",
+            "The tool ran, but toolpass could not record what it read in the state it shares "
+            "between processes, so its result is withheld. Do not run it again; tell the user "
+            "it ran and its result could not be shown.",
+            detail=f"{what} (after the body ran): {exc}",
+        )
     if isinstance(exc, StoreUnavailable):
         return ToolRefused(
             "store_unavailable",

@@ -126,7 +126,7 @@ def steps(
         if c.reached and not isinstance(exc, StoreUnavailable):
             c.event.outcome, c.event.detail = "error", f"{type(exc).__name__}: {exc}"
             raise
-        failed = check_error("toolpass", exc)
+        failed = check_error("toolpass", exc, ran=c.reached)
         log.log(
             logging.WARNING if failed.code == "store_unavailable" else logging.ERROR,
             "toolpass check failed for %s",
