@@ -21,6 +21,7 @@ path template, action, resource template, effect, flags]`` as the shipped tables
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ from toolpass.integrations.base import (
 )
 from toolpass.integrations.routes import Match, Request, Route, RouteTable
 from toolpass.wire.errors import ConfigError
+from toolpass.wire.http import Response
 
 __all__ = ["AuthZEN"]
 
@@ -175,11 +177,32 @@ class AuthZEN(Integration):
         text = " ".join(reason.split())[:200] if isinstance(reason, str) else ""
         return decision, self.redact(text)
 
+    def parse(self, answer: Response, what: str, kind: type | None = dict) -> Any:
+        """The answer's JSON, which must not repeat a key: ``{"decision": false,
+        "decision": true}`` reads as allow here and as deny to a reader keeping the first."""
+        data = super().parse(answer, what, kind)
+        try:
+            json.loads(answer.body, object_pairs_hook=_unique)
+        except _Repeated:
+            raise MalformedResponse(f"{self.name}'s answer to {what} repeats a key") from None
+        return data
+
     def probe(self) -> ProbeResult:
         """One evaluation of a made-up question: any boolean decision means the decision point
         answers and takes the engine's credential."""
         self._evaluate(_PROBE, "answer a probe evaluation")
         return ProbeResult(True, f"{self.config.url}{EVALUATION_PATH} answers evaluations")
+
+
+class _Repeated(ValueError):
+    """A JSON object that names a key twice."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _Repeated
+    return found
 
 
 def _table(rows: Any) -> RouteTable:
