@@ -587,11 +587,10 @@ class ToolpassMiddleware:
                 return self._on_the_wire(ctx, self._core.refusal(refused, _as_mcp_result))
             params = {**params, "arguments": arguments}
             ctx = dataclasses.replace(ctx, params=params)
-        session = ctx.session
-        pause = None
-        if not resumed:  # a client that declared URL elicitation is sent to the page
-            caps, version = session.client_capabilities, ctx.protocol_version
-            pause = self.approvals.pauser(caps, name, arguments, version, session)
+        session, pause = ctx.session, None
+        if not resumed and self.approvals.url is not None:  # URL elicitation: to the page
+            caps = getattr(session, "client_capabilities", None)
+            pause = self.approvals.pauser(caps, name, arguments, ctx.protocol_version, session)
         result = await self._core.call(
             name,
             arguments,
