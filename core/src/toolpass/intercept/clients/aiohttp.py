@@ -19,7 +19,8 @@ from toolpass.intercept.check import acheck, apeek
 from toolpass.intercept.clients import Patch
 
 DISTRIBUTION = "aiohttp"
-TESTED = ">=3.12,<4"
+# 3.12.4 is the first with the payload internals the hook reads (as_bytes, _cached_chunks).
+TESTED = ">=3.12.4,<4"
 
 
 async def _budget(body: payload.Payload, left: int) -> int | None:

@@ -17,7 +17,8 @@ from toolpass.intercept.check import acheck, check, checked_above
 from toolpass.intercept.clients import Patch
 
 DISTRIBUTION = "websockets"
-TESTED = ">=14,<18"
+# 15.0 is the first with ClientProtocol.uri, which the hook reads.
+TESTED = ">=15,<18"
 
 
 def _url(uri: Any, path: str | None = None) -> str:
