@@ -560,22 +560,31 @@ class Guard:
         most recently used; a conversation's session is kept by its id, also among the
         ``held_sessions`` most recently used. A new key starts a new session; without a key,
         every call does."""
-        with one_event.body_of_checked(), self._session(user, key) as session:
-            yield session
+        held = one_event.held()  # the decision of a hook this may be the body of
+        failure: BaseException | None = None
+        try:
+            active = current_session()
+            if active is not None:
+                if user and active.user != user:
+                    raise ToolRefused(
+                        "check_error",
+                        "The call's user does not match the active session, so it was not "
+                        "made. Tell the user.",
+                        detail=f"session user {active.user!r}, framework user {user!r}",
+                    )
+                yield active
+                return
+            session = self._session_of(user, key)
+            with session.active():
+                yield session
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            if held is not None:  # a body that ran no pipeline: its decision is written now
+                one_event.release(held, failure)
 
-    @contextmanager
-    def _session(self, user: str | None, key: Any) -> Iterator[Session]:
-        active = current_session()
-        if active is not None:
-            if user and active.user != user:
-                raise ToolRefused(
-                    "check_error",
-                    "The call's user does not match the active session, so it was not made. "
-                    "Tell the user.",
-                    detail=f"session user {active.user!r}, framework user {user!r}",
-                )
-            yield active
-            return
+    def _session_of(self, user: str | None, key: Any) -> Session:
         if not isinstance(user, str) or not user.strip():
             source = self.user
             where = (
@@ -590,9 +599,7 @@ class Guard:
                 "no active toolpass Session).",
                 detail=f"no user in {where}; no active Session",
             )
-        session = session_for(user) if key is None else self._sessions.get(key, user)
-        with session.active():
-            yield session
+        return session_for(user) if key is None else self._sessions.get(key, user)
 
     def run(
         self,

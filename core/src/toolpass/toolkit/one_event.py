@@ -9,8 +9,9 @@ they write one, with the final outcome, whichever layer refused:
   over, and the adapter's call writes both as one (``join``, ``write``);
 - a hook's decision that lets the call run, when the adapter says its body follows in this
   context, is *held* (``hold``): the first pipeline the body runs takes it and writes it with
-  its own; a body that ran none writes it as the body ended (``body_of_checked``); one never
-  taken is written when the next is held, or when nothing can take it any more.
+  its own; a body that ran none writes it as the body ends (``release``, from
+  ``Guard.session``); one never taken is written when the next call is checked, or when
+  nothing can take it any more.
 """
 
 from __future__ import annotations
@@ -67,21 +68,10 @@ def holding() -> Iterator[None]:
         _holding.reset(token)
 
 
-@contextmanager
-def body_of_checked() -> Iterator[None]:
-    """Around the body of a call a hook checked: the decision held for it, when no pipeline
-    took it, is written as the body ends, with its error, if any."""
-    held = _held.get()
-    try:
-        yield
-    except BaseException as exc:
-        _release(held, exc)
-        raise
-    _release(held, None)
-
-
-def _release(held: CallState | None, failure: BaseException | None) -> None:
-    if held is None or not _take(held):
+def release(held: CallState, failure: BaseException | None) -> None:
+    """The body of ``held`` (a hook's decision) ended, having run no pipeline that took
+    it: its event is written now, with the body's failure, if any."""
+    if not _take(held):
         return
     event = held.event
     if isinstance(failure, ToolRefused):
@@ -130,8 +120,12 @@ def join(c: CallState, deciding: bool) -> None:
                     outer.inner, c.outer = c, outer
         return
     held = _held.get()
-    if held is not None and not deciding and _take(held):
-        held.inner, c.outer = c, held
+    if held is None or not _take(held):
+        return
+    if deciding:  # the next call's check: the held one's body ran no pipeline
+        emit(held.event, _sinks(held))
+        return
+    held.inner, c.outer = c, held
 
 
 def write(c: CallState, deciding: bool) -> None:
