@@ -147,7 +147,15 @@ def steps(
 def _observed(c: CallState, planned: tuple[Check, ...]) -> Generator[Step, Any, None]:
     """Observe mode: each check runs, and what it would refuse is noted on the audit event
     instead of refused. A call that cannot be bound (no session, arguments its function does
-    not take) is refused still: there is no call to run."""
+    not take) is refused still: there is no call to run. A call enforcement would refuse
+    gives its limit slot back, as there: the counts stay what enforcement would leave."""
+    yield from _observing(c, planned)
+    if c.event.would_refuse and c.held is not None:
+        c.session.give_back(c.held)
+        c.held = None
+
+
+def _observing(c: CallState, planned: tuple[Check, ...]) -> Generator[Step, Any, None]:
     for check in planned:
         try:
             more = check(c)
