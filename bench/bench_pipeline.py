@@ -149,7 +149,8 @@ def large_argument() -> None:
     as some tool declares a destination), after reading a page of untrusted text; the fastest
     of three, against a 60-word argument's call."""
     rng = random.Random(13)
-    page, small, big = words(1_000, rng), words(60, rng), words(180_000, rng)
+    page, small = words(1_000, rng), words(60, rng)
+    bigs = [words(180_000, rng) for _ in range(3)]  # each new: nothing is cached across calls
     kit = Toolkit(audit=[])
     read = kit.secured_tool(lambda: page, name="read", effect="read", untrusted_output=True)
     post = kit.secured_tool(lambda body: "posted", name="post", effect="write", sends_out=True)
@@ -157,10 +158,10 @@ def large_argument() -> None:
     with Session("e@example.com", request="hi").active():
         read()
         t_small = min(timeit.repeat(lambda: post(small), number=200, repeat=5)) / 200
-        t_big = min(timeit.repeat(lambda: post(big), number=1, repeat=3))
+        t_big = min(timeit.timeit(lambda big=big: post(big), number=1) for big in bigs)
     print("a secured call with a 1 MB argument (untrusted text read, destinations declared)")
     print(
-        f"  {len(big) / 1e6:.2f} MB argument                      {t_big * 1e3:8.1f} ms  "
+        f"  {len(bigs[0]) / 1e6:.2f} MB argument                      {t_big * 1e3:8.1f} ms  "
         f"(a 60-word one: {t_small * 1e6:.0f} µs)"
     )
 
