@@ -302,3 +302,46 @@ def test_every_name_the_layer_list_gives_exists() -> None:
         if not hasattr(importlib.import_module(f"toolpass.{module.rstrip('.')}"), name)
     ]
     assert missing == []
+
+
+def cross_system_imports(root: Path) -> list[str]:
+    """``file:line: target`` for every import, in a system's shipped modules, of another
+    system's package: what two systems share lives in a shared module of ``integrations``
+    (``_graphql``, ``_sql``, ``_google``, ...), never in one of them."""
+    folder = root / "integrations"
+    systems = {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+    problems: list[str] = []
+    for path in shipped_modules(root):
+        parts = path.relative_to(folder).parts if path.is_relative_to(folder) else ()
+        if len(parts) < 2:
+            continue
+        module = module_name(path, root)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        others = systems - {parts[0]}
+        for line, target in imported(tree, module, path.name == "__init__.py"):
+            names = target.split(".")
+            if names[:2] == [root.name, "integrations"] and names[2:3] and names[2] in others:
+                problems.append(f"{path.relative_to(root.parent)}:{line}: {target}")
+    return problems
+
+
+def test_no_system_imports_another() -> None:
+    assert cross_system_imports(CORE) == []
+
+
+def test_a_system_importing_another_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "toolpass"
+    for system in ("github", "linear"):
+        (root / "integrations" / system).mkdir(parents=True)
+        (root / "integrations" / system / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    (root / "integrations" / "__init__.py").write_text("")
+    (root / "integrations" / "_graphql.py").write_text("")
+    (root / "integrations" / "linear" / "_graphql.py").write_text(
+        "from toolpass.integrations._graphql import operation\n"
+        "from toolpass.integrations.linear import x\n"
+        "from toolpass.integrations.github._graphql import _Walk\n"
+    )
+    assert cross_system_imports(root) == [
+        "toolpass/integrations/linear/_graphql.py:3: toolpass.integrations.github._graphql._Walk"
+    ]

@@ -2,8 +2,8 @@
 
 ``linear/routes.json`` (``linear/generate.py`` generates it) holds one row per top-level
 field of Linear's schema, keyed ``/graphql#query.<field>`` or ``/graphql#mutation.<field>``,
-and the schema's object fields (``types``). The document is parsed with the GitHub
-integration's GraphQL reader (operations, fragments, aliases, variables):
+and the schema's object fields (``types``). The document is parsed with the shared
+GraphQL reader, ``integrations/_graphql.py`` (operations, fragments, aliases, variables):
 
 - a mutation is placed when every root field has a row, each row's resource template
   (``issue:{id}``, ``team:{input.teamId}``) is filled from its arguments, and all of them
@@ -35,7 +35,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
 
-from toolpass.integrations.github._graphql import _resolve, _Unreadable, _Walk, operation
+from toolpass.integrations._graphql import Fields, Unreadable, operation, resolve
 from toolpass.integrations.routes import Match, Request, Route
 
 __all__ = ["match_graphql"]
@@ -135,7 +135,7 @@ def _fill(template: str, args: Mapping[str, Any]) -> str | None:
     return out
 
 
-def _escapes(walk: _Walk, type_name: str, selections: list[Any] | None) -> bool:
+def _escapes(walk: Fields, type_name: str, selections: list[Any] | None) -> bool:
     """Whether a field below leads from ``type_name``'s data to other resources' data."""
     fields = _table()[2].get(type_name, {})
     for name, _, children in walk.fields(selections or []):
@@ -157,7 +157,7 @@ def _team_data(type_name: str) -> bool:
     return base in BEARING or base in _TEAM_OBJECTS or base.startswith(_TEAM_PREFIXES)
 
 
-def _reaches_team_data(walk: _Walk, type_name: str, selections: list[Any] | None) -> bool:
+def _reaches_team_data(walk: Fields, type_name: str, selections: list[Any] | None) -> bool:
     """Whether a field's data, or any field below it, is data a private team hides."""
     if _team_data(type_name):
         return True
@@ -201,7 +201,7 @@ def _merged(routes: list[Route], resource: str | None) -> Match:
     return Match(route, {}, resource)
 
 
-def _query(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Match | None:
+def _query(walk: Fields, roots: list[Any], variables: Mapping[str, Any]) -> Match | None:
     rows, types, _ = _table()
     placed: dict[tuple[str, str | None], list[Route]] = {}
     agent: list[Route] = []
@@ -217,7 +217,7 @@ def _query(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Match
                 continue
             route = rows["query.organization"]
         if route.resource == "workspace" and _reaches_team_data(walk, types[name], children):
-            team = _one_team(name, _resolve(args, variables))
+            team = _one_team(name, resolve(args, variables))
             bounded = team is not None and not _escapes(walk, types[name], children)
             route = Route(route.method, route.path, "team.read", "team:{id}", "read", True)
             placed.setdefault(("team.read", f"team:{team}" if bounded else None), []).append(route)
@@ -225,7 +225,7 @@ def _query(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Match
         if route.resource == "workspace":
             placed.setdefault((route.action, "workspace"), []).append(route)
             continue
-        resource = _fill(route.resource, _resolve(args, variables))
+        resource = _fill(route.resource, resolve(args, variables))
         if resource is not None and _escapes(walk, types[name], children):
             resource = None
         placed.setdefault((route.action, resource), []).append(route)
@@ -237,7 +237,7 @@ def _query(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Match
     return _merged([r for routes in placed.values() for r in routes], None)
 
 
-def _mutation(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Match | None:
+def _mutation(walk: Fields, roots: list[Any], variables: Mapping[str, Any]) -> Match | None:
     rows = _table()[0]
     placed: dict[tuple[str, str | None], list[Route]] = {}
     for name, args, _ in walk.fields(roots):
@@ -246,7 +246,7 @@ def _mutation(walk: _Walk, roots: list[Any], variables: Mapping[str, Any]) -> Ma
         route = rows.get(f"mutation.{name}")
         if route is None:
             return None
-        values = _resolve(args, variables)
+        values = resolve(args, variables)
         for argument, conditional in _conditions().get(name, ()):
             value: Any = values
             for part in argument.split("."):
@@ -272,12 +272,13 @@ def match_graphql(request: Request) -> Match | None:
     found = operation(request)
     if found is None:
         return None
-    kind, roots, walk, variables = found
+    kind, roots, fragments, variables = found
+    walk = Fields(fragments)
     try:
         if kind == "query":
             return _query(walk, roots, variables)
         if kind == "mutation":
             return _mutation(walk, roots, variables)
-    except (_Unreadable, ValueError, RecursionError):
+    except (Unreadable, ValueError, RecursionError):
         return None
     return None
