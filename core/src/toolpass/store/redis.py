@@ -229,9 +229,11 @@ class RedisStore:
 
 
 def _options(timeout: float, *, asynchronous: bool = False) -> dict[str, Any]:
-    """A client that answers within ``timeout`` seconds or fails: once retried at once (a
-    connection Redis dropped, e.g. on a restart), never with redis-py's growing back-off, so a
-    Redis that is down refuses a call in about one connect, not seconds later."""
+    """A client that answers within ``timeout`` seconds or fails, and never sends a command
+    again: an update whose answer was lost may have been applied, and sending it again would
+    apply it twice (redis-py retries 10 times by default, backing off up to a second, so a
+    Redis that is down would hold each call for seconds). A pooled connection that Redis
+    closed (a restart) is replaced when it is taken from the pool, before anything is sent."""
     from redis.asyncio.retry import Retry as AsyncRetry
     from redis.backoff import NoBackoff
     from redis.retry import Retry
@@ -240,7 +242,7 @@ def _options(timeout: float, *, asynchronous: bool = False) -> dict[str, Any]:
         "socket_timeout": timeout,
         "socket_connect_timeout": timeout,
         "decode_responses": True,
-        "retry": (AsyncRetry if asynchronous else Retry)(NoBackoff(), 1),
+        "retry": (AsyncRetry if asynchronous else Retry)(NoBackoff(), 0),
     }
 
 
