@@ -123,23 +123,25 @@ def test_an_adapters_call_of_a_secured_tool_writes_one_event_async(case: str) ->
 
 
 def test_the_one_event_keeps_what_each_layer_found() -> None:
+    """The framework names the tool its own way (Claude Code: ``mcp__kit__...``); the event
+    is the secured tool's, under the name the application declared."""
     events: list[AuditEvent] = []
     kit = Toolkit(audit=[events.append])
-    guard = Guard(
-        Engine(Decision.allow("dana is a project admin")), {"delete_issue": RULE}, toolkit=kit
-    )
+    engine = Engine(Decision.allow("dana is a project admin"))
+    guard = Guard(engine, {"mcp__kit__delete_issue": RULE}, toolkit=kit)
 
     @kit.secured_tool(effect="destructive")
     def delete_issue(key: str) -> str:
         return f"deleted {key}"
 
-    assert (
-        guard.run(USER, "delete_issue", {"key": "PAY-1"}, lambda: delete_issue(key="PAY-1"))
-        == "deleted PAY-1"
+    ran = guard.run(
+        USER, "mcp__kit__delete_issue", {"key": "PAY-1"}, lambda: delete_issue(key="PAY-1")
     )
+    assert ran == "deleted PAY-1"
     [event] = events
+    assert event.tool == "delete_issue"
     assert event.effect == "destructive"  # the tool's declaration
-    assert event.authorization is not None
+    assert event.authorization is not None  # the adapter's rule
     assert "project admin" in event.authorization[1]
     assert event.arguments == {"key": "PAY-1"}
 

@@ -174,13 +174,12 @@ def _both(first: tuple[AuditSink, ...], then: tuple[AuditSink, ...]) -> tuple[Au
 
 def _one_event(outer: AuditEvent, inner: AuditEvent) -> AuditEvent:
     """The one event of two layers' checks of a call: the inner one's (the secured tool's,
-    or the body's: it knows the most), named as the agent called it, with what the outer
-    layer found that the inner did not, and the final outcome: the outer's when the inner's
-    call ended well."""
+    under the name the application declared, or the body's: it knows the most), with what
+    the outer layer found that the inner did not, and the final outcome: the outer's when
+    the inner's call ended well."""
     if inner.outcome == "ok" and outer.outcome != "ok":
         inner.outcome, inner.code = outer.outcome, outer.code
         inner.message, inner.detail = outer.message, outer.detail
-    inner.tool = outer.tool
     if outer.time > inner.time:  # the outer call ended last: it took the whole time
         inner.time, inner.duration = outer.time, outer.duration
     inner.effect = inner.effect or outer.effect

@@ -415,7 +415,8 @@ class AdapterConformance:
         assert "deleted PAY-1" in out.outputs[0]
         assert "not_authorized" in out.outputs[1]  # the tool's own check refused
         assert "not_authorized" in out.outputs[2]  # the adapter's rule refused
-        # One event per call, named as the agent called the tool (a framework may prefix it).
+        # One event per call: the tool's own name, or the framework's (which may prefix it)
+        # for the call the adapter refused before the tool ran.
         assert [(e.user, e.outcome, e.code) for e in events] == [
             (DANA, "ok", None),
             (DANA, "refused", "not_authorized"),
