@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,8 +105,11 @@ def tp(fake: FakeServer, token: str) -> Iterator[Toolpass]:
 
 
 @pytest.fixture
-def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make ``integration: demo`` resolve to :class:`Demo` (as a module under integrations)."""
-    import sys
-
-    monkeypatch.setitem(sys.modules, "toolpass.integrations.demo", sys.modules[__name__])
+def registered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Make ``integration: demo`` resolve to :class:`Demo`, registered as a third party's
+    would be (an installed distribution's entry point in ``toolpass.integrations``)."""
+    info = tmp_path / "toolpass_demo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toolpass-demo\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[toolpass.integrations]\ndemo = {__name__}:Demo\n")
+    monkeypatch.syspath_prepend(str(tmp_path))

@@ -1,47 +1,79 @@
-"""One package per system. ``get(name)`` imports ``toolpass.integrations.<name>`` and returns
-its ``INTEGRATION`` class, so adding a system means adding one folder."""
+"""The systems toolpass checks, each found through the entry point group
+``toolpass.integrations``. Core registers its own there (one line each in its
+pyproject.toml); a third-party distribution adds a system the same way, without a fork::
+
+    [project.entry-points."toolpass.integrations"]
+    tickets = "acme_toolpass.tickets:INTEGRATION"
+
+The entry point's name is what a connection's ``integration:`` says; it names an
+:class:`~toolpass.integrations.base.Integration` subclass of that ``name``. One that cannot
+be loaded is reported with the distribution that registers it, and only the connections
+naming it fail; the others load as before.
+"""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from typing import TYPE_CHECKING
 
 from toolpass.wire.errors import ConfigError
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from toolpass.integrations.base import Integration
 
+GROUP = "toolpass.integrations"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
-_NOT_SYSTEMS = {"base", "routes"}  # shared modules, not systems
 
 
 def available() -> list[str]:
-    """The names of the integrations shipped here, sorted."""
-    return sorted(
-        m.name
-        for m in pkgutil.iter_modules(__path__)
-        if m.ispkg and not m.name.startswith("_") and m.name not in _NOT_SYSTEMS
-    )
+    """The names of the integrations installed (core's and third parties'), sorted."""
+    return sorted(_registered())
 
 
 def get(name: str) -> type[Integration]:
-    """The integration called ``name``; :class:`ConfigError` when there is none."""
-    from toolpass.integrations.base import Integration
-
-    if not _NAME.fullmatch(name) or name in _NOT_SYSTEMS:
-        raise ConfigError(f"no integration named {name!r}")
-    module_name = f"{__name__}.{name}"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name != module_name:
-            raise
+    """The integration called ``name``; :class:`ConfigError` when there is none, when two
+    distributions claim the name, or when it cannot be loaded."""
+    found = _registered().get(name, [])
+    if not found:
         raise ConfigError(
             f"no integration named {name!r} (available: {', '.join(available()) or 'none'})"
-        ) from None
-    cls = getattr(module, "INTEGRATION", None)
+        )
+    if len(found) > 1:
+        raise ConfigError(
+            f"integration {name!r} is registered by {' and '.join(map(_origin, found))}: "
+            "uninstall one of them"
+        )
+    return _load(found[0])
+
+
+def _load(entry: EntryPoint) -> type[Integration]:
+    from toolpass.integrations.base import Integration
+
+    where = f"integration {entry.name!r} ({entry.value}, from {_origin(entry)})"
+    try:
+        cls = entry.load()
+    except Exception as e:  # a broken plugin: its own connections fail, never the others
+        raise ConfigError(f"{where} cannot be loaded: {type(e).__name__}: {e}") from e
     if not (isinstance(cls, type) and issubclass(cls, Integration)):
-        raise ConfigError(f"{module_name} defines no INTEGRATION class")
+        raise ConfigError(f"{where} is not an Integration class")
+    if cls.name != entry.name:
+        raise ConfigError(f"{where} is named {cls.name!r}")
     return cls
+
+
+def _registered() -> dict[str, list[EntryPoint]]:
+    """The group's entry points with a valid name, by name."""
+    from importlib.metadata import entry_points  # on first use: it costs an import
+
+    found: dict[str, list[EntryPoint]] = {}
+    for entry in entry_points(group=GROUP):
+        if _NAME.fullmatch(entry.name):
+            found.setdefault(entry.name, []).append(entry)
+    return found
+
+
+def _origin(entry: EntryPoint) -> str:
+    dist = entry.dist
+    return f"{dist.name} {dist.version}" if dist is not None else "an unknown distribution"
