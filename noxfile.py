@@ -7,10 +7,13 @@ different adapters never share one.
 from __future__ import annotations
 
 import filecmp
+import gzip
 import hashlib
+import json
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -39,6 +42,7 @@ VARIANTS = ("wheels", "oldest")
 nox.options.sessions = [
     "lint",
     "locks",
+    "routes",
     "typecheck",
     "core",
     "floors",
@@ -172,7 +176,7 @@ def core(session: nox.Session) -> None:
         *test_group(ROOT / "core"),
     )
     # Two processes on this 2-core machine; more wherever there are more cores.
-    session.run("pytest", "core", "-q", "-n", "auto", *session.posargs)
+    session.run("pytest", "core", "-q", "-rs", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)
@@ -398,6 +402,78 @@ def oldest_together(session: nox.Session, ranges: list[str]) -> list[str]:
         if Version(wanted.split("==")[1]) != Version(pin.split("==")[1]):
             session.log(f"{pin}, not {wanted}: the oldest that installs beside the others")
     return pins
+
+
+#: npm packages the route tables are generated from: the environment variable each
+#: regeneration test reads, and the packages it names (unpacked folders, joined by ":";
+#: GitHub's generator reads the tarball itself).
+NPM_SOURCES = {
+    "OCTOKIT_OPENAPI": ["@octokit/openapi@23.0.2"],
+    "TOOLPASS_JIRA_JS": ["jira.js@5.4.0"],
+    "TOOLPASS_BITBUCKET_JS": ["bitbucket@2.12.0"],
+    "TOOLPASS_CONFLUENCE_JS": ["confluence.js@3.2.0", "confluence.js@2.1.0"],
+}
+#: Fetched sources, kept between runs.
+SOURCES = ROOT / ".nox" / ".sources"
+
+
+@nox.session(python=PYTHON)
+def routes(session: nox.Session) -> None:
+    """Every generated route table regenerated from its source and compared with the
+    committed one: the npm packages (fetched once into .nox/.sources) and the PyPI
+    distributions at the versions each table names ("source"). A source that cannot be had
+    from a registry leaves its test a skip, listed with its reason at the end (-rs)."""
+    env = {variable: fetched(session, packages) for variable, packages in NPM_SOURCES.items()}
+    session.install(
+        "-e",
+        "core[yaml,crypto]",
+        "-e",
+        "packages/pytest-toolpass",
+        *test_group(ROOT / "core"),
+    )
+    # Each at the version its table names, whatever the others need around it (botocore
+    # and kubernetes disagree on python-dateutil): the generators read their files.
+    session.install("--no-deps", *table_sources())
+    tests = sorted(
+        map(str, (ROOT / "core/src/toolpass/integrations").glob("*/tests/test_routes_*.py"))
+    )
+    # The regenerations only: the rest of these files runs in the core session.
+    regenerations = "regenerat or generator_writes or coverage_every"
+    session.run("pytest", *tests, "-q", "-rs", "-k", regenerations, *session.posargs, env=env)
+
+
+def fetched(session: nox.Session, packages: list[str]) -> str:
+    """The npm ``packages`` (name@version), fetched once: GitHub's the tarball, the others
+    unpacked; their paths joined by ":"."""
+    npm = shutil.which("npm")
+    if npm is None:
+        session.error("the routes session needs npm to fetch the route tables' sources")
+    paths = []
+    for package in packages:
+        home = SOURCES / package.replace("/", "+")
+        if not any(home.glob("*.tgz")):
+            home.mkdir(parents=True, exist_ok=True)
+            session.run(
+                npm, "pack", "--silent", package, "--pack-destination", str(home), external=True
+            )
+            with tarfile.open(next(home.glob("*.tgz"))) as tar:
+                tar.extractall(home, filter="data")
+        tarball = next(home.glob("*.tgz"))
+        paths.append(str(tarball if package.startswith("@octokit/") else home / "package"))
+    return ":".join(paths)
+
+
+def table_sources() -> list[str]:
+    """``name==version`` of each PyPI distribution a route table names as its source."""
+    pins = set()
+    for table in (ROOT / "core/src/toolpass/integrations").glob("*/routes.json*"):
+        opener = gzip.open if table.suffix == ".gz" else open
+        with opener(table, "rt") as file:
+            source = json.load(file).get("source", "")
+        found = re.match(r"PyPI (\S+) (\d\S*) ", source)
+        if found:
+            pins.add(f"{found[1]}=={found[2]}")
+    return sorted(pins)
 
 
 @nox.session(python=PYTHON)

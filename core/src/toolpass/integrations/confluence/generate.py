@@ -160,7 +160,7 @@ def effect(method: str, path: str, action: str) -> str:
 
 
 def declared() -> set[str]:
-    actions = OUT.parents[1] / "actions" / "confluence.json"
+    actions = OUT.with_name("actions.json")
     return {a["name"] for a in json.loads(actions.read_text())}
 
 
