@@ -104,7 +104,7 @@ def test_an_unknown_mcp_key_is_named_with_its_line(
     assert status == 1
     assert problems == [
         f"toolpass: {tmp_path / 'toolpass.yaml'}, line 9: unknown key 'strcit' in mcp "
-        "(expected one of user, strict, audit, rules, upstream_env)"
+        "(expected one of user, strict, audit, rules, upstream_env, approvals_url)"
     ]
 
 
