@@ -44,6 +44,7 @@ from mcp_types import (
 from pytest_toolpass.engine import ScriptedEngine
 from toolpass import ApprovalQueue, ConfigError, Decision, Session, Toolkit
 from toolpass.adapting import APPROVAL, Rule, Traits
+from toolpass.cli import main as toolpass_cli
 from toolpass.engine.config import Located
 from toolpass.mcp import guard
 from toolpass.mcp._approvals import PREFIX
@@ -640,3 +641,15 @@ def test_the_proxy_needs_the_store_the_page_reads_for_approvals_url(
     path.write_text(f"connections: []\nmcp:\n  user: {DANA}\n  approvals_url: {PAGE}\n")
     assert main(["-config", str(path), "--", sys.executable, UPSTREAM]) == 3
     assert "mcp.approvals_url needs the store:" in capsys.readouterr().err
+
+
+def test_toolpass_validate_names_a_bad_approvals_url_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "toolpass.yaml"
+    path.write_text(f"connections: []\nmcp:\n  user: {DANA}\n  approvals_url: {PAGE}?id=1\n")
+    assert toolpass_cli(["validate", "-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}, line 4: mcp.approvals_url has no query" in err
+    path.write_text(f"connections: []\nmcp:\n  user: {DANA}\n  approvals_url: {PAGE}\n")
+    assert toolpass_cli(["validate", "-config", str(path)]) == 0
