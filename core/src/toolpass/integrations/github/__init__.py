@@ -55,12 +55,9 @@ Enterprise Server the same under its own host (``/raw/...``, ``/api/uploads/...`
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import functools
 import json
 import re
-import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -75,6 +72,7 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.integrations.github import _rules as rules
+from toolpass.integrations.github._app import App
 from toolpass.integrations.github._graphql import match_graphql
 from toolpass.integrations.github._resources import (
     ACCOUNT,
@@ -88,9 +86,7 @@ from toolpass.rules.scope import escapes
 from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, Response
 from toolpass.wire.identity import same_email
-from toolpass.wire.jwt import rs256
 from toolpass.wire.keys import ConnectionConfig
-from toolpass.wire.secrets import Secret
 
 ROLES = rules.ROLES
 _RANK = rules.RANK
@@ -158,7 +154,6 @@ _REF_WRITES = {
     ("PATCH", "/repos/{owner}/{repo}/git/refs/{ref+}"): "path",
     ("DELETE", "/repos/{owner}/{repo}/git/refs/{ref+}"): "path",
 }
-_MARGIN = 300.0  # refresh an installation token this many seconds before it expires
 # Routes with a branch or ref mid-path: a name holding "/" is re-placed by match_request.
 _MID_REF = re.compile(
     r"(?P<head>/repos/[^/]+/[^/]+/(?P<what>branches|commits)/)(?P<name>.+)"
@@ -245,7 +240,7 @@ class GitHub(Integration):
         self.graphql_url = (
             base[: -len("/v3")] + "/graphql" if base.endswith("/api/v3") else (base + "/graphql")
         )
-        self._app = _App(self) if self.options["app_id"] is not None else None
+        self._app = App(self) if self.options["app_id"] is not None else None
 
     # --- the request hook ----------------------------------------------------------------
     def serves(self, scheme: str, host: str, port: int) -> bool:
@@ -1228,89 +1223,6 @@ def _pushed(repo: str, old: str, new: str, ref: str) -> tuple[str, str]:
     if created:
         return "branch.create", target
     return "contents.write", target
-
-
-class _App:
-    """GitHub App authentication: JWT -> installation token per owner, refreshed early."""
-
-    def __init__(self, github: GitHub) -> None:
-        self._gh = github
-        self._lock = threading.Lock()
-        self._installations: dict[str, int] = {}
-        self._tokens: dict[int, tuple[str, float]] = {}
-
-    def jwt(self) -> str:
-        key = self._gh.options["private_key"]
-        assert isinstance(key, Secret)
-        now = int(time.time())
-        app_id = self._gh.options["app_id"]
-        return rs256({"iat": now - 60, "exp": now + 540, "iss": str(app_id)}, key.get())
-
-    def _headers(self) -> dict[str, str]:
-        return {
-            "Authorization": f"Bearer {self.jwt()}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": self._gh.options["api_version"],
-        }
-
-    def minted(self) -> list[str]:
-        """The installation tokens held now (never to be read in a reason)."""
-        return [token for token, _ in list(self._tokens.values())]
-
-    def token(self, owner: str | None, repo: str | None = None) -> str:
-        """An installation token for ``owner`` (minted, or cached until near expiry)."""
-        with self._lock:
-            installation = self._installation(owner, repo)
-            cached = self._tokens.get(installation)
-            if cached and cached[1] - _MARGIN > time.time():
-                return cached[0]
-            data = self._gh.fetch_json(
-                "POST",
-                f"/app/installations/{installation}/access_tokens",
-                what=f"minting a token for installation {installation}",
-                ok=(201,),
-                headers=self._headers(),
-            )
-            token = data.get("token")
-            try:
-                expires = datetime.datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00"))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                expires = None
-            if not isinstance(token, str) or not token or expires is None:
-                raise LookupFailed("github's installation token answer is malformed")
-            self._tokens[installation] = (token, expires.timestamp())
-            return token
-
-    def _installation(self, owner: str | None, repo: str | None) -> int:
-        configured = self._gh.options["installation_id"]
-        if configured is not None:
-            return int(configured)
-        if owner is None:
-            raise LookupFailed(
-                "set installation_id: there is no owner to find the installation from"
-            )
-        found = self._installations.get(owner.lower())
-        if found is not None:
-            return found
-        where = f"/repos/{owner}/{repo}" if repo else f"/orgs/{owner}"
-        what = f"finding the App's installation on {owner}"
-        data = self._gh.get_json(
-            f"{where}/installation", what=what, absent=(404,), headers=self._headers()
-        )
-        if data is None:
-            raise LookupFailed(f"the GitHub App is not installed on {owner}")
-        if not isinstance(data.get("id"), int):
-            raise LookupFailed("github's installation answer has no id")
-        self._installations[owner.lower()] = data["id"]
-        return int(data["id"])
-
-    def probe(self) -> ProbeResult:
-        app = self._gh.get_json("/app", what="the probe (GET /app)", headers=self._headers())
-        detail = f"GitHub App {app.get('slug') or app.get('name') or app.get('id')!s}"
-        if self._gh.options["installation_id"] is not None:
-            self.token(None)
-            detail += f"; installation {self._gh.options['installation_id']} token minted"
-        return ProbeResult(True, detail)
 
 
 INTEGRATION = GitHub
