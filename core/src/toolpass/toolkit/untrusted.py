@@ -313,7 +313,10 @@ class _Runs:
     def __bool__(self) -> bool:
         return bool(self.recent) or bool(self.packed)
 
-    def holds_any(self, hashes: Iterable[int]) -> bool:
+    def holds_any(self, hashes: Iterable[int], count: int = 0) -> bool:
+        """Whether any of ``hashes`` (about ``count`` of them, when known) is held."""
+        if count >= len(self.packed) > 0:  # as many as are packed: they are unpacked instead
+            return not self.recent.union(self.packed.hashes()).isdisjoint(hashes)
         listed = list(hashes)
         if not self.recent.isdisjoint(listed):
             return True
@@ -347,7 +350,8 @@ class _Runs:
 
 def _seen_run(seen: _Runs, runs: Callable[[_T], Iterable[tuple[str, ...]]], of: _T) -> str | None:
     """The first of ``runs(of)`` in ``seen``, as words."""
-    if not seen.holds_any(map(hash, runs(of))):  # the usual case, at C speed
+    count = len(of) if isinstance(of, list) else 0  # runs of a text's words: about as many
+    if not seen.holds_any(map(hash, runs(of)), count):  # the usual case, at C speed
         return None
     return next(" ".join(run) for run in runs(of) if seen.holds(hash(run)))
 
