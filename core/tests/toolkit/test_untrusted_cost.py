@@ -90,3 +90,14 @@ def test_the_packed_record_finds_what_a_set_of_its_runs_holds(parts: list[object
     found = RECORD.find(" ".join(words))
     assert (found is not None) == bool(repeated)
     assert found is None or tuple(found.split()) in repeated
+
+
+def test_an_argument_as_long_as_the_record_is_checked_against_all_of_it() -> None:
+    """An argument with as many runs as the record holds packed finds the one run it
+    repeats, wherever it is, and finds nothing when it repeats none."""
+    other = page(130_000, seed=9).split()
+    for at in (0, 64_000, len(other) - 6):
+        repeated = PAGES[1].split()[20_000:20_006]
+        argument = " ".join(other[:at] + repeated + other[at:])
+        assert RECORD.find(argument) == " ".join(repeated)
+    assert RECORD.find(" ".join(other)) is None
