@@ -653,3 +653,18 @@ def test_toolpass_validate_names_a_bad_approvals_url_with_its_line(
     assert f"{path}, line 4: mcp.approvals_url has no query" in err
     path.write_text(f"connections: []\nmcp:\n  user: {DANA}\n  approvals_url: {PAGE}\n")
     assert toolpass_cli(["validate", "-config", str(path)]) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_store_that_fails_on_the_retry_refuses(tmp_path: Path) -> None:
+    db = tmp_path / "approvals.db"
+    kit = Kit(ApprovalQueue(store=f"sqlite:///{db}"), low=True)
+    pause = await paused(kit)
+    kit.queue.store.close()  # the shared store breaks between the pause and the retry
+    for name in tmp_path.glob("approvals.db*"):
+        name.unlink()
+    db.write_bytes(b"not a database" * 512)
+    out = await retried(kit, pause)
+    assert out.startswith("[error] ")
+    assert "check_error" in out
+    assert kit.ran == []

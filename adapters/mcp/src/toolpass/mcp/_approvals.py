@@ -117,6 +117,19 @@ class Approvals:
         once the state is verified for this very call; waits (``wait``) while the request
         still waits for the person. ``ToolRefused`` for a state altered, forged, made for
         other arguments or for a request used or running, and for an expired request."""
+        try:
+            return await self._resumed(state, tool, arguments)
+        except ToolRefused:
+            raise
+        except Exception as exc:  # the store failed, or a bug: refused, never run
+            log.exception("toolpass: the approval state of %s could not be checked", tool)
+            raise ToolRefused(
+                "check_error",
+                "toolpass could not check this call's approval, so it was not made. Tell the user.",
+                detail=f"{type(exc).__name__}: {exc}",
+            ) from None
+
+    async def _resumed(self, state: str, tool: Any, arguments: Any) -> Any:
         queue = self.guard.queue
         if not isinstance(tool, str) or not (arguments is None or isinstance(arguments, Mapping)):
             raise invalid_state("sent with a call that cannot be read")
