@@ -47,3 +47,26 @@ def test_observe_reports_what_enforce_refuses_under_a_limit(calls: list[bool]) -
     observed, ran = outcomes(calls, "observe")
     assert observed == enforced
     assert len(ran) == len(calls)
+
+
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def test_an_observed_call_enforcement_would_refuse_gets_its_credential_never_the_audit() -> None:
+    """Decided: observe runs the tool as it would run without toolpass, so a call that
+    enforcement would refuse gets its credential too (documented under Limits); the audit
+    event names what would be refused and never carries the credential."""
+    events: list[Any] = []
+    kit = Toolkit(mode="observe", credentials={"gh": lambda: TOKEN}, audit=[events.append])
+    given: list[str] = []
+
+    @kit.tool(scope={"repo": "acme/*"}, credential="gh")
+    def merge(repo: str, *, credential: str) -> str:
+        given.append(credential)
+        return f"merged {repo} with {credential}"
+
+    with Session("dana@example.com").active():
+        assert TOKEN not in merge("other/x")  # the output is redacted of it
+    assert given == [TOKEN]
+    assert [w["code"] for w in events[-1].would_refuse] == ["out_of_scope"]
+    assert TOKEN not in str(events[-1].to_dict())
