@@ -155,6 +155,7 @@ MUTATIONS = {
     "deleteRepository": "repo.delete",
 }
 
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
