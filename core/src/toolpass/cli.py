@@ -232,7 +232,7 @@ def _engine_problems(config: Config) -> list[str]:
     if config.store is not None:
         try:
             config.open_store(config.store).close()
-        except (ToolpassError, StoreUnavailable) as e:
+        except (ToolpassError, StoreUnavailable, ImportError) as e:
             problems.append(str(e))
     http = HTTPClient()
     try:

@@ -133,3 +133,18 @@ def test_open_store_opens_the_absolute_file(tmp_path: Path) -> None:
     finally:
         store.close()
     assert (tmp_path / "state.db").is_file()
+
+
+def test_a_redis_store_without_the_redis_package_is_a_problem_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An extra that is not installed is named with the line that needs it and what to
+    install, never an internal error."""
+    monkeypatch.setitem(sys.modules, "redis", None)  # what an install without the extra sees
+    path = write(tmp_path, "connections: []\nstore: redis://127.0.0.1:9/0\n")
+    status, out, problems = validate(capsys, path)
+    assert (status, out) == (1, "")
+    assert problems == [
+        f"toolpass: {path}, line 2: 'store': cannot be opened (a Redis store needs the redis "
+        "package: pip install 'toolpass-core[redis]')"
+    ]

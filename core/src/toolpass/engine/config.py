@@ -61,7 +61,7 @@ class Config:
         ``ConfigError`` names the file and line."""
         try:
             return open_store(store)
-        except StoreUnavailable as e:
+        except (StoreUnavailable, ImportError) as e:  # ImportError: the store's extra is missing
             if self.store_origin is None or store != self.store:
                 raise
             raise ConfigError(f"{self.store_origin}: 'store': cannot be opened ({e})") from None
