@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import hashlib
 import json as jsonlib
+import re
 import sys
 import threading
 import time
@@ -99,9 +100,11 @@ _ACTION_COLUMNS = ("name", "effect", "description", "requires")
 def load_actions(package: str) -> tuple[Action, ...]:
     """The action table ``actions.json`` of the integration package ``package`` (its
     ``__name__``): a list of rows with ``name``, ``effect``, ``description``, ``requires`` and
-    the integration's own columns (its ``terms``)."""
+    the integration's own columns (its ``terms``); or ``{"kinds": ..., "actions": [...]}``
+    declaring the resource kinds its rows name (:func:`_declared_kinds`)."""
     where = f"{package}/actions.json"
-    rows = jsonlib.loads(resources.files(package).joinpath("actions.json").read_text("utf-8"))
+    table = jsonlib.loads(resources.files(package).joinpath("actions.json").read_text("utf-8"))
+    rows = table if isinstance(table, list) else _declared_kinds(table, where)
     actions: list[Action] = []
     for row in rows:
         name, effect, description, requires = (row.get(c) for c in _ACTION_COLUMNS)
@@ -114,6 +117,24 @@ def load_actions(package: str) -> tuple[Action, ...]:
     if len({a.name for a in actions}) != len(actions):
         raise ValueError(f"{where} names an action twice")
     return tuple(actions)
+
+
+def _declared_kinds(table: Any, where: str) -> list[Any]:
+    """The rows of an ``actions.json`` that declares its resource kinds: ``{"kinds": {kind:
+    id pattern, or null for a kind without ids}, "actions": [...]}``; each row's ``kinds``
+    list becomes a kind -> compiled pattern mapping (read by ``_kit.target``)."""
+    kinds = table.get("kinds") if isinstance(table, dict) else None
+    rows = table.get("actions") if isinstance(table, dict) else None
+    if not isinstance(kinds, dict) or not isinstance(rows, list):
+        raise ValueError(f"{where}: expected a list of actions, or kinds and actions")
+    patterns = {k: None if p is None else re.compile(p) for k, p in kinds.items()}
+    for row in rows:
+        named = row.get("kinds") if isinstance(row, dict) else None
+        if named is not None:
+            if not isinstance(named, list) or not set(named) <= patterns.keys():
+                raise ValueError(f"{where}: {row.get('name')}: a kind missing from kinds")
+            row["kinds"] = MappingProxyType({k: patterns[k] for k in named})
+    return rows
 
 
 def issued_token(data: Any, who: str) -> tuple[str, float]:
