@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, target, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -45,7 +46,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.wire.errors import ConfigError
@@ -68,6 +68,7 @@ BASE = {
 }
 TEAM = {"observer": 1, "responder": 2, "manager": 3}
 _ID = re.compile(r"[A-Z0-9]{2,20}")
+USER_IDS = UserIds(_ID, "a PagerDuty user id")
 _PATHS = {
     "incident": "incidents",
     "service": "services",
@@ -125,7 +126,11 @@ class PagerDuty(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._kept: Remembered[str, Any] = Remembered(5000)
+        ttl = ttl_option(self.options, "role_cache_ttl", 120.0)
+        self._users: Cache[str, tuple[str, frozenset[str]]] = Cache(ttl)
+        self._objects: Cache[tuple[str, str], dict[str, list[str]]] = Cache(ttl)
+        self._private_teams: Cache[str, bool] = Cache(ttl)
+        self._members: Cache[str, dict[str, str]] = Cache(ttl)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -160,69 +165,56 @@ class PagerDuty(Integration):
             raise LookupFailed(f"pagerduty's answer to {what} has no {key}")
         return found
 
-    def _ttl(self) -> float:
-        return float(self.options.get("role_cache_ttl", 120.0))
-
     # --- identity ------------------------------------------------------------------------
     def lookup_email(self, email: str) -> list[str]:
-        what = "find the user by email"
-
-        def page(token: str | None) -> tuple[list[str], str | None]:
-            offset = int(token or 0)
-            data = self.get_json(
-                "/users", what=what, params={"query": email, "limit": "100", "offset": str(offset)}
-            )
-            users = data.get("users")
-            if not isinstance(users, list):
-                raise LookupFailed(f"pagerduty's answer to {what} has no users")
-            found = [
-                str(u["id"])
-                for u in users
-                if isinstance(u, dict) and isinstance(u.get("id"), str)
-                if same_email(u.get("email"), email)
-            ]
-            return found, str(offset + len(users)) if data.get("more") and users else None
-
-        return list(self.pages(page, limit=10, too_many=f"too many users match {email}"))
+        users = paged(
+            self,
+            "/users",
+            what="find the user by email",
+            items="users",
+            style="offset",
+            params={"query": email},
+            pages=10,
+            too_many=f"too many users match {email}",
+        )
+        return [
+            str(u["id"])
+            for u in users
+            if isinstance(u, dict) and isinstance(u.get("id"), str)
+            if same_email(u.get("email"), email)
+        ]
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        terms = self.action(action)
-        if terms is None:
+        declared = self.action(action)
+        if declared is None:
             return Decision.unknown(f"pagerduty has no action {action!r}", cause="resource")
-        kinds = list(terms.terms.get("kinds") or [])
-        kind, _, oid = resource.partition(":")
-        if action == "session.read":
+        terms = declared.terms
+        needed = LEVELS[str(terms.get("needs") or "admin")]
+        if not needed:
             return Decision.allow("PagerDuty checks no role for the agent's own user")
-        if (
-            kind not in kinds
-            or (kind != "account" and not _ID.fullmatch(oid))
-            or (kind == "account" and oid)
-        ):
-            where = " or ".join(k if k == "account" else f"{k}:ID" for k in kinds)
-            return Decision.unknown(
-                f"{action} is asked on {where}, not {resource!r}", cause="resource"
-            )
-        uid = self.user_id(user)
-        if not _ID.fullmatch(uid):
-            return Decision.unknown(
-                f"{user} maps to {uid!r}, not a PagerDuty user id", cause="identity"
-            )
+        on = target(declared, resource)
+        if isinstance(on, Decision):
+            return on
+        uid = mapped_user(self, user, USER_IDS)
+        if isinstance(uid, Decision):
+            return uid
         role, teams = self._user(uid)
         if role not in BASE:
             raise LookupFailed(f"PagerDuty user {uid} has a role the engine does not know: {role}")
-        needed = LEVELS[str(terms.terms.get("needs") or "admin")]
-        if kind == "user" and oid == uid and action.startswith("users."):
+        if terms.get("own_profile") and on.kind == "user" and on.id == uid:
             return Decision.allow(f"PagerDuty user {uid} may read and change their own profile")
-        level, why = self._level(uid, role, teams, kind, oid)
+        level, why = self._level(uid, role, teams, on.kind, on.id)
         if level >= needed:
             return Decision.allow(f"PagerDuty user {uid} has {why} on {resource}")
-        if action == "schedules.override" and level >= LEVELS["responder"]:
-            schedule = self._object("schedule", oid)
-            if uid in schedule["users"]:
-                return Decision.allow(f"PagerDuty user {uid} responds and is on {resource}")
+        on_schedule = terms.get("on_schedule")  # a lower level suffices for a user on it
+        if on_schedule and level >= LEVELS[on_schedule] and self._on_schedule(uid, on.id):
+            return Decision.allow(f"PagerDuty user {uid} responds and is on {resource}")
         name = next(k for k, v in LEVELS.items() if v == needed)
         return Decision.deny(f"PagerDuty user {uid} has {why} on {resource}, not {name}")
+
+    def _on_schedule(self, uid: str, schedule: str) -> bool:
+        return uid in self._object("schedule", schedule)["users"]
 
     def _level(
         self, uid: str, role: str, teams: frozenset[str], kind: str, oid: str
@@ -252,26 +244,22 @@ class PagerDuty(Integration):
 
     # --- live data -----------------------------------------------------------------------
     def _user(self, uid: str) -> tuple[str, frozenset[str]]:
-        hit = self._kept.get(f"user:{uid}")
-        if hit is not None:
-            return str(hit[0]), frozenset(hit[1])
+        """The user's base role and teams."""
+        return self._users.get(uid, lambda: self._read_user(uid))
+
+    def _read_user(self, uid: str) -> tuple[str, frozenset[str]]:
         found = self._get(f"/users/{quote(uid)}", "user", "read the user", **{"include[]": "teams"})
         teams = found.get("teams") or []
         if not isinstance(teams, list):
             raise LookupFailed("pagerduty's answer to read the user has malformed teams")
-        result = (
-            str(found.get("role")),
-            frozenset(str(t.get("id")) for t in teams if isinstance(t, dict)),
-        )
-        self._kept.put(f"user:{uid}", result, self._ttl())
-        return result
+        ids = frozenset(str(t.get("id")) for t in teams if isinstance(t, dict))
+        return str(found.get("role")), ids
 
     def _object(self, kind: str, oid: str) -> dict[str, list[str]]:
         """The object's ``teams`` (an incident: its service's) and ``users`` (a schedule's)."""
-        key = f"{kind}:{oid}"
-        hit = self._kept.get(key)
-        if hit is not None:
-            return dict(hit)
+        return self._objects.get((kind, oid), lambda: self._read_object(kind, oid))
+
+    def _read_object(self, kind: str, oid: str) -> dict[str, list[str]]:
         what = f"read the {kind.replace('_', ' ')} {oid}"
         found = self._get(f"/{_PATHS[kind]}/{quote(oid)}", kind, what)
         if kind == "incident":
@@ -279,55 +267,41 @@ class PagerDuty(Integration):
             sid = service.get("id") if isinstance(service, dict) else None
             if not isinstance(sid, str) or not _ID.fullmatch(sid):
                 raise LookupFailed(f"pagerduty's answer to {what} names no service")
-            result = self._object("service", sid)
-        else:
-            refs = {"teams": found.get("teams") or [], "users": found.get("users") or []}
-            if not all(isinstance(v, list) for v in refs.values()):
-                raise LookupFailed(f"pagerduty's answer to {what} has malformed teams")
-            result = {
-                k: [str(r.get("id")) for r in v if isinstance(r, dict)] for k, v in refs.items()
-            }
-        self._kept.put(key, result, self._ttl())
-        return result
+            return self._object("service", sid)
+        refs = {"teams": found.get("teams") or [], "users": found.get("users") or []}
+        if not all(isinstance(v, list) for v in refs.values()):
+            raise LookupFailed(f"pagerduty's answer to {what} has malformed teams")
+        return {k: [str(r.get("id")) for r in v if isinstance(r, dict)] for k, v in refs.items()}
 
     def _private(self, team: str) -> bool:
-        hit = self._kept.get(f"private:{team}")
-        if hit is None:
+        def read() -> bool:
             found = self._get(f"/teams/{quote(team)}", "team", f"read the team {team}")
-            hit = found.get("default_role", "manager") == "none"
-            self._kept.put(f"private:{team}", hit, self._ttl())
-        return bool(hit)
+            return bool(found.get("default_role", "manager") == "none")
+
+        return self._private_teams.get(team, read)
 
     def _team_role(self, team: str, uid: str) -> int:
         """The user's team role on ``team`` as a level (0 when not listed)."""
-        roles = self._kept.get(f"members:{team}")
-        if roles is None:
-            what = f"list the members of team {team}"
-
-            def page(token: str | None) -> tuple[list[tuple[str, str]], str | None]:
-                offset = int(token or 0)
-                data = self.get_json(
-                    f"/teams/{quote(team)}/members",
-                    what=what,
-                    params={"limit": "100", "offset": str(offset)},
-                )
-                members = data.get("members")
-                if not isinstance(members, list):
-                    raise LookupFailed(f"pagerduty's answer to {what} has no members")
-                found = [
-                    (str(m["user"].get("id")), str(m.get("role")))
-                    for m in members
-                    if isinstance(m, dict) and isinstance(m.get("user"), dict)
-                ]
-                more = data.get("more") and members
-                return found, str(offset + len(members)) if more else None
-
-            roles = dict(self.pages(page, limit=50, too_many=f"team {team} has too many members"))
-            self._kept.put(f"members:{team}", roles, self._ttl())
-        role = roles.get(uid)
+        role = self._members.get(team, lambda: self._read_members(team)).get(uid)
         if role is not None and role not in TEAM:
             raise LookupFailed(f"team {team} gives a role the engine does not know: {role}")
         return TEAM.get(role or "", 0)
+
+    def _read_members(self, team: str) -> dict[str, str]:
+        members = paged(
+            self,
+            f"/teams/{quote(team)}/members",
+            what=f"list the members of team {team}",
+            items="members",
+            style="offset",
+            pages=50,
+            too_many=f"team {team} has too many members",
+        )
+        return {
+            str(m["user"].get("id")): str(m.get("role"))
+            for m in members
+            if isinstance(m, dict) and isinstance(m.get("user"), dict)
+        }
 
     # --- the probe -----------------------------------------------------------------------
     def probe(self) -> ProbeResult:
