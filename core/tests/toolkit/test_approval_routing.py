@@ -145,3 +145,19 @@ def test_an_approval_passes_exactly_when_its_decider_is_an_approver(
     else:
         with pytest.raises(PermissionError):
             queue.approve(request_id, by=by)
+
+
+@pytest.mark.parametrize(
+    ("approvers", "groups"),
+    [
+        ({"destructive": []}, {}),  # an empty list
+        ({"destructive": ["ops"]}, {"ops": []}),  # a group with nobody in it
+        ({"destructive": ["a"]}, {"a": ["b"], "b": ["a"]}),  # groups naming only each other
+        ({"destructive": ["ops", "ops2"]}, {"ops": [], "ops2": ["ops"]}),
+    ],
+)
+def test_a_rule_that_reaches_nobody_never_means_anyone(approvers: dict, groups: dict) -> None:  # type: ignore[type-arg]
+    """A matched rule naming nobody once its groups are expanded would fall back to "anyone
+    but the user" (the meaning of no rule at all): it is refused when the queue is made."""
+    with pytest.raises(ValueError, match="nobody"):
+        ApprovalQueue(approvers=approvers, groups=groups)

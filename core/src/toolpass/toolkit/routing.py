@@ -23,6 +23,15 @@ class Routing:
     ) -> None:
         self.rules = {_rule(key): _names(key, names) for key, names in (approvers or {}).items()}
         self.groups = {str(name): _names(name, people) for name, people in (groups or {}).items()}
+        for (kind, value), names in self.rules.items():
+            found: list[str] = []
+            for name in names:
+                self._expand(name, found, set())
+            if not found:
+                raise ValueError(
+                    f"the approvers of {kind}:{value} reach nobody (an empty list, or groups "
+                    "with no person in them); a rule that names nobody would let anyone decide"
+                )
 
     def __bool__(self) -> bool:
         return bool(self.rules)
