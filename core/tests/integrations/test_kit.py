@@ -204,7 +204,18 @@ def test_a_page_without_its_items_fails(server: FakeServer) -> None:
     server.route("GET", "/items")(lambda request: {"things": []})
     found = paged(system(server), "/items", what="list items", items="items", style="offset",
                   too_many="")  # fmt: skip
-    with pytest.raises(LookupFailed, match="kit's answer to list items has no items"):
+    with pytest.raises(LookupFailed, match="kit's answer to list items has no items list"):
+        list(found)
+
+
+@pytest.mark.parametrize("meta", [{"next_cursor": 7}, "x", {"next_cursor": ["c"]}])
+def test_a_malformed_cursor_fails_rather_than_ending_the_list(
+    server: FakeServer, meta: Any
+) -> None:
+    server.route("GET", "/items")(lambda request: {"items": [1], "meta": meta})
+    found = paged(system(server), "/items", what="list items", items="items", style="cursor",
+                  next_at="meta.next_cursor", too_many="")  # fmt: skip
+    with pytest.raises(LookupFailed, match=r"has a malformed meta\.next_cursor"):
         list(found)
 
 

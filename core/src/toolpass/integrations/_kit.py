@@ -92,6 +92,7 @@ def paged(
     style: Style,
     params: Mapping[str, str] | None = None,
     size: int = 100,
+    size_param: str = "limit",
     pages: int = 20,
     too_many: str,
     cursor: str = "cursor",
@@ -99,17 +100,18 @@ def paged(
 ) -> Iterator[Any]:
     """The items (the list at key ``items`` of each page) of the list at ``path``, read
     page by page in ``style``, at most ``pages`` pages (then :class:`LookupFailed` with
-    ``too_many``, never a guess). ``cursor`` names the cursor parameter (``cursor``
-    style); ``next_at`` is the dotted path of the next cursor or URL in a page's body."""
+    ``too_many``, never a guess). ``size`` items a page are asked for with ``size_param``
+    (``offset`` and ``cursor`` styles); ``cursor`` names the cursor parameter; ``next_at``
+    is the dotted path of the next cursor or URL in a page's body."""
     base = dict(params or {})
 
     def page(token: str | None) -> tuple[list[Any], str | None]:
         query: dict[str, str | None] = dict(base)
         where = path
         if style == "offset":
-            query |= {"limit": str(size), "offset": token or "0"}
+            query |= {size_param: str(size), "offset": token or "0"}
         elif style == "cursor":
-            query[cursor] = token or None
+            query |= {size_param: str(size), cursor: token or None}
         elif token:
             where, query = token, {}
         if style == "link":
@@ -122,22 +124,31 @@ def paged(
             after = None
         found = data.get(items)
         if not isinstance(found, list):
-            raise LookupFailed(f"{system.name}'s answer to {what} has no {items}")
+            raise LookupFailed(f"{system.name}'s answer to {what} has no {items} list")
         if style == "offset":
             offset = int(token or 0) + len(found)
             after = str(offset) if data.get("more") and found else None
         elif style != "link":
-            after = _dotted(data, next_at)
+            after = _dotted(system, data, next_at, what)
         return found, after
 
     return system.pages(page, limit=pages, too_many=too_many)
 
 
-def _dotted(data: Any, path: str) -> str | None:
-    """The string at the dotted ``path`` of ``data`` (None when absent or empty)."""
+def _dotted(system: Integration, data: Any, path: str, what: str) -> str | None:
+    """The string at the dotted ``path`` of ``data``: None when absent or empty,
+    :class:`LookupFailed` when it is there but not a string (never a silent last page)."""
     for part in path.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return data if isinstance(data, str) and data else None
+        if data is None:
+            return None
+        if not isinstance(data, dict):
+            raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {path}")
+        data = data.get(part)
+    if data is None or data == "":
+        return None
+    if not isinstance(data, str):
+        raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {path}")
+    return data
 
 
 def _next_link(header: str | None) -> str | None:
