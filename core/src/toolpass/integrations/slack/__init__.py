@@ -46,16 +46,25 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from toolpass.integrations import _fields
+from toolpass.integrations._kit import Cache, paged, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
     Integration,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
+from toolpass.integrations.slack._keys import KEYS, TEAM_ID, validate
+from toolpass.integrations.slack._people import (
+    admin,
+    flag,
+    in_workspace,
+    is_admin,
+    other_workspace,
+    workspace_member,
+)
 from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import Response
 from toolpass.wire.identity import same_email
@@ -64,7 +73,6 @@ __all__ = ["INTEGRATION", "Slack", "SlackError"]
 
 _CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,30}")
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
-_TEAM_ID = re.compile(r"[TE][A-Z0-9]{2,30}")
 _TS = re.compile(r"\d{1,12}\.\d{1,9}")
 _CHANNEL_NAME = re.compile(r"[^\s#,/]{1,80}")
 _ARGUMENT = re.compile(r"[a-z][a-z0-9_]{0,63}")
@@ -136,7 +144,7 @@ def _parse(resource: str) -> _Resource:
     if resource == "workspace":
         return _Resource("workspace")
     kind, sep, rest = resource.partition(":")
-    if sep and kind == "team" and _TEAM_ID.fullmatch(rest):
+    if sep and kind == "team" and TEAM_ID.fullmatch(rest):
         return _Resource("workspace", team=rest)
     if sep and kind == "channel":
         if _CHANNEL_ID.fullmatch(rest):
@@ -153,10 +161,6 @@ def _parse(resource: str) -> _Resource:
     )
 
 
-def _flag(obj: Mapping[str, Any], name: str) -> bool:
-    return obj.get(name) is True
-
-
 class Slack(Integration):
     """Slack Web API, rules reconstructed from users, channels and membership."""
 
@@ -170,144 +174,21 @@ class Slack(Integration):
     default_url: ClassVar[str | None] = "https://slack.com/api"
     identity_modes: ClassVar[tuple[str, ...]] = ("lookup",)
     actions: ClassVar[tuple[Action, ...]] = ACTIONS
-    keys: ClassVar[tuple[ConfigKey, ...]] = (
-        ConfigKey(
-            "token",
-            "The engine's Slack token, sent as Authorization: Bearer (a bot token xoxb-… "
-            "with the read scopes listed in the description; a user token xoxp-… when auth "
-            "is 'user').",
-            secret=True,
-            required=True,
-        ),
-        ConfigKey(
-            "auth",
-            "The kind of token in `token`: 'bot' (xoxb-, the default) or 'user' (xoxp-). "
-            "Rotating tokens (xoxe.xoxb-/xoxe.xoxp-) are accepted.",
-            default="bot",
-            choices=("bot", "user"),
-        ),
-        ConfigKey(
-            "team_id",
-            "Enterprise Grid: the workspace (T…) this connection checks. Sent to "
-            "conversations.list for an org-wide app, compared with auth.test by the probe, and "
-            "workspace actions need the user to belong to it.",
-        ),
-        ConfigKey(
-            "admin_token",
-            "Enterprise Grid: an org admin's user token (xoxp-) with admin.conversations:read, "
-            "used only for admin.conversations.getConversationPrefs when posting_prefs is on.",
-            secret=True,
-        ),
-        ConfigKey(
-            "posting_prefs",
-            "Read who may post in each channel (who_can_post) with admin_token; when off, "
-            "posting in a read-only channel is unknown.",
-            default=False,
-        ),
-        ConfigKey(
-            "general_posting",
-            "Who may post in #general, as the workspace is set (the token cannot read it): "
-            "everyone, members (everyone but guests), admins (admins and owners), owners, or "
-            "unknown (every post there is unknown).",
-            default="unknown",
-            choices=("everyone", "members", "admins", "owners", "unknown"),
-        ),
-        ConfigKey(
-            "channel_management",
-            "Who besides workspace admins and owners may rename, archive, unarchive and "
-            "remove members from channels: 'members' (the channel's full members), 'admins' "
-            "(nobody else: denied), or 'unknown'.",
-            default="unknown",
-            choices=("members", "admins", "unknown"),
-        ),
-        ConfigKey(
-            "channel_creation",
-            "Who besides workspace admins and owners may create channels: 'members' (full "
-            "members, not guests), 'admins' (nobody else: denied), or 'unknown'.",
-            default="unknown",
-            choices=("members", "admins", "unknown"),
-        ),
-        ConfigKey(
-            "message_editing",
-            "When authors may edit their messages, as the workspace (or the Grid org) is set "
-            "(the token cannot read it): anytime, never, or unknown (a time window, or not "
-            "known: every edit is unknown).",
-            default="unknown",
-            choices=("anytime", "never", "unknown"),
-        ),
-        ConfigKey(
-            "message_deletion",
-            "Who may delete messages, as the workspace is set (the token cannot read it): "
-            "everyone (authors their own), admins (owners and admins only), or unknown "
-            "(an author's delete is unknown; admins and owners may always).",
-            default="unknown",
-            choices=("everyone", "admins", "unknown"),
-        ),
-        ConfigKey(
-            "search_tokens",
-            "Whose token the agent searches and lists with (search.messages, search.files, "
-            "search.all and rtm.start answer what the token's user can see): user (each "
-            "user's own token) or unknown (every search and sender_lists is unknown).",
-            default="unknown",
-            choices=("user", "unknown"),
-        ),
-        ConfigKey(
-            "external_channels",
-            "Slack Connect channels (is_ext_shared): 'check' applies the same rules, "
-            "'unknown' answers unknown for every check in them.",
-            default="check",
-            choices=("check", "unknown"),
-        ),
-        ConfigKey(
-            "channel_names",
-            "Accept channel:#name, resolved to exactly one channel by conversations.list "
-            "(when off, only channel ids are accepted).",
-            default=True,
-        ),
-        ConfigKey(
-            "page_size",
-            "The limit sent with conversations.members and conversations.list (1-1000).",
-            default=200,
-        ),
-        ConfigKey(
-            "max_pages",
-            "The most pages one membership or name look-up may read before it is unknown.",
-            default=50,
-        ),
-        ConfigKey(
-            "user_cache_ttl",
-            "Seconds a user's flags (deleted, guest, admin) are reused between checks (0: never).",
-            default=30.0,
-        ),
-        ConfigKey(
-            "name_cache_ttl",
-            "Seconds a resolved channel:#name is reused (0: never).",
-            default=300.0,
-        ),
-    )
+    keys: ClassVar[tuple[ConfigKey, ...]] = KEYS
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
         """Cross-key checks: see the key descriptions."""
-        if options.get("posting_prefs") and options.get("admin_token") is None:
-            raise ConfigError(
-                "posting_prefs needs admin_token (an org admin's token)", "admin_token"
-            )
-        team = options.get("team_id")
-        if team is not None and not _TEAM_ID.fullmatch(team):
-            raise ConfigError("must be a Slack workspace id such as T0123ABCD", "team_id")
-        if not 1 <= options["page_size"] <= 1000:
-            raise ConfigError("must be between 1 and 1000", "page_size")
-        if options["max_pages"] < 1:
-            raise ConfigError("must be 1 or more", "max_pages")
-        for key in ("user_cache_ttl", "name_cache_ttl"):
-            if options[key] < 0:
-                raise ConfigError("must be 0 or more seconds", key)
+        validate(options)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._users: Remembered[str, dict[str, Any]] = Remembered()
-        self._names: Remembered[str, str] = Remembered()
+        self._users: Cache[str, dict[str, Any]] = Cache(
+            ttl_option(self.options, "user_cache_ttl", 30.0), size=10_000
+        )
+        self._names: Cache[str, str] = Cache(
+            ttl_option(self.options, "name_cache_ttl", 300.0), size=10_000
+        )
 
     # --- the request hook ----------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -447,13 +328,13 @@ class Slack(Integration):
         return user
 
     def _remember(self, user: dict[str, Any]) -> None:
-        self._users.put(user["id"], user, float(self.options["user_cache_ttl"]))
+        self._users.put(user["id"], user)
 
     def _user(self, uid: str) -> dict[str, Any]:
         """The user's object: remembered from a recent look-up, or ``users.info``."""
-        hit = self._users.get(uid)
-        if hit is not None:
-            return hit
+        return self._users.get(uid, lambda: self._read_user(uid))
+
+    def _read_user(self, uid: str) -> dict[str, Any]:
         try:
             data = self.call("users.info", {"user": uid})
         except SlackError as e:
@@ -465,7 +346,6 @@ class Slack(Integration):
         user = self._user_object(data, "users.info")
         if user["id"] != uid:
             raise LookupFailed(f"slack's users.info answered another user for {uid}")
-        self._remember(user)
         return user
 
     # --- the check ---------------------------------------------------------------------
@@ -486,60 +366,32 @@ class Slack(Integration):
         uid = self.user_id(user)
         person = self._user(uid)
         who = f"{user} ({uid})"
-        if _flag(person, "deleted"):
+        if flag(person, "deleted"):
             return Decision.deny(f"{who} is deactivated in Slack")
-        if _flag(person, "is_bot") or _flag(person, "is_app_user"):
+        if flag(person, "is_bot") or flag(person, "is_app_user"):
             return Decision.unknown(f"{who} is a Slack bot or app user, not a person")
-        if _flag(person, "is_invited_user"):
+        if flag(person, "is_invited_user"):
             return Decision.deny(f"{who} was invited to Slack but has not joined")
         if kind == _ADMIN:
-            return self._admin(who, person)
+            return admin(who, person)
         if kind == _SEARCH:
             return self._search(who)
         if kind == _CREATE:
             return self._create(who, person, where)
         if kind == _WORKSPACE:
-            return self._workspace_member(who, person, where)
+            return workspace_member(who, person, where.team or self.options.get("team_id"))
         return self._in_channel(kind, who, uid, person, where)
 
-    def _workspace_member(self, who: str, person: Mapping[str, Any], where: _Resource) -> Decision:
-        team = where.team or self.options.get("team_id")
-        if team:
-            teams = _teams(person)
-            if teams is None:
-                return Decision.unknown(f"slack does not say which workspaces {who} belongs to")
-            if team not in teams:
-                return Decision.deny(f"{who} is not a member of workspace {team}")
-        if _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted"):
-            return Decision.deny(f"{who} is a guest: guests see only the channels they are in")
-        if _flag(person, "is_stranger"):
-            return Decision.deny(f"{who} is an external user")
-        return Decision.allow(f"{who} is a full member of the workspace")
-
-    def _admin(self, who: str, person: Mapping[str, Any]) -> Decision:
-        grid = person.get("enterprise_user")
-        if isinstance(grid, dict):
-            if _flag(grid, "is_owner") or _flag(grid, "is_admin"):
-                return Decision.allow(f"{who} is an Enterprise Grid org admin or owner")
-            return Decision.deny(f"{who} is not an Enterprise Grid org admin or owner")
-        if _is_admin(person):
-            return Decision.allow(f"{who} is a workspace admin or owner")
-        return Decision.deny(f"{who} is not a Slack admin or owner")
-
     def _create(self, who: str, person: Mapping[str, Any], where: _Resource) -> Decision:
-        team = where.team or self.options.get("team_id")
-        if team:
-            teams = _teams(person)
-            if teams is None:
-                return Decision.unknown(f"slack does not say which workspaces {who} belongs to")
-            if team not in teams:
-                return Decision.deny(f"{who} is not a member of workspace {team}")
-        if _is_admin(person):
+        outside = in_workspace(who, person, where.team or self.options.get("team_id"))
+        if outside is not None:
+            return outside
+        if is_admin(person):
             return Decision.allow(f"{who} is a workspace admin or owner")
-        if _flag(person, "is_ultra_restricted"):
+        if flag(person, "is_ultra_restricted"):
             return Decision.deny(f"{who} is a single-channel guest")
         policy = self.options["channel_creation"]
-        if policy == "members" and not _flag(person, "is_restricted"):
+        if policy == "members" and not flag(person, "is_restricted"):
             return Decision.allow(f"{who} is a full member and members may create channels")
         if policy == "members":
             return Decision.deny(f"{who} is a guest; only full members may create channels")
@@ -556,22 +408,22 @@ class Slack(Integration):
         channel_id = self._channel_id(where.channel)
         info = self._channel(channel_id)
         label = f"#{info['name']}" if isinstance(info.get("name"), str) else channel_id
-        if _flag(info, "is_ext_shared") and self.options["external_channels"] == "unknown":
+        if flag(info, "is_ext_shared") and self.options["external_channels"] == "unknown":
             return Decision.unknown(
                 f"{label} is a Slack Connect channel and this connection does not check those"
             )
-        private = _flag(info, "is_private") or _flag(info, "is_im") or _flag(info, "is_mpim")
-        direct = _flag(info, "is_im") or _flag(info, "is_mpim")
-        guest = _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted")
-        archived = _flag(info, "is_archived")
-        general = _flag(info, "is_general")
+        private = flag(info, "is_private") or flag(info, "is_im") or flag(info, "is_mpim")
+        direct = flag(info, "is_im") or flag(info, "is_mpim")
+        guest = flag(person, "is_restricted") or flag(person, "is_ultra_restricted")
+        archived = flag(info, "is_archived")
+        general = flag(info, "is_general")
 
         def member() -> bool:
             return self._is_member(channel_id, uid)
 
         if kind == _READ:
-            if not private and not guest and not _flag(person, "is_stranger"):
-                elsewhere = _other_workspace(who, person, info, label)
+            if not private and not guest and not flag(person, "is_stranger"):
+                elsewhere = other_workspace(who, person, info, label)
                 if elsewhere is None:
                     return Decision.allow(f"{label} is public and {who} is a full member")
                 return Decision.allow(f"{who} is a member of {label}") if member() else elsewhere
@@ -587,14 +439,14 @@ class Slack(Integration):
                 return readable
             if archived:
                 return Decision.deny(f"{label} is archived")
-            if _flag(info, "is_frozen"):
+            if flag(info, "is_frozen"):
                 return Decision.unknown(f"{label} is frozen; slack does not document who may write")
             author = self._author(channel_id, where.ts)
             if kind == _EDIT:
                 if author != uid:
                     return Decision.deny(f"only the author may edit a message; {who} is not it")
                 return self._setting("message_editing", "anytime", f"{who} wrote the message")
-            if _is_admin(person):
+            if is_admin(person):
                 return Decision.allow(f"{who} is a workspace admin or owner")
             if author != uid:
                 return Decision.deny(f"{who} neither wrote the message nor is an admin or owner")
@@ -610,7 +462,7 @@ class Slack(Integration):
                 return Decision.allow(f"{who} is already a member of {label}")
             if private:
                 return Decision.deny(f"{label} is private: it is joined only by invitation")
-            elsewhere = _other_workspace(who, person, info, label)
+            elsewhere = other_workspace(who, person, info, label)
             if elsewhere is not None:
                 return elsewhere
             if guest:
@@ -620,7 +472,7 @@ class Slack(Integration):
         if kind == _LEAVE:
             if general:
                 return Decision.deny("nobody can leave #general")
-            if _flag(info, "is_im"):
+            if flag(info, "is_im"):
                 return Decision.deny("a direct message cannot be left")
             if member():
                 return Decision.allow(f"{who} is a member of {label}")
@@ -629,7 +481,7 @@ class Slack(Integration):
         # post, member-only writes, invite: all need a member of a live conversation
         if archived:
             return Decision.deny(f"{label} is archived")
-        if _flag(info, "is_frozen"):
+        if flag(info, "is_frozen"):
             return Decision.unknown(f"{label} is frozen; slack does not document who may write")
         if kind == _INVITE and direct:
             return Decision.deny("nobody can be invited to a direct message")
@@ -674,25 +526,25 @@ class Slack(Integration):
         info: Mapping[str, Any],
         member: Any,
     ) -> Decision:
-        if _flag(info, "is_im") or _flag(info, "is_mpim"):
+        if flag(info, "is_im") or flag(info, "is_mpim"):
             return Decision.deny("a direct message cannot be renamed, archived or managed")
-        if kind == _ARCHIVE and _flag(info, "is_general"):
+        if kind == _ARCHIVE and flag(info, "is_general"):
             return Decision.deny("#general cannot be archived")
-        if kind == _MANAGE and _flag(info, "is_general"):
+        if kind == _MANAGE and flag(info, "is_general"):
             # renaming #general is an owner's privilege; removing from it is impossible
-            if _flag(person, "is_owner") or _flag(person, "is_primary_owner"):
+            if flag(person, "is_owner") or flag(person, "is_primary_owner"):
                 return Decision.allow(f"{who} is a workspace owner")
             return Decision.deny("only workspace owners manage #general")
-        if kind == _ARCHIVE and _flag(info, "is_archived"):
+        if kind == _ARCHIVE and flag(info, "is_archived"):
             return Decision.deny(f"{label} is already archived")
-        if kind == _UNARCHIVE and not _flag(info, "is_archived"):
+        if kind == _UNARCHIVE and not flag(info, "is_archived"):
             return Decision.deny(f"{label} is not archived")
-        if kind == _MANAGE and _flag(info, "is_archived"):
+        if kind == _MANAGE and flag(info, "is_archived"):
             return Decision.deny(f"{label} is archived")
-        if _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted"):
+        if flag(person, "is_restricted") or flag(person, "is_ultra_restricted"):
             return Decision.deny(f"{who} is a guest")
-        private = _flag(info, "is_private")
-        if _is_admin(person):
+        private = flag(info, "is_private")
+        if is_admin(person):
             if not private or member():
                 return Decision.allow(f"{who} is a workspace admin or owner")
             return Decision.deny(f"{label} is private and {who} is not a member")
@@ -717,14 +569,14 @@ class Slack(Integration):
         label: str,
         info: Mapping[str, Any],
     ) -> Decision:
-        if _flag(info, "is_general"):
+        if flag(info, "is_general"):
             policy = self.options["general_posting"]
-            guest = _flag(person, "is_restricted") or _flag(person, "is_ultra_restricted")
-            owner = _flag(person, "is_owner") or _flag(person, "is_primary_owner")
+            guest = flag(person, "is_restricted") or flag(person, "is_ultra_restricted")
+            owner = flag(person, "is_owner") or flag(person, "is_primary_owner")
             allowed = {
                 "everyone": True,
                 "members": not guest,
-                "admins": _is_admin(person),
+                "admins": is_admin(person),
                 "owners": owner,
             }.get(policy)
             if allowed is None:
@@ -735,11 +587,11 @@ class Slack(Integration):
             if allowed:
                 return Decision.allow(f"{who} is a member of #general, where {policy} may post")
             return Decision.deny(f"in #general only {policy} may post; {who} is not one")
-        channel = _flag(info, "is_channel") or _flag(info, "is_group") or _flag(info, "is_private")
-        direct = _flag(info, "is_im") or _flag(info, "is_mpim")
+        channel = flag(info, "is_channel") or flag(info, "is_group") or flag(info, "is_private")
+        direct = flag(info, "is_im") or flag(info, "is_mpim")
         if self.options["posting_prefs"] and channel and not direct:
             return self._who_can_post(who, uid, person, channel_id, label)
-        if _flag(info, "is_read_only"):
+        if flag(info, "is_read_only"):
             return Decision.unknown(
                 f"{label} is read-only and the engine cannot read who may post "
                 "(turn on posting_prefs)"
@@ -768,8 +620,8 @@ class Slack(Integration):
             return Decision.allow(f"{who} is a member of {label}, where anyone may post")
         if uid in users:
             return Decision.allow(f"{who} is named in who may post in {label}")
-        owner = _flag(person, "is_owner") or _flag(person, "is_primary_owner")
-        known = {"admin": _is_admin(person), "owner": owner}
+        owner = flag(person, "is_owner") or flag(person, "is_primary_owner")
+        known = {"admin": is_admin(person), "owner": owner}
         if any(known.get(t) for t in types):
             return Decision.allow(f"{who} is one of the roles that may post in {label}")
         strange = [t for t in types if t not in known]
@@ -793,16 +645,18 @@ class Slack(Integration):
         self, method: str, params: Mapping[str, str | None], field: str, too_many: str
     ) -> Iterator[Any]:
         """The items of a cursor-paged list, up to ``max_pages`` pages."""
-
-        def read_page(cursor: str | None) -> tuple[list[Any], str | None]:
-            limit = str(self.options["page_size"])
-            data = self.call(method, {**params, "limit": limit, "cursor": cursor})
-            items = data.get(field)
-            if not isinstance(items, list):
-                raise LookupFailed(f"slack's {method} answer has no {field} list")
-            return items, _next_cursor(data)
-
-        return self.pages(read_page, limit=int(self.options["max_pages"]), too_many=too_many)
+        return paged(
+            self,
+            f"/{method}",
+            what=method,
+            items=field,
+            style="cursor",
+            params={k: v for k, v in params.items() if v is not None},
+            size=int(self.options["page_size"]),
+            pages=int(self.options["max_pages"]),
+            too_many=too_many,
+            next_at="response_metadata.next_cursor",
+        )
 
     def _is_member(self, channel_id: str, uid: str) -> bool:
         pages = self.options["max_pages"]
@@ -817,10 +671,10 @@ class Slack(Integration):
             return channel
         if not self.options["channel_names"]:
             raise LookupFailed("this connection accepts channel ids only (channel_names is off)")
-        name = channel[1:]
-        hit = self._names.get(name)
-        if hit is not None:
-            return hit
+        return self._names.get(channel[1:], lambda: self._find_channel(channel[1:]))
+
+    def _find_channel(self, name: str) -> str:
+        """The one channel called ``name`` in ``conversations.list``."""
         params = {
             "types": "public_channel,private_channel",
             "exclude_archived": "false",
@@ -846,7 +700,6 @@ class Slack(Integration):
             raise LookupFailed(f"{len(unique)} channels are named #{name}; use the channel id")
         if not _CHANNEL_ID.fullmatch(unique[0]):
             raise LookupFailed("slack's conversations.list answered a channel id that is not one")
-        self._names.put(name, unique[0], float(self.options["name_cache_ttl"]))
         return unique[0]
 
     def _author(self, channel_id: str, ts: str) -> str:
@@ -902,62 +755,6 @@ def _plain_arguments(request: Request) -> bool:
     body = _fields.form(request)
     names = [*request.query, *(body if isinstance(body, Mapping) else ())]
     return all(isinstance(n, str) and _ARGUMENT.fullmatch(n) for n in names)
-
-
-def _is_admin(person: Mapping[str, Any]) -> bool:
-    return any(_flag(person, f) for f in ("is_admin", "is_owner", "is_primary_owner"))
-
-
-def _other_workspace(
-    who: str, person: Mapping[str, Any], info: Mapping[str, Any], label: str
-) -> Decision | None:
-    """On Enterprise Grid a public channel is open to the members of its own workspace (and
-    of the workspaces it is shared with), not to the whole organisation: a deny when ``who``
-    belongs to none of them, unknown when Slack does not say; None when it is theirs (or
-    outside Grid)."""
-    grid = isinstance(person.get("enterprise_user"), dict) or any(
-        info.get(k) for k in ("enterprise_id", "is_org_shared", "shared_team_ids")
-    )
-    if not grid:
-        return None
-    homes = {info.get("context_team_id"), info.get("conversation_host_id")}
-    for key in ("shared_team_ids", "internal_team_ids"):
-        listed = info.get(key)
-        homes.update(listed if isinstance(listed, list) else [])
-    channel_teams = {t for t in homes if isinstance(t, str) and _TEAM_ID.fullmatch(t)}
-    teams = _teams(person)
-    if not channel_teams or teams is None:
-        return Decision.unknown(f"slack does not say which workspaces {label} or {who} are in")
-    if teams & channel_teams:
-        return None
-    return Decision.deny(
-        f"{label} is a public channel of workspace(s) {', '.join(sorted(channel_teams))}, "
-        f"which {who} is not in"
-    )
-
-
-def _teams(person: Mapping[str, Any]) -> set[str] | None:
-    teams: set[str] = set()
-    if isinstance(person.get("team_id"), str):
-        teams.add(person["team_id"])
-    grid = person.get("enterprise_user")
-    if isinstance(grid, dict) and isinstance(grid.get("teams"), list):
-        teams.update(t for t in grid["teams"] if isinstance(t, str))
-    return teams or None
-
-
-def _next_cursor(data: Mapping[str, Any]) -> str | None:
-    meta = data.get("response_metadata")
-    if meta is None:
-        return None
-    if not isinstance(meta, dict):
-        raise LookupFailed("slack's response_metadata is not an object")
-    cursor = meta.get("next_cursor")
-    if cursor is None or cursor == "":
-        return None
-    if not isinstance(cursor, str):
-        raise LookupFailed("slack's next_cursor is not a string")
-    return cursor
 
 
 INTEGRATION = Slack
