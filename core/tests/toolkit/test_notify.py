@@ -309,3 +309,51 @@ def test_an_email_with_no_recipient_is_audited(smtp: tuple[Controller, Inbox, st
     ask(notifier, approvers={"write": ["ops-leads"]})
     notifier.flush(10)
     assert "no recipient" in (events[0].detail or "")
+
+
+def _mrkdwn(blocks: Any) -> list[dict[str, Any]]:
+    """Every mrkdwn text object in ``blocks``, at any depth."""
+    if isinstance(blocks, list):
+        return [t for b in blocks for t in _mrkdwn(b)]
+    if not isinstance(blocks, dict):
+        return []
+    found = [blocks] if blocks.get("type") == "mrkdwn" else []
+    return found + [t for v in blocks.values() for t in _mrkdwn(v)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    value=st.text(alphabet="`@!<>#&*_~ :/.channelhttpsevilx\n", max_size=40).map(
+        lambda tail: "```@channel @here https://evil.example/approvals?id=x ```" + tail
+    )
+)
+def test_an_argument_cannot_mention_link_or_leave_the_preview_in_slack(value: str) -> None:
+    """Slack parses mentions (@channel) and turns bare URLs into links in a mrkdwn text object
+    unless it is ``verbatim``; and a preview holding ``` would end its code block early, so
+    the rest of it reads as the message's own words."""
+    with FakeServer() as server:
+        fake = FakeSlack(server)
+        fake.add_token(BOT, user_id="U0BOT", scopes=("chat:write",))
+        fake.add_channel("C0APPROVE", "approvals", members=["U0BOT"])
+        notifier = SlackNotifier(
+            BOT, "C0APPROVE", base_url=server.url + "/", page_url=PAGE, background=False
+        )
+        queue = ApprovalQueue()
+        queue.on_request(notifier)
+        kit = Toolkit(approver=queue, audit=[])
+        publish = kit.secured_tool(lambda text: "ok", name="publish", approve=True)
+        with Session(USER).active(), pytest.raises(ApprovalPending):
+            publish(value)
+        (posted,) = server.seen("POST", "/chat.postMessage")
+    form = _form(posted)
+    assert "evil" not in form["text"]  # the notification's fallback: one line, no preview
+    assert str(form.get("unfurl_links")).lower() in ("false", "0")  # no preview of its URLs
+    blocks = json.loads(form["blocks"])
+    texts = _mrkdwn(blocks)
+    assert texts
+    assert all(t.get("verbatim") is True for t in texts)
+    for text in (t["text"] for t in texts):
+        if text.startswith("```"):
+            assert "```" not in text[3:-3]  # one code block, whole
+        else:
+            assert "```" not in text

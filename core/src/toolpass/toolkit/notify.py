@@ -262,24 +262,30 @@ class SlackNotifier(Notifier):
 
     def send(self, notice: Notice) -> None:
         self._client.chat_postMessage(
-            channel=self.channel, text=_slack(notice.text)[:3000], blocks=slack_blocks(notice)
+            channel=self.channel,
+            text=_slack(f"{notice.user} wants to run {notice.tool} (request {notice.request_id})"),
+            blocks=slack_blocks(notice),
+            unfurl_links=False,
+            unfurl_media=False,
         )
 
 
 def slack_blocks(notice: Notice) -> list[dict[str, Any]]:
     """The message's Block Kit blocks: who asks for what and why, the preview, who may
-    decide, and a button to the page. Text is escaped, so a preview cannot mention
-    ``@channel`` or make a link."""
+    decide, and a button to the page. Text is escaped and ``verbatim`` (Slack neither parses
+    mentions nor links URLs in it), and the preview stays inside its code block, so no
+    argument can mention ``@channel``, make a link or write outside the preview."""
     effect = f" ({notice.effect})" if notice.effect else ""
     head = f"*{notice.user}* wants to run *{notice.tool}*{effect}"
     blocks: list[dict[str, Any]] = [
         _section(f"{_slack(head)}\n*Why:* {_slack('; '.join(notice.reasons))}"),
-        _section("```" + _slack(notice.preview)[:2900] + "```"),
+        _section(_code_block(_slack(notice.preview))),
         {
             "type": "context",
             "elements": [
                 {
                     "type": "mrkdwn",
+                    "verbatim": True,
                     "text": _slack(
                         f"Request {notice.request_id} · approvers: "
                         + (", ".join(notice.approvers) or "anyone but the user")
@@ -299,7 +305,19 @@ def slack_blocks(notice: Notice) -> list[dict[str, Any]]:
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000], "verbatim": True}}
+
+
+def _code_block(text: str, limit: int = 2900) -> str:
+    """``text`` (its first ``limit`` characters) as one code block: a zero-width space after
+    each backtick that another follows, and beside one at either end, so nothing in it
+    closes the block early (it looks the same)."""
+    inner = text.replace("``", "`\u200b`").replace("``", "`\u200b`")[:limit]
+    before, after = (
+        ("\u200b" if inner.startswith("`") else ""),
+        ("\u200b" if inner.endswith("`") else ""),
+    )
+    return f"```{before}{inner}{after}```"
 
 
 def _slack(text: str) -> str:
