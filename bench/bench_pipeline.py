@@ -156,12 +156,16 @@ def large_argument() -> None:
     post = kit.secured_tool(lambda body: "posted", name="post", effect="write", sends_out=True)
     kit.secured_tool(lambda to: "sent", name="send", effect="write", destinations=("to",))
     with Session("e@example.com", request="hi").active():
+        t_clean = min(timeit.timeit(lambda big=big: post(big), number=1) for big in bigs)
+    with Session("f@example.com", request="hi").active():
         read()
         t_small = min(timeit.repeat(lambda: post(small), number=200, repeat=5)) / 200
         t_big = min(timeit.timeit(lambda big=big: post(big), number=1) for big in bigs)
-    print("a secured call with a 1 MB argument (untrusted text read, destinations declared)")
+    print("a secured call with a 1 MB argument (a tool sending out, destinations declared)")
+    size = f"{len(bigs[0]) / 1e6:.2f} MB argument"
+    print(f"  {size}, nothing untrusted read  {t_clean * 1e3:8.1f} ms")
     print(
-        f"  {len(bigs[0]) / 1e6:.2f} MB argument                      {t_big * 1e3:8.1f} ms  "
+        f"  {size}, after an untrusted page {t_big * 1e3:8.1f} ms  "
         f"(a 60-word one: {t_small * 1e6:.0f} µs)"
     )
 

@@ -93,7 +93,13 @@ def _vouching(texts: Iterable[str], arguments: Mapping[str, Any] | None) -> list
     texts = list(texts)
     if not any(texts):
         return texts
-    said = {e for a in (arguments or {}).values() for t in destination_values(a) for e in echoes(t)}
+    joined = "\n".join(texts)
+    said = {
+        e
+        for a in (arguments or {}).values()
+        for t in destination_values(a)
+        for e in echoes(t, into=joined)
+    }
     if not said:
         return texts
     said = _may_echo(said, texts)

@@ -352,12 +352,14 @@ def _digits_of(number: Decimal | float) -> str:
     return str(whole) if whole == number else str(number)
 
 
-def echoes(text: str) -> set[str]:
+def echoes(text: str, into: str | None = None) -> set[str]:
     """What a tool given ``text`` as an argument may echo back: the text, and each address,
-    link, IBAN and number in it, as written."""
+    link, IBAN and number in it, as written. With ``into``, only what could be found in it: a
+    pattern whose characters ``into`` lacks yields nothing there (so a large argument is not
+    read for values its tool's small output cannot hold)."""
     found = {text.strip()}
     for pattern in (_URL, _EMAIL, _IBAN, _LINK, _DIGITS):
-        if _may_match(pattern, text):
+        if _may_match(pattern, text) and (into is None or _may_match(pattern, into)):
             found |= {m.group(0).rstrip(".,;:!?") for m in pattern.finditer(text)}
     found |= {unquote(t) for t in found}
     return {t for t in found if t}
