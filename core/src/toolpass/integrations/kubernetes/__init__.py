@@ -97,26 +97,32 @@ the in-cluster mount (``serviceaccount_dir``: its ``token``, and its ``ca.crt`` 
 from __future__ import annotations
 
 import os
-import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote, urlencode
+from urllib.parse import quote, urlencode
 
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     ConnectionConfig,
     Decision,
-    Effect,
     Integration,
     ProbeResult,
     Remembered,
     load_actions,
 )
-from toolpass.integrations.routes import Match, Request, Route, fill
-from toolpass.rules.scope import escapes
+from toolpass.integrations.kubernetes._hook import (
+    as_watch,
+    classify,
+    impersonation,
+    rest_resource,
+    structural_match,
+    watching,
+)
+from toolpass.integrations.kubernetes._resources import Target, parse_resource
+from toolpass.integrations.routes import Match, Request
 from toolpass.wire import budget
 from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, NetOptions, check_url
@@ -130,7 +136,6 @@ SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 AUTHENTICATED = "system:authenticated"
 _API = "/apis/authorization.k8s.io/v1"
 _OK = (200, 201, 202)  # the documented answers to a create
-_NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _NON_RESOURCE_VERBS = {
     "get": "get",
     "create": "post",
@@ -150,122 +155,6 @@ class _Shortcut:
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
 _SHORTCUTS = {a.name: _Shortcut(**a.terms) for a in ACTIONS if a.terms}
-
-
-# --- the resource syntax ----------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Target:
-    """What a review asks about: resource attributes, or a non-resource URL (``path``)."""
-
-    resource: str = ""
-    group: str = ""
-    version: str = ""
-    namespace: str = ""
-    name: str = ""
-    subresource: str = ""
-    path: str = ""
-
-    @property
-    def type(self) -> str:
-        """``resource[.group][/subresource]``, as RBAC rules name it."""
-        kind = f"{self.resource}.{self.group}" if self.group else self.resource
-        return f"{kind}/{self.subresource}" if self.subresource else kind
-
-    def describe(self) -> str:
-        """The target in words, for a decision's reason."""
-        if self.path:
-            return f"the URL {self.path}"
-        what = f"{self.type} {self.name}" if self.name else f"all {self.type}"
-        if self.namespace:
-            return f"{what} in namespace {self.namespace}"
-        return what
-
-    def attributes(self, verb: str) -> dict[str, str]:
-        """The review's ``resourceAttributes`` (empty fields left out)."""
-        fields = {
-            "namespace": self.namespace,
-            "verb": verb,
-            "group": self.group,
-            "version": self.version,
-            "resource": self.resource,
-            "subresource": self.subresource,
-            "name": self.name,
-        }
-        return {k: v for k, v in fields.items() if v}
-
-
-_DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
-_LABEL = re.compile(rf"\*|{_DNS_LABEL}")
-_NAMESPACE = re.compile(_DNS_LABEL)
-_GROUP = re.compile(rf"\*|{_DNS_LABEL}(?:\.{_DNS_LABEL})*")
-_PARAM_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\+?\}")
-_SYNTAX = "[namespaces/<ns>/]<resource>[.<group>][/<name>[/<subresource>]], or a /path"
-
-
-def _bad(resource: str, why: str) -> LookupFailed:
-    return BadResource(f"{resource!r} is not a Kubernetes resource ({why}; expected {_SYNTAX})")
-
-
-def _segment_ok(segment: str) -> bool:
-    return (
-        bool(segment)
-        and segment not in (".", "..")
-        and "%" not in segment
-        and not any(c.isspace() or unicodedata.category(c)[0] == "C" for c in segment)
-    )
-
-
-def parse_resource(resource: str) -> Target:
-    """Parse the resource syntax of the module docstring; :class:`LookupFailed` if invalid."""
-    if not isinstance(resource, str) or not resource or len(resource) > 2048:
-        raise _bad(str(resource)[:80], "empty or too long")
-    if resource.startswith("/"):
-        parts = resource[1:].split("/")
-        if parts[-1] == "":
-            parts.pop()  # one trailing slash, as the API server allows
-        if parts and parts[0] == "api" and len(parts) >= 3:
-            group, version, rest = "", parts[1], parts[2:]
-        elif parts and parts[0] == "apis" and len(parts) >= 4:
-            group, version, rest = parts[1], parts[2], parts[3:]
-        else:
-            if not all(_segment_ok(p) for p in parts):
-                raise _bad(resource, "a path segment is empty or not allowed")
-            return Target(path=resource)
-        if not all(_segment_ok(p) for p in (group or "x", version, *rest)):
-            raise _bad(resource, "a path segment is empty or not allowed")
-        return _split(resource, rest, group, version, grouped=False)
-    parts = resource.split("/")
-    if not all(_segment_ok(p) for p in parts):
-        raise _bad(resource, "a segment is empty or not allowed")
-    return _split(resource, parts, "", "", grouped=True)
-
-
-def _split(resource: str, parts: list[str], group: str, version: str, *, grouped: bool) -> Target:
-    """Split ``parts`` as the API server's RequestInfo does (``grouped``: ``type.group``)."""
-    namespace = ""
-    if parts[0] == "namespaces" and len(parts) >= 2:
-        namespace = parts[1]
-        if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
-            parts = parts[2:]
-    kind = parts[0]
-    if grouped:
-        kind, dot, group = kind.partition(".")
-        if not kind or (dot and not group):
-            raise _bad(resource, "the type must be <resource> or <resource>.<group>")
-    name = parts[1] if len(parts) > 1 else ""
-    subresource = parts[2] if len(parts) > 2 else ""
-    if len(parts) > 3 and subresource != "proxy":
-        raise _bad(resource, "too many segments after the subresource")
-    for value, pattern, what in (
-        (kind, _LABEL, "resource type"),
-        (subresource, _LABEL, "subresource"),
-        (namespace, _NAMESPACE, "namespace"),
-        (group, _GROUP, "API group"),
-        (version, _LABEL, "version"),
-    ):
-        if value and not pattern.fullmatch(value):
-            raise _bad(resource, f"{value!r} is not a valid {what}")
-    return Target(kind, group, version, namespace, name, subresource)
 
 
 def review_attributes(action: str, target: Target) -> tuple[str, Target]:
@@ -341,235 +230,6 @@ def _name_ok(name: object) -> bool:
 
 def _group_list(groups: object) -> bool:
     return isinstance(groups, (list, tuple)) and all(_name_ok(g) for g in groups)
-
-
-# --- the request hook: an outgoing request to the API server -> verb and resource ---------
-# The shipped table (kubernetes/routes.json, generated by kubernetes/generate.py from
-# the kubernetes client) covers the core and built-in groups. What it cannot hold is done
-# here: ``?watch=`` turning a list into a watch, custom resources and any other path the
-# table lacks (split as the API server's RequestInfo splits it), proxied paths encoded
-# with %2F, and impersonation headers. The rules below must agree with the generator's:
-# a test derives every table row again through them.
-_METHOD_VERBS = {
-    "GET": "get",
-    "HEAD": "get",
-    "POST": "create",
-    "PUT": "update",
-    "PATCH": "patch",
-    "DELETE": "delete",
-    "OPTIONS": "create",  # the API server asks the empty verb (only `*` grants it)
-}
-_VERB_EFFECTS: dict[str, Effect] = {
-    "get": "read",
-    "list": "read",
-    "watch": "read",
-    "create": "write",
-    "update": "write",
-    "patch": "write",
-    "delete": "destructive",
-    "deletecollection": "destructive",
-}
-_CONNECT = ("exec", "attach", "portforward")  # pods/<sub>: create, for GET upgrades too
-# Objects whose reads carry text written by workloads or outsiders: pods (termination
-# messages, a log tail with FallbackToLogsOnError), configmaps (scripts, pages, config
-# from charts), events (messages workloads emit).
-_UNTRUSTED_TYPES = frozenset(
-    {("", "pods"), ("", "configmaps"), ("", "events"), ("events.k8s.io", "events")}
-)
-# Creates that store nothing and only answer a question: read.
-_SELF_REVIEWS = frozenset(
-    {
-        ("authorization.k8s.io", "selfsubjectaccessreviews"),
-        ("authorization.k8s.io", "selfsubjectrulesreviews"),
-        ("authentication.k8s.io", "selfsubjectreviews"),
-    }
-)
-_REVIEWS = _SELF_REVIEWS | {
-    ("authorization.k8s.io", "subjectaccessreviews"),
-    ("authorization.k8s.io", "localsubjectaccessreviews"),
-    ("authentication.k8s.io", "tokenreviews"),
-}
-_WATCH_OFF = ("", "0", "false")
-_IMPERSONATE = ("impersonate-user", "impersonate-group", "impersonate-uid")
-
-
-def classify(
-    method: str, group: str, resource: str, named: bool, subresource: str
-) -> tuple[str, Effect, str] | None:
-    """The action, effect and route flags of a request on a resource path, as the API
-    server decides the verb (collection GET: list, collection DELETE: deletecollection),
-    with the shortcuts (exec, attach, portforward, logs, evict, scale) where they apply."""
-    verb = _METHOD_VERBS.get(method)
-    if verb is None:
-        return None
-    if not named and verb in ("get", "delete"):
-        verb = "list" if verb == "get" else "deletecollection"
-    action, effect, flags = verb, _VERB_EFFECTS[verb], ""
-    pod = (group, resource) == ("", "pods") and named
-    if pod and subresource in _CONNECT and verb in ("get", "create"):
-        action, effect, flags = subresource, "write", "us"
-    elif pod and subresource == "log" and verb == "get":
-        action, flags = "logs", "u"
-    elif pod and subresource == "eviction" and verb == "create":
-        action, effect = "evict", "destructive"
-    elif subresource == "scale" and verb == "patch" and named:
-        action = "scale"
-    elif subresource == "proxy" and named:
-        flags = "us"  # the body and query reach a pod, service or kubelet; its answer comes back
-        if (group, resource) == ("", "nodes") and verb == "get":
-            effect = "write"  # the kubelet serves exec and attach over GET upgrades
-    elif verb == "create" and not named and not subresource and (group, resource) in _REVIEWS:
-        effect = "read"
-        flags = "a" if (group, resource) in _SELF_REVIEWS else ""
-    if verb in ("get", "list") and (group, resource) in _UNTRUSTED_TYPES and "u" not in flags:
-        flags = "u" + flags
-    return action, effect, flags
-
-
-def _watching(request: Request) -> bool:
-    """Whether a collection GET is a watch: the API server reads the first ``watch`` value
-    and takes anything but '', '0' and 'false' as true."""
-    query = request.query_string
-    if "watch" not in query and "%" not in query:
-        return False
-    values = request.query.get("watch")
-    if not values:
-        return False
-    return values[0].lower() not in _WATCH_OFF
-
-
-def _route(method: str, path: str, action: str, resource: str, effect: Effect, flags: str) -> Route:
-    return Route(method, path, action, resource, effect, "u" in flags, "s" in flags, "a" in flags)
-
-
-_WATCH_ROUTES: dict[Route, Route] = {}
-
-
-def _as_watch(route: Route) -> Route:
-    found = _WATCH_ROUTES.get(route)
-    if found is None:
-        found = _route(route.method, route.path, "watch", route.resource, "read", route.flags)
-        if len(_WATCH_ROUTES) < 4096:
-            _WATCH_ROUTES[route] = found
-    return found
-
-
-def _hostile(segment: str) -> bool:
-    """A decoded path segment that could name another path than it seems to."""
-    return not segment or "/" in segment or escapes(segment)
-
-
-def _valid(resource: str) -> str | None:
-    try:
-        parse_resource(resource)
-    except LookupFailed:
-        return None
-    return resource
-
-
-def structural_match(request: Request) -> Match | None:
-    """A request the table has no row for, split as the API server's RequestInfo splits
-    it: custom resources (``/apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>
-    [/<sub>]]``), aggregated APIs, versions newer or older than the table. Discovery and
-    other non-resource reads are ``get`` on the path; a non-resource write is None."""
-    path = request.path.strip("/")
-    raw = path.split("/") if path else []
-    seg = [unquote(s) for s in raw]
-    method = request.method
-    core = bool(seg) and seg[0] == "api"
-    head = 2 if core else 3
-    if not seg or seg[0] not in ("api", "apis") or len(seg) <= head:
-        if method not in ("GET", "HEAD"):
-            return None
-        discovery = "a" if seg and seg[0] in ("api", "apis") else ""
-        route = _route(method, "/{path+}", "get", "/{path}", "read", discovery)
-        target = "/" + "/".join(seg)
-        params = {"path": "/".join(seg)} if seg else {}
-        if any(_hostile(s) for s in seg):
-            return Match(route, params, None)
-        return Match(route, params, _valid(target))
-    template = "/api/{version}" if core else "/apis/{group}/{version}"
-    interpreted = seg[1:head]
-    parts = seg[head:]
-    watch = parts[0] == "watch"
-    if parts[0] == "proxy" or (watch and len(parts) == 1):
-        return None  # the legacy /proxy/ prefix is no longer served
-    if watch:
-        parts = parts[1:]
-        template += "/watch"
-    namespace = ""
-    if parts[0] == "namespaces" and len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
-        namespace, parts = parts[1], parts[2:]
-        interpreted.append(namespace)
-        template += "/namespaces/{namespace}"
-    interpreted += parts[:3]
-    rest = parts[3:]
-    group = "" if core else seg[1]
-    resource = parts[0]
-    name = parts[1] if len(parts) > 1 else ""
-    subresource = parts[2] if len(parts) > 2 else ""
-    found = classify(method, group, resource, bool(name), subresource)
-    if found is None:
-        return None
-    action, effect, flags = found
-    if watch:
-        action, effect = "watch", "read"
-    elif action == "list" and _watching(request):
-        action = "watch"
-    template += "/{resource}" + "/{name}" * bool(name) + "/{subresource}" * bool(subresource)
-    template += "/{path+}" * bool(rest)
-    kind = f"{resource}.{group}" if group else resource
-    target = f"namespaces/{namespace}/" * bool(namespace) + "/".join(
-        p for p in (kind, name, subresource) if p
-    )
-    route = _route(method, template, action, target, effect, flags)
-    params = {"group": group, "version": seg[head - 1], "namespace": namespace}
-    params.update(resource=resource, name=name, subresource=subresource, path="/".join(rest))
-    params = {k: v for k, v in params.items() if v}
-    if any(_hostile(s) for s in interpreted) or (
-        rest and (any(not s for s in rest) or escapes("/".join(rest)))
-    ):
-        return Match(route, params, None)
-    return Match(route, params, _valid(target))
-
-
-def _rest_resource(found: Match, request: Request) -> Match:
-    """A route ending in ``{path+}`` (proxy, node logs) whose proxied path carries an
-    encoded ``/``: the API server decodes it, and it names no other object, so the
-    resource stands when the other parameters are clean and the path climbs nowhere."""
-    rest = _PARAM_NAME.findall(found.route.path)[-1]
-    value = found.params.get(rest, "")
-    others = [v for k, v in found.params.items() if k != rest]
-    if any(_hostile(v) for v in others) or escapes(value) or "//" in f"/{value}/":
-        return found
-    resource = fill(found.route.resource, found.params, request)
-    return Match(found.route, found.params, None if resource is None else _valid(resource))
-
-
-def _impersonation(found: Match, request: Request) -> Match:
-    """A request carrying ``Impersonate-*`` headers is made as someone else: what the user
-    must be allowed is to impersonate them (which is at least as strong as the request
-    itself). Only a lone ``Impersonate-User`` can be checked as one action; groups, a uid
-    or extras each need their own check, so the resource is left unresolved (refused)."""
-    headers = request.headers
-    asked = [k for k in headers if k in _IMPERSONATE or k.startswith("impersonate-extra-")]
-    if not asked:
-        return found
-    effect: Effect = "destructive" if found.effect == "destructive" else "write"
-    user = headers.get("impersonate-user", "")
-    flags = found.route.flags.replace("a", "")  # as someone else it is not about the agent
-    route = _route(
-        found.route.method, found.route.path, "impersonate", "users/{user}", effect, flags
-    )
-    if asked != ["impersonate-user"] or _hostile(user):
-        return Match(route, found.params, None)
-    kind, _, rest = user.partition("system:serviceaccount:")
-    namespace, _, name = rest.partition(":")
-    if not kind and namespace and name:
-        target = f"namespaces/{namespace}/serviceaccounts/{name}"
-    else:
-        target = f"users/{user}"
-    return Match(route, found.params, _valid(target))
 
 
 # --- the integration ---------------------------------------------------------------------
@@ -893,12 +553,12 @@ class Kubernetes(Integration):
         found = self.route_table().match(request)
         if found is None:
             found = structural_match(request)
-        elif found.route.action == "list" and _watching(request):
-            found = Match(_as_watch(found.route), found.params, found.resource)
+        elif found.route.action == "list" and watching(request):
+            found = Match(as_watch(found.route), found.params, found.resource)
         elif found.resource is None and found.route.path.endswith("+}"):
-            found = _rest_resource(found, request)
+            found = rest_resource(found, request)
         if found is not None and any(k.startswith("impersonate-") for k in request.headers):
-            found = _impersonation(found, request)
+            found = impersonation(found, request)
         return found
 
     # --- the probe -----------------------------------------------------------------------
