@@ -173,3 +173,44 @@ def test_a_standing_approval_holds_in_every_process_sharing_the_store(tmp_path: 
     (grant,) = there.queue.standing()
     there.queue.revoke(grant.id)
     assert here.call(Session(USER), "staging", "3").startswith("pending")
+
+
+def test_a_standing_approval_covers_only_calls_its_grantor_may_approve(tmp_path: Path) -> None:
+    """A standing approval is matched by the tool's name; it never approves a call whose
+    approvers do not include the person who granted it: another tool of the same name routed
+    elsewhere (by effect or connection), or the same tool once the rules name others."""
+    store = f"sqlite:///{tmp_path}/state.db"
+    open_to_anyone = Desk(ApprovalQueue(store=store))  # no rule: lee may decide
+    open_to_anyone.approve_first(Session(USER), "staging", standing=Standing(minutes=30))
+    assert open_to_anyone.call(Session(USER), "staging", "2") == "deployed 2 to staging"
+
+    routed = ApprovalQueue(store=store, approvers={"destructive": ["ops"]})
+    kit = Toolkit(approver=routed, audit=[])
+    deploy = kit.secured_tool(
+        lambda env, version="1": f"deployed {version} to {env}",
+        name="deploy",  # the same name, another tool: destructive, decided by ops only
+        effect="destructive",
+        approve=lambda env: f"deploying to {env}",
+    )
+    with Session(USER).active(), pytest.raises(ApprovalPending):
+        deploy("staging", "3")
+
+    now_routed = Desk(ApprovalQueue(store=store, approvers={"tool:deploy": ["rae"]}))
+    assert now_routed.call(Session(USER), "staging", "4").startswith("pending")
+
+
+def test_edited_arguments_approve_only_a_call_their_editor_may_approve(tmp_path: Path) -> None:
+    """The same for an approval with edited arguments: it never runs a call of another tool
+    of the same name that only others may decide."""
+    store = f"sqlite:///{tmp_path}/state.db"
+    session = Session(USER)
+    open_to_anyone = Desk(ApprovalQueue(store=store))
+    request_id = open_to_anyone.call(session, "prod", tool="other").split()[1]
+    open_to_anyone.queue.edit(request_id, by="lee", arguments={"env": "staging"})
+    routed = ApprovalQueue(store=store, approvers={"destructive": ["ops"]})
+    other = Toolkit(approver=routed, audit=[]).secured_tool(
+        lambda env: f"dropped {env}", name="other", effect="destructive", approve=True
+    )
+    with session.active(), pytest.raises(ApprovalPending):
+        other("staging")
+    assert open_to_anyone.call(session, "staging", tool="other") == "other"  # its own tool runs

@@ -496,7 +496,8 @@ class ApprovalQueue:
 
         def take(record: dict[str, Any]) -> None:
             ours = record["status"] == "edited" and record.get("edited") == shown
-            if ours and set(req.reasons) <= set(record["reasons"]):
+            allowed = self._may_approve(str(record["decided_by"]), req)
+            if ours and allowed and set(req.reasons) <= set(record["reasons"]):
                 taken.append(dict(record))
                 record["status"] = "dropped"
 
@@ -539,9 +540,15 @@ class ApprovalQueue:
         """A standing approval that covers ``req``, if one is in force."""
         now = self._clock()
         for grant in self.standing():
-            if grant.covers(req, now):
+            if grant.covers(req, now) and self._may_approve(grant.by, req):
                 return grant
         return None
+
+    def _may_approve(self, by: str, req: ApprovalRequest) -> bool:
+        """Whether ``by`` may approve ``req`` (as routed now): one of its approvers (any
+        person when it has none), and not its user unless ``self_approval``."""
+        routed = not req.approvers or by in req.approvers
+        return routed and (self.self_approval or not same_person(by, req.user))
 
     def _expired(self, record: Mapping[str, Any]) -> bool:
         status = record["status"]
