@@ -25,11 +25,10 @@ token is refreshed once when Salesforce rejects it).
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from toolpass.integrations._kit import IssuedToken, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -37,7 +36,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    issued_token,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
@@ -132,7 +130,7 @@ class Salesforce(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._token_lock = threading.Lock()
+        self._issued = IssuedToken(self, self._client_credentials)
 
     # --- configuration -----------------------------------------------------------------
     @classmethod
@@ -176,26 +174,15 @@ class Salesforce(Integration):
     def _access_token(self) -> str:
         if self.options.get("auth", "token") == "token":
             return self.secret("access_token")
-        with self._token_lock:
-            if self.issued is not None and time.monotonic() < self.issued[1]:
-                return self.issued[0]
+        return self._issued.get()
+
+    def _client_credentials(self) -> tuple[str, float]:
         form = {
             "grant_type": "client_credentials",
             "client_id": str(self.options["client_id"]),
             "client_secret": self.secret("client_secret"),
         }
-        body = "&".join(f"{k}={_form(v)}" for k, v in form.items()).encode()
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
-        what = "issue an access token (client credentials)"
-        answer = self.answer(
-            "POST", "/services/oauth2/token", what=what, body=body, headers=headers
-        )
-        if answer.status != 200:
-            raise self.failure(answer, what)
-        issued = issued_token(self.parse(answer, what), "salesforce's token endpoint")
-        with self._token_lock:
-            self.issued = issued
-        return issued[0]
+        return token_from(self, "/services/oauth2/token", form, who="salesforce's token endpoint")
 
     def _get(self, path: str, what: str, params: Mapping[str, str] | None = None) -> Any:
         """A GET with the engine's token; a client-credentials token rejected once is
@@ -205,8 +192,7 @@ class Salesforce(Integration):
             headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
             answer = self.answer("GET", path, what=what, params=params, headers=headers)
             if answer.status == 401 and attempt == 1 and self.issued and self.issued[0] == token:
-                with self._token_lock:
-                    self.issued = None
+                self._issued.drop(token)
                 continue
             if answer.status != 200:
                 raise self.failure(answer, what)
@@ -397,12 +383,6 @@ class Salesforce(Integration):
         return ProbeResult(
             True, f"signed in to org {org} as {name}, reading permission set assignments"
         )
-
-
-def _form(value: str) -> str:
-    from urllib.parse import quote
-
-    return quote(value, safe="")
 
 
 INTEGRATION = Salesforce

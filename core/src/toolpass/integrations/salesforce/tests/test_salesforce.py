@@ -3,7 +3,9 @@ against the same fake, and the request hook."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +250,30 @@ def test_client_credentials_token_is_fetched_cached_and_replaced_once(
         assert d.decision == "unknown"
         assert "invalid client credentials" in d.reason
         assert "wrong-secret" not in d.reason
+
+
+def test_concurrent_checks_fetch_one_client_credentials_token(fake: FakeSalesforce) -> None:
+    """Checks that start together while no token is held wait for one fetch (the kit's
+    IssuedToken): before, each fetched its own once the lock was released."""
+    settings = conn(
+        fake,
+        auth="client_credentials",
+        client_id="client-1",
+        client_secret=literal("client-secret"),
+    )
+    del settings["access_token"]
+    fake.slow(0.3, times=6, path=r"/services/oauth2/token")
+    start = threading.Barrier(6)
+    with Toolpass([settings]) as tp:
+
+        def one(_: int) -> str:
+            start.wait()
+            return check(tp, "dana@example.com", "record.edit", RECORD, fresh=True).decision
+
+        with ThreadPoolExecutor(6) as pool:
+            decisions = list(pool.map(one, range(6)))
+    assert decisions == ["allow"] * 6
+    assert len(fake.seen("POST", r"/services/oauth2/token")) == 1
 
 
 def test_an_issued_token_echoed_in_an_error_stays_out_of_the_reason(
