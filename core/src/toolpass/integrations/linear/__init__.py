@@ -28,12 +28,10 @@ OAuth application's client id and secret exchanged at ``/oauth/token``).
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
+from toolpass.integrations._kit import IssuedToken, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -42,7 +40,6 @@ from toolpass.integrations.base import (
     LookupFailed,
     ProbeResult,
     Remembered,
-    issued_token,
     load_actions,
 )
 from toolpass.integrations.linear._graphql import match_graphql
@@ -128,7 +125,7 @@ class Linear(Integration):
         super().__init__(*args, **kwargs)
         self._users: Remembered[str, tuple[dict[str, Any], dict[str, bool]]] = Remembered(5000)
         self._targets: Remembered[str, tuple[dict[str, Any] | None, str | None]] = Remembered(5000)
-        self._token_lock = threading.Lock()
+        self._tokens = IssuedToken(self, self._client_credentials)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -152,28 +149,16 @@ class Linear(Integration):
             return {"Authorization": self.secret("api_key")}
         if auth == "bearer":
             return {"Authorization": f"Bearer {self.secret('access_token')}"}
-        return {"Authorization": f"Bearer {self._issued()}"}
+        return {"Authorization": f"Bearer {self._tokens.get()}"}
 
-    def _issued(self) -> str:
-        with self._token_lock:
-            if self.issued is not None and time.monotonic() < self.issued[1]:
-                return self.issued[0]
+    def _client_credentials(self) -> tuple[str, float]:
         form = {
             "grant_type": "client_credentials",
             "client_id": str(self.options["client_id"]),
             "client_secret": self.secret("client_secret"),
             "scope": str(self.options.get("scope", "read")),
         }
-        body = "&".join(f"{k}={quote(v, safe='')}" for k, v in form.items()).encode()
-        what = "issue an access token (client credentials)"
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
-        answer = self.answer("POST", "/oauth/token", what=what, body=body, headers=headers)
-        if answer.status != 200:
-            raise self.failure(answer, what)
-        issued = issued_token(self.parse(answer, what), "linear's token endpoint")
-        with self._token_lock:
-            self.issued = issued
-        return issued[0]
+        return token_from(self, "/oauth/token", form, who="linear's token endpoint")
 
     def error_detail(self, data: Any) -> str | None:
         """GraphQL's ``{"errors": [{"message", "extensions": {"code"}}]}``."""
@@ -203,8 +188,7 @@ class Linear(Integration):
                 headers=headers,
             )
             if answer.status == 401 and attempt == 1 and self.issued is not None:
-                with self._token_lock:
-                    self.issued = None
+                self._tokens.drop(headers["Authorization"].removeprefix("Bearer "))
                 continue
             if answer.status != 200:
                 raise self.failure(answer, what)

@@ -4,7 +4,9 @@ publishes no Python client)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -181,6 +183,28 @@ def test_client_credentials_are_exchanged_once_and_replaced_when_refused(
     assert len(fake.seen("POST", "/oauth/token")) == 2
     [first, *_] = fake.seen("POST", "/oauth/token")
     assert b"scope=read" in first.body
+
+
+def test_concurrent_checks_exchange_client_credentials_once(fake: FakeLinear) -> None:
+    """Checks that start together while no token is held wait for one exchange (before,
+    each exchanged its own once the lock was released)."""
+    fake.clients["app-1"] = "app-secret-1"
+    settings = conn(
+        fake, auth="client_credentials", client_id="app-1", client_secret="env:LINEAR_SECRET"
+    )
+    fake.slow(0.3, times=6, path="/oauth/token")
+    start = threading.Barrier(6)
+    with Toolpass([settings]) as tp:
+
+        def one(_: int) -> bool:
+            start.wait()
+            return tp.check(
+                "ana@example.com", "lin", "issue.read", "issue:SEC-1", fresh=True
+            ).allowed
+
+        with ThreadPoolExecutor(6) as pool:
+            assert all(pool.map(one, range(6)))
+    assert len(fake.seen("POST", "/oauth/token")) == 1
 
 
 @pytest.mark.parametrize(
