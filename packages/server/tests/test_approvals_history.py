@@ -19,7 +19,7 @@ from conftest import ServerProcess
 from hypothesis import given
 from hypothesis import strategies as st
 from test_approvals_page import LEE_KEY, ORIGIN, Tool, client_for, csrf_of, server_config, sign_in
-from toolpass import ApprovalPending, ApprovalQueue, Session, ToolRefused
+from toolpass import ApprovalPending, ApprovalQueue, Session, Toolkit, ToolRefused
 from toolpass.engine import Toolpass
 from toolpass.server import approvals_html as views
 from toolpass.server import create_app
@@ -342,3 +342,36 @@ def test_the_run_approved_in_another_process_carries_the_deciders_name(
     assert ran[0]["approved_by"] == "lee@example.com"
     assert ran[0]["approval_id"] == request_id
     assert ApprovalQueue(store=store).history(state="ran")[0].decided_by == "lee@example.com"
+
+
+async def test_one_click_never_decides_a_call_that_differs_beyond_its_preview(
+    client_store: tuple[httpx.AsyncClient, str],
+) -> None:
+    """A tool's own preview may leave arguments out; two calls that look the same on the
+    page but differ in them (or are two tools of one name) are two cards and two decisions,
+    never one click that runs both."""
+    c, store = client_store
+    queue = ApprovalQueue(store=store)
+    kit = Toolkit(approver=queue, audit=[])
+    ran: list[str] = []
+
+    @kit.secured_tool(effect="write", approve=True, preview=lambda call: "deploy web")
+    def deploy(service: str, version: str) -> str:
+        ran.append(version)
+        return f"deployed {version}"
+
+    asked = []
+    with Session("dana@example.com", id="conv-1").active():
+        for version in ("1.2", "6.6.6-backdoor"):
+            with pytest.raises(ApprovalPending) as waiting:
+                deploy("web", version)
+            asked.append(waiting.value.request_id)
+    page = await sign_in(c)
+    assert page.text.count("<article class=request") == 2
+    await decide(c, asked[0])
+    assert queue.get(asked[1]).status == "pending"
+    with Session("dana@example.com", id="conv-1").active():
+        assert deploy("web", "1.2") == "deployed 1.2"
+        with pytest.raises(ApprovalPending):
+            deploy("web", "6.6.6-backdoor")
+    assert ran == ["1.2"]

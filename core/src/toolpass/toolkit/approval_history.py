@@ -33,6 +33,7 @@ _KEPT = (
     "claimed_at",
     "attempts",
     "last_attempt",
+    "digest",
 )
 _STATE_OF = {
     "pending": "pending",
@@ -67,6 +68,8 @@ class HistoryEntry:
     attempts: int
     last_attempt: float
     ran_at: float | None
+    #: Names the exact call (user, session, tool, arguments, reasons, preview), not shown.
+    digest: str | None = None
 
     @classmethod
     def of(cls, entry: Mapping[str, Any], state: str) -> HistoryEntry:
@@ -87,6 +90,7 @@ class HistoryEntry:
             attempts=int(entry.get("attempts") or 1),
             last_attempt=entry.get("last_attempt") or entry["created"],
             ran_at=entry.get("ran_at"),
+            digest=entry.get("digest"),
         )
 
 

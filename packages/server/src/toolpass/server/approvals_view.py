@@ -59,15 +59,15 @@ def _one(query: Mapping[str, Sequence[str]], name: str) -> str:
 
 
 def same_call(a: HistoryEntry, b: HistoryEntry) -> bool:
-    """Whether two requests ask for the same call: same session, user, tool, effect, reasons
-    and arguments (as the preview shows them). Never across sessions: an approval binds to the
-    session it was asked in, so one click never decides another session's call."""
-    return (a.session_id, a.user, a.tool, a.effect, a.reasons, a.preview) == (
+    """Whether two requests ask for the same call: the same exact call (user, session, tool,
+    every argument, reasons and preview, by its digest), not only the same preview, which a
+    tool's own preview may write for calls that differ; so one click never decides a call
+    the person did not see, nor another session's."""
+    return a.digest is not None and (a.digest, a.session_id, a.user, a.tool, a.preview) == (
+        b.digest,
         b.session_id,
         b.user,
         b.tool,
-        b.effect,
-        b.reasons,
         b.preview,
     )
 
