@@ -211,12 +211,27 @@ def test_an_approval_belongs_to_the_preview_shown(drive, make_kit, session, queu
         preview=lambda call: f"{call.arguments['repo']}: {shown['text']}",
     )
     pending = drive.refused(tool, "acme/app")
-    assert queue.get(pending.request_id).preview == "acme/app: diff v1"
+    assert queue.get(pending.request_id).preview.endswith("acme/app: diff v1")
     queue.approve(pending.request_id, by=LEAD)
     shown["text"] = "diff v2"  # what would run is no longer what the person saw
     changed = drive.refused(tool, "acme/app")
     assert changed.code == "approval_pending"
     assert changed.request_id != pending.request_id
+
+
+def test_a_tool_s_own_preview_never_hides_an_argument(drive, make_kit, session, queue):
+    """A tool's own preview may leave arguments out; the person still sees every one (each
+    as the standard preview shows it), before the tool's text, wherever they are asked."""
+    kit = make_kit(approver=queue)
+    tool = drive.tool(
+        kit, lambda repo, ref: "deployed", approve=True, preview=lambda call: "deploy acme/app"
+    )
+    pending = drive.refused(tool, "acme/app", "6.6.6-backdoor")
+    request = queue.get(pending.request_id)
+    for shown in (request.preview, request.describe(), request.to_dict()["preview"]):
+        assert "ref = '6.6.6-backdoor'" in shown
+        assert "repo = 'acme/app'" in shown
+        assert shown.index("ref = ") < shown.index("deploy acme/app")
 
 
 def test_an_approval_belongs_to_its_reasons(drive, make_kit, session, queue):

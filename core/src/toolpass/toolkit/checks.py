@@ -428,15 +428,15 @@ def _ask(c: CallState) -> Steps:
             "Tell the user; an operator must configure one.",
             detail="approval needed: " + "; ".join(reasons),
         )
-    if spec.preview is None:
-        # In signature order: the same values, passed by position or keyword, look the same.
-        order = spec.binder.signature.parameters
-        preview = preview_of({n: call.arguments[n] for n in order if n in call.arguments})
-    else:
+    # In signature order: the same values, passed by position or keyword, look the same.
+    order = spec.binder.signature.parameters
+    preview = preview_of({n: call.arguments[n] for n in order if n in call.arguments})
+    if spec.preview is not None:  # the tool's own text, after every argument (none hidden)
         try:
-            preview = str((yield Step(spec.preview, (call,))))
+            own = str((yield Step(spec.preview, (call,))))
         except Exception as exc:
             raise check_error("the preview", exc)
+        preview = f"{preview}\nThe tool's preview:\n{own}" if preview else own
 
     def make(now: float) -> ApprovalRequest:
         return ApprovalRequest(

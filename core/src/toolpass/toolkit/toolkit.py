@@ -374,7 +374,8 @@ def secured_tool(
     ``Toolkit(effects=[...])``; ``"write"`` by default), ``scope={"arg": glob | [globs] |
     predicate}``, ``validators={"arg": fn}``, ``limit=`` calls per session, ``authorize=``
     (any callable returning a decision; see ``permission_check``), ``approve=True`` or a rule
-    ``(call) -> reason | None``, ``preview=(call) -> str``, ``credential="name"`` (injected
+    ``(call) -> reason | None``, ``preview=(call) -> str`` (shown after the arguments, never
+    instead of them), ``credential="name"`` (injected
     as the keyword-only ``credential`` parameter), ``reads_private``, ``untrusted_output``,
     ``sends_out``, ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``),
     ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on
