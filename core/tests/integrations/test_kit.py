@@ -133,6 +133,16 @@ def test_an_issued_token_never_appears_in_a_reason(server: FakeServer) -> None:
     assert token not in str(raised.value)
 
 
+def test_a_client_may_authenticate_with_http_basic(server: FakeServer) -> None:
+    asked = token_endpoint(server)
+    kit = system(server)
+    form = {"grant_type": "client_credentials"}
+    token = token_from(kit, "/token", form, who="the endpoint", basic=("id", "s:cret"))
+    assert token[0] == "token-1"
+    assert asked[0].headers["authorization"] == "Basic aWQ6czpjcmV0"
+    assert asked[0].body == b"grant_type=client_credentials"
+
+
 def test_a_token_endpoint_without_a_token_fails(server: FakeServer) -> None:
     server.route("POST", "/token")(lambda request: {"token_type": "bearer"})
     with pytest.raises(LookupFailed, match="the test endpoint answered without access_token"):

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 import time
@@ -191,11 +192,15 @@ def token_from(
     *,
     who: str,
     what: str = "issue an access token (client credentials)",
-    headers: Mapping[str, str] | None = None,
+    basic: tuple[str, str] | None = None,
 ) -> tuple[str, float]:
     """An OAuth token endpoint's answer to a form POST to ``path`` (a full URL or one
-    relative to the connection), as :func:`issued_token` reads it."""
-    sent = {"Content-Type": "application/x-www-form-urlencoded", **(headers or {})}
+    relative to the connection), as :func:`issued_token` reads it; ``basic``: the client's
+    id and secret sent as HTTP Basic authentication (else they are in ``form``)."""
+    sent = {"Content-Type": "application/x-www-form-urlencoded"}
+    if basic is not None:
+        pair = base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode("ascii")
+        sent["Authorization"] = f"Basic {pair}"
     body = urlencode(form).encode()
     answer = system.answer("POST", path, what=what, body=body, headers=sent)
     if answer.status != 200:

@@ -42,12 +42,11 @@ from __future__ import annotations
 import base64
 import dataclasses
 import re
-import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import IssuedToken, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -56,7 +55,6 @@ from toolpass.integrations.base import (
     LookupFailed,
     ProbeResult,
     Remembered,
-    issued_token,
     load_actions,
 )
 from toolpass.integrations.routes import UNREADABLE, Match, Request
@@ -174,7 +172,7 @@ class Bitbucket(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._token_lock = threading.Lock()
+        self._tokens = IssuedToken(self, self._client_credentials)
         self._lists: Remembered[str, tuple[dict[str, Any], ...]] = Remembered(1000)
         self._reads: Remembered[str, dict[str, Any]] = Remembered(5000)
 
@@ -229,32 +227,19 @@ class Bitbucket(Integration):
         if auth == "bearer":
             return {"Authorization": f"Bearer {self.secret('access_token')}"}
         if auth == "oauth":
-            return {"Authorization": f"Bearer {self._access_token()}"}
+            return {"Authorization": f"Bearer {self._tokens.get()}"}
         pair = f"{self.options['username']}:{self.secret('api_token')}".encode()
         return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
 
-    def _access_token(self) -> str:
-        with self._token_lock:
-            if self.issued is not None and time.monotonic() < self.issued[1]:
-                return self.issued[0]
-            pair = f"{self.options['client_id']}:{self.secret('client_secret')}".encode()
-            headers = {
-                "Authorization": "Basic " + base64.b64encode(pair).decode("ascii"),
-                "Content-Type": "application/x-www-form-urlencoded",
-            }
-            what = "issue an OAuth access token"
-            answer = self.answer(
-                "POST",
-                str(self.options["token_url"]),
-                what=what,
-                headers=headers,
-                body=b"grant_type=client_credentials",
-            )
-            if answer.status != 200:
-                raise self.failure(answer, what)
-            data = self.parse(answer, what)
-            self.issued = issued_token(data, "bitbucket's OAuth token endpoint")
-            return self.issued[0]
+    def _client_credentials(self) -> tuple[str, float]:
+        return token_from(
+            self,
+            str(self.options["token_url"]),
+            {"grant_type": "client_credentials"},
+            who="bitbucket's OAuth token endpoint",
+            what="issue an OAuth access token",
+            basic=(str(self.options["client_id"]), self.secret("client_secret")),
+        )
 
     def error_detail(self, data: Any) -> str | None:
         """Bitbucket's ``{"type": "error", "error": {"message": ...}}``, else the common keys."""

@@ -31,14 +31,12 @@ credentials at ``<url>/oidc/v1/token``, scope ``all-apis``, refreshed before it 
 
 from __future__ import annotations
 
-import base64
 import re
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import IssuedToken, token_from
 from toolpass.integrations._sql import DATABRICKS, statements
 from toolpass.integrations.base import (
     Action,
@@ -48,7 +46,6 @@ from toolpass.integrations.base import (
     LookupFailed,
     ProbeResult,
     Remembered,
-    issued_token,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
@@ -129,7 +126,7 @@ class Databricks(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._token_lock = threading.Lock()
+        self._tokens = IssuedToken(self, self._client_credentials)
         self._kept: Remembered[str, Any] = Remembered(2000)
 
     # --- configuration ---------------------------------------------------------------
@@ -172,28 +169,20 @@ class Databricks(Integration):
     # --- requests --------------------------------------------------------------------
     def auth_headers(self) -> Mapping[str, str]:
         if self.options.get("auth", "token") == "oauth":
-            token = self._access_token()
+            token = self._tokens.get()
         else:
             token = self.secret("access_token")
         return {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
-    def _access_token(self) -> str:
-        with self._token_lock:
-            if self.issued is not None and time.monotonic() < self.issued[1]:
-                return self.issued[0]
-            pair = f"{self.options['client_id']}:{self.secret('client_secret')}".encode()
-            headers = {
-                "Authorization": "Basic " + base64.b64encode(pair).decode("ascii"),
-                "Content-Type": "application/x-www-form-urlencoded",
-            }
-            what = "issue an OAuth access token (M2M)"
-            body = b"grant_type=client_credentials&scope=all-apis"
-            answer = self.answer("POST", "/oidc/v1/token", what=what, headers=headers, body=body)
-            if answer.status != 200:
-                raise self.failure(answer, what)
-            data = self.parse(answer, what)
-            self.issued = issued_token(data, "databricks' token endpoint")
-            return self.issued[0]
+    def _client_credentials(self) -> tuple[str, float]:
+        return token_from(
+            self,
+            "/oidc/v1/token",
+            {"grant_type": "client_credentials", "scope": "all-apis"},
+            who="databricks' token endpoint",
+            what="issue an OAuth access token (M2M)",
+            basic=(str(self.options["client_id"]), self.secret("client_secret")),
+        )
 
     def error_detail(self, data: Any) -> str | None:
         """Databricks' ``{"error_code", "message"}``; SCIM's ``detail``; OAuth's
