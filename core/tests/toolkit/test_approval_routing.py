@@ -161,3 +161,21 @@ def test_a_rule_that_reaches_nobody_never_means_anyone(approvers: dict, groups: 
     but the user" (the meaning of no rule at all): it is refused when the queue is made."""
     with pytest.raises(ValueError, match="nobody"):
         ApprovalQueue(approvers=approvers, groups=groups)
+
+
+def test_a_tool_that_declares_no_effect_is_routed_by_the_effect_it_was_recorded_doing(
+    tmp_path: Path,
+) -> None:
+    """Held to an entitlements file, a tool that declares no effect does what the file
+    recorded (destructive): its request goes to that effect's approvers, not to anyone."""
+    recorded = tmp_path / "toolpass-tools.json"
+    recorded.write_text('{"version": 1, "tools": {"wipe": {"effect": "destructive"}}}')
+    queue = ApprovalQueue(approvers={"destructive": ["ops"]})
+    kit = Toolkit(approver=queue, entitlements=recorded, audit=[])
+    wipe = kit.tool(name="wipe", approve=True)(lambda: "wiped")
+    with Session(USER).active(), pytest.raises(ApprovalPending) as waiting:
+        wipe()
+    request = queue.get(waiting.value.request_id)
+    assert (request.effect, request.approvers) == ("destructive", ("ops",))
+    with pytest.raises(PermissionError):
+        queue.approve(request.id, by="eve")

@@ -444,7 +444,7 @@ def _ask(c: CallState) -> Steps:
             user=call.user,
             session_id=call.session.id,
             tool=spec.name,
-            effect=spec.effect,
+            effect=c.effect,  # declared, or what the entitlements file recorded it doing
             arguments=call.arguments,
             reasons=reasons,
             preview=preview,
