@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from toolpass import ApprovalPending, ApprovalQueue, AuditEvent, Session, Toolkit
 from toolpass.toolkit.standing import Standing
 
@@ -214,3 +216,45 @@ def test_edited_arguments_approve_only_a_call_their_editor_may_approve(tmp_path:
     with session.active(), pytest.raises(ApprovalPending):
         other("staging")
     assert open_to_anyone.call(session, "staging", tool="other") == "other"  # its own tool runs
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with every scalar's type beside it, so 1, 1.0 and True differ."""
+    if isinstance(value, list):
+        return ("list", [_typed(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", [(k, _typed(v)) for k, v in value.items()])
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(granted=json_values, later=json_values)
+def test_a_matching_standing_approval_covers_only_the_same_typed_value(
+    granted: Any, later: Any
+) -> None:
+    """``match`` never covers a value that only looks alike: 1 / 1.0 / True / "1", a
+    dictionary with another key, a list nested otherwise, text in another normal form."""
+    queue = ApprovalQueue()
+    kit = Toolkit(approver=queue, audit=[])
+    ran: list[Any] = []
+    tool = kit.secured_tool(lambda x: ran.append(x), name="set", approve=True)
+    session = Session(USER)
+    with session.active(), pytest.raises(ApprovalPending) as waiting:
+        tool(granted)
+    queue.approve(waiting.value.request_id, by="lee", standing=Standing(match={"x": granted}))
+    with session.active():
+        tool(granted)
+        try:
+            tool(later)
+        except ApprovalPending:
+            return
+    assert _typed(later) == _typed(granted)
