@@ -27,19 +27,21 @@ principal (a user, group or role ARN), with the connection's condition context
 - ``NoSuchEntity`` (the principal does not exist), ``AccessDenied``, ``Throttling``, a 5xx,
   a malformed answer or an expired credential -> unknown.
 
-The engine authenticates with SigV4 (``_sigv4.py``, on hashlib/hmac), from static keys, the
-ambient chain (environment, web identity, container credentials, IMDSv2) and optionally an
-assumed read-only role (STS ``AssumeRole`` with an ExternalId; credentials are cached and
-refreshed before they expire). Partitions ``aws``, ``aws-us-gov`` and ``aws-cn`` choose the
-IAM and STS endpoints; ``url``, ``sts_url``, ``identitystore_url`` and ``sso_admin_url``
-override them.
+The engine authenticates with SigV4 (``_sigv4.py``, on hashlib/hmac), with its credential
+(``_credentials.py``) from static keys, the ambient chain (environment, web identity,
+container credentials, IMDSv2) and optionally an assumed read-only role (STS ``AssumeRole``
+with an ExternalId; credentials are cached and refreshed before they expire). Partitions
+``aws``, ``aws-us-gov`` and ``aws-cn`` choose the IAM and STS endpoints; ``url``,
+``sts_url``, ``identitystore_url`` and ``sso_admin_url`` override them. IAM's answer is read
+in ``_simulation.py``.
 
 Identity: an email becomes an IAM principal ARN by a template
 (``arn:aws:iam::123456789012:role/{local}``), a mapping, a file, a service, a callable, or
-``identity_center``: IAM Identity Center's ``GetUserId`` (exact email or user name), the
-user's account assignments (directly and through groups) in ``account_id``, and the role
-each permission set materialises as (``AWSReservedSSO_<name>_<hex>``). A user with several
-permission sets in the account is ambiguous unless ``sso_permission_set`` names one.
+``identity_center`` (``_identity_center.py``): IAM Identity Center's ``GetUserId`` (exact
+email or user name), the user's account assignments (directly and through groups) in
+``account_id``, and the role each permission set materialises as
+(``AWSReservedSSO_<name>_<hex>``). A user with several permission sets in the account is
+ambiguous unless ``sso_permission_set`` names one.
 
 The request hook: the connection serves every endpoint of its partition, and
 ``match_request`` places any request to any AWS service on its IAM action and resource ARN
@@ -55,20 +57,29 @@ request's ``?Qualifier=`` is part of the function ARN it acts on.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
-import os
 import re
-import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote
 
+from toolpass.integrations.aws import _identity_center
 from toolpass.integrations.aws import _resource_policies as policies
 from toolpass.integrations.aws import _routes as _aws_routes
+from toolpass.integrations.aws._answers import (
+    ERRORS,
+    IAM_VERSION,
+    SERVICES,
+    NotFound,
+    members,
+    parse_xml,
+    text,
+)
+from toolpass.integrations.aws._credentials import AMBIENT, STS_VERSION, CredentialChain
 from toolpass.integrations.aws._sigv4 import Credentials, form, sign_v4
+from toolpass.integrations.aws._simulation import Coverage, context_entries, coverage, decide
 from toolpass.integrations.base import (
     REDACTED,
     Action,
@@ -84,12 +95,10 @@ from toolpass.integrations.base import (
 from toolpass.integrations.routes import Match, Request
 from toolpass.wire import budget
 from toolpass.wire.errors import ConfigError, LookupFailed
-from toolpass.wire.http import NetOptions, Response, check_url, is_loopback
+from toolpass.wire.http import NetOptions, Response, check_url
 
 __all__ = ["AWS", "INTEGRATION", "Credentials", "sign_v4"]
 
-IAM_VERSION = "2010-05-08"
-STS_VERSION = "2011-06-15"
 _FORM = "application/x-www-form-urlencoded; charset=utf-8"
 _JSON11 = "application/x-amz-json-1.1"
 
@@ -117,36 +126,8 @@ _ARN = re.compile(r"arn:(aws|aws-us-gov|aws-cn):([a-z0-9-]+):([a-z0-9-]*):(\d{12
 _PRINCIPAL = re.compile(
     r"arn:(aws|aws-us-gov|aws-cn):iam::(\d{12}):(user|role|group)/([\w+=,.@/-]{1,512})"
 )
-_FUNCTION = re.compile(r"arn:[a-z-]+:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_.-]+(?::[^:]+)?")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
 _ACCOUNT = re.compile(r"\d{12}")
-_CONTEXT_KEY = re.compile(r"[A-Za-z0-9-]+:[A-Za-z0-9_./:-]+")
-_CONTEXT_TYPES = (
-    "string",
-    "stringList",
-    "numeric",
-    "numericList",
-    "boolean",
-    "booleanList",
-    "ip",
-    "ipList",
-    "binary",
-    "binaryList",
-    "date",
-    "dateList",
-)
-_KNOWN_CONTEXT_TYPES = {
-    "aws:sourceip": "ip",
-    "aws:vpcsourceip": "ip",
-    "aws:currenttime": "date",
-    "aws:tokenissuetime": "date",
-    "aws:multifactorauthage": "numeric",
-    "aws:epochtime": "numeric",
-}
-_AMBIENT = ("env", "web_identity", "container", "imds")
-_DECISIONS = ("allowed", "explicitDeny", "implicitDeny")
-#: Which of two answers for one resource stands: the lower (an unknown one lowest of all).
-_STRICTNESS = {"explicitDeny": 0, "implicitDeny": 1, "allowed": 2}
 _READ_VERBS = (
     "Get",
     "List",
@@ -179,70 +160,6 @@ _DESTRUCTIVE_VERBS = (
     "Drop",
     "BatchDelete",
 )
-_CONTAINER_HOSTS = ("169.254.170.2", "169.254.170.23", "[fd00:ec2::23]", "fd00:ec2::23")
-_IMDS = "http://169.254.169.254"
-
-
-# --- XML --------------------------------------------------------------------------------
-
-
-_SERVICES = {"iam": "IAM", "sts": "STS", "identitystore": "Identity Store", "sso": "SSO Admin"}
-# What AWS's error codes say (NoSuchEntity names the principal); others by their status.
-_ERRORS = {
-    "AccessDenied": "refused the engine's credential",
-    "AccessDeniedException": "refused the engine's credential",
-    "Throttling": "rate-limited the engine",
-    "ThrottlingException": "rate-limited the engine",
-    "RequestLimitExceeded": "rate-limited the engine",
-    "InvalidClientTokenId": "does not know the engine's access key",
-    "UnrecognizedClientException": "does not know the engine's access key",
-    "SignatureDoesNotMatch": "rejected the engine's signature",
-    "ExpiredToken": "says the engine's credential has expired",
-    "ExpiredTokenException": "says the engine's credential has expired",
-    "InvalidInput": "rejected the request as invalid",
-    "ServiceFailure": "failed",
-}
-
-
-def _xml(body: bytes, label: str) -> ET.Element:
-    """The XML of an answer, namespaces dropped; :class:`MalformedResponse` when it is not
-    XML, or declares a DTD."""
-    if b"<!DOCTYPE" in body or b"<!ENTITY" in body:
-        raise MalformedResponse(f"{label}'s answer is not an AWS XML document (it declares a DTD)")
-    try:
-        root = ET.fromstring(body)  # noqa: S314 - DTDs are refused above
-    except ET.ParseError:
-        raise MalformedResponse(f"{label} answered with a body that is not XML") from None
-    for element in root.iter():
-        if isinstance(element.tag, str) and "}" in element.tag:
-            element.tag = element.tag.rpartition("}")[2]
-    return root
-
-
-def _text(element: ET.Element | None, path: str) -> str | None:
-    found = element.find(path) if element is not None else None
-    return None if found is None or found.text is None else found.text.strip()
-
-
-def _members(element: ET.Element | None, path: str) -> list[ET.Element]:
-    return [] if element is None else element.findall(f"{path}/member")
-
-
-def _expiry(value: object) -> float:
-    """Seconds since the epoch for an ISO 8601 time (``2030-01-01T00:00:00Z``)."""
-    if not isinstance(value, str):
-        raise LookupFailed("the credentials carry no expiration time")
-    match = re.fullmatch(
-        r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?(Z|[+-]\d\d:?\d\d)?", value.strip()
-    )
-    if not match:
-        raise LookupFailed(f"the credentials' expiration {value[:40]!r} is not a time")
-    y, mo, d, h, mi, s = (int(g) for g in match.groups()[:6])
-    zone = match.group(7) or "Z"
-    offset = 0 if zone == "Z" else int(zone[0] + "1") * (int(zone[1:3]) * 60 + int(zone[-2:]))
-    moment = datetime.datetime(y, mo, d, h, mi, s, tzinfo=datetime.timezone.utc)
-    return moment.timestamp() - offset * 60
-
 
 # --- the integration --------------------------------------------------------------------
 
@@ -283,7 +200,7 @@ class AWS(Integration):
         ConfigKey(
             "ambient_sources",
             "The ambient sources tried in order: env, web_identity, container, imds.",
-            default=list(_AMBIENT),
+            default=list(AMBIENT),
         ),
         ConfigKey(
             "role_arn",
@@ -391,8 +308,8 @@ class AWS(Integration):
         if not re.fullmatch(r"[\w+=,.@-]{2,64}", options["role_session_name"]):
             raise ConfigError("2-64 letters, digits or +=,.@_-", "role_session_name")
         sources = options["ambient_sources"]
-        if not sources or any(s not in _AMBIENT for s in sources):
-            raise ConfigError(f"a list of {', '.join(_AMBIENT)}", "ambient_sources")
+        if not sources or any(s not in AMBIENT for s in sources):
+            raise ConfigError(f"a list of {', '.join(AMBIENT)}", "ambient_sources")
         if options["max_pages"] < 1:
             raise ConfigError("must be 1 or more", "max_pages")
         account = options.get("account_id")
@@ -401,7 +318,7 @@ class AWS(Integration):
         caller = options.get("caller_arn")
         if caller is not None and (not _PRINCIPAL.fullmatch(caller) or ":user/" not in caller):
             raise ConfigError("must be an IAM user ARN (IAM accepts only users)", "caller_arn")
-        _context_entries(options["context"])
+        context_entries(options["context"])
         urls = options["endpoint_urls"]
         if not isinstance(urls, Mapping):
             raise ConfigError("must map service names to URLs", "endpoint_urls")
@@ -423,11 +340,8 @@ class AWS(Integration):
         self.sso_admin_url: str = (
             o.get("sso_admin_url") or f"https://sso.{self.region}.{part.suffix}"
         )
-        self.context = _context_entries(o["context"])
-        self._lock = threading.Lock()
-        self._refresh = threading.Lock()
-        self._base: Credentials | None = None
-        self._assumed: Credentials | None = None
+        self.context = context_entries(o["context"])
+        self.chain = CredentialChain(self.options, self.secret, self.sts, self._plain)
 
     # --- the request hook ---------------------------------------------------------------
     def serves(self, scheme: str, host: str, port: int) -> bool:
@@ -453,20 +367,16 @@ class AWS(Integration):
 
         The host comes from ``request.host`` or the ``Host`` header; S3 requests need it,
         since a virtual-hosted request carries its bucket there."""
-        host = getattr(request, "host", None) or _header_text(request.headers.get("host"))
+        host = getattr(request, "host", None) or _aws_routes.header_text(
+            request.headers.get("host")
+        )
         account = self.options.get("account_id")
         found = _aws_routes.routes().match(
             request, host or "", self.partition, self.region, account, self._own[1]
         )
         if found is None or found.resource is None:
             return found
-        copied = _header_text(request.headers.get("x-amz-copy-source"))
-        if copied:
-            return _copy(found, copied)
-        qualifiers = request.query.get("Qualifier")
-        if qualifiers and _FUNCTION.fullmatch(found.resource):
-            return _qualified(found, qualifiers)
-        return found
+        return _aws_routes.narrowed(found, request)
 
     # --- the check ----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
@@ -486,16 +396,16 @@ class AWS(Integration):
         first = self._simulate(principal, action, resource, None)
         if isinstance(first, Decision):
             return first
-        pending = _Coverage("its resource policy is not read yet", "its policy is not read yet")
+        pending = Coverage("its resource policy is not read yet", "its policy is not read yet")
         early = self._decide(first, principal, action, resource, pending)
         if early.decision == "deny":  # an explicit deny or an SCP: no resource policy helps
             return early
         try:
             policy = policies.read(self, action, resource, principal.split(":")[4])
-            cover = self._coverage(policy, principal, action)
+            cover = coverage(policy, principal, action, self.partition)
         except LookupFailed as e:  # the simulation lacks the policy: only a deny can stand
             gap = f"the resource's own policy could not be read ({e})"
-            policy, cover = None, _Coverage(gap, gap)
+            policy, cover = None, Coverage(gap, gap)
         if cover.cross_account_without_policy:
             return Decision.deny(
                 f"{resource} belongs to another account and has no resource policy that could "
@@ -555,46 +465,14 @@ class AWS(Integration):
             for j, value in enumerate(values, 1):
                 params[f"ContextEntries.member.{i}.ContextKeyValues.member.{j}"] = value
         results: list[ET.Element] = []
-        for result in self._pages("SimulatePrincipalPolicy", params, principal):
-            results.extend(_members(result, "EvaluationResults"))
-        mine = [r for r in results if (_text(r, "EvalActionName") or "").lower() == action.lower()]
+        for result in self.iam_pages("SimulatePrincipalPolicy", params, principal):
+            results.extend(members(result, "EvaluationResults"))
+        mine = [r for r in results if (text(r, "EvalActionName") or "").lower() == action.lower()]
         if len(mine) != 1:
             return Decision.unknown(
                 f"IAM's simulation returned {len(mine)} results for {action}, expected one"
             )
         return mine[0]
-
-    def _coverage(
-        self, policy: policies.ResourcePolicy | None, principal: str, action: str
-    ) -> _Coverage:
-        """What the simulation can and cannot answer, given the resource's own policy."""
-        if policy is None:
-            return _Coverage()
-        account = principal.split(":")[4]
-        cross = policy.account != account
-        if policy.document is None:
-            return _Coverage(cross_account_without_policy=cross)  # nothing to simulate
-        policy.statements()  # a policy that is not JSON raises: unread
-        if ":user/" in principal:
-            delegated = policy.delegates(action, self.partition)
-            return _Coverage(  # IAM evaluates the policy for a user: it is passed
-                simulated=True,
-                cross_account=cross,
-                needs_grant=policy.kind if policy.must_grant and not delegated else None,
-            )
-        why = "IAM's simulator evaluates resource policies only for IAM users, not roles or groups"
-        if cross:
-            gap = f"the {policy.kind} decides access from account {account}, and {why}"
-            return _Coverage(gap, gap)
-        if policy.denies_anything():
-            gap = f"the {policy.kind} has Deny statements, and {why}"
-            return _Coverage(gap, gap)
-        if policy.must_grant and not policy.delegates(action, self.partition):
-            gap = f"only the {policy.kind} can grant {action}, and {why}"
-            return _Coverage(gap, gap)
-        if not any(s.get("Effect") == "Allow" for s in policy.statements()):
-            return _Coverage()  # no statement at all: the policy changes nothing
-        return _Coverage(None, f"the {policy.kind} may grant it on its own, and {why}")
 
     def _resource_problem(self, resource: str) -> str | None:
         wild = self.options["allow_wildcard_resource"]
@@ -610,88 +488,12 @@ class AWS(Integration):
         return None
 
     def _decide(
-        self, result: ET.Element, principal: str, action: str, resource: str, cover: _Coverage
+        self, result: ET.Element, principal: str, action: str, resource: str, cover: Coverage
     ) -> Decision:
-        verdict = _text(result, "EvalDecision")
-        missing = {m.text.strip() for m in _members(result, "MissingContextValues") if m.text}
-        boundary = _text(result, "PermissionsBoundaryDecisionDetail/AllowedByPermissionsBoundary")
-        orgs = _text(result, "OrganizationsDecisionDetail/AllowedByOrganizations")
-        matched = _statements(result)
-        kinds = _statement_kinds(result)
-        answers: list[str | None] = []
-        for specific in _members(result, "ResourceSpecificResults"):
-            if _text(specific, "EvalResourceName") == resource:
-                answers.append(_text(specific, "EvalResourceDecision") or verdict)
-                missing |= {
-                    m.text.strip() for m in _members(specific, "MissingContextValues") if m.text
-                }
-                boundary = (
-                    _text(
-                        specific, "PermissionsBoundaryDecisionDetail/AllowedByPermissionsBoundary"
-                    )
-                    or boundary
-                )
-                matched = _statements(specific) or matched
-                kinds = _statement_kinds(specific) or kinds
-        if answers:  # the resource listed more than once: the strictest answer stands
-            verdict = min(answers, key=lambda a: _STRICTNESS.get(a or "", -1))
-        if verdict not in _DECISIONS:
-            return Decision.unknown(f"IAM's simulation answered an unknown decision {verdict!r}")
-        details = result.find("EvalDecisionDetails")
-        sides = {
-            _text(e, "key") or "?": _text(e, "value") or "?"
-            for e in (details.findall("entry") if details is not None else [])
-        }
-        cross = [f"{k}: {v}" for k, v in sides.items()]
-        what = f"{principal} for {action} on {resource}"
-        notes = []
-        if orgs == "false":
-            notes.append("an Organizations SCP does not allow it")
-        if boundary == "false":
-            notes.append("the permissions boundary does not allow it")
-        if matched:
-            notes.append(f"matched {', '.join(matched)}")
-        if cross:
-            notes.append(f"cross-account: {'; '.join(cross)}")
-        tail = f" ({'; '.join(notes)})" if notes else ""
-        if verdict == "explicitDeny":
-            return Decision.deny(f"IAM explicitly denies {what}{tail}")
-        if missing:
-            keys = ", ".join(sorted(missing))
-            return Decision.unknown(
-                f"IAM's decision for {what} depends on context the connection does not give "
-                f"({keys}); set them in the connection's context{tail}"
-            )
-        if verdict == "allowed":
-            if orgs == "false" or boundary == "false":
-                return Decision.deny(f"IAM does not allow {what}{tail}")
-            if cover.allow_gap:
-                return Decision.unknown(f"IAM's policies allow {what}, but {cover.allow_gap}{tail}")
-            if cover.needs_grant and "resource" not in kinds:
-                return Decision.unknown(
-                    f"IAM's policies allow {what}, but only the {cover.needs_grant} can grant it "
-                    f"and none of its statements does (toolpass does not read KMS grants){tail}"
-                )
-            if cover.cross_account and (not sides or set(sides.values()) != {"allowed"}):
-                return Decision.unknown(
-                    f"{what} crosses accounts, and IAM's simulation does not show both the "
-                    f"identity's and the resource's account allowing it{tail}"
-                )
-            return Decision.allow(f"IAM allows {what}{tail}")
-        if orgs == "false":
-            return Decision.deny(f"IAM denies {what}{tail}")
-        if cover.implicit_gap:
-            return Decision.unknown(
-                f"no IAM policy of {principal} allows {action} on {resource} (implicit deny), "
-                f"but {cover.implicit_gap}{tail}"
-            )
-        if self.options["implicit_deny"] == "unknown":
-            return Decision.unknown(
-                f"no policy allows {what} (implicit deny; implicit_deny: unknown){tail}"
-            )
-        return Decision.deny(f"no IAM policy allows {what} (implicit deny){tail}")
+        implicit_deny = self.options["implicit_deny"]
+        return decide(result, principal, action, resource, cover, implicit_deny)
 
-    def _pages(
+    def iam_pages(
         self, operation: str, params: Mapping[str, str], subject: str
     ) -> Iterator[ET.Element]:
         """Every ``<OperationResult>`` of a paginated IAM Query call (``Marker``)."""
@@ -702,9 +504,9 @@ class AWS(Integration):
             result = root.find(f"{operation}Result")
             if result is None:
                 raise LookupFailed(f"IAM's {operation} answer has no {operation}Result")
-            if _text(result, "IsTruncated") != "true":
+            if text(result, "IsTruncated") != "true":
                 return [result], None
-            marker = _text(result, "Marker")
+            marker = text(result, "Marker")
             if not marker:
                 raise LookupFailed(f"IAM's {operation} answer is truncated without a Marker")
             return [result], marker
@@ -753,15 +555,15 @@ class AWS(Integration):
                     code = str(data.get("__type") or data.get("code") or "")
         if not code:
             with contextlib.suppress(LookupFailed):
-                root = _xml(answer.body, "AWS")
-                code = _text(root, "Code") or _text(root, "Error/Code") or ""
+                root = parse_xml(answer.body, "AWS")
+                code = text(root, "Code") or text(root, "Error/Code") or ""
         return code.partition(":")[0].partition(";")[0].rpartition("#")[2]
 
     def resource_failure(self, answer: Response, what: str, code: str) -> LookupFailed:
         """Why reading a resource policy failed (the engine's secrets never in it)."""
         if not code:
             return LookupFailed(self.redact(str(self.failure(answer, what))))
-        text = _ERRORS.get(code) or ("failed" if answer.status >= 500 else "refused")
+        text = ERRORS.get(code) or ("failed" if answer.status >= 500 else "refused")
         return LookupFailed(self.redact(f"AWS {text} (HTTP {answer.status} {code}) to {what}"))
 
     def json_call(
@@ -798,8 +600,8 @@ class AWS(Integration):
         what = f"run {service} {params['Action']} for the resource's policy"
         root = self._policy_query(url, service, region, params, what)
         for entry in root.iter("entry") if root is not None else ():
-            if _text(entry, "key") == name:
-                return _text(entry, "value") or None
+            if text(entry, "key") == name:
+                return text(entry, "value") or None
         return None
 
     def role_trust_policy(self, role: str) -> str | None:
@@ -807,7 +609,7 @@ class AWS(Integration):
         params = {"Action": "GetRole", "Version": IAM_VERSION, "RoleName": role}
         what = f"run IAM GetRole for the trust policy of {role}"
         root = self._policy_query(self.iam_url + "/", "iam", self._iam_region(), params, what)
-        document = _text(root, "GetRoleResult/Role/AssumeRolePolicyDocument")
+        document = text(root, "GetRoleResult/Role/AssumeRolePolicyDocument")
         return unquote(document) if document else None
 
     def _policy_query(
@@ -816,7 +618,7 @@ class AWS(Integration):
         headers = {"Content-Type": _FORM, "Accept": "text/xml"}
         answer = self.signed("POST", url, service, region, headers, form(params), what)
         if answer.status == 200:
-            return _xml(answer.body, what)
+            return parse_xml(answer.body, what)
         code = self.error_code(answer)
         if code in policies.ABSENT:
             return None
@@ -836,7 +638,7 @@ class AWS(Integration):
     ) -> ET.Element:
         """A Query API call (IAM, STS): the ``<ActionResponse>`` element of the answer."""
         operation = params.get("Action", "")
-        label = f"{_SERVICES[service]} {operation}"
+        label = f"{SERVICES[service]} {operation}"
         body = form(params)
         headers = {"Content-Type": _FORM, "Accept": "text/xml"}
         creds = credentials
@@ -846,7 +648,7 @@ class AWS(Integration):
         answer = self._send(url, headers, body, label, subject)
         root: ET.Element | None = None
         if answer.status == 200:
-            root = _xml(answer.body, label)
+            root = parse_xml(answer.body, label)
             if root.tag == f"{operation}Response":
                 return root
             if root.tag != "ErrorResponse":
@@ -856,15 +658,15 @@ class AWS(Integration):
                 )
         else:
             with contextlib.suppress(LookupFailed):
-                root = _xml(answer.body, label)
-        code, message = _text(root, "Error/Code") or "", _text(root, "Error/Message") or ""
+                root = parse_xml(answer.body, label)
+        code, message = text(root, "Error/Code") or "", text(root, "Error/Message") or ""
         raise self._failure(answer, label, subject, creds, code, message)
 
-    def _json(
+    def json_api(
         self, url: str, service: str, target: str, payload: Mapping[str, Any], subject: str
     ) -> Any:
         """A JSON 1.1 call (Identity Store, SSO Admin): the JSON object of the answer."""
-        label = f"{_SERVICES[service]} {target.rpartition('.')[2]}"
+        label = f"{SERVICES[service]} {target.rpartition('.')[2]}"
         body = json.dumps(payload).encode()
         creds = self.credentials()
         headers = {"Content-Type": _JSON11, "X-Amz-Target": target}
@@ -881,7 +683,7 @@ class AWS(Integration):
                 message = str(data.get("Message") or data.get("message") or "")
             code = code.partition(":")[0].rpartition("#")[2]
             if code == "ResourceNotFoundException":
-                raise _NotFound(self.redact(message))
+                raise NotFound(self.redact(message))
             raise self._failure(answer, label, subject, creds, code, message)
         return self.parse(answer, f"{label} for {subject}")
 
@@ -906,8 +708,8 @@ class AWS(Integration):
             return LookupFailed(
                 _without(str(self.failure(answer, f"run {label} for {subject}")), creds)
             )
-        self._forget(code, creds)
-        text = _ERRORS.get(code)
+        self.chain.forget(code, creds)
+        text = ERRORS.get(code)
         if text is None:
             text = "failed" if answer.status >= 500 else "gave an unexpected answer"
         if code == "NoSuchEntity":
@@ -919,175 +721,33 @@ class AWS(Integration):
         reason = f"{label} {text} (HTTP {answer.status} {code}) for {subject}{detail}"
         return LookupFailed(_without(self.redact(reason), creds))
 
+    def sts(
+        self,
+        params: Mapping[str, str],
+        subject: str,
+        *,
+        credentials: Credentials | None = None,
+        signed: bool = True,
+    ) -> ET.Element:
+        """An STS Query call, in the connection's region."""
+        url, region = self.sts_url, self.region
+        return self._query(
+            url, "sts", region, params, subject, credentials=credentials, signed=signed
+        )
+
+    # --- credentials (``_credentials``) ---------------------------------------------------
+    def credentials(self) -> Credentials:
+        """The engine's credential for IAM: the base one, or the assumed role's."""
+        return self.chain.current()
+
     def secret_values(self) -> Iterator[str]:
         """The connection's secrets and the credentials in use (static, ambient or assumed):
         their secret keys and session tokens."""
         yield from super().secret_values()
-        for creds in (self._base, self._assumed):
-            if creds is not None:
-                yield creds.secret_access_key
-                if creds.session_token:
-                    yield creds.session_token
-
-    def _forget(self, code: str, creds: Credentials | None) -> None:
-        """Drop cached temporary credentials AWS no longer accepts."""
-        if code in ("ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId"):
-            with self._lock:
-                if creds is not None and creds in (self._assumed, self._base):
-                    self._assumed = None
-                    if self._base is not None and self._base.expires is not None:
-                        self._base = None
-
-    # --- credentials --------------------------------------------------------------------
-    def credentials(self) -> Credentials:
-        """The engine's credential for IAM: the base one, or the assumed role's."""
-        margin = float(self.options["credential_refresh_seconds"])
-        role = self.options.get("role_arn")
-        if not role:
-            return self._base_credentials(margin)
-        with self._lock:
-            assumed = self._assumed
-        if assumed is not None and assumed.fresh(margin):
-            return assumed
-        with self._refresh:  # one refresh at a time; the others use its result
-            with self._lock:
-                assumed = self._assumed
-            if assumed is not None and assumed.fresh(margin):
-                return assumed
-            assumed = self._assume_role(self._base_credentials(margin), role)
-            with self._lock:
-                self._assumed = assumed
-            return assumed
-
-    def _base_credentials(self, margin: float) -> Credentials:
-        if self.options["credentials"] == "static":
-            token = self.options.get("session_token")
-            return Credentials(
-                self.secret("access_key_id"),
-                self.secret("secret_access_key"),
-                self.secret("session_token") if token is not None else None,
-                source="static",
-            )
-        with self._lock:
-            base = self._base
-        if base is not None and base.fresh(margin):
-            return base
-        base = self._ambient()
-        if base.expires is not None:  # temporary: keep until shortly before expiry
-            with self._lock:
-                self._base = base
-        return base
-
-    def _ambient(self) -> Credentials:
-        tried = []
-        for source in self.options["ambient_sources"]:
-            found: Credentials | None
-            if source == "env":
-                found = _from_env()
-            elif source == "web_identity":
-                found = self._web_identity()
-            elif source == "container":
-                found = self._container()
-            else:
-                found = self._imds()
-            if found is not None:
-                return found
-            tried.append(source)
-        raise LookupFailed(f"no AWS credentials found (tried {', '.join(tried)})")
-
-    def _assume_role(self, base: Credentials, role: str) -> Credentials:
-        params = {
-            "Action": "AssumeRole",
-            "Version": STS_VERSION,
-            "RoleArn": role,
-            "RoleSessionName": self.options["role_session_name"],
-            "DurationSeconds": str(self.options["role_duration_seconds"]),
-        }
-        if self.options.get("external_id"):
-            params["ExternalId"] = self.options["external_id"]
-        root = self._query(self.sts_url, "sts", self.region, params, role, credentials=base)
-        return _sts_credentials(root, "AssumeRole", f"assumed {role}")
-
-    def _web_identity(self) -> Credentials | None:
-        token_file = os.environ.get("AWS_WEB_IDENTITY_TOKEN_FILE")
-        role = os.environ.get("AWS_ROLE_ARN")
-        if not token_file or not role:
-            return None
-        try:
-            with open(token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as e:
-            raise LookupFailed(f"cannot read AWS_WEB_IDENTITY_TOKEN_FILE ({e.strerror})")
-        params = {
-            "Action": "AssumeRoleWithWebIdentity",
-            "Version": STS_VERSION,
-            "RoleArn": role,
-            "RoleSessionName": os.environ.get("AWS_ROLE_SESSION_NAME")
-            or self.options["role_session_name"],
-            "WebIdentityToken": token,
-        }
-        root = self._query(self.sts_url, "sts", self.region, params, role, signed=False)
-        return _sts_credentials(root, "AssumeRoleWithWebIdentity", f"web identity {role}")
-
-    def _container(self) -> Credentials | None:
-        full = os.environ.get("AWS_CONTAINER_CREDENTIALS_FULL_URI")
-        relative = os.environ.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-        if relative:
-            url = f"http://169.254.170.2{relative}"
-        elif full:
-            parts = urlsplit(full)
-            host = parts.hostname or ""
-            if parts.scheme != "https" and not (
-                parts.scheme == "http" and (is_loopback(host) or host in _CONTAINER_HOSTS)
-            ):
-                raise LookupFailed(
-                    "AWS_CONTAINER_CREDENTIALS_FULL_URI must be https or a loopback or "
-                    "container-agent address"
-                )
-            url = full
-        else:
-            return None
-        headers = {}
-        token = os.environ.get("AWS_CONTAINER_AUTHORIZATION_TOKEN")
-        token_file = os.environ.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
-        if token_file:
-            try:
-                with open(token_file, encoding="utf-8") as f:
-                    token = f.read().strip()
-            except OSError as e:
-                raise LookupFailed(f"cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE ({e})")
-        if token:
-            if any(c in token for c in "\r\n"):
-                raise LookupFailed("the container authorization token holds a line break")
-            headers["Authorization"] = token
-        answer = self._plain("GET", url, headers)
-        if answer.status != 200:
-            raise LookupFailed(f"the container credentials endpoint answered HTTP {answer.status}")
-        return _json_credentials(answer.json(), "container")
-
-    def _imds(self) -> Credentials | None:
-        if os.environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
-            return None
-        base = os.environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT", _IMDS).rstrip("/")
-        answer = self._plain(
-            "PUT", f"{base}/latest/api/token", {"X-aws-ec2-metadata-token-ttl-seconds": "21600"}
-        )
-        if answer.status != 200 or not answer.body:
-            raise LookupFailed(f"instance metadata refused a session token (HTTP {answer.status})")
-        session = {"X-aws-ec2-metadata-token": answer.body.decode("ascii", "replace").strip()}
-        path = f"{base}/latest/meta-data/iam/security-credentials/"
-        answer = self._plain("GET", path, session)
-        if answer.status == 404:
-            return None
-        if answer.status != 200:
-            raise LookupFailed(f"instance metadata answered HTTP {answer.status}")
-        roles = answer.body.decode("utf-8", "replace").split()
-        if len(roles) != 1:
-            raise LookupFailed(f"instance metadata lists {len(roles)} roles, expected one")
-        answer = self._plain("GET", path + quote(roles[0], safe=""), session)
-        if answer.status != 200:
-            raise LookupFailed(f"instance metadata answered HTTP {answer.status} for the role")
-        return _json_credentials(answer.json(), "instance metadata")
+        for creds in self.chain.held():
+            yield creds.secret_access_key
+            if creds.session_token:
+                yield creds.session_token
 
     def _plain(self, method: str, url: str, headers: Mapping[str, str]) -> Response:
         """A request to a local credential endpoint: never proxied, short timeout."""
@@ -1096,186 +756,20 @@ class AWS(Integration):
             method, url, headers=headers, timeout=timeout, options=NetOptions()
         )
 
-    # --- identity -----------------------------------------------------------------------
+    # --- identity (``_identity_center``) --------------------------------------------------
     def lookup_identity_center(self, email: str) -> Sequence[str]:
         """The role ARNs of ``email``'s permission sets in the account (IAM Identity Center)."""
-        o = self.options
-        for key in ("identity_store_id", "sso_instance_arn", "account_id"):
-            if not o.get(key):
-                raise LookupFailed(f"identity mode identity_center needs the key {key}")
-        store, instance, account = o["identity_store_id"], o["sso_instance_arn"], o["account_id"]
-        try:
-            found = self._json(
-                self.identitystore_url,
-                "identitystore",
-                "AWSIdentityStore.GetUserId",
-                {
-                    "IdentityStoreId": store,
-                    "AlternateIdentifier": {
-                        "UniqueAttribute": {
-                            "AttributePath": o["identity_center_attribute"],
-                            "AttributeValue": email,
-                        }
-                    },
-                },
-                email,
-            )
-        except _NotFound:
-            return []
-        user_id = found.get("UserId")
-        if not isinstance(user_id, str) or not user_id:
-            raise LookupFailed("GetUserId's answer has no UserId")
-        principals = [("USER", user_id)]
-        for membership in self._json_pages(
-            self.identitystore_url,
-            "identitystore",
-            "AWSIdentityStore.ListGroupMembershipsForMember",
-            {"IdentityStoreId": store, "MemberId": {"UserId": user_id}},
-            "GroupMemberships",
-            email,
-        ):
-            group = membership.get("GroupId") if isinstance(membership, dict) else None
-            if isinstance(group, str) and group:
-                principals.append(("GROUP", group))
-        sets: set[str] = set()
-        for kind, pid in principals:
-            for item in self._json_pages(
-                self.sso_admin_url,
-                "sso",
-                "SWBExternalService.ListAccountAssignmentsForPrincipal",
-                {
-                    "InstanceArn": instance,
-                    "PrincipalId": pid,
-                    "PrincipalType": kind,
-                    "Filter": {"AccountId": account},
-                },
-                "AccountAssignments",
-                email,
-            ):
-                if isinstance(item, dict) and item.get("AccountId") == account:
-                    arn = item.get("PermissionSetArn")
-                    if isinstance(arn, str) and arn:
-                        sets.add(arn)
-        names = []
-        for arn in sorted(sets):
-            described = self._json(
-                self.sso_admin_url,
-                "sso",
-                "SWBExternalService.DescribePermissionSet",
-                {"InstanceArn": instance, "PermissionSetArn": arn},
-                email,
-            )
-            name = (described.get("PermissionSet") or {}).get("Name")
-            if not isinstance(name, str) or not name:
-                raise LookupFailed(f"DescribePermissionSet gave no name for {arn}")
-            names.append(name)
-        wanted = o.get("sso_permission_set")
-        if wanted:
-            names = [n for n in names if n == wanted]
-        if not names:
-            return []
-        roles = self._sso_roles(account)
-        found_roles: list[str] = []
-        for name in names:
-            pattern = re.compile(rf"AWSReservedSSO_{re.escape(name)}_[0-9a-f]{{16}}")
-            found_roles += [arn for role, arn in roles if pattern.fullmatch(role)]
-        return found_roles
-
-    def _sso_roles(self, account: str) -> list[tuple[str, str]]:
-        params = {
-            "Action": "ListRoles",
-            "Version": IAM_VERSION,
-            "PathPrefix": "/aws-reserved/sso.amazonaws.com/",
-        }
-        roles = []
-        for page in self._pages("ListRoles", params, f"account {account}"):
-            for role in _members(page, "Roles"):
-                name, arn = _text(role, "RoleName"), _text(role, "Arn")
-                if name and arn and arn.split(":")[4:5] == [account]:
-                    roles.append((name, arn))
-        return roles
-
-    def _json_pages(
-        self,
-        url: str,
-        service: str,
-        target: str,
-        payload: Mapping[str, Any],
-        field: str,
-        subject: str,
-    ) -> Iterator[Any]:
-        """The items of a paginated JSON 1.1 list (``NextToken``)."""
-        operation = target.rpartition(".")[2]
-
-        def page(token: str | None) -> tuple[list[Any], str | None]:
-            asked = {**payload, "NextToken": token} if token else payload
-            data = self._json(url, service, target, asked, subject)
-            found = data.get(field, [])
-            if not isinstance(found, list):
-                raise LookupFailed(f"{operation}'s {field} is not a list")
-            token = data.get("NextToken")
-            if token is not None and not isinstance(token, str):
-                raise LookupFailed(f"{operation}'s NextToken is not a string")
-            return found, token
-
-        limit = self.options["max_pages"]
-        too_many = f"{operation} has more than {limit} pages"
-        return self.pages(page, limit=limit, too_many=too_many)
+        return _identity_center.role_arns(self, email)
 
     # --- probe --------------------------------------------------------------------------
     def probe(self) -> ProbeResult:
         params = {"Action": "GetCallerIdentity", "Version": STS_VERSION}
-        root = self._query(self.sts_url, "sts", self.region, params, "the engine")
+        root = self.sts(params, "the engine")
         result = root.find("GetCallerIdentityResult")
-        arn = _text(result, "Arn")
+        arn = text(result, "Arn")
         if not arn:
             raise LookupFailed("STS GetCallerIdentity's answer has no Arn")
-        return ProbeResult(True, f"signed in as {arn} (account {_text(result, 'Account')})")
-
-
-@dataclass(frozen=True)
-class _Coverage:
-    """What a simulation answers for a resource with its own policy: why an ``allowed`` or
-    an implicit deny cannot stand (``*_gap``), whether the policy was passed to it
-    (``simulated``), whether it crosses accounts, and the policy that alone can grant
-    (``needs_grant``: a key or trust policy that does not delegate to IAM)."""
-
-    allow_gap: str | None = None
-    implicit_gap: str | None = None
-    simulated: bool = False
-    cross_account: bool = False
-    cross_account_without_policy: bool = False
-    needs_grant: str | None = None
-
-
-class _NotFound(LookupFailed):
-    """A JSON API's ResourceNotFoundException."""
-
-
-def _qualified(found: Match, qualifiers: list[str]) -> Match:
-    """A Lambda request with ``?Qualifier=`` acts on that version or alias, whose ARN
-    (``function:name:qualifier``) IAM policies name apart from the function's; a qualifier
-    given twice, or besides another in the function's name, is unresolved."""
-    assert found.resource is not None
-    name = found.resource.split(":function:", 1)[1]
-    qualifier = qualifiers[0]
-    if len(set(qualifiers)) != 1 or not re.fullmatch(r"[A-Za-z0-9$_-]{1,128}", qualifier):
-        return Match(found.route, found.params, None)
-    if ":" in name:
-        same = name.split(":", 1)[1] == qualifier
-        return found if same else Match(found.route, found.params, None)
-    return Match(found.route, found.params, f"{found.resource}:{qualifier}")
-
-
-def _copy(found: Match, source: str) -> Match:
-    """An S3 copy (CopyObject, UploadPartCopy: ``x-amz-copy-source``) reads its source as it
-    writes its destination, and one request is checked on one resource: only a copy of an
-    object onto itself (a metadata change) is placed; any other is left unresolved (refused),
-    so that a copy never carries out data the user may not read."""
-    path, _, query = unquote(source).partition("?")
-    if f"arn:aws:s3:::{path.lstrip('/')}" == found.resource and not query.strip():
-        return found
-    return Match(found.route, found.params, None)
+        return ProbeResult(True, f"signed in as {arn} (account {text(result, 'Account')})")
 
 
 def _without(text: str, creds: Credentials | None) -> str:
@@ -1284,92 +778,6 @@ def _without(text: str, creds: Credentials | None) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
     return text
-
-
-def _statements(result: ET.Element) -> list[str]:
-    found = []
-    for statement in _members(result, "MatchedStatements"):
-        policy = _text(statement, "SourcePolicyId") or "?"
-        kind = _text(statement, "SourcePolicyType")
-        found.append(f"{policy} ({kind})" if kind else policy)
-    return found
-
-
-def _statement_kinds(result: ET.Element) -> set[str]:
-    return {
-        _text(statement, "SourcePolicyType") or ""
-        for statement in _members(result, "MatchedStatements")
-    }
-
-
-def _context_entries(raw: object) -> list[tuple[str, str, list[str]]]:
-    """The ``context`` key as (name, type, values); :class:`ConfigError` when malformed."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError("must map condition keys to values", "context")
-    entries = []
-    for key, spec in raw.items():
-        if not isinstance(key, str) or not 5 <= len(key) <= 256 or not _CONTEXT_KEY.fullmatch(key):
-            raise ConfigError(f"{key!r} is not a condition key (service:Name)", "context")
-        kind: str | None = None
-        values: object = spec
-        if isinstance(spec, Mapping):
-            kind, values = spec.get("type"), spec.get("values", spec.get("value"))
-            if kind not in _CONTEXT_TYPES:
-                raise ConfigError(
-                    f"{key}: type must be one of {', '.join(_CONTEXT_TYPES)}", "context"
-                )
-        items = list(values) if isinstance(values, (list, tuple)) else [values]
-        if not items or not all(isinstance(v, (str, bool, int, float)) and v != "" for v in items):
-            raise ConfigError(f"{key}: values must be strings, numbers or booleans", "context")
-        if kind is None:
-            first = items[0]
-            if isinstance(first, bool):
-                kind = "boolean"
-            elif isinstance(first, (int, float)):
-                kind = "numeric"
-            else:
-                kind = _KNOWN_CONTEXT_TYPES.get(key.lower(), "string")
-            if isinstance(values, (list, tuple)):
-                kind += "List"
-        texts = [str(v).lower() if isinstance(v, bool) else str(v) for v in items]
-        entries.append((key, kind, texts))
-    return entries
-
-
-def _header_text(value: object) -> str:
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("latin-1")
-    return value if isinstance(value, str) else ""
-
-
-def _from_env() -> Credentials | None:
-    key = os.environ.get("AWS_ACCESS_KEY_ID")
-    secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
-    if not key or not secret:
-        return None
-    return Credentials(key, secret, os.environ.get("AWS_SESSION_TOKEN") or None, source="env")
-
-
-def _sts_credentials(root: ET.Element, operation: str, source: str) -> Credentials:
-    creds = root.find(f"{operation}Result/Credentials")
-    key, secret = _text(creds, "AccessKeyId"), _text(creds, "SecretAccessKey")
-    token = _text(creds, "SessionToken")
-    if not key or not secret or not token:
-        raise LookupFailed(f"STS {operation}'s answer has no credentials")
-    return Credentials(key, secret, token, _expiry(_text(creds, "Expiration")), source)
-
-
-def _json_credentials(data: object, source: str) -> Credentials:
-    if not isinstance(data, dict):
-        raise LookupFailed(f"the {source} credentials are not a JSON object")
-    key, secret = data.get("AccessKeyId"), data.get("SecretAccessKey")
-    token = data.get("Token")
-    if not isinstance(key, str) or not key or not isinstance(secret, str) or not secret:
-        raise LookupFailed(f"the {source} credentials lack AccessKeyId or SecretAccessKey")
-    expires = _expiry(data["Expiration"]) if data.get("Expiration") is not None else None
-    return Credentials(
-        key, secret, token if isinstance(token, str) and token else None, expires, source
-    )
 
 
 INTEGRATION = AWS

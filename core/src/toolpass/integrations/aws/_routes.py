@@ -47,7 +47,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from toolpass.integrations.routes import Match, Request, Route, RouteTable
 from toolpass.rules.scope import escapes
 
-__all__ = ["AwsRoutes", "routes"]
+__all__ = ["AwsRoutes", "header_text", "narrowed", "routes"]
+
+_FUNCTION = re.compile(r"arn:[a-z-]+:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_.-]+(?::[^:]+)?")
 
 _RANK = {"read": 0, "write": 1, "destructive": 2}
 _REST = frozenset({"rest-json", "rest-xml"})
@@ -642,6 +644,52 @@ _COMPUTED = {
 
 _loaded: AwsRoutes | None = None
 _load_lock = threading.Lock()
+
+
+def narrowed(found: Match, request: Request) -> Match:
+    """A placed request narrowed by what the table cannot say: an S3 copy's source, a Lambda
+    request's ``?Qualifier=``."""
+    assert found.resource is not None
+    copied = header_text(request.headers.get("x-amz-copy-source"))
+    if copied:
+        return _copy(found, copied)
+    qualifiers = request.query.get("Qualifier")
+    if qualifiers and _FUNCTION.fullmatch(found.resource):
+        return _qualified(found, qualifiers)
+    return found
+
+
+def _qualified(found: Match, qualifiers: list[str]) -> Match:
+    """A Lambda request with ``?Qualifier=`` acts on that version or alias, whose ARN
+    (``function:name:qualifier``) IAM policies name apart from the function's; a qualifier
+    given twice, or besides another in the function's name, is unresolved."""
+    assert found.resource is not None
+    name = found.resource.split(":function:", 1)[1]
+    qualifier = qualifiers[0]
+    if len(set(qualifiers)) != 1 or not re.fullmatch(r"[A-Za-z0-9$_-]{1,128}", qualifier):
+        return Match(found.route, found.params, None)
+    if ":" in name:
+        same = name.split(":", 1)[1] == qualifier
+        return found if same else Match(found.route, found.params, None)
+    return Match(found.route, found.params, f"{found.resource}:{qualifier}")
+
+
+def _copy(found: Match, source: str) -> Match:
+    """An S3 copy (CopyObject, UploadPartCopy: ``x-amz-copy-source``) reads its source as it
+    writes its destination, and one request is checked on one resource: only a copy of an
+    object onto itself (a metadata change) is placed; any other is left unresolved (refused),
+    so that a copy never carries out data the user may not read."""
+    path, _, query = unquote(source).partition("?")
+    if f"arn:aws:s3:::{path.lstrip('/')}" == found.resource and not query.strip():
+        return found
+    return Match(found.route, found.params, None)
+
+
+def header_text(value: object) -> str:
+    """A header's text (bytes as Latin-1; anything else empty)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("latin-1")
+    return value if isinstance(value, str) else ""
 
 
 def routes() -> AwsRoutes:
