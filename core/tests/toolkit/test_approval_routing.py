@@ -179,3 +179,14 @@ def test_a_tool_that_declares_no_effect_is_routed_by_the_effect_it_was_recorded_
     assert (request.effect, request.approvers) == ("destructive", ("ops",))
     with pytest.raises(PermissionError):
         queue.approve(request.id, by="eve")
+
+
+@pytest.mark.parametrize("key", ["deploy", "effect:deploy", "Destructive", "destructive "])
+def test_a_rule_for_an_effect_no_tool_can_have_is_refused(key: str) -> None:
+    """A bare key is an effect: ``{"deploy": [...]}`` meant for the tool deploy would match
+    nothing, so its requests would go to anyone; the toolkit refuses it, naming the fix."""
+    queue = ApprovalQueue(approvers={key: ["rae"]})
+    with pytest.raises(ValueError, match="not an effect"):
+        Toolkit(approver=queue, audit=[])
+    if (effect := key.removeprefix("effect:")).isidentifier():
+        Toolkit(approver=queue, effects=[effect], audit=[])  # declared: fine

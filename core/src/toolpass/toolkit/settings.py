@@ -181,6 +181,17 @@ class Settings:
                 f"({', '.join(sorted(new.effects))}); say 'tool:{unknown[0]}' for a tool, or "
                 "declare the effect with effects=[...]"
             )
+        routed = new.approver.routing.rules if isinstance(new.approver, ApprovalQueue) else {}
+        odd = sorted(
+            value for kind, value in routed if kind == "effect" and value not in new.effects
+        )
+        if odd:
+            raise ValueError(
+                f"the approver routes {', '.join(map(repr, odd))}, which is not an effect "
+                f"({', '.join(sorted(new.effects))}), so no request would match it and each would "
+                f"go to anyone; say 'tool:{odd[0]}' for a tool, or declare the effect with "
+                "effects=[...]"
+            )
         return new
 
 
