@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
@@ -98,6 +99,9 @@ class _Grant:
     children: bool = True  # applies below its scope (deny: not doNotApplyToChildScopes)
     principals: tuple[tuple[str, str], ...] = ()  # (id, type) of a deny's principals
     excluded: tuple[tuple[str, str], ...] = ()  # (id, type) of excludePrincipals
+
+
+USER_IDS = UserIds(GUID, "an Entra ID object id")
 
 
 class Azure(MicrosoftCloud):
@@ -180,11 +184,9 @@ class Azure(MicrosoftCloud):
         scope = arm_scope(resource)
         if scope is None:
             return Decision.unknown(f"{resource!r} is not an ARM resource id", cause="resource")
-        oid = self.user_id(user)
-        if not GUID.fullmatch(oid):
-            return Decision.unknown(
-                f"{user} maps to {oid!r}, not an Entra ID object id", cause="identity"
-            )
+        oid = mapped_user(self, user, USER_IDS)
+        if isinstance(oid, Decision):
+            return oid
         refused = self.account_refusal(oid, self.account(oid))
         if refused is not None:
             return refused

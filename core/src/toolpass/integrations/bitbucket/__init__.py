@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import IssuedToken, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -105,6 +105,9 @@ CREDENTIAL = (
     "Premium, a workspace access token (Workspace settings > Access tokens) with the "
     "Repositories Read and Admin and Workspace membership Read scopes (auth bearer)."
 )
+
+
+USER_IDS = UserIds(_ACCOUNT, "an Atlassian account_id or Bitbucket uuid")
 
 
 class Bitbucket(Integration):
@@ -309,12 +312,9 @@ class Bitbucket(Integration):
             return Decision.unknown(
                 f"{action} is asked on 'site', not {resource!r}", cause="resource"
             )
-        account = self.user_id(user)
-        if not _ACCOUNT.fullmatch(account):
-            return Decision.unknown(
-                f"{user} maps to {account!r}, not an Atlassian account_id or Bitbucket uuid",
-                cause="identity",
-            )
+        account = mapped_user(self, user, USER_IDS)
+        if isinstance(account, Decision):
+            return account
         if repo is not None:
             decided = self._repository(account, action, repo.group(1), repo.group(2))
         elif action in _ROLES:
@@ -347,12 +347,9 @@ class Bitbucket(Integration):
                 "pullrequest:WORKSPACE/REPO_SLUG/ID)",
                 cause="resource",
             )
-        account = self.user_id(user)
-        if not _ACCOUNT.fullmatch(account):
-            return Decision.unknown(
-                f"{user} maps to {account!r}, not an Atlassian account_id or Bitbucket uuid",
-                cause="identity",
-            )
+        account = mapped_user(self, user, USER_IDS)
+        if isinstance(account, Decision):
+            return account
         ws, slug, name = named.groups()
         decided = self._repository(account, action, ws, slug)
         if not decided.allowed:

@@ -35,6 +35,7 @@ from urllib.parse import quote, urlsplit
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -64,6 +65,9 @@ _PARENTS = ("pageId", "blogPostId", "attachmentId", "customContentId", "parentCo
 #: Actions an archived page refuses (beside ``update``), whoever asks.
 _LIVE_ONLY = frozenset({"comment", "attach"})
 _PAGES = 20  # pages of 250 permission assignments, or of 200 groups, read at most
+
+
+USER_IDS = UserIds(_ACCOUNT_ID, "an Atlassian accountId")
 
 
 class Confluence(AtlassianSite):
@@ -318,11 +322,9 @@ class Confluence(AtlassianSite):
             )
         if terms["check"] in ("site", "sender"):
             return self._site_access(user)
-        account = self.user_id(user)
-        if not _ACCOUNT_ID.fullmatch(account):
-            return Decision.unknown(
-                f"{user} maps to {account!r}, not an Atlassian accountId", cause="identity"
-            )
+        account = mapped_user(self, user, USER_IDS)
+        if isinstance(account, Decision):
+            return account
         status = self._account_status(account)
         if status != "active":
             return Decision.deny(f"the Atlassian account {account} is {status}")

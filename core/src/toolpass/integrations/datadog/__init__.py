@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -69,6 +70,9 @@ CREDENTIAL = (
     "teams_read and those reads, with any API key of the organization (Organization Settings "
     "> API Keys). Or an OAuth access token with the same scopes (auth bearer)."
 )
+
+
+USER_IDS = UserIds(_UUID, "a Datadog user id")
 
 
 class Datadog(Integration):
@@ -174,11 +178,9 @@ class Datadog(Integration):
             return Decision.unknown(
                 f"{action} is asked on {where}, not {resource!r}", cause="resource"
             )
-        uid = self.user_id(user)
-        if not _UUID.fullmatch(uid):
-            return Decision.unknown(
-                f"{user} maps to {uid!r}, not a Datadog user id", cause="identity"
-            )
+        uid = mapped_user(self, user, USER_IDS)
+        if isinstance(uid, Decision):
+            return uid
         active, held, principals, handle = self._user(uid)
         if not active:
             return Decision.deny(f"Datadog user {uid} is disabled")

@@ -37,6 +37,7 @@ from urllib.parse import quote
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -172,6 +173,9 @@ def jql_bound(jql: str) -> tuple[str, str] | None:
         if pattern.fullmatch(value):
             return kinds[field], value.upper()
     return None
+
+
+USER_IDS = UserIds(_ACCOUNT_ID, "an Atlassian accountId")
 
 
 class Jira(AtlassianSite):
@@ -428,11 +432,9 @@ class Jira(AtlassianSite):
                     f"jira resources are issue:KEY-123, project:KEY or site, not {resource!r}",
                     cause="resource",
                 )
-        account = self.user_id(user)
-        if not _ACCOUNT_ID.fullmatch(account):
-            return Decision.unknown(
-                f"{user} maps to {account!r}, not an Atlassian accountId", cause="identity"
-            )
+        account = mapped_user(self, user, USER_IDS)
+        if isinstance(account, Decision):
+            return account
         active = self._active(account)
         if active is False:
             return Decision.deny(f"{user}'s Jira account {account} is deactivated")

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -76,6 +76,9 @@ CREDENTIAL = (
     "> OAuth applications) with client credentials enabled and the read scope (auth "
     "client_credentials)."
 )
+
+
+USER_IDS = UserIds(_UUID, "a Linear user id")
 
 
 class Linear(Integration):
@@ -250,11 +253,9 @@ class Linear(Integration):
             return Decision.unknown(
                 f"{action} is asked on {where}, not {resource!r}", cause="resource"
             )
-        uid = self.user_id(user)
-        if not _UUID.fullmatch(uid):
-            return Decision.unknown(
-                f"{user} maps to {uid!r}, not a Linear user id", cause="identity"
-            )
+        uid = mapped_user(self, user, USER_IDS)
+        if isinstance(uid, Decision):
+            return uid
         me, teams = self._user(uid)
         who = f"Linear user {uid}"
         admin = me.get("admin") is True or me.get("owner") is True

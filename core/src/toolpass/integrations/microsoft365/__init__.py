@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
@@ -78,6 +79,9 @@ CREDENTIAL = (
     "admin-consented (API permissions > Grant admin consent). All are reads; keep the app's "
     "credential away from the agent."
 )
+
+
+USER_IDS = UserIds(GUID, "an Entra ID object id")
 
 
 class Microsoft365(MicrosoftCloud):
@@ -169,11 +173,9 @@ class Microsoft365(MicrosoftCloud):
                 f"{action} is not asked on {resource!r} (see toolpass catalog microsoft365)",
                 cause="resource",
             )
-        oid = self.user_id(user)
-        if not GUID.fullmatch(oid):
-            return Decision.unknown(
-                f"{user} maps to {oid!r}, not an Entra ID object id", cause="identity"
-            )
+        oid = mapped_user(self, user, USER_IDS)
+        if isinstance(oid, Decision):
+            return oid
         account = self.account(oid)
         refused = self.account_refusal(oid, account)
         if refused is not None:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -69,6 +69,9 @@ def _quote(text: str) -> str:
     """A SOQL string literal."""
     escaped = text.replace("\\", "\\\\").replace("'", "\\'")
     return "'" + escaped.replace("\n", "\\n").replace("\r", "\\r") + "'"
+
+
+USER_IDS = UserIds(_USER_ID, "a User Id")
 
 
 class Salesforce(Integration):
@@ -297,9 +300,9 @@ class Salesforce(Integration):
                 f"salesforce's {action} takes {examples.get(scope, ORG)}, not {resource!r}",
                 cause="resource",
             )
-        uid = self.user_id(user)
-        if not _USER_ID.fullmatch(uid):
-            return Decision.unknown(f"{user} maps to {uid!r}, not a User Id", cause="identity")
+        uid = mapped_user(self, user, USER_IDS)
+        if isinstance(uid, Decision):
+            return uid
         if not self._active(uid):
             return Decision.deny(f"{user}'s Salesforce user {uid} is inactive")
         if self.options.get("frozen_users") and self._frozen(uid):

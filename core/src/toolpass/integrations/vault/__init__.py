@@ -36,6 +36,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -74,6 +75,9 @@ CREDENTIAL = (
     "capabilities (sys/capabilities-self), which the probe uses. Keep it away from the agent: "
     "it reveals what any token of the namespace may do."
 )
+
+
+USER_IDS = UserIds(_ACCESSOR, "a Vault token accessor")
 
 
 class Vault(Integration):
@@ -237,11 +241,9 @@ class Vault(Integration):
                 f"{action} is asked on path:API_PATH (e.g. path:secret/data/app), not {resource!r}",
                 cause="resource",
             )
-        accessor = self.user_id(user)
-        if not _ACCESSOR.fullmatch(accessor):
-            return Decision.unknown(
-                f"{user} maps to {accessor!r}, not a Vault token accessor", cause="identity"
-            )
+        accessor = mapped_user(self, user, USER_IDS)
+        if isinstance(accessor, Decision):
+            return accessor
         held = self._capabilities(accessor, path)
         needed = _CAPS[action]
         if "root" in held:

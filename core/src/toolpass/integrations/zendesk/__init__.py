@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -84,6 +85,9 @@ CREDENTIAL = (
     "custom roles and account settings is allowed for agents. Or an OAuth access token with "
     "the read scope (auth bearer)."
 )
+
+
+USER_IDS = UserIds(_ID, "a Zendesk user id")
 
 
 class Zendesk(Integration):
@@ -252,11 +256,9 @@ class Zendesk(Integration):
             return Decision.unknown(
                 f"{action} is asked on {where}, not {resource!r}", cause="resource"
             )
-        uid = self.user_id(user)
-        if not _ID.fullmatch(uid):
-            return Decision.unknown(
-                f"{user} maps to {uid!r}, not a Zendesk user id", cause="identity"
-            )
+        uid = mapped_user(self, user, USER_IDS)
+        if isinstance(uid, Decision):
+            return uid
         me, groups = self._user(uid)
         who = f"Zendesk user {uid} ({me.get('role')})"
         if me.get("active") is False or me.get("suspended") is True:
