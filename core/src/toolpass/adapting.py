@@ -670,10 +670,13 @@ class Guard:
         user: str | None,
         tool: str,
         arguments: Mapping[str, Any],
+        *,
+        key: Any = None,
     ) -> Mapping[str, Any]:
         """Record a resume's ``answer`` to request ``request_id``, the one this very call
-        (``user``, ``tool``, ``arguments``) paused for, and give the arguments the call now
-        runs with (the person's, for an edit). The resume decides nothing itself: the check
+        (``user``, ``tool``, ``arguments``, in the session ``key`` keeps, as ``run`` takes
+        it) paused for, and give the arguments the call now runs with (the person's, for an
+        edit). The resume decides nothing itself: the check
         runs again after it and the queue's record decides, so an answer for another
         request, another call, or a request decided, used or unknown is not recorded (the
         call asks anew, or is refused by the record). ``ToolRefused``
@@ -683,7 +686,7 @@ class Guard:
             return arguments
         state = queue.state(request_id)
         ours = answer.request_id in (None, request_id) and (
-            state == "pending" and self._asked_by(queue, request_id, user, tool, arguments)
+            state == "pending" and self._asked_by(queue, request_id, user, tool, arguments, key)
         )
         if ours and answer.decision == "expired":
             queue.expire(request_id)
@@ -702,25 +705,33 @@ class Guard:
         return answer.arguments if answer.arguments is not None else arguments
 
     def waits(
-        self, request_id: str, user: str | None, tool: str, arguments: Mapping[str, Any]
+        self,
+        request_id: str,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        key: Any = None,
     ) -> bool:
         """Whether request ``request_id`` still waits for a person and was made for this
-        very call (``user``, ``tool``, ``arguments``)."""
+        very call (``user``, ``tool``, ``arguments``, in the session ``key`` keeps)."""
         queue = self.queue
         if queue is None or queue.state(request_id) != "pending":
             return False
-        return self._asked_by(queue, request_id, user, tool, arguments)
+        return self._asked_by(queue, request_id, user, tool, arguments, key)
 
-    @staticmethod
     def _asked_by(
+        self,
         queue: ApprovalQueue,
         request_id: str,
         user: str | None,
         tool: str,
         arguments: Mapping[str, Any],
+        key: Any,
     ) -> bool:
-        """Whether request ``request_id`` was made for this very call (its arguments are
-        compared as Python writes them: a request made in another process holds them so)."""
+        """Whether request ``request_id`` was made for this very call: its user, its session
+        (the one ``key`` keeps), its tool and its arguments (compared as Python writes them:
+        a request made in another process holds them so)."""
         try:
             request = queue.get(request_id)
         except KeyError:
@@ -728,7 +739,21 @@ class Guard:
         shown = {str(name): repr(value) for name, value in arguments.items()}
         asked = {str(name): repr(value) for name, value in request.arguments.items()}
         same = shown in (asked, dict(request.arguments))
-        return request.user == user and request.tool == tool and same
+        ours = request.user == user and request.tool == tool and same
+        return ours and request.session_id == self._session_id(user, key)
+
+    def _session_id(self, user: str | None, key: Any) -> str | None:
+        """The id of the session a call of ``user`` under ``key`` runs in (None when it has
+        none: no user, or no key, which makes every call a new session)."""
+        active = current_session()
+        if active is not None:
+            return active.id
+        if key is None:
+            return None
+        try:
+            return self._session_of(user, key).id
+        except ToolRefused:  # no user, or a session not theirs: the run refuses it
+            return None
 
     def resume(
         self,
@@ -744,7 +769,7 @@ class Guard:
         """A paused call resumed with ``answer``: the answer recorded (``answer``), then the
         whole check again and the body (``body(arguments)`` makes it for the arguments the
         call runs with), once. Raises ``ToolRefused`` as ``run`` does."""
-        runs_with = self.answer(request_id, answer, user, tool, arguments)
+        runs_with = self.answer(request_id, answer, user, tool, arguments, key=key)
         return self.run(user, tool, runs_with, body(runs_with), key=key)
 
     async def aresume(
@@ -759,7 +784,7 @@ class Guard:
         key: Any = None,
     ) -> T:
         """``resume`` for async frameworks."""
-        runs_with = self.answer(request_id, answer, user, tool, arguments)
+        runs_with = self.answer(request_id, answer, user, tool, arguments, key=key)
         return await self.arun(user, tool, runs_with, body(runs_with), key=key)
 
     def audit_refused(

@@ -150,6 +150,31 @@ def test_an_answer_for_another_request_releases_nothing() -> None:
     assert runs.ran == []
 
 
+def test_an_answer_given_in_another_session_releases_nothing() -> None:
+    """The same call waits in two conversations of one user: an answer naming the first
+    one's request, given on the second one's resume, records nothing (the approval is bound
+    to the session), so a later denial in the first conversation still holds."""
+    guard, runs = machine(), Runs()
+    first, second = pause(guard, runs, session="c1"), pause(guard, runs, session="c2")
+    assert first.request_id != second.request_id
+    with pytest.raises(ToolRefused):
+        guard.resume(
+            "dana",
+            "delete",
+            {"key": "PAY-1"},
+            runs.body,
+            request_id=first.request_id,
+            answer=Answer("approve", by="lee", request_id=first.request_id),
+            key=Session("dana", id="c2"),
+        )
+    assert guard.queue is not None
+    assert guard.queue.state(first.request_id) == "pending"
+    with pytest.raises(ToolRefused) as denied:
+        resume(guard, runs, first, Answer("deny", by="lee", reason="not now"))
+    assert denied.value.code == "approval_denied"
+    assert runs.ran == []
+
+
 def test_the_users_own_approval_is_not_taken(caplog: pytest.LogCaptureFixture) -> None:
     guard, runs = machine(), Runs()
     pending = pause(guard, runs)

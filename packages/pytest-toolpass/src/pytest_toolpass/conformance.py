@@ -527,6 +527,24 @@ class AdapterConformance:
         assert first.tools.ran == []
         assert paused_a is not None
 
+    def test_approval_answer_for_another_session_releases_nothing(self, mode: str) -> None:
+        """The same user's same call waits in two conversations: an answer naming the first
+        conversation's request, given on the second's resume, decides neither (an approval
+        is bound to its session), so a later denial in the first one still holds."""
+        queue = ApprovalQueue()
+        first, second = self._approving(mode, queue), self._approving(mode, queue)
+        paused_a = first.start(DELETE_PAY_1)
+        [a] = queue.pending()
+        paused_b = second.start(DELETE_PAY_1)
+        [b] = [r for r in queue.pending() if r.id != a.id]
+        if self.pauses != "native":
+            return  # the queue is answered by request id only (the page, not a resume)
+        second.answer(paused_b, Answer("approve", by="lee", request_id=a.id), b)
+        assert queue.state(a.id) == "pending"
+        out = first.answer(paused_a, Answer("deny", by="lee", reason="not now"), a)
+        assert "deleted" not in " ".join(out.outputs)
+        assert first.tools.ran == second.tools.ran == []
+
     def test_approval_is_not_replayed(self, mode: str) -> None:
         queue = ApprovalQueue()
         run = self._approving(mode, queue)

@@ -438,7 +438,9 @@ class ToolpassHooks:
         if given is None:
             return call.arguments
         request_id, answer = given
-        runs_with = self.guard.answer(request_id, answer, call.user, call.tool, call.arguments)
+        runs_with = self.guard.answer(
+            request_id, answer, call.user, call.tool, call.arguments, key=call.key
+        )
         return dict(runs_with)
 
     def _asking(self, host: Callable[..., Any], pending: _Pending) -> Callable[..., Any]:
@@ -458,7 +460,7 @@ class ToolpassHooks:
                 answer = _answer_of(said, call.arguments)
                 request_id = call.pending.request_id
                 runs_with = self.guard.answer(
-                    request_id, answer, call.user, call.tool, call.arguments
+                    request_id, answer, call.user, call.tool, call.arguments, key=call.key
                 )
                 refused = await self.guard.acheck(
                     call.user, call.tool, runs_with, key=call.key, body_follows=call.copied

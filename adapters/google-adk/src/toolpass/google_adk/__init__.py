@@ -265,7 +265,7 @@ class ToolpassCallbacks:
                 arguments = dict(args)
                 user = self._user(tool_context)
                 key = self._key(tool_context)
-                resumed = _resumed(guard, tool_context, user, name, arguments)
+                resumed = _resumed(guard, tool_context, user, key, name, arguments)
             except ToolRefused as refused:  # the application's source failed: never run
                 guard.audit_refused(None, name, args, refused)
                 raise
@@ -566,6 +566,7 @@ def _resumed(
     guard: Guard,
     tool_context: ToolContext,
     user: str | None,
+    key: Any,
     tool: str,
     arguments: Mapping[str, Any],
 ) -> tuple[str, Answer] | None:
@@ -578,7 +579,7 @@ def _resumed(
     if confirmation is None or not call:
         return None
     asked = _asked(tool_context.session.events, call)
-    waiting = [r for r in asked if guard.waits(r, user, tool, arguments)]
+    waiting = [r for r in asked if guard.waits(r, user, tool, arguments, key=key)]
     if waiting:
         return waiting[-1], _answer(confirmation)
     if len(asked) == 1:  # decided in the queue, expired, used: the machine says which

@@ -355,7 +355,7 @@ class ToolpassGuardrails:
             answer = self._answers.pop(call_id, None) or Answer("approve", by=_BY)
             paused = self._paused.pop(call_id, None)
         request_id = answer.request_id or (paused.request_id if paused else None)
-        request_id = request_id or self._waiting_request(user, ctx.tool_name, arguments)
+        request_id = request_id or self._waiting_request(user, key, ctx.tool_name, arguments)
 
         def body(runs_with: Mapping[str, Any]) -> Callable[[], Any]:
             return lambda: inner(ctx, json.dumps(dict(runs_with)))
@@ -366,13 +366,13 @@ class ToolpassGuardrails:
             user, ctx.tool_name, arguments, body, request_id=request_id, answer=answer, key=key
         )
 
-    def _waiting_request(self, user: str | None, tool: str, arguments: Any) -> str | None:
+    def _waiting_request(self, user: str | None, key: Any, tool: str, arguments: Any) -> str | None:
         """The request waiting for this very call (a run resumed in another process)."""
         queue = self.guard.queue
         if queue is None:
             return None
         for request in queue.pending():
-            if self.guard.waits(request.id, user, tool, arguments):
+            if self.guard.waits(request.id, user, tool, arguments, key=key):
                 return request.id
         return None
 

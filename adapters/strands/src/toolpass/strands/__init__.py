@@ -394,7 +394,7 @@ class _Guarded(AgentTool):
         for asked in owner._asked(self._event):
             queue = guard.queue
             expired = queue is not None and queue.state(asked) == "expired"
-            if expired or guard.waits(asked, self._user, name, arguments):
+            if expired or guard.waits(asked, self._user, name, arguments, key=self._key):
                 response = self._event.interrupt(_interrupt(asked))  # unanswered: asks again
                 owner._remember(self._event, asked, keep=False)
                 return await guard.aresume(
