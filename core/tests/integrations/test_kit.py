@@ -229,6 +229,22 @@ def test_a_malformed_cursor_fails_rather_than_ending_the_list(
         list(found)
 
 
+@pytest.mark.parametrize("style", ["next_url", "link"])
+def test_a_next_page_on_another_host_is_never_asked(server: FakeServer, style: Any) -> None:
+    elsewhere = "http://127.0.0.2:9/items?at=10"
+
+    @server.route("GET", "/items")
+    def items(request: Request) -> Reply:
+        link = {"Link": f'<{elsewhere}>; rel="next"'} if style == "link" else {}
+        return Reply(200, {"items": [1], "next": elsewhere}, link)
+
+    found = paged(system(server), "/items", what="list items", items="items", style=style,
+                  too_many="")  # fmt: skip
+    with pytest.raises(LookupFailed, match="kit's next page for list items is on another host"):
+        list(found)
+    assert len(server.requests) == 1
+
+
 # --- caches ------------------------------------------------------------------------------
 def test_a_cache_loads_once_and_never_answers_a_fresh_check() -> None:
     loads: list[str] = []
@@ -259,7 +275,7 @@ def test_a_resource_is_its_declared_kind_and_id_or_refused(kind: str, sep: str, 
     found = target(READ, resource)
     kind, _, oid = resource.partition(":")
     pattern = KINDS.get(kind, ID)
-    fits = kind in KINDS and (pattern.fullmatch(oid) if pattern else not oid)
+    fits = kind in KINDS and (pattern.fullmatch(oid) if pattern else ":" not in resource)
     if fits:
         assert found == Target(kind, oid)
     else:
@@ -273,6 +289,7 @@ def test_a_resource_is_its_declared_kind_and_id_or_refused(kind: str, sep: str, 
 def test_some_resources_are_accepted() -> None:
     assert target(READ, "incident:PABC1") == Target("incident", "PABC1")
     assert target(READ, "account") == Target("account", "")
+    assert isinstance(target(READ, "account:"), Decision)
 
 
 def table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: Any) -> str:

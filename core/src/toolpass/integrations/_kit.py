@@ -101,7 +101,8 @@ def paged(
 ) -> Iterator[Any]:
     """The items (the list at key ``items`` of each page) of the list at ``path``, read
     page by page in ``style``, at most ``pages`` pages (then :class:`LookupFailed` with
-    ``too_many``, never a guess). ``size`` items a page are asked for with ``size_param``
+    ``too_many``, never a guess); a next page's URL must be on the connection's URL (the
+    engine's credential goes nowhere else). ``size`` items a page are asked for with ``size_param``
     (``offset`` and ``cursor`` styles); ``cursor`` names the cursor parameter; ``next_at``
     is the dotted path of the next cursor or URL in a page's body."""
     base = dict(params or {})
@@ -114,6 +115,8 @@ def paged(
         elif style == "cursor":
             query |= {size_param: str(size), cursor: token or None}
         elif token:
+            if not token.startswith(system.config.url.rstrip("/") + "/"):
+                raise LookupFailed(f"{system.name}'s next page for {what} is on another host")
             where, query = token, {}
         if style == "link":
             answer = system.answer("GET", where, what=what, params=query)
@@ -219,13 +222,14 @@ class Target:
 
 def target(action: Action, resource: str) -> Target | Decision:
     """``resource`` as ``kind:id`` against the kinds ``action`` declares (``terms["kinds"]``,
-    a kind -> id pattern mapping; a kind whose pattern is None takes no id), or an
+    a kind -> id pattern mapping; a kind whose pattern is None is written alone, without
+    ``:``), or an
     ``unknown`` decision naming the kinds it takes."""
     kinds: Mapping[str, re.Pattern[str] | None] = action.terms.get("kinds") or {}
-    kind, _, oid = resource.partition(":")
+    kind, sep, oid = resource.partition(":")
     if kind in kinds:
         pattern = kinds[kind]
-        if (pattern is None and not oid) or (pattern is not None and pattern.fullmatch(oid)):
+        if (pattern is None and not sep) or (pattern is not None and pattern.fullmatch(oid)):
             return Target(kind, oid)
     where = " or ".join(k if p is None else f"{k}:ID" for k, p in kinds.items())
     return Decision.unknown(
