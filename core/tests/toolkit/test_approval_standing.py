@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toolpass import ApprovalPending, ApprovalQueue, AuditEvent, Session, Toolkit
+from toolpass import ApprovalPending, ApprovalQueue, AuditEvent, Session, Toolkit, ToolRefused
 from toolpass.toolkit.standing import Standing
 
 USER = "dana@example.com"
@@ -219,7 +219,11 @@ def test_edited_arguments_approve_only_a_call_their_editor_may_approve(tmp_path:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
     ),
@@ -258,3 +262,41 @@ def test_a_matching_standing_approval_covers_only_the_same_typed_value(
         except ApprovalPending:
             return
     assert _typed(later) == _typed(granted)
+
+
+def test_revoking_ends_what_a_standing_approval_approved_but_did_not_run(tmp_path: Path) -> None:
+    """A call a standing approval let through that never reached its body (its credential
+    could not be had) does not keep that approval: once the standing approval is revoked,
+    the call asked again waits for a person, in every process sharing the store."""
+    store = f"sqlite:///{tmp_path}/state.db"
+    vault = {"up": True}
+
+    def credentials(name: str) -> str:
+        if not vault["up"]:
+            raise ConnectionError("the vault is down")
+        return "tok-0123456789"
+
+    def deployer() -> tuple[ApprovalQueue, Any]:
+        queue = ApprovalQueue(store=store)
+        kit = Toolkit(approver=queue, credentials=credentials, audit=[])
+        deploy = kit.secured_tool(
+            lambda env, *, credential: f"deployed to {env}",
+            name="deploy",
+            approve=True,
+            credential="bot",
+        )
+        return queue, deploy
+
+    (here, deploy), (there, _) = deployer(), deployer()
+    session = Session(USER)
+    with session.active(), pytest.raises(ApprovalPending) as waiting:
+        deploy("staging")
+    here.approve(waiting.value.request_id, by="lee", standing=Standing(minutes=30))
+    vault["up"] = False
+    with session.active(), pytest.raises(ToolRefused):
+        deploy("prod")  # covered, but its credential cannot be had: it never ran
+    (grant,) = there.standing()
+    there.revoke(grant.id)
+    vault["up"] = True
+    with session.active(), pytest.raises(ApprovalPending):
+        deploy("prod")

@@ -658,6 +658,7 @@ class ApprovalQueue:
                 req.status, req.standing = "approved", covering.id
                 req.decided_by, req.decided_at = covering.by, now
             record = {**req.to_dict(), "digest": digest, "claimed_at": None}
+            record["standing_grant"] = isinstance(covering, StandingApproval)
             self.store.update(_RECORD + req.id, lambda _: (record, None), ttl=self._keep())
 
             def link(found: str | None) -> tuple[str | None, str | None]:
@@ -683,6 +684,7 @@ class ApprovalQueue:
             if record["status"] == "pending" and covering is not None:
                 record.update(status="approved", decided_by=covering.by, decided_at=now)
                 record["standing"] = covering.id
+                record["standing_grant"] = isinstance(covering, StandingApproval)
             outcome[:] = [record["status"]]
             if record["status"] == "approved":
                 record.update(status="claimed", claimed_at=now)
@@ -713,12 +715,22 @@ class ApprovalQueue:
         req.status = "spent"
 
     def _finish(self, req: ApprovalRequest) -> None:
-        def finish(record: dict[str, Any]) -> None:
-            record["status"] = "spent-done" if record["status"] == "spent" else "approved"
+        """The call is over: a spent approval is dropped; an unspent one stays for a retry,
+        except one a standing approval gave, which the retry asks of it again (it may be
+        revoked meanwhile)."""
 
-        self._change(req.id, finish)
+        def finish(record: dict[str, Any]) -> None:
+            if record["status"] == "spent":
+                record["status"] = "spent-done"
+            elif record.get("standing_grant"):
+                record.update(status="pending", decided_by=None, decided_at=None, standing=None)
+                record["standing_grant"] = False
+            else:
+                record["status"] = "approved"
+
+        after = self._change(req.id, finish)
         if req.status != "spent":
-            req.status = "approved"
+            req.status = "approved" if after is None else str(after["status"])
 
 
 def same_person(name: str, user: str) -> bool:
