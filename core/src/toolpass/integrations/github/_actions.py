@@ -1,0 +1,21 @@
+"""GitHub's action table (``actions.json``), read once: what each action needs (its
+repository and organization role) and its effect; a leaf both the check and the request
+hook import."""
+
+from __future__ import annotations
+
+from toolpass.integrations.base import Action, load_actions
+from toolpass.integrations.github import _rules as rules
+
+__all__ = ["ACTIONS", "EFFECTS", "NEEDS", "ORG_NEEDS", "ORG_RANK"]
+
+ORG_RANK = {"member": 1, "owner": 2}
+
+# github/actions.json: each action's minimum repository role (``role``) and organization role
+# (``org_role``, member < owner) beside its name, effect, description and requirement.
+ACTIONS: tuple[Action, ...] = load_actions(__name__.rpartition(".")[0])
+NEEDS = {a.name: str(a.terms["role"]) for a in ACTIONS}
+ORG_NEEDS = {a.name: str(a.terms["org_role"]) for a in ACTIONS}
+EFFECTS = {a.name: a.effect for a in ACTIONS}
+if not (set(NEEDS.values()) <= set(rules.ROLES) and set(ORG_NEEDS.values()) <= set(ORG_RANK)):
+    raise ValueError("github/actions.json names a role GitHub does not have")
