@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -40,7 +40,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import AMBIGUOUS, UNREADABLE, Match, Request, Route
@@ -133,9 +132,14 @@ class Zendesk(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._users: Remembered[str, tuple[dict[str, Any], frozenset[int]]] = Remembered(5000)
-        self._tickets: Remembered[str, dict[str, Any]] = Remembered(5000)
-        self._account: Remembered[str, Any] = Remembered(100)
+        roles_ttl = ttl_option(self.options, "role_cache_ttl", 3600.0)
+        users_ttl = ttl_option(self.options, "user_cache_ttl", 300.0)
+        self._users: Cache[str, tuple[dict[str, Any], frozenset[int]]] = Cache(users_ttl)
+        self._tickets: Cache[str, dict[str, Any]] = Cache(
+            ttl_option(self.options, "ticket_cache_ttl", 30.0)
+        )
+        self._roles: Cache[str, dict[Any, Any]] = Cache(roles_ttl, size=1)
+        self._agents_deleting: Cache[str, bool] = Cache(roles_ttl, size=1)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -403,9 +407,9 @@ class Zendesk(Integration):
     # --- reads ---------------------------------------------------------------------------
     def _user(self, uid: str) -> tuple[dict[str, Any], frozenset[int]]:
         """The user and the ids of their groups (agents only)."""
-        hit = self._users.get(uid)
-        if hit is not None:
-            return hit
+        return self._users.get(uid, lambda: self._read_user(uid))
+
+    def _read_user(self, uid: str) -> tuple[dict[str, Any], frozenset[int]]:
         data = self.get_json(f"/api/v2/users/{uid}", what=f"read user {uid}")
         me = data.get("user")
         if not isinstance(me, dict) or "role" not in me:
@@ -419,58 +423,55 @@ class Zendesk(Integration):
                 if not isinstance(m.get("group_id"), int):
                     raise LookupFailed(f"zendesk's answer to {what} has a malformed membership")
                 groups.add(m["group_id"])
-        found = (me, frozenset(groups))
-        self._users.put(uid, found, float(self.options.get("user_cache_ttl", 300.0)))
-        return found
+        return me, frozenset(groups)
 
     def _list(self, path: str, key: str, what: str) -> list[dict[str, Any]]:
         """Every item of an offset-paged list (``next_page`` URLs on the connection's host)."""
-
-        def page(token: str | None) -> tuple[list[Any], str | None]:
-            url = token or path
-            if token and not token.startswith(self.config.url + "/"):
-                raise LookupFailed(f"zendesk's next page for {what} is on another host")
-            data = self.get_json(url, what=what, params=None if token else {"per_page": "100"})
-            items = data.get(key)
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-                raise LookupFailed(f"zendesk's answer to {what} has no {key} list")
-            following = data.get("next_page")
-            return items, following if isinstance(following, str) else None
-
-        return list(self.pages(page, limit=50, too_many=f"zendesk has too many {key} to {what}"))
+        items = list(
+            paged(
+                self,
+                path,
+                what=what,
+                items=key,
+                style="next_url",
+                params={"per_page": "100"},
+                pages=50,
+                too_many=f"zendesk has too many {key} to {what}",
+                next_at="next_page",
+            )
+        )
+        if not all(isinstance(i, dict) for i in items):
+            raise LookupFailed(f"zendesk's answer to {what} has no {key} list")
+        return items
 
     def _custom_role(self, role_id: Any) -> dict[str, Any]:
-        hit = self._account.get("roles")
-        if hit is None:
-            what = "list custom roles"
-            roles = self._list("/api/v2/custom_roles", "custom_roles", what)
-            hit = {r.get("id"): r.get("configuration") for r in roles}
-            self._account.put("roles", hit, float(self.options.get("role_cache_ttl", 3600.0)))
-        cfg = hit.get(role_id)
+        def read() -> dict[Any, Any]:
+            roles = self._list("/api/v2/custom_roles", "custom_roles", "list custom roles")
+            return {r.get("id"): r.get("configuration") for r in roles}
+
+        cfg = self._roles.get("", read).get(role_id)
         if not isinstance(cfg, dict):
             raise LookupFailed(f"zendesk has no custom role {role_id} with a configuration")
         return cfg
 
     def _agents_delete(self) -> bool:
-        hit = self._account.get("settings")
-        if hit is None:
+        def read() -> bool:
             what = "read the account settings"
             settings = self.get_json("/api/v2/account/settings", what=what).get("settings")
             tickets = settings.get("tickets") if isinstance(settings, dict) else None
             if not isinstance(tickets, dict):
                 raise LookupFailed(f"zendesk's answer to {what} has no ticket settings")
-            hit = tickets.get("agent_ticket_deletion") is True
-            self._account.put("settings", hit, float(self.options.get("role_cache_ttl", 3600.0)))
-        return bool(hit)
+            return tickets.get("agent_ticket_deletion") is True
+
+        return self._agents_deleting.get("", read)
 
     def _ticket(self, rid: str) -> dict[str, Any]:
-        hit = self._tickets.get(rid)
-        if hit is not None:
-            return hit
+        return self._tickets.get(rid, lambda: self._read_ticket(rid))
+
+    def _read_ticket(self, rid: str) -> dict[str, Any]:
         ticket = self.get_json(f"/api/v2/tickets/{rid}", what=f"read ticket {rid}").get("ticket")
         if not isinstance(ticket, dict) or ticket.get("id") != int(rid):
             raise LookupFailed(f"zendesk's answer to read ticket {rid} has no ticket")
-        self._tickets.put(rid, ticket, float(self.options.get("ticket_cache_ttl", 30.0)))
         return ticket
 
     # --- the probe -----------------------------------------------------------------------
