@@ -730,15 +730,14 @@ class Guard:
         key: Any,
     ) -> bool:
         """Whether request ``request_id`` was made for this very call: its user, its session
-        (the one ``key`` keeps), its tool and its arguments (compared as Python writes them:
-        a request made in another process holds them so)."""
+        (the one ``key`` keeps), its tool and its arguments (compared as Python writes them,
+        in whichever process the request was made: ``"5"`` is not ``5``)."""
         try:
             request = queue.get(request_id)
         except KeyError:
             return False
-        shown = {str(name): repr(value) for name, value in arguments.items()}
-        asked = {str(name): repr(value) for name, value in request.arguments.items()}
-        same = shown in (asked, dict(request.arguments))
+        written = {str(name): repr(value) for name, value in arguments.items()}
+        same = written == request.written_arguments()
         ours = request.user == user and request.tool == tool and same
         return ours and request.session_id == self._session_id(user, key)
 

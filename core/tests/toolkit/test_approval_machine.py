@@ -175,6 +175,56 @@ def test_an_answer_given_in_another_session_releases_nothing() -> None:
     assert runs.ran == []
 
 
+#: Values whose ``repr`` is another value's text: ``5`` and ``"5"``, ``None`` and ``"None"``...
+_LOOK_ALIKE = st.one_of(
+    st.integers(),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+)
+
+
+#: Two arguments: a value and its ``repr`` as text (either way round), or any two values.
+_PAIRS = st.one_of(
+    _LOOK_ALIKE.map(lambda v: (repr(v), v)),
+    _LOOK_ALIKE.map(lambda v: (v, repr(v))),
+    st.tuples(_LOOK_ALIKE, _LOOK_ALIKE),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_PAIRS)
+def test_an_answer_is_taken_only_for_the_arguments_it_was_asked_for(
+    pair: tuple[Any, Any],
+) -> None:
+    """An answer naming the request of a call with ``asked`` as its argument, given on the
+    resume of a call with ``resumed`` (another value, even one whose text is the first
+    one's ``repr``: ``"5"`` and ``5``), records nothing for that request."""
+    asked, resumed = pair
+    if type(asked) is type(resumed) and repr(asked) == repr(resumed):
+        return
+    kit = Toolkit(approver=ApprovalQueue(), audit=[])
+    guard, runs = Guard(None, {"delete": Traits(approve=True)}, toolkit=kit), Runs()
+    with pytest.raises(ToolRefused) as refused:
+        guard.run("dana", "delete", {"key": asked}, runs.body({}), key=Session("dana", id="c1"))
+    pending = guard.pending(refused.value)
+    assert pending is not None
+    with pytest.raises(ToolRefused):
+        guard.resume(
+            "dana",
+            "delete",
+            {"key": resumed},
+            runs.body,
+            request_id=pending.request_id,
+            answer=Answer("approve", by="lee", request_id=pending.request_id),
+            key=Session("dana", id="c1"),
+        )
+    assert guard.queue is not None
+    assert guard.queue.state(pending.request_id) == "pending"
+    assert runs.ran == []
+
+
 def test_the_users_own_approval_is_not_taken(caplog: pytest.LogCaptureFixture) -> None:
     guard, runs = machine(), Runs()
     pending = pause(guard, runs)
