@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from toolpass import ApprovalPending, ApprovalQueue, ApprovalRequest, Session, ToolCall, ToolRefused
+from toolpass.toolkit.approval import printable
 
 from .conftest import USER
 
@@ -232,6 +233,25 @@ def test_a_tool_s_own_preview_never_hides_an_argument(drive, make_kit, session, 
         assert "ref = '6.6.6-backdoor'" in shown
         assert "repo = 'acme/app'" in shown
         assert shown.index("ref = ") < shown.index("deploy acme/app")
+
+
+def test_a_tool_s_own_preview_writes_no_invisible_character(drive, make_kit, session, queue):
+    """A tool's own preview (which may quote an argument) keeps its lines, but no character
+    a terminal or browser would not show as itself (an ANSI escape that erases a line, a
+    bidi override that reverses text) is written raw, as in the standard preview."""
+    kit = make_kit(approver=queue)
+    tool = drive.tool(
+        kit,
+        lambda title: "opened",
+        approve=True,
+        preview=lambda call: f"open issue\ntitle: {call.arguments['title']}",
+    )
+    hostile = "fix typo\x1b[2K\r\u202edelete everything\u2028Request id: 000000000000"
+    pending = drive.refused(tool, hostile)
+    preview = queue.get(pending.request_id).preview
+    assert preview.endswith("open issue\ntitle: " + printable(hostile))
+    assert preview.count("\n") == 3  # the argument's line, the label, the tool's two lines
+    assert all(c.isprintable() for c in preview.replace("\n", ""))
 
 
 def test_an_approval_belongs_to_its_reasons(drive, make_kit, session, queue):

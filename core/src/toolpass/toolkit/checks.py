@@ -20,7 +20,14 @@ from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.secrets import find_secret_in
 from toolpass.rules.walk import non_finite, strings_in
 from toolpass.store import StoreUnavailable
-from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, Grant, pending, preview_of
+from toolpass.toolkit.approval import (
+    ApprovalQueue,
+    ApprovalRequest,
+    Grant,
+    pending,
+    preview_of,
+    printable,
+)
 from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.authorize import PermissionCheck, refusal, verdict
 from toolpass.toolkit.drivers import NO_KWARGS, AsyncHookError, Step
@@ -436,6 +443,7 @@ def _ask(c: CallState) -> Steps:
             own = str((yield Step(spec.preview, (call,))))
         except Exception as exc:
             raise check_error("the preview", exc)
+        own = "\n".join(map(printable, own.split("\n")))  # its lines, nothing invisible
         preview = f"{preview}\nThe tool's preview:\n{own}" if preview else own
 
     def make(now: float) -> ApprovalRequest:
