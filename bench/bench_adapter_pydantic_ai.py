@@ -149,7 +149,7 @@ async def hook_alone() -> tuple[float, float]:
         Engine(), rules, toolkit=Toolkit(audit=[seen.append])
     ).for_run(None)  # type: ignore[arg-type]
     assert isinstance(cap, ToolpassAuthorization)
-    ctx: Any = SimpleNamespace(deps=Deps(USER))
+    ctx: Any = SimpleNamespace(deps=Deps(USER), agent=None, root_capability=None)
     call = ToolCallPart("delete_issue", {"key": "PAY-1"}, "c")
     args = {"key": "PAY-1"}
 
