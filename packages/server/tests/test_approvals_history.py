@@ -24,6 +24,7 @@ from toolpass.engine import Toolpass
 from toolpass.server import approvals_html as views
 from toolpass.server import create_app
 from toolpass.server.approvals_view import BadQuery, Filters
+from toolpass.toolkit.standing import Standing
 
 
 @pytest.fixture
@@ -375,3 +376,20 @@ async def test_one_click_never_decides_a_call_that_differs_beyond_its_preview(
         with pytest.raises(ApprovalPending):
             deploy("web", "6.6.6-backdoor")
     assert ran == ["1.2"]
+
+
+async def test_the_history_says_a_call_ran_under_a_standing_approval(
+    client_store: tuple[httpx.AsyncClient, str], tool: Tool
+) -> None:
+    """A call a standing approval let run was never shown to its grantor: its row names the
+    standing approval beside the grantor, not the grantor alone as if they decided it."""
+    c, _ = client_store
+    first = tool.ask(note="a")
+    tool.queue.approve(first, by="lee@example.com", standing=Standing(minutes=10))
+    assert tool.retry(note="a") == "deployed web"
+    assert tool.retry(note="b") == "deployed web"  # never asked: the standing approval
+    (grant,) = tool.queue.standing()
+    found = rows((await sign_in(c)).text)
+    (later,) = set(found) - {first}
+    assert f"standing approval {grant.id}" in found[later]
+    assert "standing approval" not in found[first]  # lee decided this one

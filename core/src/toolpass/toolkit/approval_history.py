@@ -30,6 +30,7 @@ _KEPT = (
     "decided_at",
     "reason",
     "standing",
+    "standing_grant",
     "claimed_at",
     "attempts",
     "last_attempt",
@@ -70,6 +71,9 @@ class HistoryEntry:
     ran_at: float | None
     #: Names the exact call (user, session, tool, arguments, reasons, preview), not shown.
     digest: str | None = None
+    #: Whether ``standing`` is the standing approval that approved it (else the request
+    #: whose edited arguments it ran with).
+    standing_grant: bool = False
 
     @classmethod
     def of(cls, entry: Mapping[str, Any], state: str) -> HistoryEntry:
@@ -91,6 +95,7 @@ class HistoryEntry:
             last_attempt=entry.get("last_attempt") or entry["created"],
             ran_at=entry.get("ran_at"),
             digest=entry.get("digest"),
+            standing_grant=bool(entry.get("standing_grant")),
         )
 
 

@@ -114,9 +114,19 @@ def _row(r: HistoryEntry) -> str:
         f"<td>{esc(r.user)}</td><td><code>{esc(r.tool)}</code></td>"
         f"<td><pre class=preview>{esc(r.preview)}</pre></td>"
         f"<td class=status>{esc(STATE_LABELS.get(r.state, r.state) + ran)}</td>"
-        f"<td>{esc(r.decided_by or '-')}</td><td>{esc(_when(r.decided_at))}</td>"
+        f"<td>{esc(_decider(r))}</td><td>{esc(_when(r.decided_at))}</td>"
         f"<td>{esc(r.reason)}</td><td class=attempts>{r.attempts}</td></tr>"
     )
+
+
+def _decider(r: HistoryEntry) -> str:
+    """Who decided: the person, and what of theirs approved a call they were not shown."""
+    if r.decided_by is None:
+        return "-"
+    if r.standing is None:
+        return r.decided_by
+    through = "standing approval" if r.standing_grant else "edited request"
+    return f"{r.decided_by} (through {through} {r.standing})"
 
 
 def _filters(f: Filters) -> str:
