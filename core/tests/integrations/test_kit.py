@@ -261,6 +261,10 @@ def test_a_cache_loads_once_and_never_answers_a_fresh_check() -> None:
     assert cache.get("a", load) == 2  # what the fresh check learned is kept
     assert Cache[str, int](lambda: 0.0).get("a", load) == 3
     assert len(loads) == 3
+    nothing: Cache[str, None] = Cache(lambda: 60.0)
+    assert nothing.get("absent", lambda: loads.append("y")) is None
+    assert nothing.get("absent", lambda: loads.append("y")) is None  # None is kept too
+    assert len(loads) == 4
 
 
 # --- declared resource kinds -------------------------------------------------------------

@@ -53,25 +53,25 @@ _NEXT_LINK = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?', re.I)
 
 # --- caches ------------------------------------------------------------------------------
 class Cache(Generic[K, V]):
-    """One kind of value, kept by key for the lifetime ``ttl()`` answers (0: not kept);
-    never answered from inside a check asked with ``fresh=True``."""
+    """One kind of value (None too), kept by key for the lifetime ``ttl()`` answers (0: not
+    kept); never answered from inside a check asked with ``fresh=True``."""
 
     def __init__(self, ttl: Callable[[], float], size: int = 5000) -> None:
         self._ttl = ttl
-        self._kept: Remembered[K, V] = Remembered(size)
+        self._kept: Remembered[K, tuple[V]] = Remembered(size)
 
     def get(self, key: K, load: Callable[[], V]) -> V:
         """The value kept for ``key``, else ``load()``'s, kept."""
         hit = self._kept.get(key)
         if hit is not None:
-            return hit
+            return hit[0]
         value = load()
-        self._kept.put(key, value, self._ttl())
+        self._kept.put(key, (value,), self._ttl())
         return value
 
     def put(self, key: K, value: V) -> None:
         """Keep ``value`` for ``key``."""
-        self._kept.put(key, value, self._ttl())
+        self._kept.put(key, (value,), self._ttl())
 
     def clear(self) -> None:
         """Forget everything."""

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from toolpass.integrations._kit import Cache, ttl_option
 from toolpass.integrations.argocd._rbac import BUILTIN_POLICY, Policy, parse_policy, parse_scopes
 from toolpass.integrations.argocd._routes import LOOKUPS, NAME, complete, rbac_name
 from toolpass.integrations.base import (
@@ -45,7 +46,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request
@@ -173,7 +173,11 @@ class ArgoCD(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._kept: Remembered[str, Any] = Remembered(5000)
+        ttl = ttl_option(self.options, "policy_cache_ttl", 10.0)
+        self._configmap: Cache[str, dict[str, str]] = Cache(ttl, size=1)
+        self._projects: Cache[str, list[list[str]] | None] = Cache(ttl)
+        self._rbac_names: Cache[tuple[str, str], tuple[str, str]] = Cache(ttl)
+        self._group_sources: Cache[str, list[str] | None] = Cache(ttl)
         path = str(self.options.get("groups_file") or "")
         self._groups_table = WatchedFile(
             path, functools.partial(_groups_table, path), "groups file"
@@ -223,19 +227,13 @@ class ArgoCD(Integration):
     def _home(self) -> str:
         return str(self.options.get("namespace", "argocd"))
 
-    def _ttl(self) -> float:
-        return float(self.options.get("policy_cache_ttl", 10.0))
-
     def _settings(self) -> dict[str, str]:
-        hit = self._kept.get("cm")
-        if hit is not None:
-            return dict(hit)
-        if self.options.get("policy_from", "kubernetes") == "dir":
-            data = self._read_dir(str(self.options["policy_dir"]))
-        else:
-            data = self._read_configmap()
-        self._kept.put("cm", data, self._ttl())
-        return data
+        def read() -> dict[str, str]:
+            if self.options.get("policy_from", "kubernetes") == "dir":
+                return self._read_dir(str(self.options["policy_dir"]))
+            return self._read_configmap()
+
+        return dict(self._configmap.get("", read))
 
     def _read_dir(self, path: str) -> dict[str, str]:
         try:
@@ -274,9 +272,9 @@ class ArgoCD(Integration):
         """The runtime policy of project ``name`` (None when there is no such project)."""
         if not NAME.fullmatch(name):
             return None
-        hit = self._kept.get(f"proj:{name}", ())
-        if hit != ():
-            return hit
+        return self._projects.get(name, lambda: self._read_project(name))
+
+    def _read_project(self, name: str) -> list[list[str]] | None:
         what = f"read the project {name}"
         proj = self.get_json(f"/api/v1/projects/{quote(name)}", what=what, absent=(404,))
         found: list[list[str]] | None = None
@@ -295,16 +293,14 @@ class ArgoCD(Integration):
                 found = parse_policy("\n".join(lines), f"project {name}")
             except LookupFailed:
                 found = []  # Argo CD falls back to the policy without the project's
-        self._kept.put(f"proj:{name}", found, self._ttl())
         return found
 
     # --- objects read live ---------------------------------------------------------------
     def _lookup(self, kind: str, ref: str) -> tuple[str, str]:
         """(object, project) of ``kind:ref`` as Argo CD names it for RBAC, read live."""
-        key = f"{kind}:{ref}"
-        hit = self._kept.get(key)
-        if hit is not None:
-            return (str(hit[0]), str(hit[1]))
+        return self._rbac_names.get((kind, ref), lambda: self._read_rbac_name(kind, ref))
+
+    def _read_rbac_name(self, kind: str, ref: str) -> tuple[str, str]:
         if kind in ("app", "appset"):
             ns, _, name = ref.rpartition("/")
             if not NAME.fullmatch(name) or (ns and not NAME.fullmatch(ns)):
@@ -338,7 +334,6 @@ class ArgoCD(Integration):
             found = (f"{project}/{target}" if project else target, project)
         if not isinstance(found[1], str):
             raise LookupFailed(f"argocd's answer to read the {kind} {ref} is malformed")
-        self._kept.put(key, found, self._ttl())
         return found
 
     def _objects(self, rbac: str, resource: str) -> list[str]:
@@ -380,9 +375,9 @@ class ArgoCD(Integration):
         return found + groups
 
     def _groups_source(self, email: str) -> list[str] | None:
-        hit = self._kept.get(f"groups:{email}", ())
-        if hit != ():
-            return hit
+        return self._group_sources.get(email, lambda: self._read_groups(email))
+
+    def _read_groups(self, email: str) -> list[str] | None:
         o = self.options
         if o.get("groups_resolve"):
             resolve: Callable[[str], Any] = o["groups_resolve"]
@@ -409,9 +404,7 @@ class ArgoCD(Integration):
             if not isinstance(data, dict) or "groups" not in data:
                 raise LookupFailed("the groups service's answer has no groups")
             found = data["groups"]
-        found = None if found is None else list(found)
-        self._kept.put(f"groups:{email}", found, self._ttl())
-        return found
+        return None if found is None else list(found)
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
