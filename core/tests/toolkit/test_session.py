@@ -155,3 +155,25 @@ async def test_a_task_started_inside_a_session_inherits_it(kit):
     async with Session("dana@example.com").active():
         task = asyncio.create_task(tool())
     assert await task == "dana@example.com"
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("session_id", "id"),
+        ("thread_id", "id"),
+        ("allowed_effects", "allow_effects"),
+        ("allow_tool", "allow_tools"),
+        ("limit", "limits"),
+        ("untrusted_limits", "untrusted_limit"),
+        ("requests", "request"),
+    ],
+)
+def test_a_misspelled_keyword_is_refused_not_kept_as_an_attribute(given: str, meant: str) -> None:
+    with pytest.raises(TypeError, match=rf"{given!r} \(did you mean {meant!r}\?\)"):
+        Session("dana@example.com", **{given: "x"})
+
+
+def test_the_applications_own_attributes_are_kept() -> None:
+    session = Session("dana@example.com", team="payments", tenant="acme")
+    assert session.attributes == {"team": "payments", "tenant": "acme"}

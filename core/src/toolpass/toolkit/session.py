@@ -91,6 +91,8 @@ class Session:
             )
         if id is not None and (not isinstance(id, str) or not id or has_control(id)):
             raise ValueError("a session id is a non-empty string without control characters")
+        if attributes:
+            _check_attribute_names(attributes)
         self.user = user
         self.attributes: Mapping[str, Any] = attributes
         self.id = secrets.token_hex(8) if id is None else id
@@ -397,3 +399,36 @@ class Conversations:
             else:
                 self._sessions.move_to_end(slot)
             return session
+
+
+#: The keywords of ``Session``; any other keyword is an attribute of the application's own.
+_KEYWORDS = (
+    "id",
+    "store",
+    "ttl",
+    "untrusted_limit",
+    "request",
+    "trusted",
+    "allow_effects",
+    "allow_tools",
+    "grant",
+    "limits",
+)
+#: Names that read as a keyword under another name.
+_ALIASES = {"session_id": "id", "conversation_id": "id", "thread_id": "id"}
+
+
+def _check_attribute_names(attributes: Mapping[str, Any]) -> None:
+    """Refuse an attribute that is a keyword misspelled (``allowed_effects``, ``session_id``):
+    as an attribute it would be kept and silently mean nothing."""
+    from difflib import get_close_matches
+
+    for name in attributes:
+        meant = _ALIASES.get(name) or next(
+            iter(get_close_matches(name, _KEYWORDS, n=1, cutoff=0.8)), None
+        )
+        if meant is not None:
+            raise TypeError(
+                f"Session() got an unexpected keyword argument {name!r} (did you mean "
+                f"{meant!r}?); other keywords are kept as the application's own attributes"
+            )
