@@ -30,170 +30,53 @@ of the user's email or group SAML ``extern_uid``), ``saml_identity``
 ``extern_uid`` (``GET /users?extern_uid=&provider=``, administrators), plus the shared
 ``template``, ``users``, ``file``, ``http`` and ``callable`` modes, whose values are GitLab
 user ids or usernames (usernames are resolved with ``GET /users?username=``).
+
+Beside this module: ``_actions`` (access levels and the action table), ``_resources`` (the
+resource syntax), ``_hook`` (the request hook), ``_api`` (the engine's requests) and
+``_protected`` (protected branches and tags, a merge request's merge status).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations import _fields
 from toolpass.integrations.base import (
-    Action,
     ConfigKey,
     ConnectionConfig,
-    Integration,
     ProbeResult,
     Remembered,
-    load_actions,
 )
-from toolpass.integrations.routes import Match, Request, Route
-from toolpass.rules.scope import escapes
+from toolpass.integrations.gitlab import _hook
+from toolpass.integrations.gitlab._actions import (
+    ACTIONS,
+    GUEST,
+    LEVELS,
+    REPORTER,
+    ROLE,
+    RULES,
+    SENDER_LISTS,
+)
+from toolpass.integrations.gitlab._protected import ProtectedRefs
+from toolpass.integrations.gitlab._resources import (
+    Target,
+    branch_matches,
+    integer,
+    parse_resource,
+)
+from toolpass.integrations.routes import Match, Request
 from toolpass.wire.decision import Decision
-from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
+from toolpass.wire.errors import ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, MalformedResponse
 from toolpass.wire.identity import same_email
 
-__all__ = ["INTEGRATION", "GitLab"]
+__all__ = ["ACTIONS", "INTEGRATION", "GitLab", "branch_matches", "parse_resource"]
 
-GUEST, PLANNER, REPORTER, DEVELOPER, MAINTAINER, OWNER, ADMIN = 10, 15, 20, 30, 40, 50, 60
-ROLE = {
-    0: "No access",
-    5: "Minimal Access",
-    GUEST: "Guest",
-    PLANNER: "Planner",
-    REPORTER: "Reporter",
-    DEVELOPER: "Developer",
-    MAINTAINER: "Maintainer",
-    OWNER: "Owner",
-    ADMIN: "Admin",
-}
-LEVELS = (GUEST, PLANNER, REPORTER, DEVELOPER, MAINTAINER, OWNER, ADMIN)
-
-BranchOp = Literal["push", "merge", "force_push", "delete", "create", "pipeline"]
-TagOp = Literal["create", "delete", "release"]
-Scope = Literal["project", "group", "instance"]
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """What GitLab requires for an action.
-
-    ``level``: the minimum role of a member. ``open``: on public and internal projects the
-    Guest role (or no membership at all) suffices, while the project's ``feature`` access
-    level (e.g. ``merge_requests_access_level``) is ``enabled`` or ``public``. ``branch``:
-    protected-branch semantics apply (the resource must name a branch or a merge request).
-    ``scope``: project, group, or the instance (administrators only).
-    ``issue`` (on ``issue:`` resources): ``confidential`` issues need Reporter, the author or
-    an assignee; ``own``: the author or an assignee (at least Guest) may, whatever the role.
-    ``tag``: protected-tag semantics apply (the resource must name a tag).
-    """
-
-    level: int
-    open: bool = False
-    feature: str | None = None
-    branch: BranchOp | None = None
-    scope: Scope = "project"
-    issue: Literal["confidential", "own"] | None = None
-    tag: TagOp | None = None
-
-
-ACTIONS: tuple[Action, ...] = load_actions(__name__)
-RULES: dict[str, Rule] = {a.name: Rule(**a.terms) for a in ACTIONS}
-#: What GitLab answers with what the sending token sees: unknown unless own_tokens: user.
-SENDER_LISTS = "sender_lists"
-
-_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
-_CONSECUTIVE_SPECIAL = re.compile(r"[._+-]{2}")
-_BAD_BRANCH = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
 _ACTIVE = "active"
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    """A parsed resource."""
-
-    kind: Literal["project", "group", "branch", "tag", "mr", "issue", "instance"]
-    path: str
-    branch: str | None = None  # the branch, or the tag of a tag: resource
-    iid: int | None = None
-
-    @property
-    def encoded(self) -> str:
-        """The ``:id`` of the API: a number, or the URL-encoded full path."""
-        return quote(self.path, safe="")
-
-
-def parse_resource(resource: str) -> Target:
-    """``project:group/sub/name``, ``group:group/sub``, ``branch:group/name@main``,
-    ``tag:group/name@v1.0``, ``mr:group/name!12``, ``issue:group/name#34`` (a numeric id may
-    replace a path), or ``instance``."""
-    if resource == "instance":
-        return Target("instance", "")
-    kind, sep, rest = resource.partition(":")
-    if not sep:
-        raise BadResource(f"resource {resource!r} is not kind:path (e.g. project:group/name)")
-    branch: str | None = None
-    iid: int | None = None
-    if kind in ("project", "group"):
-        path = rest
-    elif kind in ("branch", "tag"):
-        path, at, branch = rest.partition("@")
-        if not at or not _valid_branch(branch):
-            raise BadResource(f"resource {resource!r}: expected {kind}:group/project@name")
-    elif kind in ("mr", "issue"):
-        path, mark, number = rest.rpartition("!" if kind == "mr" else "#")
-        if not mark or not number.isascii() or not number.isdigit() or len(number) > 12:
-            sign = "!" if kind == "mr" else "#"
-            raise BadResource(f"resource {resource!r}: expected {kind}:group/project{sign}iid")
-        iid = int(number)
-    else:
-        raise BadResource(
-            f"resource {resource!r}: the kind must be project, group, branch, tag, mr or issue "
-            "(or the resource instance)"
-        )
-    if not _valid_path(path):
-        raise BadResource(f"resource {resource!r}: {path!r} is not a GitLab path or id")
-    return Target(kind, path, branch, iid)  # type: ignore[arg-type]
-
-
-def _valid_path(path: str) -> bool:
-    if path.isascii() and path.isdigit():
-        return len(path) <= 18
-    parts = path.split("/")
-    return 0 < len(path) <= 1024 and all(
-        _SEGMENT.fullmatch(p)
-        and not p.endswith((".git", ".atom"))
-        and not _CONSECUTIVE_SPECIAL.search(p)  # GitLab refuses them; ".." never names a path
-        for p in parts
-    )
-
-
-def _valid_branch(name: str) -> bool:
-    return (
-        0 < len(name) <= 255
-        and not _BAD_BRANCH.search(name)
-        and not name.startswith(("-", "/"))
-        and not name.endswith(("/", ".", ".lock"))
-    )
-
-
-def branch_matches(pattern: str, branch: str) -> bool:
-    """GitLab's protected-ref matching: exact, or ``*`` as any run of characters."""
-    if "*" not in pattern:
-        return pattern == branch
-    regex = ".*?".join(re.escape(part) for part in pattern.split("*"))
-    return re.fullmatch(regex, branch, re.DOTALL) is not None
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-class GitLab(Integration):
+class GitLab(ProtectedRefs):
     """GitLab's effective membership, protected branches and visibility. See the module."""
 
     name = "gitlab"
@@ -276,7 +159,7 @@ class GitLab(Integration):
         for action, level in levels.items():
             if action not in RULES:
                 raise ConfigError(f"{action!r} is not a gitlab action", "levels")
-            if _int(level) is None or level not in LEVELS:
+            if integer(level) is None or level not in LEVELS:
                 raise ConfigError(
                     f"{action}: must be an access level ({', '.join(map(str, LEVELS))})", "levels"
                 )
@@ -294,65 +177,8 @@ class GitLab(Integration):
         values there is no resource). ``sudo`` (acting as another user) is
         ``instance.admin``; a commit with ``force`` is ``branch.force_push``; a project
         edit that changes ``visibility`` is ``project.visibility``."""
-        if getattr(self, "_api", "/api/v4") == "" and not request.path.startswith("/api/"):
-            moved = Request(
-                request.method, "/api/v4" + request.path, request.query_string, None, request.body
-            )
-            moved.headers = request.headers
-            request = moved
-        found = self.route_table().match(request)
-        if found is None:
-            return None
-        route, params = found.route, found.params
-        if any(escapes(value) for value in params.values()):
-            return Match(route, params, None)
-        if _fields.either(request, "sudo") is not None or "sudo" in request.headers:
-            route = _variant(route, "instance.admin", "instance")
-            return Match(route, params, "instance")
-        commit = route.action == "branch.push" and route.path.endswith("/repository/commits")
-        if commit and _fields.either(request, "force") in (True, "true", "1", 1):
-            route = _variant(route, "branch.force_push", route.resource)
-        edit = route.method == "PUT" and route.path == "/api/v4/projects/{project_id}"
-        if edit and _fields.either(request, "visibility") is not None:
-            route = _variant(route, "project.visibility", route.resource)
-        listed = _listing_action(route, request)
-        if listed is not None:
-            route = _variant(route, listed, route.resource)
-        value_of = _value_of(request, params)
-        tagged = _tag_route(route)
-        if tagged is not None:
-            project, tag = value_of("project_id"), value_of(tagged[1])
-            resource = f"tag:{project}@{tag}" if project and tag else None
-            return Match(_variant(route, tagged[0], tagged[2]), params, resource)
-        return Match(route, params, _fields.fill(route.resource, value_of))
-
-    # --- requests ----------------------------------------------------------------------
-    def auth_headers(self) -> dict[str, str]:
-        token = self.secret("token")
-        if self.options.get("auth") == "oauth":
-            return {"Authorization": f"Bearer {token}"}
-        return {"PRIVATE-TOKEN": token}
-
-    def _get(self, path: str, what: str, **kw: Any) -> Any:
-        return self.get_json(self._api + path, what=what, **kw)
-
-    def _pages(self, path: str, params: Mapping[str, str], what: str) -> Iterator[dict[str, Any]]:
-        def read_page(page: str | None) -> tuple[list[dict[str, Any]], str | None]:
-            query = {**params, "per_page": "100", "page": page or "1"}
-            answer = self.answer("GET", self._api + path, what=what, params=query)
-            if answer.status != 200:
-                raise self.failure(answer, what)
-            items = self.parse(answer, what, list)
-            if not all(isinstance(item, dict) for item in items):
-                raise MalformedResponse(f"gitlab's answer to {what} holds a non-object")
-            following = (answer.header("x-next-page") or "").strip()
-            if following and not following.isdigit():
-                raise MalformedResponse(f"gitlab's X-Next-Page for {what} is not a number")
-            return items, following
-
-        limit = int(self.options.get("max_pages") or 10)
-        too_many = f"{what} has more than {limit} pages (max_pages); refusing to guess"
-        return self.pages(read_page, limit=limit, too_many=too_many)
+        under_api = getattr(self, "_api", "/api/v4") == ""
+        return _hook.match(request, self.route_table(), under_api)
 
     # --- identity ----------------------------------------------------------------------
     def lookup_lookup(self, email: str) -> list[str]:
@@ -363,7 +189,7 @@ class GitLab(Integration):
             return []
         if all("email" in u for u in found):  # an administrator's view: primary emails
             exact = [u.get("id") for u in found if same_email(u.get("email"), email)]
-            if any(_int(uid) is None for uid in exact):
+            if any(integer(uid) is None for uid in exact):
                 raise MalformedResponse("gitlab's user search answered a user without an id")
             return [str(uid) for uid in exact]
         # Other tokens see no private email: read each hit's public_email back.
@@ -374,7 +200,7 @@ class GitLab(Integration):
             )
         matched = []
         for user in found:
-            uid = _int(user.get("id"))
+            uid = integer(user.get("id"))
             if uid is None:
                 raise MalformedResponse("gitlab's user search answered a user without an id")
             full = self._get(f"/users/{uid}", f"read user {uid}")
@@ -395,7 +221,7 @@ class GitLab(Integration):
                 if isinstance(i, dict) and i.get("provider") == "group_saml"
             ]
             if same_email(user.get("email"), email) or any(same_email(u, email) for u in saml):
-                if _int(user.get("id")) is None:
+                if integer(user.get("id")) is None:
                     raise MalformedResponse("gitlab's SAML users hold a user without an id")
                 matched.append(str(user["id"]))
         return matched
@@ -410,7 +236,7 @@ class GitLab(Integration):
         uid = data.get("user_id")
         if isinstance(uid, str) and uid.isdigit():
             uid = int(uid)
-        if _int(uid) is None:
+        if integer(uid) is None:
             raise MalformedResponse("gitlab's SAML identity has no user_id")
         return [str(uid)]
 
@@ -432,7 +258,7 @@ class GitLab(Integration):
                 and same_email(i.get("extern_uid"), email)
                 for i in identities
             ):
-                if _int(user.get("id")) is None:
+                if integer(user.get("id")) is None:
                     raise MalformedResponse(f"{what} answered a user without an id")
                 matched.append(str(user["id"]))
         return matched
@@ -454,7 +280,7 @@ class GitLab(Integration):
         if len(ids) != 1:
             what = "no" if not ids else f"{len(ids)}"
             raise LookupFailed(f"{email} maps to {username!r}, which is {what} gitlab user(s)")
-        uid = _int(ids.pop())
+        uid = integer(ids.pop())
         if uid is None:
             raise MalformedResponse("gitlab's username look-up answered a user without an id")
         self._usernames.put(username.lower(), uid, self.config.identity.cache_ttl)
@@ -509,7 +335,7 @@ class GitLab(Integration):
                 return Decision.deny(f"{who} is {state} in gitlab")
             if member.get("membership_state") == "awaiting":
                 return Decision.deny(f"{who}'s membership of {target.path} awaits approval")
-            found = _int(member.get("access_level"))
+            found = integer(member.get("access_level"))
             if found is None:
                 raise MalformedResponse("gitlab's member answer has no access_level")
             level = found
@@ -684,125 +510,6 @@ class GitLab(Integration):
             "or an assignee"
         )
 
-    # --- protected branches ------------------------------------------------------------
-    def _branch(
-        self,
-        op: BranchOp,
-        action: str,
-        target: Target,
-        uid: int,
-        level: int,
-        who: str,
-        reason: str,
-    ) -> Decision:
-        branch = target.branch
-        if target.kind == "mr":
-            mr = self._get(
-                f"/projects/{target.encoded}/merge_requests/{target.iid}",
-                f"read merge request {target.path}!{target.iid}",
-            )
-            field = "target_branch" if op == "merge" else "source_branch"
-            branch = mr.get(field)
-            if not isinstance(branch, str) or not branch:
-                raise MalformedResponse(f"gitlab's merge request has no {field}")
-            if op != "merge" and mr.get("source_project_id") != mr.get("target_project_id"):
-                return Decision.unknown(
-                    f"the source branch of {target.path}!{target.iid} is in a fork"
-                )
-            if op == "merge":
-                blocked = _unmergeable(mr, f"{target.path}!{target.iid}")
-                if blocked is not None:
-                    return blocked
-        assert branch is not None
-        what = f"the protected branches of {target.path}"
-        rules = [
-            r
-            for r in self._pages(f"/projects/{target.encoded}/protected_branches", {}, what)
-            if isinstance(r.get("name"), str) and branch_matches(r["name"], branch)
-        ]
-        if not rules:
-            return Decision.allow(f"{reason}; {branch} is not protected")
-        names = ", ".join(sorted({r["name"] for r in rules}))
-        protected = f"{branch} is protected ({names})"
-        if op == "delete":
-            if level >= MAINTAINER:
-                return Decision.allow(f"{reason}; {protected} and Maintainers may delete it")
-            return Decision.deny(f"{who}: {protected}; deleting it needs Maintainer")
-        kinds = {
-            "push": ("push",),
-            "merge": ("merge",),
-            "force_push": ("push",),
-            "create": ("push", "merge"),
-            "pipeline": ("push", "merge"),
-        }[op]
-        allowed, groups = False, set()
-        for rule in rules:
-            for kind in kinds:
-                entries = rule.get(f"{kind}_access_levels")
-                if not isinstance(entries, list):
-                    raise MalformedResponse(
-                        f"gitlab's protected branch has no {kind}_access_levels"
-                    )
-                verdict = _entry_allows(entries, uid, level)
-                allowed = allowed or verdict is True
-                if isinstance(verdict, set):
-                    groups |= verdict
-        if (
-            allowed
-            and op == "force_push"
-            and not any(r.get("allow_force_push") is True for r in rules)
-        ):
-            return Decision.deny(f"{who}: {protected} and no matching rule allows force push")
-        if allowed:
-            return Decision.allow(f"{reason}; {protected} and allows {who} to {'/'.join(kinds)}")
-        if groups:
-            ids = ", ".join(map(str, sorted(groups)))
-            return Decision.unknown(
-                f"{protected}: whether {who} may {'/'.join(kinds)} depends on membership of "
-                f"group(s) {ids}, which this integration does not evaluate"
-            )
-        return Decision.deny(f"{who} is not allowed to {'/'.join(kinds)} to {branch}: {protected}")
-
-    # --- protected tags ----------------------------------------------------------------
-    def _tag(
-        self, op: TagOp, target: Target, uid: int, level: int, who: str, reason: str
-    ) -> Decision:
-        """Protected tags (``GET /projects/:id/protected_tags``, wildcards included): creating
-        a protected tag, or a release for one, needs a matching rule's ``create_access_levels``
-        entry (the most permissive rule applies); deleting one needs Maintainer and that entry
-        too (GitLab's push check refuses it to anyone not allowed to create the tag)."""
-        tag = target.branch
-        assert tag is not None
-        what = f"the protected tags of {target.path}"
-        rules = [
-            r
-            for r in self._pages(f"/projects/{target.encoded}/protected_tags", {}, what)
-            if isinstance(r.get("name"), str) and branch_matches(r["name"], tag)
-        ]
-        if not rules:
-            return Decision.allow(f"{reason}; tag {tag} is not protected")
-        protected = f"tag {tag} is protected ({', '.join(sorted({r['name'] for r in rules}))})"
-        if op == "delete" and level < MAINTAINER:
-            return Decision.deny(f"{who}: {protected}; deleting it needs Maintainer")
-        doing = {"create": "create it", "release": "create a release for it"}.get(op, "delete it")
-        groups: set[int] = set()
-        for rule in rules:
-            entries = rule.get("create_access_levels")
-            if not isinstance(entries, list):
-                raise MalformedResponse("gitlab's protected tag has no create_access_levels")
-            verdict = _entry_allows(entries, uid, level)
-            if verdict is True:
-                return Decision.allow(f"{reason}; {protected} and allows {who} to {doing}")
-            if isinstance(verdict, set):
-                groups |= verdict
-        if groups:
-            ids = ", ".join(map(str, sorted(groups)))
-            return Decision.unknown(
-                f"{protected}: whether {who} may {doing} depends on membership of group(s) "
-                f"{ids}, which this integration does not evaluate"
-            )
-        return Decision.deny(f"{who} is not allowed to {doing}: {protected}")
-
     # --- the probe ---------------------------------------------------------------------
     def probe(self) -> ProbeResult:
         me = self._get("/user", "read the engine's own user")
@@ -836,20 +543,6 @@ def _same(a: object, b: str) -> bool:
     return isinstance(a, str) and a.casefold() == b.casefold()
 
 
-def _unmergeable(mr: Mapping[str, Any], label: str) -> Decision | None:
-    """What GitLab's own merge checks say (``detailed_merge_status``, GitLab 15.6+): None when
-    ``mergeable``, unknown while still checking or when not reported, else a deny naming it
-    (not approved, a pipeline that must pass, draft, unresolved threads, conflicts, ...)."""
-    status = mr.get("detailed_merge_status")
-    if status == "mergeable":
-        return None
-    if status is None:
-        return Decision.unknown(f"gitlab does not say whether its merge checks let {label} merge")
-    if status in ("checking", "unchecked", "preparing", "approvals_syncing"):
-        return Decision.unknown(f"gitlab is still checking whether {label} can be merged")
-    return Decision.deny(f"gitlab's merge checks refuse merging {label} ({status})")
-
-
 def _involved(issue: Mapping[str, Any], uid: int) -> bool:
     author = issue.get("author")
     if isinstance(author, dict) and author.get("id") == uid:
@@ -858,167 +551,6 @@ def _involved(issue: Mapping[str, Any], uid: int) -> bool:
     return isinstance(assignees, list) and any(
         isinstance(a, dict) and a.get("id") == uid for a in assignees
     )
-
-
-def _entry_allows(entries: list[Any], uid: int, level: int) -> bool | set[int] | None:
-    """True when an entry lets the user through; the ids of groups that might; else None."""
-    groups: set[int] = set()
-    for entry in entries:
-        if not isinstance(entry, dict):
-            raise MalformedResponse("gitlab's protected ref holds a non-object access level")
-        user_id, group_id = _int(entry.get("user_id")), _int(entry.get("group_id"))
-        if user_id is not None:
-            if user_id == uid and level >= DEVELOPER:
-                return True
-        elif group_id is not None:
-            groups.add(group_id)
-        elif entry.get("deploy_key_id") is not None:
-            continue
-        else:
-            needed = _int(entry.get("access_level"))
-            if needed is None:
-                raise MalformedResponse("gitlab's protected ref access level has no level")
-            if needed > 0 and level >= needed:
-                return True
-    return groups or None
-
-
-def _variant(route: Route, action: str, resource: str) -> Route:
-    effect = "destructive" if ACTION_EFFECT[action] == "destructive" else route.effect
-    return Route(
-        route.method,
-        route.path,
-        action,
-        resource,
-        effect,
-        route.untrusted,
-        route.sends_out,
-        route.agent,
-    )
-
-
-ACTION_EFFECT = {a.name: a.effect for a in ACTIONS}
-_TAGS = "/api/v4/projects/{project_id}/repository/tags"
-_RELEASES = "/api/v4/projects/{project_id}/releases"
-
-
-_SEARCH_SCOPES = {
-    "project": {
-        "blobs": "repository.read",
-        "commits": "repository.read",
-        "issues": "issue.read_all",
-        "notes": "issue.read_all",
-        "merge_requests": "mr.read",
-        "milestones": "project.read",
-        "wiki_blobs": "wiki.read",
-        "users": "project.read",
-    },
-    "group": {
-        **dict.fromkeys(("projects", "milestones", "users"), "group.read"),
-        **dict.fromkeys(
-            ("issues", "merge_requests", "notes", "blobs", "commits", "wiki_blobs", "epics"),
-            "group.read_all",
-        ),
-    },
-}
-_GROUP_ADMIN_READS = frozenset(
-    [
-        "access_requests",
-        "access_tokens",
-        "audit_events",
-        "billable_members",
-        "clusters",
-        "custom_attributes",
-        "deploy_tokens",
-        "export",
-        "hooks",
-        "import",
-        "invitations",
-        "ldap_group_links",
-        "member_roles",
-        "push_rule",
-        "runners",
-        "saml_group_links",
-        "service_accounts",
-        "variables",
-    ]
-)
-
-
-def _listing_action(route: Route, request: Request) -> str | None:
-    """The action of a read that lists or searches what a project or group holds, by what
-    it can return (the agent's token sees more than the user may): a search by its
-    ``scope`` (an unknown scope: ``instance.read``, which only administrators pass), an
-    issue list by whether it may hold confidential issues (``confidential=false`` cannot; a
-    milestone's or an epic's issues always may),
-    a group's merge requests and epics across its projects, a group's settings and secrets.
-    None when the route's own action stands."""
-    if route.method != "GET":
-        return None
-    kind, _, rest = route.path.removeprefix("/api/v4/").partition("s/{")
-    tail = rest.partition("}/")[2]
-    if kind not in ("project", "group"):
-        return None
-    if re.fullmatch(r"(?:milestones|epics)/\{\w+\}/issues", tail):
-        return "issue.read_all" if kind == "project" else "group.read_all"  # confidential too
-    if "/" in tail:
-        return None
-    if tail == "search":
-        scope = _fields.scalar(_fields.either(request, "scope")) or ""
-        return _SEARCH_SCOPES[kind].get(scope, "instance.read")
-    if tail == "issues":
-        if str(_fields.either(request, "confidential")).lower() == "false":
-            return None
-        return "issue.read_all" if kind == "project" else "group.read_all"
-    if kind == "group" and tail in ("merge_requests", "epics", "wikis"):
-        return "group.read_all"
-    if kind == "group" and tail in _GROUP_ADMIN_READS:
-        return "group.settings"
-    return None
-
-
-def _tag_route(route: Route) -> tuple[str, str, str] | None:
-    """(action, the field naming the tag, resource template) of a write to a tag or a
-    release (a release's rules are its tag's), or None for any other route."""
-    path = route.path
-    if route.method == "GET" or not path.startswith((_TAGS, _RELEASES)):
-        return None
-    if path == _TAGS:
-        action, field = "tag.create", "body.tag_name"
-    elif path.startswith(_TAGS + "/"):
-        action, field = "tag.delete", "tag_name"
-    elif path == _RELEASES:
-        action, field = "release.create", "body.tag_name"
-    else:
-        action = "release.create"
-        field = "tag_name" if path.startswith(_RELEASES + "/{tag_name}") else "id"
-    return action, field, "tag:{project_id}@{" + field + "}"
-
-
-_IID = re.compile(r"[0-9]{1,12}")
-
-
-def _value_of(request: Request, params: Mapping[str, str]) -> Any:
-    """The value of a resource template's field, validated as GitLab names it; None when the
-    request does not name it, or names something GitLab would not."""
-
-    def value_of(name: str) -> Any:
-        if name.startswith(("body.", "query.")):
-            value = _fields.either(request, name.partition(".")[2])
-        else:
-            value = params.get(name)
-        text = _fields.scalar(value)
-        if text is None:
-            return None
-        if name in ("project_id", "group_id"):
-            return text if _valid_path(text) else None
-        if name in ("mr_iid", "issue_iid"):
-            return text if _IID.fullmatch(text) else None
-        if name in ("branch", "body.branch", "body.ref", "tag_name", "body.tag_name", "id"):
-            return text if _valid_branch(text) else None
-        return text
-
-    return value_of
 
 
 INTEGRATION = GitLab
