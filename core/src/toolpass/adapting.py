@@ -87,6 +87,8 @@ log = logging.getLogger("toolpass")
 #: The ``type`` of the payload a framework's pause carries for a call awaiting approval.
 APPROVAL = "toolpass_approval"
 _APPROVING = frozenset({"y", "yes", "approve", "approved", "accept", "allow"})
+#: Other words for an answer's decision.
+_SAID = {"reject": "deny", "approved": "approve", "denied": "deny"}
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,8 @@ class Answer:
         ``"yes"``/``"approve"`` approve; a mapping with ``decision`` (or ``type``:
         ``approve``, ``deny``/``reject``, ``edit``, ``expired``) or ``approved`` (True or
         False), and ``by``, ``reason`` (or ``message``), ``arguments`` (or ``args``),
-        ``request_id``. Anything else denies; ``by`` names the person when it does not."""
+        ``request_id``. Anything else denies (an edit without a mapping of arguments too),
+        never raises; ``by`` names the person when it does not."""
         if isinstance(value, Answer):
             return value
         if isinstance(value, Mapping):
@@ -179,10 +182,12 @@ class Answer:
         said = value.get("decision", value.get("type"))
         if said is None:
             said = "approve" if value.get("approved", value.get("approve")) is True else "deny"
-        decision = {"reject": "deny", "approved": "approve", "denied": "deny"}.get(said, said)
+        decision = _SAID.get(said, said) if isinstance(said, str) else "deny"
+        arguments = value.get("arguments", value.get("args"))
         if decision not in ("approve", "deny", "edit", "expired"):
             decision = "deny"
-        arguments = value.get("arguments", value.get("args"))
+        elif decision == "edit" and not isinstance(arguments, Mapping):
+            decision = "deny"  # an edit without the arguments the person wrote
         named = value.get("by")
         request_id = value.get("request_id")
         return cls(

@@ -273,3 +273,24 @@ def test_any_resume_value_is_an_answer(value: Any) -> None:
     assert answer.decision in ("approve", "deny", "edit", "expired")
     if answer.decision == "approve":
         assert value is True or isinstance(value, (str, dict))
+
+
+#: What a resume value can be once it crossed JSON (a LangGraph ``Command``, an ADK payload).
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+_WORDS = st.sampled_from(["decision", "type", "arguments", "args", "approved", "by", "reason"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_WORDS, _JSON | st.sampled_from(["edit", "approve", "expired"])))
+def test_any_json_resume_value_is_an_answer_never_an_error(value: dict[str, Any]) -> None:
+    """A resume value the adapter cannot read as an answer (a decision that is a list, an
+    edit without its arguments) denies: it never raises out of the framework's hook."""
+    answer = Answer.of(value)
+    assert answer.decision in ("approve", "deny", "edit", "expired")
+    assert (answer.decision == "edit") == isinstance(answer.arguments, Mapping)
+    for bad in ({"decision": "edit"}, {"decision": ["approve"]}, {"type": {}}):
+        assert Answer.of(bad).decision == "deny"
