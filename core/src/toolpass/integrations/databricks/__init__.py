@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import IssuedToken, token_from
+from toolpass.integrations._kit import Cache, IssuedToken, token_from, ttl_option
 from toolpass.integrations._sql import DATABRICKS, statements
 from toolpass.integrations.base import (
     Action,
@@ -45,7 +45,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
@@ -127,7 +126,10 @@ class Databricks(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tokens = IssuedToken(self, self._client_credentials)
-        self._kept: Remembered[str, Any] = Remembered(2000)
+        ttl = ttl_option(self.options, "permission_cache_ttl", 60.0)
+        self._users: Cache[str, dict[str, Any] | None] = Cache(ttl, size=2000)
+        self._permissions: Cache[str, dict[str, Any]] = Cache(ttl, size=2000)
+        self._assignments: Cache[str, tuple[dict[str, Any], ...]] = Cache(ttl, size=2000)
 
     # --- configuration ---------------------------------------------------------------
     @classmethod
@@ -196,16 +198,12 @@ class Databricks(Integration):
                     return str(data[key])
         return super().error_detail(data)
 
-    def _ttl(self) -> float:
-        return float(self.options.get("permission_cache_ttl", 60.0))
-
     # --- identity ----------------------------------------------------------------------
     def _scim_user(self, user_name: str) -> dict[str, Any] | None:
         """The SCIM user whose ``userName`` is exactly ``user_name``; None when none is."""
-        key = "user:" + user_name.lower()
-        hit = self._kept.get(key)
-        if hit is not None:
-            return dict(hit) if hit else None
+        return self._users.get(user_name.lower(), lambda: self._read_scim_user(user_name))
+
+    def _read_scim_user(self, user_name: str) -> dict[str, Any] | None:
         escaped = user_name.replace("\\", "\\\\").replace('"', '\\"')
         data = self.get_json(
             f"{SCIM}/Users",
@@ -223,7 +221,6 @@ class Databricks(Integration):
         ]
         if len(exact) > 1:
             raise LookupFailed(f"databricks has {len(exact)} users named {user_name}")
-        self._kept.put(key, exact[0] if exact else {}, self._ttl())
         return exact[0] if exact else None
 
     def lookup_email(self, email: str) -> Sequence[str]:
@@ -299,12 +296,18 @@ class Databricks(Integration):
             if not _OBJECT_ID.fullmatch(ident):
                 raise LookupFailed(f"databricks' serving endpoint {ref} has no id")
         path = f"/api/2.0/permissions/{kind}/{quote(ident, safe='')}"
-        data = self._kept.get(path)
-        if data is None:
-            data = self.get_json(path, what=f"read the permissions of {kind} {ref}", absent=(404,))
+
+        def read() -> dict[str, Any]:
+            what = f"read the permissions of {kind} {ref}"
+            data: dict[str, Any] | None = self.get_json(path, what=what, absent=(404,))
             if data is None:
-                return self._not_found(f"Databricks has no {kind} {ref} the engine can see (404)")
-            self._kept.put(path, data, self._ttl())
+                raise _Absent
+            return data
+
+        try:
+            data = self._permissions.get(path, read)
+        except _Absent:
+            return self._not_found(f"Databricks has no {kind} {ref} the engine can see (404)")
         entries = data.get("access_control_list")
         if not isinstance(entries, list):
             raise LookupFailed(f"databricks' permissions of {kind} {ref} have no list")
@@ -347,9 +350,9 @@ class Databricks(Integration):
     def _privileges(self, securable: str, full: str, principals: set[str]) -> set[str] | None:
         """The privileges ``principals`` hold on a securable; None on 404."""
         path = f"/api/2.1/unity-catalog/effective-permissions/{securable}/{quote(full, safe='')}"
-        assignments: tuple[dict[str, Any], ...] | None = self._kept.get(path)
-        if assignments is None:
-            what = f"read the effective permissions of {securable} {full}"
+        what = f"read the effective permissions of {securable} {full}"
+
+        def read() -> tuple[dict[str, Any], ...]:
             first = True
 
             def page(token: str | None) -> tuple[Iterable[dict[str, Any]], str | None]:
@@ -366,13 +369,13 @@ class Databricks(Integration):
                     raise LookupFailed(f"databricks' answer to {what} has a bad page token")
                 return found, nxt
 
-            try:
-                assignments = tuple(
-                    self.pages(page, limit=_PAGES, too_many=f"databricks: {what}: too many pages")
-                )
-            except _Absent:
-                return None
-            self._kept.put(path, assignments, self._ttl())
+            too_many = f"databricks: {what}: too many pages"
+            return tuple(self.pages(page, limit=_PAGES, too_many=too_many))
+
+        try:
+            assignments = self._assignments.get(path, read)
+        except _Absent:
+            return None
         held: set[str] = set()
         for a in assignments:
             who = a.get("principal")

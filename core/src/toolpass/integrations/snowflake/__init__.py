@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import Cache, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -52,7 +53,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request
@@ -163,7 +163,7 @@ class Snowflake(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
-        self._kept: Remembered[str, Any] = Remembered(5000)
+        self._reads: Cache[str, Any] = Cache(ttl_option(self.options, "grant_cache_ttl", 60.0))
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -226,9 +226,6 @@ class Snowflake(Integration):
             return f"{code}: {data['message']}" if isinstance(code, str) else data["message"]
         return super().error_detail(data)
 
-    def _ttl(self) -> float:
-        return float(self.options.get("grant_cache_ttl", 60.0))
-
     def _read(
         self, path: str, what: str, *, params: Mapping[str, str] | None = None, absent: bool = True
     ) -> Any:
@@ -262,12 +259,8 @@ class Snowflake(Integration):
         raise LookupFailed(f"snowflake: {what}: too many pages")
 
     def _kept_read(self, path: str, what: str) -> Any:
-        hit = self._kept.get(path)
-        if hit is None:
-            hit = self._read(path, what)
-            hit = {"absent": True} if hit is None else hit
-            self._kept.put(path, hit, self._ttl())
-        return None if hit == {"absent": True} else hit
+        """:meth:`_read`, its answer (None: absent) kept ``grant_cache_ttl``."""
+        return self._reads.get(path, lambda: self._read(path, what))
 
     # --- identity ------------------------------------------------------------------------
     def _users(self) -> list[dict[str, Any]]:
