@@ -42,11 +42,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import Cache
 from toolpass.integrations.base import (
     ConfigKey,
     ConnectionConfig,
     ProbeResult,
-    Remembered,
 )
 from toolpass.integrations.gitlab import _hook
 from toolpass.integrations.gitlab._actions import (
@@ -151,7 +151,9 @@ class GitLab(ProtectedRefs):
                 "identity mode extern_uid needs identity_provider", "identity_provider"
             )
         self._api = "" if config.url.endswith("/api/v4") else "/api/v4"
-        self._usernames: Remembered[str, int] = Remembered()
+        self._usernames: Cache[str, int] = Cache(
+            lambda: float(self.config.identity.cache_ttl), size=10_000
+        )
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -269,9 +271,9 @@ class GitLab(ProtectedRefs):
         if mapped.isascii() and mapped.isdigit():
             return int(mapped)
         username = mapped.removeprefix("@")
-        hit = self._usernames.get(username.lower())
-        if hit is not None:
-            return hit
+        return self._usernames.get(username.lower(), lambda: self._username_id(email, username))
+
+    def _username_id(self, email: str, username: str) -> int:
         what = "look the username up"
         users = self._get("/users", what, params={"username": username}, kind=list)
         ids = {
@@ -283,7 +285,6 @@ class GitLab(ProtectedRefs):
         uid = integer(ids.pop())
         if uid is None:
             raise MalformedResponse("gitlab's username look-up answered a user without an id")
-        self._usernames.put(username.lower(), uid, self.config.identity.cache_ttl)
         return uid
 
     # --- the check ---------------------------------------------------------------------
