@@ -133,6 +133,34 @@ def test_an_issued_token_never_appears_in_a_reason(server: FakeServer) -> None:
     assert token not in str(raised.value)
 
 
+def test_a_fetch_that_fails_may_drop_the_token_it_replaces(server: FakeServer) -> None:
+    """A system whose failure handling drops the held token (Vault's) does so from inside
+    the fetch, under the helper's lock: no deadlock."""
+    kit = system(server)
+    tokens: IssuedToken
+
+    def fetch() -> tuple[str, float]:
+        tokens.drop("old")
+        raise LookupFailed("the login was refused")
+
+    tokens = IssuedToken(kit, fetch)
+    kit.issued = ("old", time.monotonic() - 1)
+    failed: list[LookupFailed] = []
+
+    def get() -> None:
+        try:
+            tokens.get()
+        except LookupFailed as e:
+            failed.append(e)
+
+    done = threading.Thread(target=get, daemon=True)
+    done.start()
+    done.join(5)
+    assert not done.is_alive()
+    assert len(failed) == 1
+    assert kit.issued is None
+
+
 def test_a_client_may_authenticate_with_http_basic(server: FakeServer) -> None:
     asked = token_endpoint(server)
     kit = system(server)

@@ -170,7 +170,7 @@ class IssuedToken:
     def __init__(self, owner: Integration, fetch: Callable[[], tuple[str, float]]) -> None:
         self._owner = owner
         self._fetch = fetch
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a fetch that fails may drop the held token
 
     def get(self) -> str:
         """A token that is not due for refresh, fetched when there is none."""

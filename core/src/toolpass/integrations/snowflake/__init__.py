@@ -38,14 +38,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, ttl_option
+from toolpass.integrations._kit import Cache, IssuedToken, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -162,7 +161,7 @@ class Snowflake(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._lock = threading.Lock()
+        self._tokens = IssuedToken(self, self._new_jwt)
         self._reads: Cache[str, Any] = Cache(ttl_option(self.options, "grant_cache_ttl", 60.0))
 
     @classmethod
@@ -203,21 +202,20 @@ class Snowflake(Integration):
     def _jwt(self) -> str:
         """A key-pair JWT (RS256): iss ``ACCOUNT.USER.SHA256:<public key fingerprint>``, sub
         ``ACCOUNT.USER``, an hour long, made again five minutes before it ends."""
-        with self._lock:
-            if self.issued is not None and time.monotonic() < self.issued[1]:
-                return self.issued[0]
-            pem = self.secret("private_key")
-            account = str(self.options["account"]).split(".")[0].upper()
-            who = f"{account}.{str(self.options['user']).upper()}"
-            now = int(time.time())
-            claims = {
-                "iss": f"{who}.SHA256:{_fingerprint(pem)}",
-                "sub": who,
-                "iat": now,
-                "exp": now + 3600,
-            }
-            self.issued = (rs256(claims, pem), time.monotonic() + 3300)
-            return self.issued[0]
+        return self._tokens.get()
+
+    def _new_jwt(self) -> tuple[str, float]:
+        pem = self.secret("private_key")
+        account = str(self.options["account"]).split(".")[0].upper()
+        who = f"{account}.{str(self.options['user']).upper()}"
+        now = int(time.time())
+        claims = {
+            "iss": f"{who}.SHA256:{_fingerprint(pem)}",
+            "sub": who,
+            "iat": now,
+            "exp": now + 3600,
+        }
+        return rs256(claims, pem), time.monotonic() + 3300
 
     def error_detail(self, data: Any) -> str | None:
         """Snowflake's ``{"message", "code"}``."""

@@ -31,12 +31,11 @@ kept until shortly before its lease ends, and dropped when Vault refuses it).
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -133,7 +132,7 @@ class Vault(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._caps: Remembered[tuple[str, str], frozenset[str]] = Remembered(10_000)
-        self._login_lock = threading.Lock()
+        self._tokens = IssuedToken(self, self._approle_login)
 
     # --- configuration ---------------------------------------------------------------
     @classmethod
@@ -170,33 +169,33 @@ class Vault(Integration):
 
     def _login(self) -> str:
         """The AppRole login's client token, kept until shortly before its lease ends."""
-        with self._login_lock:
-            if self.issued is not None and time.monotonic() < self.issued[1]:
-                return self.issued[0]
-            mount = self.options.get("approle_mount", "approle")
-            what = "log the engine in with its AppRole"
-            data = self.fetch_json(
-                "POST",
-                f"/v1/auth/{mount}/login",
-                what=what,
-                json={"role_id": self.options["role_id"], "secret_id": self.secret("secret_id")},
-                headers=self._plain_headers(),
-            )
-            auth = data.get("auth")
-            token = auth.get("client_token") if isinstance(auth, dict) else None
-            lease = auth.get("lease_duration") if isinstance(auth, dict) else None
-            if not isinstance(token, str) or not token:
-                raise LookupFailed(f"vault's answer to {what} has no client_token")
-            if isinstance(lease, bool) or not isinstance(lease, (int, float)) or lease < 0:
-                raise LookupFailed(f"vault's answer to {what} has no lease_duration")
-            life = float(lease) or 86400.0  # 0: a token that does not expire
-            self.issued = (token, time.monotonic() + life - min(60.0, life / 10))
-            return token
+        return self._tokens.get()
+
+    def _approle_login(self) -> tuple[str, float]:
+        mount = self.options.get("approle_mount", "approle")
+        what = "log the engine in with its AppRole"
+        data = self.fetch_json(
+            "POST",
+            f"/v1/auth/{mount}/login",
+            what=what,
+            json={"role_id": self.options["role_id"], "secret_id": self.secret("secret_id")},
+            headers=self._plain_headers(),
+        )
+        auth = data.get("auth")
+        token = auth.get("client_token") if isinstance(auth, dict) else None
+        lease = auth.get("lease_duration") if isinstance(auth, dict) else None
+        if not isinstance(token, str) or not token:
+            raise LookupFailed(f"vault's answer to {what} has no client_token")
+        if isinstance(lease, bool) or not isinstance(lease, (int, float)) or lease < 0:
+            raise LookupFailed(f"vault's answer to {what} has no lease_duration")
+        life = float(lease) or 86400.0  # 0: a token that does not expire
+        return token, time.monotonic() + life - min(60.0, life / 10)
 
     def failure(self, answer: Response, what: str) -> LookupFailed:
         """As the kit says; a refused AppRole token is dropped, so the next check logs in."""
-        if answer.status in (401, 403):
-            self.issued = None
+        held = self.issued
+        if answer.status in (401, 403) and held is not None:
+            self._tokens.drop(held[0])
         return super().failure(answer, what)
 
     def error_detail(self, data: Any) -> str | None:
