@@ -65,6 +65,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations.aws import _identity_center
 from toolpass.integrations.aws import _resource_policies as policies
 from toolpass.integrations.aws import _routes as _aws_routes
@@ -126,6 +127,7 @@ _ARN = re.compile(r"arn:(aws|aws-us-gov|aws-cn):([a-z0-9-]+):([a-z0-9-]*):(\d{12
 _PRINCIPAL = re.compile(
     r"arn:(aws|aws-us-gov|aws-cn):iam::(\d{12}):(user|role|group)/([\w+=,.@/-]{1,512})"
 )
+_PRINCIPALS = UserIds(_PRINCIPAL, "an IAM user, group or role ARN")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
 _ACCOUNT = re.compile(r"\d{12}")
 _READ_VERBS = (
@@ -385,12 +387,9 @@ class AWS(Integration):
         problem = self._resource_problem(resource)
         if problem:
             return Decision.unknown(problem, cause="resource")
-        principal = self.user_id(user)
-        if not _PRINCIPAL.fullmatch(principal):
-            return Decision.unknown(
-                f"{user} maps to {principal!r}, which is not an IAM user, group or role ARN",
-                cause="identity",
-            )
+        principal = mapped_user(self, user, _PRINCIPALS)
+        if isinstance(principal, Decision):
+            return principal
         if principal.split(":")[1] != self.partition:
             return Decision.unknown(f"{principal} is not in the {self.partition} partition")
         first = self._simulate(principal, action, resource, None)
