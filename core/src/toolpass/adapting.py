@@ -82,6 +82,9 @@ __all__ = [
 
 T = TypeVar("T")
 log = logging.getLogger("toolpass")
+#: The refusals whose audit event is written (by the pipeline, or by ``Guard.refusing``).
+_audited: weakref.WeakSet[ToolRefused] = weakref.WeakSet()
+_audited_lock = threading.Lock()
 
 
 #: The ``type`` of the payload a framework's pause carries for a call awaiting approval.
@@ -565,7 +568,8 @@ class Guard:
         most recently used; a conversation's session is kept by its id, also among the
         ``held_sessions`` most recently used. A new key starts a new session; without a key,
         every call does."""
-        held = one_event.held()  # the decision of a hook this may be the body of
+        # The decision of a hook this may be the body of (made for this very user).
+        held = one_event.claim(user or getattr(current_session(), "user", None))
         failure: BaseException | None = None
         try:
             active = current_session()
@@ -624,8 +628,7 @@ class Guard:
                 result: T = run_sync(steps(self._spec(tool), (), dict(arguments), body))
                 return result
         except ToolRefused as refused:
-            if not entered:  # refused for want of a user: the pipeline never saw the call
-                self.audit_refused(user, tool, arguments, refused)
+            self._refused(user, tool, arguments, refused, audited=entered)
             raise
 
     async def arun(
@@ -645,8 +648,7 @@ class Guard:
                 result: T = await run_async(steps(self._spec(tool), (), dict(arguments), body))
                 return result
         except ToolRefused as refused:
-            if not entered:
-                self.audit_refused(user, tool, arguments, refused)
+            self._refused(user, tool, arguments, refused, audited=entered)
             raise
 
     # Approvals: the pause and the resume, for adapters whose framework pauses a run.
@@ -698,7 +700,7 @@ class Guard:
             state = "expired"
         if state == "expired":
             refused = expired_refusal(request_id)
-            self.audit_refused(user, tool, arguments, refused)
+            self._refused(user, tool, arguments, refused)
             raise refused
         if not ours:
             return arguments
@@ -791,12 +793,73 @@ class Guard:
         runs_with = self.answer(request_id, answer, user, tool, arguments, key=key)
         return await self.arun(user, tool, runs_with, body(runs_with), key=key)
 
-    def audit_refused(
+    def who(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        context: Any,
+        arg: Any = None,
+        *,
+        run: Any = None,
+        conversation: Any = None,
+    ) -> tuple[str | None, Any]:
+        """The call's user (``user_of(context, arg)``) and the key its session is kept under
+        (``key(run, conversation, arg)``). When the application's source fails, the call is
+        refused before the pipeline sees it: audited here, once, and ``ToolRefused`` raised
+        for the adapter to translate."""
+        with self.refusing(tool, arguments):
+            return self.user_of(context, arg), self.key(run, conversation, arg)
+
+    @contextmanager
+    def refusing(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        user: str | None = None,
+        *,
+        failed: Callable[[Exception], ToolRefused] | None = None,
+    ) -> Iterator[None]:
+        """Around what an adapter does for a call outside the pipeline (reading its user or
+        session, a host's prompt, finding the hook's decision): a ``ToolRefused`` raised
+        inside, or an exception that ``failed`` makes one of (else it propagates), refuses
+        the call: its one audit event is written here (never a second one for a refusal the
+        pipeline wrote) and the refusal raised for the adapter to translate."""
+        try:
+            yield
+        except ToolRefused as refused:
+            self._refused(user, tool, arguments, refused)
+            raise
+        except Exception as exc:
+            if failed is None:
+                raise
+            failure = failed(exc)
+            self._refused(user, tool, arguments, failure)
+            raise failure from None
+
+    def audit_refused(  # TEMPORARY (B11): removed once no adapter calls it
         self, user: str | None, tool: str, arguments: Mapping[str, Any], refused: ToolRefused
     ) -> None:
-        """One audit event for a call refused before the pipeline saw it: no user, a user
-        other than the active session's (``run`` does this itself), or a refusal an adapter
-        makes on its own (its user source failed)."""
+        self._refused(user, tool, arguments, refused)
+
+    def _refused(
+        self,
+        user: str | None,
+        tool: str,
+        arguments: Mapping[str, Any],
+        refused: ToolRefused,
+        *,
+        audited: bool = False,
+    ) -> None:
+        """The one audit event of a call refused outside the pipeline (none when ``audited``:
+        the pipeline wrote it), written once however many layers see the refusal."""
+        with _audited_lock:
+            if refused in _audited:
+                return
+            _audited.add(refused)
+        if audited:
+            return
+        if refused.code == "check_error":
+            log.warning("toolpass: %s was refused before it was checked: %s", tool, refused.detail)
         event = AuditEvent(tool, None)
         event.user = user if isinstance(user, str) and user.strip() else None
         event.arguments = dict(arguments)
