@@ -109,13 +109,8 @@ async def _guarded(
     ``ApprovalRequired`` (its metadata: ``Pending.payload()``), and a resumed call (approved,
     edited or denied in ``DeferredToolResults``) goes through the approval machine."""
     try:
-        try:
-            user = guard.user_of(ctx.deps, ctx)
-            key = guard.key(run, getattr(ctx, "conversation_id", None), ctx)
-        except ToolRefused as refused:  # the application's source failed: never run
-            log.warning("toolpass: the user or session of %s failed: %s", tool, refused.detail)
-            guard.audit_refused(None, tool, arguments, refused)
-            raise refused from None
+        conversation = getattr(ctx, "conversation_id", None)
+        user, key = guard.who(tool, arguments, ctx.deps, ctx, run=run, conversation=conversation)
         resumed = _resumed(guard, ctx, tool, arguments) if pauses else None
         if resumed is not None:
             request_id, asked, answer = resumed
