@@ -359,7 +359,7 @@ def echoes(text: str, into: str | None = None) -> set[str]:
     read for values its tool's small output cannot hold)."""
     found = {text.strip()}
     for pattern in (_URL, _EMAIL, _IBAN, _LINK, _DIGITS):
-        if _may_match(pattern, text) and (into is None or _may_match(pattern, into)):
+        if (into is None or _may_match(pattern, into)) and _may_match(pattern, text):
             found |= {m.group(0).rstrip(".,;:!?") for m in pattern.finditer(text)}
     found |= {unquote(t) for t in found}
     return {t for t in found if t}
