@@ -6,14 +6,14 @@
 - :func:`paged`: one paginator for the styles systems use: ``offset`` (``limit``/``offset``
   and a ``more`` flag), ``cursor`` (a cursor in the body sent back as a parameter),
   ``next_url`` (the next page's URL in the body) and ``link`` (RFC 8288 ``Link: <...>;
-  rel="next"``).
+  rel="next"``); a next page's URL must be on the connection's URL.
 - :class:`IssuedToken`: a token the engine is issued (OAuth client credentials, a JWT
   exchange): fetched once at a time under its lock, kept until shortly before it expires
   (:func:`~toolpass.integrations.base.issued_token`), dropped when the system rejects it.
 - :func:`target`: a resource ``kind:id`` parsed against the kinds its action declares in
   ``actions.json`` (``{"kinds": {kind: id pattern or null}, "actions": [...]}``, read by
-  :func:`~toolpass.integrations.base.load_actions`), a
-  malformed one answered ``unknown`` (cause ``resource``) naming what the action takes.
+  :func:`~toolpass.integrations.base.load_actions`); a malformed one is answered
+  ``unknown`` (cause ``resource``) naming what the action takes.
 - :class:`UserIds` and :func:`mapped_user`: the shape of a system's user ids, declared once;
   a user mapped to anything else is ``unknown`` (cause ``identity``).
 """
@@ -26,13 +26,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlencode
 
-from toolpass.integrations.base import Action, Decision, LookupFailed, Remembered, issued_token
-
-if TYPE_CHECKING:
-    from toolpass.integrations.base import Integration
+from toolpass.integrations.base import (
+    Action,
+    Decision,
+    Integration,
+    LookupFailed,
+    Remembered,
+    issued_token,
+)
 
 __all__ = [
     "Cache",
@@ -43,12 +47,13 @@ __all__ = [
     "paged",
     "target",
     "token_from",
+    "ttl_option",
 ]
 
 K = TypeVar("K")
 V = TypeVar("V")
 Style = Literal["offset", "cursor", "next_url", "link"]
-_NEXT_LINK = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?', re.I)
+_NEXT_LINK = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?(?=[\s;,]|$)', re.I)
 
 
 # --- caches ------------------------------------------------------------------------------
