@@ -348,14 +348,19 @@ class ToolpassGuardrails:
     async def _resume(
         self, inner: Any, ctx: ToolContext[Any], user: str | None, key: Any, arguments: Any
     ) -> Any:
-        """A call approved in the run's state: the person's answer (``answer``, else an
-        approval) through the approval machine, then the whole check and the body, once."""
+        """A call approved in the run's state: the person's answer through the approval
+        machine, then the whole check and the body, once. The answer is the one ``answer``
+        gave for this very item, else the SDK's approval, taken only for the request this
+        process paused this very call for: an approval no pause asked for (the SDK's
+        ``always_approve`` covering a later call) answers no request, the queue decides."""
         call_id = ctx.tool_call_id
         with self._lock:
-            answer = self._answers.pop(call_id, None) or Answer("approve", by=_BY)
+            given = self._answers.pop(call_id, None)
             paused = self._paused.pop(call_id, None)
+        answer = given or Answer("approve", by=_BY)
         request_id = answer.request_id or (paused.request_id if paused else None)
-        request_id = request_id or self._waiting_request(user, key, ctx.tool_name, arguments)
+        if request_id is None and given is not None:  # answered here, paused in another process
+            request_id = self._waiting_request(user, key, ctx.tool_name, arguments)
 
         def body(runs_with: Mapping[str, Any]) -> Callable[[], Any]:
             return lambda: inner(ctx, json.dumps(dict(runs_with)))
