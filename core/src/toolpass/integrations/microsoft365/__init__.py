@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, ttl_option
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
@@ -47,7 +47,6 @@ from toolpass.integrations.base import (
     Decision,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.wire.errors import ConfigError
@@ -79,6 +78,10 @@ CREDENTIAL = (
     "admin-consented (API permissions > Grant admin consent). All are reads; keep the app's "
     "credential away from the agent."
 )
+
+
+class _Absent(Exception):
+    """A read answered 404 (never kept)."""
 
 
 USER_IDS = UserIds(GUID, "an Entra ID object id")
@@ -128,7 +131,9 @@ class Microsoft365(MicrosoftCloud):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._kept: Remembered[str, Any] = Remembered(5000)
+        ttl = ttl_option(self.options, "permission_cache_ttl", 60.0)
+        self._lists: Cache[str, list[dict[str, Any]]] = Cache(ttl)
+        self._objects: Cache[str, dict[str, Any]] = Cache(ttl)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -142,18 +147,26 @@ class Microsoft365(MicrosoftCloud):
             raise ConfigError("must be 0 or more seconds", "permission_cache_ttl")
 
     # --- reads, kept a while -----------------------------------------------------------
-    def _read(self, key: str, what: str, path: str, **params: str) -> Any:
-        """A Graph object or list (``key`` ``list:...``), kept; None for a 404."""
-        hit = self._kept.get(key)
-        if hit is not None:
-            return hit
-        if key.startswith("list:"):
-            found: Any = self.graph_list(path, what=what, params=params or None)
-        else:
-            found = self.graph(path, what=what, params=params or None, absent=(404,))
-        if found is not None:
-            self._kept.put(key, found, float(self.options.get("permission_cache_ttl", 60.0)))
-        return found
+    def _read(
+        self, what: str, path: str, *, listed: bool = False, params: Mapping[str, str] | None = None
+    ) -> Any:
+        """A Graph object, or list (``listed``), kept ``permission_cache_ttl``; None for a
+        404 (not kept)."""
+
+        def load() -> Any:
+            query = dict(params or {}) or None
+            if listed:
+                found = self.graph_list(path, what=what, params=query)
+            else:
+                found = self.graph(path, what=what, params=query, absent=(404,))
+            if found is None:
+                raise _Absent
+            return found
+
+        try:
+            return (self._lists if listed else self._objects).get(path, load)
+        except _Absent:
+            return None
 
     def _absent(self, text: str) -> Decision:
         if self.options.get("not_found") == "deny":
@@ -247,12 +260,12 @@ class Microsoft365(MicrosoftCloud):
     def _permissions(self, item: str) -> list[dict[str, Any]] | None:
         suffix = ":/permissions" if ":/" in item else "/permissions"
         path = "/" + quote(item, safe="/!:@$'()*+,;=-._~") + suffix
-        found = self._read(f"list:{path}", f"read the permissions of {item}", path)
+        found = self._read(f"read the permissions of {item}", path, listed=True)
         return found if isinstance(found, list) else None
 
     def _shared(self, share: str) -> str | None:
         found = self._read(
-            share, f"resolve {share}", f"/{share}/driveItem", **{"$select": "id,parentReference"}
+            f"resolve {share}", f"/{share}/driveItem", params={"$select": "id,parentReference"}
         )
         drive = (found or {}).get("parentReference", {}).get("driveId")
         if not found or not isinstance(drive, str) or not isinstance(found.get("id"), str):
@@ -292,7 +305,7 @@ class Microsoft365(MicrosoftCloud):
         if _SHARE.fullmatch(drive):
             return set()
         found = self._read(
-            f"drive:{drive}", f"read the owner of {drive}", f"/{drive}", **{"$select": "id,owner"}
+            f"read the owner of {drive}", f"/{drive}", params={"$select": "id,owner"}
         )
         owner = (found or {}).get("owner") or {}
         if str((owner.get("user") or {}).get("id", "")).lower() == oid.lower():
@@ -319,9 +332,7 @@ class Microsoft365(MicrosoftCloud):
     def _members(self, oid: str, action: str, ref: str, shape: re.Match[str]) -> Decision:
         if action == "teams.post":
             team = f"/teams/{quote(shape['team'])}"
-            info = self._read(
-                f"team:{team}", f"read the team {ref}", team, **{"$select": "id,isArchived"}
-            )
+            info = self._read(f"read the team {ref}", team, params={"$select": "id,isArchived"})
             if info is None:
                 return self._absent(f"Graph has no team {ref} the engine can see (404)")
             if info.get("isArchived") is not False:
@@ -336,16 +347,15 @@ class Microsoft365(MicrosoftCloud):
             if channel is not None:
                 where = f"/teams/{quote(shape['team'])}/channels/{quote(channel, safe=':@')}"
                 info = self._read(
-                    f"channel:{where}",
                     f"read the channel {ref}",
                     where,
-                    **{"$select": "id,membershipType"},
+                    params={"$select": "id,membershipType"},
                 )
                 if info is None:
                     return self._absent(f"Graph has no channel {ref} the engine can see (404)")
                 if info.get("membershipType") in ("private", "shared"):
                     path = f"{where}/members"
-        members = self._read(f"list:{path}", f"list the members of {ref}", path)
+        members = self._read(f"list the members of {ref}", path, listed=True)
         if members is None:
             return self._absent(f"Graph has no {ref} the engine can see (404)")
         entry = next((m for m in members if str(m.get("userId", "")).lower() == oid.lower()), None)
@@ -360,7 +370,7 @@ class Microsoft365(MicrosoftCloud):
         if action == "groups.manage":
             path = f"/groups/{group}/owners"
             what = f"list the owners of group {group}"
-            owners = self._read(f"list:{path}", what, path, **{"$select": "id"})
+            owners = self._read(what, path, listed=True, params={"$select": "id"})
             if owners is None:
                 return self._absent(f"Graph has no group {group} the engine can see (404)")
             if any(str(o.get("id", "")).lower() == oid.lower() for o in owners):
@@ -373,7 +383,7 @@ class Microsoft365(MicrosoftCloud):
     def _admin(self, oid: str) -> Decision:
         path = f"/users/{oid}/transitiveMemberOf/microsoft.graph.directoryRole"
         select = {"$select": "id,displayName,roleTemplateId"}
-        roles = self._read(f"list:{path}", "list the user's directory roles", path, **select)
+        roles = self._read("list the user's directory roles", path, listed=True, params=select)
         if roles is None:
             raise LookupFailed(f"Graph has no user {oid} to list directory roles of")
         admin = {r.lower() for r in self.options.get("admin_roles") or [GLOBAL_ADMIN]}
