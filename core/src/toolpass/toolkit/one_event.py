@@ -8,10 +8,10 @@ they write one, with the final outcome, whichever layer refused:
 - a secured tool's call made by the body of an adapter's call *joins* it: its event is handed
   over, and the adapter's call writes both as one (``join``, ``write``);
 - a hook's decision that lets the call run, when the adapter says its body follows in this
-  context, is *held* (``hold``): the first pipeline the body runs takes it and writes it with
-  its own; a body that ran none writes it as the body ends (``release``, from
-  ``Guard.session``); one never taken is written when the next call is checked, or when
-  nothing can take it any more.
+  context, is *held* (``hold``): the first pipeline its body runs (inside ``Guard.session``
+  for the same user: ``claim``) takes it and writes it with its own; a body that ran none
+  writes it as the body ends (``release``); one never taken is written when the next call is
+  checked (or another call runs outside its body), or when nothing can take it any more.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ _lock = threading.Lock()
 _held: ContextVar[CallState | None] = ContextVar("toolpass_held", default=None)
 #: Set by ``holding``: a decision made now is held for the body that follows.
 _holding: ContextVar[bool] = ContextVar("toolpass_holding", default=False)
+#: The held decision whose body runs now (``claim``): only a pipeline of that body takes it.
+_body: ContextVar[CallState | None] = ContextVar("toolpass_body", default=None)
 
 
 def _take(held: CallState) -> bool:
@@ -66,6 +68,16 @@ def holding() -> Iterator[None]:
         yield
     finally:
         _holding.reset(token)
+
+
+def claim(user: str | None) -> CallState | None:
+    """The decision held here, now running its body for ``user`` (``Guard.session``); None
+    when none is held or it was made for another user (then it is written alone)."""
+    held = _held.get()
+    if held is None or held.event.user != user:
+        return None
+    _body.set(held)
+    return held
 
 
 def release(held: CallState, failure: BaseException | None) -> None:
@@ -122,7 +134,7 @@ def join(c: CallState, deciding: bool) -> None:
     held = _held.get()
     if held is None or not _take(held):
         return
-    if deciding:  # the next call's check: the held one's body ran no pipeline
+    if deciding or _body.get() is not held:  # another call: the held one's body ran none
         emit(held.event, _sinks(held))
         return
     held.inner, c.outer = c, held
