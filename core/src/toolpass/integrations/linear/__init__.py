@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, target, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -60,7 +60,7 @@ TEAM_KINDS = (
     "triageResponsibility",
     "workflowState",
 )
-#: The resource kinds each action scope accepts.
+#: The resource kinds each action scope names (each action declares its own in actions.json).
 KINDS = {
     "team": ("team", *TEAM_KINDS),
     "issue": ("issue", *ISSUE_KINDS),
@@ -237,22 +237,10 @@ class Linear(Integration):
         if terms is None:
             return Decision.unknown(f"linear has no action {action!r}", cause="resource")
         scope = str(terms.terms.get("scope"))
-        kind, _, rid = resource.partition(":")
-        kinds = KINDS.get(scope, ())
-        if action == "issue.write":
-            kinds = (*kinds, "team")
-        elif action == "issue.delete":
-            kinds = ("issue",)
-        elif action.startswith("comment."):
-            kinds = ("comment",)
-        if not (
-            (scope == "workspace" and resource == "workspace")
-            or (kind in kinds and _ID.fullmatch(rid))
-        ):
-            where = "workspace" if scope == "workspace" else " or ".join(f"{k}:ID" for k in kinds)
-            return Decision.unknown(
-                f"{action} is asked on {where}, not {resource!r}", cause="resource"
-            )
+        on = target(terms, resource)
+        if isinstance(on, Decision):
+            return on
+        kind, rid = on.kind, on.id
         uid = mapped_user(self, user, USER_IDS)
         if isinstance(uid, Decision):
             return uid
