@@ -246,10 +246,16 @@ class ToolpassMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # Translation.
 
     def _who(self, request: ToolCallRequest) -> tuple[str | None, Any]:
-        """The call's user, and what its session is kept under."""
-        runtime = getattr(request, "runtime", None)
-        user = self.guard.user_of(getattr(runtime, "context", None), runtime)
-        return user, self.guard.key(_run(request), _thread(runtime), runtime)
+        """The call's user, and what its session is kept under (a failing source refuses)."""
+        call, runtime = request.tool_call, getattr(request, "runtime", None)
+        return self.guard.who(
+            call["name"],
+            call.get("args") or {},
+            getattr(runtime, "context", None),
+            runtime,
+            run=_run(request),
+            conversation=_thread(runtime),
+        )
 
     def _saw(self, tools: Sequence[BaseTool | dict[str, Any]]) -> None:
         named = {_name(t): t for t in tools}
