@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import UserIds, mapped_user, target
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -170,14 +170,11 @@ class Datadog(Integration):
         terms = self.action(action)
         if terms is None:
             return Decision.unknown(f"datadog has no action {action!r}", cause="resource")
-        kind = str(terms.terms.get("type") or "")
-        rtype, _, rid = resource.partition(":")
-        on_resource = bool(kind) and rtype == kind and bool(_ID.fullmatch(rid))
-        if resource != _ORG and not on_resource:
-            where = f"org or {kind}:ID" if kind else "org"
-            return Decision.unknown(
-                f"{action} is asked on {where}, not {resource!r}", cause="resource"
-            )
+        on = target(terms, resource)
+        if isinstance(on, Decision):
+            return on
+        rtype, rid = on.kind, on.id
+        on_resource = rtype != _ORG
         uid = mapped_user(self, user, USER_IDS)
         if isinstance(uid, Decision):
             return uid
