@@ -90,8 +90,17 @@ _audited_lock = threading.Lock()
 #: The ``type`` of the payload a framework's pause carries for a call awaiting approval.
 APPROVAL = "toolpass_approval"
 _APPROVING = frozenset({"y", "yes", "approve", "approved", "accept", "allow"})
-#: Other words for an answer's decision.
-_SAID = {"reject": "deny", "approved": "approve", "denied": "deny"}
+_Decision = Literal["approve", "deny", "edit", "expired"]
+#: The decision each word a resume value may say means (any other word denies).
+_SAID: dict[str, _Decision] = {
+    "approve": "approve",
+    "approved": "approve",
+    "deny": "deny",
+    "denied": "deny",
+    "reject": "deny",
+    "edit": "edit",
+    "expired": "expired",
+}
 
 
 @dataclass(frozen=True)
@@ -185,11 +194,9 @@ class Answer:
         said = value.get("decision", value.get("type"))
         if said is None:
             said = "approve" if value.get("approved", value.get("approve")) is True else "deny"
-        decision = _SAID.get(said, said) if isinstance(said, str) else "deny"
+        decision = _SAID.get(said, "deny") if isinstance(said, str) else "deny"
         arguments = value.get("arguments", value.get("args"))
-        if decision not in ("approve", "deny", "edit", "expired"):
-            decision = "deny"
-        elif decision == "edit" and not isinstance(arguments, Mapping):
+        if decision == "edit" and not isinstance(arguments, Mapping):
             decision = "deny"  # an edit without the arguments the person wrote
         named = value.get("by")
         request_id = value.get("request_id")
