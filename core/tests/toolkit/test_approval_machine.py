@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from toolpass import ApprovalQueue, Decision, Session, Toolkit
 from toolpass.adapting import APPROVAL, Answer, Guard, Pending, Rule, Traits
@@ -175,12 +176,13 @@ def test_an_answer_given_in_another_session_releases_nothing() -> None:
     assert runs.ran == []
 
 
-#: Values whose ``repr`` is another value's text: ``5`` and ``"5"``, ``None`` and ``"None"``...
+#: Values whose ``repr`` is another value's text: ``5`` and ``"5"``, ``None`` and ``"None"``,
+#: ``inf`` and ``"inf"``... (an infinite number is refused before anyone is asked).
 _LOOK_ALIKE = st.one_of(
     st.integers(),
     st.booleans(),
     st.none(),
-    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(allow_nan=False),
     st.text(max_size=6),
 )
 
@@ -195,6 +197,8 @@ _PAIRS = st.one_of(
 
 @settings(max_examples=60, deadline=None)
 @given(_PAIRS)
+@example((float("inf"), "inf"))
+@example(("inf", float("-inf")))
 def test_an_answer_is_taken_only_for_the_arguments_it_was_asked_for(
     pair: tuple[Any, Any],
 ) -> None:
@@ -208,6 +212,9 @@ def test_an_answer_is_taken_only_for_the_arguments_it_was_asked_for(
     guard, runs = Guard(None, {"delete": Traits(approve=True)}, toolkit=kit), Runs()
     with pytest.raises(ToolRefused) as refused:
         guard.run("dana", "delete", {"key": asked}, runs.body({}), key=Session("dana", id="c1"))
+    if isinstance(asked, float) and not math.isfinite(asked):
+        assert refused.value.code == "invalid_arguments"  # nobody is asked: no request
+        return
     pending = guard.pending(refused.value)
     assert pending is not None
     with pytest.raises(ToolRefused):
