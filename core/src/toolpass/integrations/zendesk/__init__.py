@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_option
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, target, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -251,15 +251,10 @@ class Zendesk(Integration):
         if terms is None:
             return Decision.unknown(f"zendesk has no action {action!r}", cause="resource")
         scope = str(terms.terms.get("scope"))
-        kind, _, rid = resource.partition(":")
-        if not (
-            (scope == "account" and resource == "account")
-            or (kind == scope != "account" and _ID.fullmatch(rid))
-        ):
-            where = "account" if scope == "account" else f"{scope}:ID"
-            return Decision.unknown(
-                f"{action} is asked on {where}, not {resource!r}", cause="resource"
-            )
+        on = target(terms, resource)
+        if isinstance(on, Decision):
+            return on
+        rid = on.id
         uid = mapped_user(self, user, USER_IDS)
         if isinstance(uid, Decision):
             return uid
