@@ -32,6 +32,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal, TypeVar
 
 from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
@@ -312,39 +313,41 @@ class ToolpassAuthorization:
             return run
 
         try:
-            user = await self._user(ctx)
-            key = await self._key(ctx)
-            self._saw(name)
-        except ToolRefused as refused:  # the application's user or session source failed
-            return self._refused(name, arguments, tool_input, refused, audit=True)
-        except Exception as exc:
-            return self._failed_check(name, arguments, tool_input, exc)
+            with self._outside(name, arguments):  # the user or session source may fail
+                user = await self._user(ctx)
+                key = await self._key(ctx)
+                self._saw(name)
+        except ToolRefused as refused:
+            return self._refused(name, tool_input, refused)
         guard = self.guard
         try:
-            waiter = _waiter(user, name, arguments)
-            # A step replayed while its call waits for a person goes on to the decision only.
-            asked = await _asked(ctx, waiter) if self.approvals == "events" else None
-            if asked is None:
-                try:
-                    content = await guard.arun(user, name, arguments, bodies(arguments), key=key)
-                except ApprovalPending as waiting:
-                    asked = self._pause(ctx, waiting)
-                    if asked is None:
-                        raise
-                    await _remember(ctx, waiter, asked)
-            if ctx is not None and asked is not None:
-                answered = await self._answered(ctx, asked, waiter)
-                content = await guard.aresume(user, name, arguments, bodies, **answered, key=key)
+            with self._outside(name, arguments, user, unless=lambda: started):
+                waiter = _waiter(user, name, arguments)
+                # A step replayed while its call waits for a person goes on to the decision only.
+                asked = await _asked(ctx, waiter) if self.approvals == "events" else None
+                if asked is None:
+                    try:
+                        content = await guard.arun(
+                            user, name, arguments, bodies(arguments), key=key
+                        )
+                    except ApprovalPending as waiting:
+                        asked = self._pause(ctx, waiting)
+                        if asked is None:
+                            raise
+                        await _remember(ctx, waiter, asked)
+                if ctx is not None and asked is not None:
+                    answered = await self._answered(ctx, asked, waiter)
+                    content = await guard.aresume(
+                        user, name, arguments, bodies, **answered, key=key
+                    )
         except ToolRefused as refused:  # an answer that released nothing: the model reads so
-            return self._refused(name, arguments, tool_input, refused, audit=False)
+            return self._refused(name, tool_input, refused)
         except Exception as exc:
             if isinstance(exc, _WAITING):
                 raise  # the step waits for an event; LlamaIndex replays it later
             original = getattr(exc, "original", None)  # a ToolError toolpass made of it
             if isinstance(original, _WAITING):
                 raise original from None
-            if not started:  # toolpass failed before the tool ran: refuse
-                return self._failed_check(name, arguments, tool_input, exc)
             return _failed(name, tool_input, exc, result)
         return _output(name, tool_input, content, result)
 
@@ -398,21 +401,14 @@ class ToolpassAuthorization:
             return out.content
 
         try:
-            user = _sync_user(self.guard.user)
-            key = self.guard.key(None, _sync_session(self._session))
-            self._saw(name)
+            with self._outside(name, arguments):
+                user = _sync_user(self.guard.user)
+                key = self.guard.key(None, _sync_session(self._session))
+                self._saw(name)
+            with self._outside(name, arguments, user, unless=lambda: started):
+                content = self.guard.run(user, name, arguments, run, key=key)
         except ToolRefused as refused:
-            return self._refused(name, arguments, tool_input, refused, audit=True)
-        except Exception as exc:
-            return self._failed_check(name, arguments, tool_input, exc)
-        try:
-            content = self.guard.run(user, name, arguments, run, key=key)
-        except ToolRefused as refused:
-            return self._refused(name, arguments, tool_input, refused, audit=False)
-        except Exception as exc:
-            if not started:
-                return self._failed_check(name, arguments, tool_input, exc)
-            raise
+            return self._refused(name, tool_input, refused)
         return _output(name, tool_input, content, result)
 
     # Translation.
@@ -454,33 +450,35 @@ class ToolpassAuthorization:
         if name not in self.guard.tools:
             self.guard.add_tools({name: None}, complete=False, late=True)
 
-    def _failed_check(
-        self, name: str, arguments: Mapping[str, Any], tool_input: Mapping[str, Any], exc: Exception
-    ) -> ToolOutput:
-        """Toolpass itself failed before the tool ran (a bug, a broken option): refuse."""
-        log.exception("toolpass: the check of %s failed", name)
-        refused = ToolRefused(
-            "check_error",
-            "The call could not be checked, so it was not made. Tell the user.",
-            detail=_named(exc),
-        )
-        return self._refused(name, arguments, tool_input, refused, audit=True)
-
-    def _refused(
+    def _outside(
         self,
         name: str,
         arguments: Mapping[str, Any],
-        tool_input: Mapping[str, Any],
-        refused: ToolRefused,
+        user: str | None = None,
         *,
-        audit: bool,
+        unless: Callable[[], bool] = lambda: False,
+    ) -> AbstractContextManager[None]:
+        """Around what runs for a call outside the pipeline: a refusal, or toolpass failing
+        (a bug, a broken option: ``check_error``) before the tool ran, refuses the call, as
+        the guard audits it; once ``unless()`` (the tool ran), or for a step's wait, an
+        exception passes on."""
+
+        def failed(exc: Exception) -> ToolRefused | None:
+            if unless() or _waits(exc):
+                return None
+            log.exception("toolpass: the check of %s failed", name)
+            return ToolRefused(
+                "check_error",
+                "The call could not be checked, so it was not made. Tell the user.",
+                detail=_named(exc),
+            )
+
+        return self.guard.refusing(name, arguments, user, failed=failed)
+
+    def _refused(
+        self, name: str, tool_input: Mapping[str, Any], refused: ToolRefused
     ) -> ToolOutput:
-        """The refusal as the tool's output (``on_refuse``). ``audit``: the pipeline never
-        saw the call (its user or session could not be found, or the check itself failed),
-        so it is audited here."""
-        if audit:
-            log.warning("toolpass: %s refused before its check: %s", name, refused.detail)
-            self.guard.audit_refused(None, name, arguments, refused)
+        """The refusal as the tool's output (``on_refuse``)."""
         on_refuse = self.guard.on_refuse
         if on_refuse is None:
             raise refused
@@ -588,13 +586,16 @@ def _hook(host: Any, owner: ToolpassAuthorization, coders: Sequence[Any] = ()) -
         elif isinstance(tool, GuardedTool) and tool.owner is owner:
             inner = tool.tool if isinstance(tool.tool, AsyncBaseTool) else _Threaded(tool.tool)
         arguments = {k: v for k, v in tool_input.items() if not isinstance(v, Context)}
+        name = "(unnamed tool)"
         try:
-            name = _name(tool)
-        except Exception as exc:  # a tool without a name: nothing to check it by
-            return owner._failed_check("(unnamed tool)", arguments, tool_input, exc)
-        unchecked = _generated_code_problem(coders)
-        if unchecked is not None:
-            return owner._refused(name, arguments, tool_input, unchecked, audit=True)
+            with owner._outside(name, arguments):  # a tool without a name: nothing to check
+                name = _name(tool)
+            with owner._outside(name, arguments):
+                unchecked = _generated_code_problem(coders)
+                if unchecked is not None:
+                    raise unchecked
+        except ToolRefused as refused:
+            return owner._refused(name, tool_input, refused)
 
         def body(given: Mapping[str, Any]) -> Awaitable[ToolOutput]:
             edited = tool_input if given is arguments else _edited(tool_input, given)
@@ -851,6 +852,11 @@ def _output(
     return ToolOutput(
         content=str(content), tool_name=name, raw_input=dict(tool_input), raw_output=content
     )
+
+
+def _waits(exc: BaseException) -> bool:
+    """Whether ``exc`` is a workflow step's wait for an event (or toolpass's error of one)."""
+    return isinstance(exc, _WAITING) or isinstance(getattr(exc, "original", None), _WAITING)
 
 
 def _failed(
