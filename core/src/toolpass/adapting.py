@@ -824,22 +824,23 @@ class Guard:
         arguments: Mapping[str, Any],
         user: str | None = None,
         *,
-        failed: Callable[[Exception], ToolRefused] | None = None,
+        failed: Callable[[Exception], ToolRefused | None] | None = None,
     ) -> Iterator[None]:
         """Around what an adapter does for a call outside the pipeline (reading its user or
         session, a host's prompt, finding the hook's decision): a ``ToolRefused`` raised
-        inside, or an exception that ``failed`` makes one of (else it propagates), refuses
-        the call: its one audit event is written here (never a second one for a refusal the
-        pipeline wrote) and the refusal raised for the adapter to translate."""
+        inside, or an exception that ``failed`` makes one of (None, or no ``failed``: it
+        propagates), refuses the call: its one audit event is written here (never a second
+        one for a refusal the pipeline wrote) and the refusal raised for the adapter to
+        translate."""
         try:
             yield
         except ToolRefused as refused:
             self._refused(user, tool, arguments, refused)
             raise
         except Exception as exc:
-            if failed is None:
+            failure = None if failed is None else failed(exc)
+            if failure is None:
                 raise
-            failure = failed(exc)
             self._refused(user, tool, arguments, failure)
             raise failure from None
 
