@@ -213,17 +213,20 @@ class ToolpassCallbacks:
         """None for a wrapped tool (it is checked as it runs); a call of a tool that is not
         wrapped runs through the pipeline here, and its result answers the call."""
         try:
-            if isinstance(tool, (_GuardedTool, *_ADK_CONTROL)) or type(tool) is BaseTool:
-                # Checked as it runs; ADK's own control flow; or a tool the model made up
-                # (ADK answers that it does not exist).
-                return None
-            confirmation = tool_context.tool_confirmation
-            if await tool.check_require_confirmation(args, tool_context) is True and not (
-                confirmation is not None and confirmation.confirmed
-            ):
-                return None  # ADK's gate asks first (or answers a rejection): nothing runs
-        except Exception as exc:
-            return self._broken(tool, args, exc)
+            with self.guard.refusing(tool.name, args, failed=_check_error):
+                if isinstance(tool, (_GuardedTool, *_ADK_CONTROL)) or type(tool) is BaseTool:
+                    # Checked as it runs; ADK's own control flow; or a tool the model made up
+                    # (ADK answers that it does not exist).
+                    return None
+                confirmation = tool_context.tool_confirmation
+                if await tool.check_require_confirmation(args, tool_context) is True and not (
+                    confirmation is not None and confirmation.confirmed
+                ):
+                    return None  # ADK's gate asks first (or answers a rejection): nothing runs
+        except ToolRefused as refused:  # the callback itself failed: refuse
+            if self.guard.on_refuse is None:
+                raise
+            return self._result(refused)
 
         def body(given: Mapping[str, Any]) -> Callable[[], Awaitable[Any]]:
             return lambda: tool.run_async(args=dict(given), tool_context=tool_context)
@@ -261,19 +264,11 @@ class ToolpassCallbacks:
         call paused for one; a refusal is the ``on_refuse`` result (or raised)."""
         guard = self.guard
         try:
-            try:
+            with guard.refusing(name, args, failed=_check_error):  # a source may fail
                 arguments = dict(args)
                 user = self._user(tool_context)
                 key = self._key(tool_context)
                 resumed = _resumed(guard, tool_context, user, key, name, arguments)
-            except ToolRefused as refused:  # the application's source failed: never run
-                guard.audit_refused(None, name, args, refused)
-                raise
-            except Exception as exc:
-                broken = _check_error(exc)
-                log.exception("toolpass: the call of %s could not be prepared", name)
-                guard.audit_refused(None, name, args, broken)
-                raise broken from None
             try:
                 if resumed is None:
                     return await guard.arun(user, name, arguments, body(arguments), key=key)
@@ -328,14 +323,6 @@ class ToolpassCallbacks:
             log.exception("toolpass: on_refuse failed")
             result = None
         return refusal_result(refused) if result is None else result
-
-    def _broken(self, tool: BaseTool, args: Mapping[str, Any], exc: Exception) -> Any:
-        refused = _check_error(exc)
-        log.exception("toolpass: the before-tool callback failed for %s", tool.name)
-        self.guard.audit_refused(None, tool.name, args, refused)
-        if self.guard.on_refuse is None:
-            raise refused from None
-        return self._result(refused)
 
     # Wrapping.
 
@@ -622,6 +609,8 @@ def _error_result(error: BaseException) -> dict[str, Any]:
 
 
 def _check_error(exc: BaseException) -> ToolRefused:
+    """The refusal when toolpass's callback failed (logged: a bug, or a broken option)."""
+    log.error("toolpass: the callback failed", exc_info=exc)
     return ToolRefused(
         "check_error",
         "A safety check could not be completed, so the call was not made. "
