@@ -68,7 +68,9 @@ def update_reading(
     """What ``change`` returns, and each list named in ``lists`` (a key and the position to
     read from), as one atomic step where the store can (Redis: one script; SQLite: one
     transaction; memory: one lock). A change that returns the value it was given writes
-    nothing, so a pure read (``lambda value: (value, value)``) never writes."""
+    nothing, so a pure read (``lambda value: (value, value)``) never writes. A value written
+    with a ``ttl`` keeps the lists named at least as long (a store's own ``update_reading``;
+    here each list keeps the ttl of its last ``append``)."""
     if hasattr(store, "update_reading"):  # (isinstance of a Protocol costs 10 µs a call)
         return cast(ReadsWhileUpdating, store).update_reading(key, change, lists, ttl=ttl)
 

@@ -64,6 +64,10 @@ class MemoryStore:
                 self._values.pop(key, None)
             elif changed:
                 self._values[key] = (copy.deepcopy(value), self._expires(ttl))
+                if ttl is not None:  # the lists live as long as the value
+                    for name, _ in lists:
+                        if (items := self._live(self._lists.get(name))) is not None:
+                            self._lists[name] = (items, self._expires(ttl))
             read = [list((self._live(self._lists.get(n)) or [])[s:]) for n, s in lists]
         if changed:
             self._wakers.wake()

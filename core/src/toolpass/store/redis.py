@@ -34,6 +34,7 @@ _KNOWN = 4096
 # "-" keeps), milliseconds to keep it ("" for ever), the channel to publish on, then where to
 # read each list from. Answers {1, list...} once written (or kept), else {0, what the key holds
 # now, list...}: nothing is written, and the caller computes its change again from that value.
+# A value written with a ttl keeps the lists as long (they never expire before it).
 _SWAP = """
 local now = redis.call('GET', KEYS[1])
 now = now and ('=' .. now) or ''
@@ -47,6 +48,7 @@ if now == ARGV[1] then
       redis.call('SET', KEYS[1], ARGV[2])
     else
       redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+      for i = 2, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
     end
   end
   if ARGV[2] ~= '-' then redis.call('PUBLISH', ARGV[4], 'changed') end

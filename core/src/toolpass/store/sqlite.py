@@ -126,10 +126,15 @@ class SQLiteStore:
             if changed and new is None:
                 db.execute("DELETE FROM toolpass_values WHERE key = ?", (key,))
             elif changed:
+                expires = None if ttl is None else now + ttl
                 db.execute(
-                    "INSERT OR REPLACE INTO toolpass_values VALUES (?, ?, ?)",
-                    (key, new, None if ttl is None else now + ttl),
+                    "INSERT OR REPLACE INTO toolpass_values VALUES (?, ?, ?)", (key, new, expires)
                 )
+                if expires is not None:  # the lists live as long as the value
+                    db.executemany(
+                        "UPDATE toolpass_lists SET expires = ? WHERE key = ? AND expires > ?",
+                        [(expires, name, now) for name, _ in lists],
+                    )
             if changed:
                 self._purge_now_and_then(db, now)
             read = [self._items(db, name, start, now) for name, start in lists]

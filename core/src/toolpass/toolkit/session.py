@@ -54,6 +54,7 @@ class Session:
         "_private_from",
         "_provenance",
         "_read",
+        "_since",
         "_store",
         "_tainted",
         "_ttl",
@@ -105,6 +106,7 @@ class Session:
         self._store = store
         self._ttl = ttl
         self._read = 0  # untrusted texts of the store already in ``_local``
+        self._since: str | None = None  # which record of the store they were read from
         digest = hashlib.sha256(json.dumps([self.id, user]).encode()).hexdigest()[:32]
         self._key = f"session:{digest}"
         if request is not None and not isinstance(request, str):
@@ -273,7 +275,15 @@ class Session:
             ((untrusted, starts[0]), (values, starts[1])),
             ttl=self._ttl,
         )
+        since = state.get("since") if isinstance(state, dict) else None
         with self._lock:  # another thread may have read some of them since
+            if since != self._since or starts[0] > self._read or starts[1] > self._values_read:
+                # The record expired and started over (its lists count from 0 again), or
+                # another thread found that it did: read the lists whole.
+                self._since, self._read, self._values_read = since, 0, 0
+                if starts != (0, 0):
+                    starts = (0, 0)
+                    texts, entries = self._store.items(untrusted), self._store.items(values)
             for text in texts[self._read - starts[0] :]:
                 self._local.add(text)
             self._read = max(self._read, starts[0] + len(texts))
@@ -312,8 +322,16 @@ def _names(what: str, names: Iterable[str] | None) -> frozenset[str] | None:
 
 
 def _new_state() -> dict[str, Any]:
-    """A shared session's state in its store: its counts and its data flow."""
-    return {"counts": {}, "private": [], "tainted": False, "chars": 0, "full": False}
+    """A shared session's state in its store: its counts and its data flow, and ``since``,
+    which record this is (one that expired and started over has another)."""
+    return {
+        "counts": {},
+        "private": [],
+        "tainted": False,
+        "chars": 0,
+        "full": False,
+        "since": secrets.token_hex(8),
+    }
 
 
 def _take(counts: dict[str, int], keys: tuple[tuple[str, int], ...]) -> str | None:
