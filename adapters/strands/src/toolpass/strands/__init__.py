@@ -189,23 +189,21 @@ class ToolpassAuthorization(InterventionHandler):
         """Puts the pipeline around the selected tool; nothing is decided yet."""
         tool = event.selected_tool
         try:
-            if tool is None or tool.tool_type == "structured_output":
-                return Proceed()  # an unknown tool does not run; an answer's shape is no call
-            user: str | None = None
-            failed: ToolRefused | None = None
-            try:
-                user = self.guard.user_of(event.invocation_state, event)
-                key = self._key(event)
-            except ToolRefused as exc:  # the application's source failed: never run
-                failed, key = exc, None
-            event.selected_tool = _Guarded(self, tool, event, user, key, failed)
-            return Proceed()
-        except Exception as exc:  # the handler broke: refuse, without its text
-            refused = _check_error(exc)
-            log.exception("toolpass: the intervention failed for %s", event.tool_use.get("name"))
-            self.guard.audit_refused(None, str(event.tool_use.get("name")), {}, refused)
+            with self.guard.refusing(str(event.tool_use.get("name")), {}, failed=_check_error):
+                if tool is None or tool.tool_type == "structured_output":
+                    return Proceed()  # an unknown tool does not run; an answer's shape: no call
+                user: str | None = None
+                failed: ToolRefused | None = None
+                try:
+                    user = self.guard.user_of(event.invocation_state, event)
+                    key = self._key(event)
+                except ToolRefused as exc:  # the application's source failed: refused as it runs
+                    failed, key = exc, None
+                event.selected_tool = _Guarded(self, tool, event, user, key, failed)
+                return Proceed()
+        except ToolRefused as refused:  # the handler broke: refuse, without its text
             if self.guard.on_refuse is None:
-                raise refused from None
+                raise
             return Deny(reason=self._text(refused))
 
     def after_tool_call(self, event: AfterToolCallEvent, **kwargs: Any) -> Proceed:
@@ -347,8 +345,8 @@ class _Guarded(AgentTool):
         try:
             arguments = _arguments(tool_use)
             if self._failed is not None:
-                guard.audit_refused(self._user, name, arguments, self._failed)
-                raise self._failed
+                with guard.refusing(name, arguments, self._user):
+                    raise self._failed
             output = await self._resumed(arguments, body)
             if output is _NOTHING:
                 try:
@@ -528,6 +526,8 @@ def _request(pending: Pending) -> dict[str, Any]:
 
 
 def _check_error(exc: BaseException) -> ToolRefused:
+    """The refusal when toolpass's intervention failed (logged: a bug, or a broken option)."""
+    log.error("toolpass: the intervention failed", exc_info=exc)
     return ToolRefused(
         "check_error",
         "A safety check could not be completed, so the call was not made. "
