@@ -300,3 +300,24 @@ def test_revoking_ends_what_a_standing_approval_approved_but_did_not_run(tmp_pat
     vault["up"] = True
     with session.active(), pytest.raises(ApprovalPending):
         deploy("prod")
+
+
+def test_same_arguments_granted_in_another_process_covers_only_those(tmp_path: Path) -> None:
+    """``Standing(same_arguments=True)`` given by a queue that reads the request from the
+    store (as the approvals page does: each argument as written) covers the same call in any
+    session, and no call with another value, even one written like it (``'2'`` and ``2``);
+    it keeps the request's approvers, who may end it."""
+    url = f"sqlite:///{tmp_path}/state.db"
+    desk = Desk(ApprovalQueue(store=url, approvers={"tool:deploy": ["lee", "kim"]}))
+    asked = desk.call(Session(USER, id="c1"), "prod", 2)
+    page = ApprovalQueue(store=url)
+    page.approve(asked.split()[1], by="lee", standing=Standing(same_arguments=True))
+    (grant,) = page.standing()
+    assert grant.match == {"env": "'prod'", "version": "2"}
+    assert grant.approvers == ("lee", "kim")
+    assert desk.call(Session(USER, id="c1"), "prod", 2) == "deployed 2 to prod"
+    assert desk.call(Session(USER, id="c2"), "prod", 2) == "deployed 2 to prod"
+    assert desk.call(Session(USER, id="c2"), "prod", "2").startswith("pending ")
+    assert desk.call(Session(USER, id="c2"), "dev", 2).startswith("pending ")
+    ran = [e for e in desk.events if e.outcome == "ok"]
+    assert [e.standing_approval for e in ran] == [None, grant.id]

@@ -392,4 +392,5 @@ async def test_the_history_says_a_call_ran_under_a_standing_approval(
     found = rows((await sign_in(c)).text)
     (later,) = set(found) - {first}
     assert f"standing approval {grant.id}" in found[later]
-    assert "standing approval" not in found[first]  # lee decided this one
+    assert "through standing approval" not in found[first]  # lee decided this one
+    assert f"granted standing approval {grant.id}" in found[first]  # and granted it with it

@@ -84,10 +84,10 @@ def _held(name: Any, value: Any, depth: int) -> str:
 
 
 def _shown(name: str, value: Any) -> str:
-    return _shown_text(name, _text(value))
+    return shown_text(name, _text(value))
 
 
-def _shown_text(name: str, text: str) -> str:
+def shown_text(name: str, text: str) -> str:
     """A value as Python wrote it (``text``), as the preview shows it."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     whole = f"{len(text)} characters, sha256 {digest}; see request.arguments[{name!r}]"
@@ -234,7 +234,7 @@ class ApprovalRequest:
         req._shown = (
             {str(name): str(text) for name, text in shown.items()}
             if isinstance(shown, dict)
-            else {name: _shown_text(name, text) for name, text in req._written.items()}
+            else {name: shown_text(name, text) for name, text in req._written.items()}
         )
         req.preview, req.created = record["preview"], record["created"]
         req.connection = record.get("connection")

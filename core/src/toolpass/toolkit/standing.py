@@ -27,6 +27,9 @@ class Asked(Protocol):
     def reasons(self) -> tuple[str, ...]: ...
     @property
     def arguments(self) -> dict[str, Any]: ...
+    @property
+    def approvers(self) -> tuple[str, ...]: ...
+    def written_arguments(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -35,24 +38,28 @@ class Standing:
     ``session=True`` in this session only, for ``minutes`` (at most the queue's
     ``max_standing``, which is also how long one without ``minutes`` lasts), and with
     ``match`` only calls whose arguments named in it hold these values (compared as Python
-    writes them). A later call is covered only when it needs approval for reasons this one
-    was approved for."""
+    writes them); ``same_arguments=True`` matches every argument of the approved call (also
+    when it is approved in another process). A later call is covered only when it needs
+    approval for reasons this one was approved for."""
 
     session: bool = False
     minutes: float | None = None
     match: Mapping[str, Any] = field(default_factory=dict)
+    same_arguments: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.session, bool):
-            raise TypeError(f"session is True or False, not {self.session!r}")
+        for name in ("session", "same_arguments"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} is True or False, not {getattr(self, name)!r}")
         if self.minutes is not None and not (
             isinstance(self.minutes, (int, float)) and self.minutes > 0
         ):
             raise ValueError(f"minutes is a positive number, not {self.minutes!r}")
-        if not (self.session or self.minutes or self.match):
+        if not (self.session or self.minutes or self.match or self.same_arguments):
             raise ValueError(
                 "say how far the approval reaches: Standing(session=True), "
-                "Standing(minutes=N) or Standing(match={name: value})"
+                "Standing(minutes=N), Standing(match={name: value}) or "
+                "Standing(same_arguments=True)"
             )
 
 
@@ -60,7 +67,8 @@ class Standing:
 class StandingApproval:
     """A standing approval in force: ``by`` approved ``user``'s calls of ``tool`` (in
     ``session_id`` when set, with arguments matching ``match``, for ``reasons``) until
-    ``expires``; granted with request ``request_id``."""
+    ``expires``; granted with request ``request_id``, whose ``approvers`` (empty: anyone but
+    its user) may also revoke it."""
 
     id: str
     user: str
@@ -72,6 +80,7 @@ class StandingApproval:
     request_id: str
     created: float
     expires: float
+    approvers: tuple[str, ...] = ()
 
     @classmethod
     def grant(
@@ -88,17 +97,21 @@ class StandingApproval:
         unknown = sorted(set(map(str, standing.match)) - set(map(str, request.arguments)))
         if unknown:
             raise ValueError(f"request {request.id} has no argument {', '.join(unknown)}")
+        match = {str(name): repr(value) for name, value in standing.match.items()}
+        if standing.same_arguments:
+            match.update(request.written_arguments())
         return cls(
             id=secrets.token_hex(6),
             user=request.user,
             tool=request.tool,
             session_id=request.session_id if standing.session else None,
-            match={str(name): repr(value) for name, value in standing.match.items()},
+            match=match,
             reasons=tuple(request.reasons),
             by=by,
             request_id=request.id,
             created=now,
             expires=now + seconds,
+            approvers=tuple(request.approvers),
         )
 
     def covers(self, request: Asked, now: float) -> bool:
@@ -126,8 +139,10 @@ class StandingApproval:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "reasons": list(self.reasons)}
+        record = dataclasses.asdict(self)
+        return {**record, "reasons": list(self.reasons), "approvers": list(self.approvers)}
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> StandingApproval:
-        return cls(**{**record, "reasons": tuple(record["reasons"])})
+        approvers = tuple(record.get("approvers") or ())  # absent in an older record
+        return cls(**{**record, "reasons": tuple(record["reasons"]), "approvers": approvers})

@@ -5,7 +5,10 @@ preview; retries of one call grouped, with their count), the history of every re
 (filtered by ``?user=``, ``?tool=``, ``?state=``, ``?page=``) and the audit tail;
 ``POST /approvals/decide`` approves or denies one call's requests and redirects (303) to the
 page with a note of what was done, so a reload never posts again. The decider's name is the
-signed-in identity, never a form field.
+signed-in identity, never a form field. An approval may also stand for later calls (this
+session, N minutes up to ``max_standing_minutes``, or calls with the same arguments); the
+page lists the standing approvals in force, and ``POST /approvals/revoke`` ends one (its
+grantor, or one who may decide its tool), kept with who ended it for ``history_days``.
 
 Login: an approver key (``approvals.api_keys``, compared as ``POST /check`` keys are) opens a
 session, or an identity header (``approvals.proxy``) from one of ``approvals.trusted_proxies``.
@@ -29,9 +32,11 @@ import logging
 import os
 import secrets
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from starlette.concurrency import run_in_threadpool
@@ -41,10 +46,19 @@ from starlette.routing import Route
 from toolpass.outcome.audit_read import event
 from toolpass.server import approvals_html as views
 from toolpass.server.approvals_config import ApprovalsConfig
-from toolpass.server.approvals_view import PAGE_SIZE, BadQuery, Filters, grouped, same_call
+from toolpass.server.approvals_view import (
+    PAGE_SIZE,
+    BadQuery,
+    Filters,
+    grouped,
+    may_revoke,
+    same_call,
+    standing_of,
+)
 from toolpass.server.config import resolve_keys
 from toolpass.store import Store, StoreUnavailable, open_store
 from toolpass.toolkit.approval import ApprovalQueue
+from toolpass.toolkit.standing import Standing
 
 log = logging.getLogger("toolpass.server.approvals")
 COOKIE = "toolpass_approvals"
@@ -54,6 +68,8 @@ _SESSION = "approvals-page:session:"
 _REASON_LIMIT = 500
 _FAILED = "approvals-page:failed:"
 _FLASH = "approvals-page:flash:"
+_REVOKED = "approvals-page:revoked:"
+_RUNS_READ = 100_000  # calls run that the page reads to count each standing approval's
 _PENDING_SHOWN = 500  # pending requests the page reads at most
 _ALL = Filters()
 _FAILURES = 10  # failed sign-ins from one address before it must wait
@@ -93,6 +109,7 @@ class ApprovalsPage:
             ttl=config.ttl,
             self_approval=config.self_approval,
             keep_history=config.history_days * 86400.0,
+            max_standing=config.max_standing_minutes * 60.0,
         )
         self._secret: bytes | None = None
 
@@ -103,6 +120,7 @@ class ApprovalsPage:
             Route("/approvals/login", self.login, methods=["POST"]),
             Route("/approvals/logout", self.logout, methods=["POST"]),
             Route("/approvals/decide", self.decide, methods=["POST"]),
+            Route("/approvals/revoke", self.revoke, methods=["POST"]),
             Route("/approvals/live", self.live, methods=["GET"]),
             Route("/approvals/static/{name}", self.static, methods=["GET"]),
         ]
@@ -261,7 +279,12 @@ class ApprovalsPage:
             tool=f.tool or None,
             state=f.state or None,
         )
+        ran = self.queue.history(_RUNS_READ, state="ran")
         html = views.page(
+            standing=self.queue.standing(),
+            revoked=self._revoked(),
+            runs=Counter(e.standing for e in ran if e.standing_grant),
+            max_standing=self.config.max_standing_minutes,
             user=who.name,
             via=who.via,
             csrf=who.csrf,
@@ -383,18 +406,33 @@ class ApprovalsPage:
 
     async def decide(self, request: Request) -> Response:
         form = await _form(request)
-        fields = {k: form.get(k, "") for k in ("csrf", "id", "decision", "reason")}
+        names = ("csrf", "id", "decision", "reason", "scope", "minutes")
+        fields = {k: form.get(k, "") for k in names}
 
         def run(request: Request, who: Who | None) -> Response:
             refused = self._post_check(request, who, fields["csrf"])
             if refused is not None:
                 return refused
             assert who is not None
-            return self._decide(who, fields["id"], fields["decision"], fields["reason"].strip())
+            try:
+                standing = standing_of(
+                    fields["scope"] or "once", fields["minutes"], self.config.max_standing_minutes
+                )
+            except BadQuery as e:
+                return self._page(who, str(e), 400)
+            reason = fields["reason"].strip()
+            return self._decide(who, fields["id"], fields["decision"], reason, standing)
 
         return await self._guarded(request, run)
 
-    def _decide(self, who: Who, request_id: str, decision: str, reason: str) -> Response:
+    def _decide(
+        self,
+        who: Who,
+        request_id: str,
+        decision: str,
+        reason: str,
+        standing: Standing | None = None,
+    ) -> Response:
         if decision not in ("approve", "deny"):
             return self._page(who, "Choose approve or deny.", 400)
         if len(reason) > _REASON_LIMIT or not reason.isprintable():
@@ -407,7 +445,7 @@ class ApprovalsPage:
         shown = next((e for e in pending if e.id == request_id), None)
         same = [e.id for e in pending if shown and e.id != request_id and same_call(e, shown)]
         try:
-            self._answer(who, request_id, decision, reason)
+            self._answer(who, request_id, decision, reason, standing)
         except KeyError:
             return self._page(who, "That request is gone (used, expired or unknown).", 404)
         except PermissionError:
@@ -420,12 +458,24 @@ class ApprovalsPage:
         done = "approved" if decision == "approve" else "denied"
         call = f" ({shown.tool} for {shown.user})" if shown else ""
         more = f" and {len(also)} more request(s) for the same call" if also else ""
-        self._flash(who, f"You {done} request {request_id}{call}{more}.")
+        stands = ""
+        if standing is not None and decision == "approve":
+            granted = [g for g in self.queue.standing() if g.request_id == request_id]
+            stands = f", and its later calls {_reach(standing)}" if granted else ""
+            log.info("approvals page: %s granted a standing approval with %s", who.name, request_id)
+        self._flash(who, f"You {done} request {request_id}{call}{more}{stands}.")
         return RedirectResponse("/approvals", 303)
 
-    def _answer(self, who: Who, request_id: str, decision: str, reason: str) -> None:
+    def _answer(
+        self,
+        who: Who,
+        request_id: str,
+        decision: str,
+        reason: str,
+        standing: Standing | None = None,
+    ) -> None:
         if decision == "approve":
-            self.queue.approve(request_id, by=who.name)
+            self.queue.approve(request_id, by=who.name, standing=standing)
         else:
             self.queue.deny(request_id, by=who.name, reason=reason)
 
@@ -437,6 +487,56 @@ class ApprovalsPage:
             return False
         log.info("approvals page: %s %sd request %s", who.name, decision, request_id)
         return True
+
+    async def revoke(self, request: Request) -> Response:
+        form = await _form(request)
+        csrf, standing_id = form.get("csrf", ""), form.get("id", "")
+
+        def run(request: Request, who: Who | None) -> Response:
+            refused = self._post_check(request, who, csrf)
+            if refused is not None:
+                return refused
+            assert who is not None
+            return self._revoke(who, standing_id)
+
+        return await self._guarded(request, run)
+
+    def _revoke(self, who: Who, standing_id: str) -> Response:
+        grant = next((g for g in self.queue.standing() if g.id == standing_id), None)
+        if grant is None:
+            return self._page(who, "That standing approval is gone (revoked or expired).", 404)
+        if not may_revoke(who.name, grant, self_approval=self.config.self_approval):
+            why = "Only its grantor or one of its tool's approvers may revoke it."
+            return self._page(who, why, 403)
+        try:
+            self.queue.revoke(grant.id)
+        except KeyError:
+            return self._page(who, "That standing approval is gone (revoked or expired).", 404)
+        ran = self.queue.history(_RUNS_READ, state="ran")
+        record = {
+            **grant.to_dict(),
+            "revoked_by": who.name,
+            "revoked_at": time.time(),
+            "runs": sum(1 for e in ran if e.standing_grant and e.standing == grant.id),
+        }
+        keep = self.config.history_days * 86400.0
+        self.store.update(_REVOKED + grant.id, lambda _: (record, None), ttl=keep)
+        log.warning(
+            "approvals page: %s revoked standing approval %s (%s)",
+            who.name,
+            grant.id,
+            grant.describe(),
+        )
+        self._flash(
+            who, f"You revoked standing approval {grant.id} ({grant.tool} for {grant.user})."
+        )
+        return RedirectResponse("/approvals", 303)
+
+    def _revoked(self) -> list[dict[str, Any]]:
+        """The standing approvals revoked on the page in the last ``history_days``."""
+        found = (self.store.get(name) for name in self.store.keys(_REVOKED))
+        kept = [r for r in found if isinstance(r, dict)]
+        return sorted(kept, key=lambda r: r["revoked_at"], reverse=True)
 
     def _post_check(self, request: Request, who: Who | None, csrf: str) -> Response | None:
         """A refusal for a POST without a session, its CSRF token or a same-origin source."""
@@ -507,6 +607,15 @@ class ApprovalsPage:
             return []
         records = [r for r in (event(line) for line in lines) if r is not None]
         return [views.audit_row(r) for r in reversed(records[-self.config.audit_lines :])]
+
+
+def _reach(standing: Standing) -> str:
+    """How far a standing approval given on the page reaches, for the note after it."""
+    if standing.session:
+        return "in this session are approved too"
+    if standing.same_arguments:
+        return "with the same arguments are approved too"
+    return f"are approved too for {standing.minutes:g} minutes"
 
 
 def _one_header(request: Request, header: str) -> str | None:

@@ -21,6 +21,7 @@
         session_minutes: 480              # a sign-in lasts this long
         ttl: 900                          # the tools' ApprovalQueue(ttl=...), in seconds
         history_days: 7                   # the decided history shows (and keeps) this long
+        max_standing_minutes: 480         # the longest standing approval the page grants
         public_url: https://toolpass.example.com    # the page's origin, when a proxy rewrites it
 
 A page with neither ``api_keys`` nor ``proxy`` is refused when the server starts: it is never
@@ -53,6 +54,7 @@ KEYS = (
     "trusted_proxies",
     "self_approval",
     "history_days",
+    "max_standing_minutes",
 )
 PROXY_KEYS = ("user_header", "email_header")
 _HEADER = re.compile(r"[A-Za-z0-9-]{1,100}")
@@ -83,6 +85,7 @@ class ApprovalsConfig:
     trusted_proxies: tuple[Network, ...] = ()
     self_approval: bool = False
     history_days: int = 7
+    max_standing_minutes: int = 480
 
     def trusts(self, address: str | None) -> bool:
         """Whether ``address`` (a request's peer) is one of the ``trusted_proxies`` (an
@@ -152,6 +155,7 @@ def parse_approvals(
         ("audit_lines", 1, 1000),
         ("session_minutes", 1, 7 * 24 * 60),
         ("history_days", 1, 366),
+        ("max_standing_minutes", 1, 7 * 24 * 60),
     )
     for key, low, high in limits:
         if key in raw:

@@ -12,9 +12,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpass.outcome.audit_text import iso, plain, reason
-from toolpass.server.approvals_view import Filters
-from toolpass.toolkit.approval import printable
+from toolpass.server.approvals_view import SCOPES, Filters
+from toolpass.toolkit.approval import printable, shown_text
 from toolpass.toolkit.approval_history import HistoryEntry
+from toolpass.toolkit.standing import StandingApproval
 
 STATIC = "/approvals/static"
 
@@ -24,6 +25,12 @@ def esc(value: object) -> str:
     character that would not show as itself (a bidi override, a zero-width space, a control
     character) written as its escape."""
     return html.escape(printable("" if value is None else str(value)), quote=True)
+
+
+def esc_lines(value: object) -> str:
+    """:func:`esc`, except that a line break stays a line break (for a ``<pre>``): every
+    other character that would not show as itself is still written as its escape."""
+    return "\n".join(esc(line) for line in ("" if value is None else str(value)).split("\n"))
 
 
 def document(title: str, body: str) -> str:
@@ -66,7 +73,18 @@ STATE_LABELS = {
 }
 
 
-def _pending(group: list[HistoryEntry], csrf: str, ttl: float) -> str:
+def _reach(request_id: str, longest: int) -> str:
+    """The choice of how far an approval reaches (this call only by default)."""
+    options = "".join(f'<option value="{esc(k)}">{esc(v)}</option>' for k, v in SCOPES.items())
+    return (
+        f'<label for="scope-{esc(request_id)}">Approve</label>'
+        f'<select name=scope id="scope-{esc(request_id)}">{options}</select>'
+        f'<label for="minutes-{esc(request_id)}">N minutes (at most {longest})</label>'
+        f'<input type=number name=minutes id="minutes-{esc(request_id)}" min=1 max={longest}>'
+    )
+
+
+def _pending(group: list[HistoryEntry], csrf: str, ttl: float, longest: int = 480) -> str:
     """One card for the requests of one call (the newest decides them all)."""
     r = group[0]
     reasons = "".join(f"<li>{esc(x)}</li>" for x in r.reasons) or "<li>-</li>"
@@ -93,28 +111,32 @@ def _pending(group: list[HistoryEntry], csrf: str, ttl: float) -> str:
         f" time{'s' if attempts != 1 else ''} · latest <span class=latest>{esc(_when(latest))}"
         f"</span></p>{more}"
         f"<h4>Why approval is needed</h4><ul class=reasons>{reasons}</ul>"
-        f"<h4>Preview</h4><pre class=preview>{esc(r.preview)}</pre>"
+        f"<h4>Preview</h4><pre class=preview>{esc_lines(r.preview)}</pre>"
         '<form method=post action="/approvals/decide" class=decide>'
         f'<input type=hidden name=csrf value="{esc(csrf)}">'
         f'<input type=hidden name=id value="{esc(r.id)}">'
         f'<label for="reason-{esc(r.id)}">Reason (required to deny)</label>'
         f'<input type=text name=reason id="reason-{esc(r.id)}" maxlength=500>'
+        f"{_reach(r.id, longest)}"
         "<button type=submit name=decision value=approve class=approve>Approve</button>"
         "<button type=submit name=decision value=deny class=deny>Deny</button>"
         "</form></article>"
     )
 
 
-def _row(r: HistoryEntry) -> str:
-    """One request of the history: the call, who decided, when, why, whether it ran."""
+def _row(r: HistoryEntry, granted: Mapping[str, str] | None = None) -> str:
+    """One request of the history: the call, who decided (and any standing approval they
+    granted with it, in ``granted`` by request id), when, why, whether it ran."""
+    stands = (granted or {}).get(r.id)
     ran = f" at {_when(r.ran_at)}" if r.ran_at else ""
     return (
         f'<tr data-id="{esc(r.id)}" data-state="{esc(r.state)}">'
         f"<td>{esc(_when(r.created))}</td><td><code>{esc(r.id)}</code></td>"
         f"<td>{esc(r.user)}</td><td><code>{esc(r.tool)}</code></td>"
-        f"<td><pre class=preview>{esc(r.preview)}</pre></td>"
+        f"<td><pre class=preview>{esc_lines(r.preview)}</pre></td>"
         f"<td class=status>{esc(STATE_LABELS.get(r.state, r.state) + ran)}</td>"
-        f"<td>{esc(_decider(r))}</td><td>{esc(_when(r.decided_at))}</td>"
+        f"<td>{esc(_decider(r) + (f' ({stands})' if stands else ''))}</td>"
+        f"<td>{esc(_when(r.decided_at))}</td>"
         f"<td>{esc(r.reason)}</td><td class=attempts>{r.attempts}</td></tr>"
     )
 
@@ -146,7 +168,13 @@ def _filters(f: Filters) -> str:
     )
 
 
-def _history(rows: list[HistoryEntry], f: Filters, more: bool, days: int) -> str:
+def _history(
+    rows: list[HistoryEntry],
+    f: Filters,
+    more: bool,
+    days: int,
+    granted: Mapping[str, str] | None = None,
+) -> str:
     heads = "".join(
         f"<th>{h}</th>"
         for h in (
@@ -164,7 +192,7 @@ def _history(rows: list[HistoryEntry], f: Filters, more: bool, days: int) -> str
     )
     table = (
         f"<table class=decided><thead><tr>{heads}</tr></thead><tbody>"
-        + "".join(_row(r) for r in rows)
+        + "".join(_row(r, granted) for r in rows)
         + "</tbody></table>"
         if rows
         else "<p class=meta id=no-history>No requests match.</p>"
@@ -210,6 +238,68 @@ def _audit(rows: Iterable[Mapping[str, str]], configured: bool) -> str:
 AUDIT_COLUMNS = ("time", "user", "tool", "outcome", "why")
 
 
+def covers(grant: StandingApproval) -> str:
+    """What a standing approval approves: its session, arguments and reasons."""
+    session = f"session {grant.session_id}" if grant.session_id else "any session"
+    match = [f"{name} = {shown_text(name, text)}" for name, text in grant.match.items()]
+    arguments = f"with {'; '.join(match)}" if match else "any arguments"
+    return f"{session}; {arguments}; needing approval for: {'; '.join(grant.reasons) or '-'}"
+
+
+def _standing_row(grant: StandingApproval, runs: int, csrf: str) -> str:
+    return (
+        f'<tr data-standing="{esc(grant.id)}"><td><code>{esc(grant.id)}</code></td>'
+        f"<td>{esc(grant.by)}</td><td>{esc(grant.user)}</td>"
+        f"<td><code>{esc(grant.tool)}</code></td><td>{esc(covers(grant))}</td>"
+        f"<td>{esc(_when(grant.expires))}</td><td class=runs>{runs}</td><td>"
+        '<form method=post action="/approvals/revoke" class=revoke>'
+        f'<input type=hidden name=csrf value="{esc(csrf)}">'
+        f'<input type=hidden name=id value="{esc(grant.id)}">'
+        "<button type=submit>Revoke</button></form></td></tr>"
+    )
+
+
+def _revoked_row(record: Mapping[str, Any]) -> str:
+    grant = StandingApproval.from_dict(
+        {k: v for k, v in record.items() if k not in ("revoked_by", "revoked_at", "runs")}
+    )
+    return (
+        f'<tr data-revoked="{esc(grant.id)}"><td><code>{esc(grant.id)}</code></td>'
+        f"<td>{esc(grant.by)}</td><td>{esc(grant.user)}</td>"
+        f"<td><code>{esc(grant.tool)}</code></td><td>{esc(covers(grant))}</td>"
+        f"<td>revoked by {esc(record['revoked_by'])} at {esc(_when(record['revoked_at']))}"
+        f"</td><td class=runs>{esc(record.get('runs', 0))}</td><td></td></tr>"
+    )
+
+
+def _standing(
+    grants: list[StandingApproval],
+    revoked: list[Mapping[str, Any]],
+    runs: Mapping[str | None, int],
+    csrf: str,
+) -> str:
+    if not grants and not revoked:
+        return "<p class=meta id=no-standing>No standing approvals.</p>"
+    heads = "".join(
+        f"<th>{h}</th>"
+        for h in ("id", "granted by", "for", "tool", "covers", "until", "calls run", "")
+    )
+    body = "".join(_standing_row(g, runs.get(g.id, 0), csrf) for g in grants)
+    body += "".join(_revoked_row(r) for r in revoked)
+    return f"<table class=standing><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def granted_notes(
+    grants: Iterable[StandingApproval], revoked: Iterable[Mapping[str, Any]]
+) -> dict[str, str]:
+    """For the history: what each request's approval granted beyond its call, by its id."""
+    notes = {g.request_id: f"granted standing approval {g.id}" for g in grants}
+    for r in revoked:
+        ended = f"revoked by {r['revoked_by']} at {_when(r['revoked_at'])}"
+        notes[str(r["request_id"])] = f"granted standing approval {r['id']}, {ended}"
+    return notes
+
+
 def page(
     *,
     user: str,
@@ -225,11 +315,16 @@ def page(
     ttl: float,
     problem: str = "",
     flash: str = "",
+    standing: list[StandingApproval] | None = None,
+    revoked: list[Mapping[str, Any]] | None = None,
+    runs: Mapping[str | None, int] | None = None,
+    max_standing: int = 480,
 ) -> str:
+    grants, ended = standing or [], revoked or []
     note = f"<p class=problem role=alert id=problem>{esc(problem)}</p>" if problem else ""
     if flash:
         note += f"<p class=flash role=status id=flash>{esc(flash)}</p>"
-    pending_html = "".join(_pending(g, csrf, ttl) for g in pending) or (
+    pending_html = "".join(_pending(g, csrf, ttl, max_standing) for g in pending) or (
         "<p class=meta id=none-pending>Nothing is waiting for approval.</p>"
     )
     ids = " ".join(e.id for g in pending for e in g)
@@ -248,8 +343,11 @@ def page(
         f"<section id=pending><h2>Waiting for a decision ({len(pending)})</h2>"
         f"<p class=meta id=new-requests hidden>New requests are waiting: "
         f'<a href="/approvals">reload</a>.</p>{pending_html}</section>'
+        f"<section id=standing><h2>Standing approvals ({len(grants)})</h2>"
+        f"{_standing(grants, ended, runs or {}, csrf)}</section>"
         f"<section id=decided><h2>History</h2>"
-        f"{_history(history, filters, more, history_days)}</section>"
+        f"{_history(history, filters, more, history_days, granted_notes(grants, ended))}"
+        "</section>"
         f"<section id=audit><h2>Audit (latest first)</h2>"
         f"{_audit(audit, audit_configured)}</section></main>",
     )

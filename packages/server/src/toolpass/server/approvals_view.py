@@ -7,7 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
+from toolpass.toolkit.approval import same_person
 from toolpass.toolkit.approval_history import STATES, HistoryEntry
+from toolpass.toolkit.standing import Standing, StandingApproval
 
 #: History rows on one page, and the pages one can go back.
 PAGE_SIZE = 50
@@ -49,6 +51,42 @@ class Filters:
         moved = replace(self, page=page)
         fields = {k: v for k, v in vars(moved).items() if v and (k != "page" or v != 1)}
         return "/approvals" + (f"?{urlencode(fields)}" if fields else "")
+
+
+#: How far an approval given on the page reaches, as its form names each choice.
+SCOPES = {
+    "once": "this call only",
+    "session": "for this session",
+    "minutes": "for N minutes",
+    "arguments": "for calls with these same arguments",
+}
+
+
+def standing_of(scope: str, minutes: str, longest: int) -> Standing | None:
+    """The standing approval a decision's form asks for (None: this call only), at most
+    ``longest`` minutes; ``BadQuery`` for anything else."""
+    if scope == "once":
+        return None
+    if scope == "session":
+        return Standing(session=True)
+    if scope == "arguments":
+        return Standing(same_arguments=True)
+    if scope != "minutes":
+        raise BadQuery(f"Choose how far the approval reaches: {', '.join(SCOPES.values())}.")
+    if not (minutes.isascii() and minutes.isdigit() and 1 <= int(minutes) <= longest):
+        raise BadQuery(f"Approve for a whole number of minutes from 1 to {longest}.")
+    return Standing(minutes=int(minutes))
+
+
+def may_revoke(name: str, grant: StandingApproval, *, self_approval: bool) -> bool:
+    """Whether ``name`` may end ``grant``: its grantor, or one who may decide its tool's
+    requests (its approvers; when it has none, anyone but its user unless
+    ``self_approval``)."""
+    if same_person(name, grant.by):
+        return True
+    if grant.approvers:
+        return name in grant.approvers
+    return self_approval or not same_person(name, grant.user)
 
 
 def _one(query: Mapping[str, Sequence[str]], name: str) -> str:
