@@ -108,6 +108,7 @@ class TestMCPServerElicitation(TestMCPServer):
     retry with the signed state resumes it: only the queue's record decides."""
 
     pauses: ClassVar[Literal["native", "refuses"]] = "native"
+    answered_on: ClassVar[Literal["resume", "page"]] = "page"  # the retry carries no answer
 
     def build(
         self,

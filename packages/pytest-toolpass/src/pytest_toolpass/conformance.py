@@ -132,6 +132,9 @@ class AdapterConformance:
     async_run: ClassVar[bool] = True
     #: How a call waiting for a person reaches the framework: its own pause, or a refusal.
     pauses: ClassVar[Literal["native", "refuses"]] = "refuses"
+    #: (``pauses = "native"``) Where the person's answer is given: in the framework's resume
+    #: value (``"resume"``), or on the approvals page, by request id, before the run resumes.
+    answered_on: ClassVar[Literal["resume", "page"]] = "resume"
 
     # What a subclass provides.
 
@@ -537,7 +540,7 @@ class AdapterConformance:
         [a] = queue.pending()
         paused_b = second.start(DELETE_PAY_1)
         [b] = [r for r in queue.pending() if r.id != a.id]
-        if self.pauses != "native":
+        if self.pauses != "native" or self.answered_on == "page":
             return  # the queue is answered by request id only (the page, not a resume)
         second.answer(paused_b, Answer("approve", by="lee", request_id=a.id), b)
         assert queue.state(a.id) == "pending"
