@@ -144,3 +144,38 @@ def test_approve_in_the_browser_and_the_retry_runs_once(
         assert "approved and run" in ran.inner_text()
         assert "lee@example.com" in ran.inner_text()
         assert dialogs == []
+
+
+def test_approve_for_this_session_and_revoke_in_the_browser(
+    browser: Any, served: tuple[ServerProcess, str, Path]
+) -> None:
+    """One click path for standing approvals: approve 'for this session', a later call runs
+    unasked, Revoke ends it (the next call asks again)."""
+    server, store, audit = served
+    kit = Toolkit(approver=ApprovalQueue(store=store), audit=[str(audit)])
+
+    @kit.secured_tool(effect="write", approve=True)
+    def deploy(service: str, note: str) -> str:
+        return f"deployed {service} ({note})"
+
+    with Session("dana@example.com", id="conv-browser").active():
+        with pytest.raises(ApprovalPending) as waiting:
+            deploy("web", "a")
+        request_id = waiting.value.request_id
+        page = browser.new_page()
+        page.goto(f"{server.url}/approvals/login")
+        page.fill("#key", APPROVER_KEY)
+        page.click("#login button[type=submit]")
+        page.wait_for_selector("#me")
+        card = page.locator(f"#request-{request_id}")
+        card.locator("select[name=scope]").select_option("session")
+        card.locator("button.approve").click()
+        page.wait_for_selector("#standing tr[data-standing]")
+        assert "later calls in this session are approved too" in page.inner_text("#flash")
+        assert deploy("web", "a") == "deployed web (a)"
+        assert deploy("web", "b") == "deployed web (b)"  # unasked: the standing approval
+        page.click("#standing form.revoke button")
+        page.wait_for_selector("#standing tr[data-revoked]")
+        assert "revoked by lee@example.com" in page.inner_text("#standing")
+        with pytest.raises(ApprovalPending):
+            deploy("web", "c")

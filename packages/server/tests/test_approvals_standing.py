@@ -243,6 +243,7 @@ def test_a_forged_or_cross_user_revoke_is_refused(served: tuple[ServerProcess, T
     with person(server) as lee, person(server, KIM_KEY) as kim:
         approve(lee, server, first, "session")
         (grant,) = tool.queue.standing()
+        assert "Revoke" not in standing_rows(kim.get("/approvals").text)[grant.id]
         refused = revoke(kim, server, grant.id)
         assert refused.status_code == 403
         assert "Only its grantor or one of its tool&#x27;s approvers" in refused.text

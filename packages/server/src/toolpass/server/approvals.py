@@ -280,8 +280,11 @@ class ApprovalsPage:
             state=f.state or None,
         )
         ran = self.queue.history(_RUNS_READ, state="ran")
+        standing = self.queue.standing()
+        mine = self.config.self_approval
         html = views.page(
-            standing=self.queue.standing(),
+            standing=standing,
+            revocable={g.id for g in standing if may_revoke(who.name, g, self_approval=mine)},
             revoked=self._revoked(),
             runs=Counter(e.standing for e in ran if e.standing_grant),
             max_standing=self.config.max_standing_minutes,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from toolpass.outcome.audit_text import iso, plain, reason
@@ -246,16 +246,20 @@ def covers(grant: StandingApproval) -> str:
     return f"{session}; {arguments}; needing approval for: {'; '.join(grant.reasons) or '-'}"
 
 
-def _standing_row(grant: StandingApproval, runs: int, csrf: str) -> str:
+def _standing_row(grant: StandingApproval, runs: int, csrf: str, revocable: bool) -> str:
+    form = (
+        '<form method=post action="/approvals/revoke" class=revoke>'
+        f'<input type=hidden name=csrf value="{esc(csrf)}">'
+        f'<input type=hidden name=id value="{esc(grant.id)}">'
+        "<button type=submit>Revoke</button></form>"
+        if revocable
+        else ""
+    )
     return (
         f'<tr data-standing="{esc(grant.id)}"><td><code>{esc(grant.id)}</code></td>'
         f"<td>{esc(grant.by)}</td><td>{esc(grant.user)}</td>"
         f"<td><code>{esc(grant.tool)}</code></td><td>{esc(covers(grant))}</td>"
-        f"<td>{esc(_when(grant.expires))}</td><td class=runs>{runs}</td><td>"
-        '<form method=post action="/approvals/revoke" class=revoke>'
-        f'<input type=hidden name=csrf value="{esc(csrf)}">'
-        f'<input type=hidden name=id value="{esc(grant.id)}">'
-        "<button type=submit>Revoke</button></form></td></tr>"
+        f"<td>{esc(_when(grant.expires))}</td><td class=runs>{runs}</td><td>{form}</td></tr>"
     )
 
 
@@ -277,6 +281,7 @@ def _standing(
     revoked: list[Mapping[str, Any]],
     runs: Mapping[str | None, int],
     csrf: str,
+    revocable: Collection[str],
 ) -> str:
     if not grants and not revoked:
         return "<p class=meta id=no-standing>No standing approvals.</p>"
@@ -284,7 +289,7 @@ def _standing(
         f"<th>{h}</th>"
         for h in ("id", "granted by", "for", "tool", "covers", "until", "calls run", "")
     )
-    body = "".join(_standing_row(g, runs.get(g.id, 0), csrf) for g in grants)
+    body = "".join(_standing_row(g, runs.get(g.id, 0), csrf, g.id in revocable) for g in grants)
     body += "".join(_revoked_row(r) for r in revoked)
     return f"<table class=standing><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -318,6 +323,7 @@ def page(
     standing: list[StandingApproval] | None = None,
     revoked: list[Mapping[str, Any]] | None = None,
     runs: Mapping[str | None, int] | None = None,
+    revocable: Collection[str] = (),
     max_standing: int = 480,
 ) -> str:
     grants, ended = standing or [], revoked or []
@@ -344,7 +350,7 @@ def page(
         f"<p class=meta id=new-requests hidden>New requests are waiting: "
         f'<a href="/approvals">reload</a>.</p>{pending_html}</section>'
         f"<section id=standing><h2>Standing approvals ({len(grants)})</h2>"
-        f"{_standing(grants, ended, runs or {}, csrf)}</section>"
+        f"{_standing(grants, ended, runs or {}, csrf, revocable)}</section>"
         f"<section id=decided><h2>History</h2>"
         f"{_history(history, filters, more, history_days, granted_notes(grants, ended))}"
         "</section>"

@@ -8,10 +8,13 @@
   var shown = main.getAttribute("data-pending");
   var columns = ["time", "user", "tool", "outcome", "why"];
 
+  // Whether the person is filling in a decision (a reload would lose it).
   function typing() {
-    var inputs = document.querySelectorAll("input[name=reason]");
+    var inputs = document.querySelectorAll(
+      "form.decide input[name=reason], form.decide input[name=minutes], form.decide select");
     for (var i = 0; i < inputs.length; i++) {
-      if (inputs[i].value || inputs[i] === document.activeElement) return true;
+      var chosen = inputs[i].tagName === "SELECT" ? inputs[i].value !== "once" : inputs[i].value;
+      if (chosen || inputs[i] === document.activeElement) return true;
     }
     return false;
   }
