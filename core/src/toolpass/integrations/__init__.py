@@ -7,24 +7,28 @@ pyproject.toml); a third-party distribution adds a system the same way, without 
 
 The entry point's name is what a connection's ``integration:`` says; it names an
 :class:`~toolpass.integrations.base.Integration` subclass of that ``name``. One that cannot
-be loaded is reported with the distribution that registers it, and only the connections
-naming it fail; the others load as before.
+be loaded (it raises at import, exits, or its distribution's metadata cannot be read) is
+reported with the distribution that registers it, and only the connections naming it fail;
+the others load as before.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING
 
 from toolpass.wire.errors import ConfigError
 
 if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
+    from importlib.metadata import Distribution, EntryPoint
 
     from toolpass.integrations.base import Integration
 
 GROUP = "toolpass.integrations"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
+log = logging.getLogger("toolpass")
+_unreadable: set[str] = set()  # distributions already reported as unreadable
 
 
 def available() -> list[str]:
@@ -54,7 +58,7 @@ def _load(entry: EntryPoint) -> type[Integration]:
     where = f"integration {entry.name!r} ({entry.value}, from {_origin(entry)})"
     try:
         cls = entry.load()
-    except Exception as e:  # a broken plugin: its own connections fail, never the others
+    except (Exception, SystemExit) as e:  # a broken plugin: its own connections fail only
         raise ConfigError(f"{where} cannot be loaded: {type(e).__name__}: {e}") from e
     if not (isinstance(cls, type) and issubclass(cls, Integration)):
         raise ConfigError(f"{where} is not an Integration class")
@@ -64,14 +68,33 @@ def _load(entry: EntryPoint) -> type[Integration]:
 
 
 def _registered() -> dict[str, list[EntryPoint]]:
-    """The group's entry points with a valid name, by name."""
-    from importlib.metadata import entry_points  # on first use: it costs an import
+    """The group's entry points with a valid name, by name, from each distribution installed
+    (the first of a name on the path, as ``entry_points`` takes them). A distribution whose
+    metadata cannot be read is left out alone: ``entry_points()`` would raise for all."""
+    from importlib.metadata import distributions  # on first use: it costs an import
 
     found: dict[str, list[EntryPoint]] = {}
-    for entry in entry_points(group=GROUP):
-        if _NAME.fullmatch(entry.name):
-            found.setdefault(entry.name, []).append(entry)
+    seen: set[str] = set()
+    for dist in distributions():
+        try:
+            name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()
+            entries = () if name in seen else dist.entry_points.select(group=GROUP)
+        except Exception as e:
+            _skipped(dist, e)
+            continue
+        if name:
+            seen.add(name)
+        for entry in entries:
+            if _NAME.fullmatch(entry.name):
+                found.setdefault(entry.name, []).append(entry)
     return found
+
+
+def _skipped(dist: Distribution, error: Exception) -> None:
+    where = str(getattr(dist, "_path", "a distribution"))
+    if where not in _unreadable:
+        _unreadable.add(where)
+        log.warning("toolpass skips %s: its metadata cannot be read (%s)", where, error)
 
 
 def _origin(entry: EntryPoint) -> str:
