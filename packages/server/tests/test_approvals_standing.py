@@ -186,6 +186,24 @@ def test_minutes_beyond_the_bound_or_not_a_number_are_refused(
     assert tool.queue.standing() == []
 
 
+def test_a_denial_reaches_its_call_only(served: tuple[ServerProcess, Tool]) -> None:
+    server, tool = served
+    request_id = tool.call("a").removeprefix("asked ")
+    with person(server) as lee:
+        data = {
+            "csrf": csrf_of(lee.get("/approvals").text),
+            "id": request_id,
+            "decision": "deny",
+            "reason": "not now",
+            "scope": "minutes",
+            "minutes": "99999",
+        }
+        denied = lee.post("/approvals/decide", data=data, headers={"Origin": server.url})
+    assert denied.status_code == 200
+    assert tool.queue.standing() == []
+    assert tool.queue.state(request_id) == "denied"
+
+
 def test_minutes_within_the_bound_last_that_long(served: tuple[ServerProcess, Tool]) -> None:
     server, tool = served
     request_id = tool.call("a").removeprefix("asked ")

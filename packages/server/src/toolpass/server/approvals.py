@@ -417,9 +417,10 @@ class ApprovalsPage:
             if refused is not None:
                 return refused
             assert who is not None
-            try:
+            scope = fields["scope"] if fields["decision"] == "approve" else ""
+            try:  # how far an approval reaches; a denial reaches its call only
                 standing = standing_of(
-                    fields["scope"] or "once", fields["minutes"], self.config.max_standing_minutes
+                    scope or "once", fields["minutes"], self.config.max_standing_minutes
                 )
             except BadQuery as e:
                 return self._page(who, str(e), 400)
