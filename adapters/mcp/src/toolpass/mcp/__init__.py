@@ -296,7 +296,7 @@ class _Core:
             return result
 
         try:
-            try:
+            with guard.refusing(name, args):  # never run: the application's source failed
                 if not isinstance(tool, str) or not (
                     arguments is None or isinstance(arguments, Mapping)
                 ):
@@ -307,15 +307,8 @@ class _Core:
                     )
                 user = guard.user_of(None, context)
                 key = guard.key(*self.keys(connection, request, context), context)
-            except ToolRefused as refused:  # never run: the application's source failed
-                log.warning("toolpass: the user or session of %s failed: %s", name, refused.detail)
-                guard.audit_refused(None, name, args, refused)
-                raise
-            try:
+            with guard.refusing(name, args, user):
                 self.refuse_unknown(name)
-            except ToolRefused as refused:
-                guard.audit_refused(user if isinstance(user, str) else None, name, args, refused)
-                raise
             return await guard.arun(user, name, args, body, key=key)
         except ToolRefused as refused:
             paused = pause(refused) if pause is not None else None
@@ -421,6 +414,19 @@ class _Core:
                 detail=f"client gave {name!r}, not a client's name",
             )
         return name
+
+    async def resumed(
+        self, approvals: Approvals, state: str, tool: Any, arguments: Any, context: Any
+    ) -> Any:
+        """The arguments a retry after the approvals page runs with (``Approvals.resumed``);
+        its refusal (a state forged or altered, a request expired) audited by the guard."""
+        try:
+            user = self.guard.user_of(None, context)
+        except ToolRefused:
+            user = None
+        args = arguments if isinstance(arguments, Mapping) else {}
+        with self.guard.refusing(str(tool), args, user):
+            return await approvals.resumed(state, tool, arguments)
 
     def refusal(self, refused: ToolRefused, refused_as: Callable[[Any, ToolRefused], Any]) -> Any:
         """What the client reads for ``refused``: ``on_refuse``'s text (or result) made a
@@ -581,9 +587,8 @@ class ToolpassMiddleware:
         if resumed:  # a retry after the approvals page: the state is ours, not the tool's
             params = {k: v for k, v in params.items() if k not in _RESUME_FIELDS}
             try:
-                arguments = await self.approvals.resumed(state, name, arguments)
+                arguments = await self._core.resumed(self.approvals, state, name, arguments, ctx)
             except ToolRefused as refused:
-                self._audit_refused(ctx, name, arguments, refused)
                 return self._on_the_wire(ctx, self._core.refusal(refused, _as_mcp_result))
             params = {**params, "arguments": arguments}
             ctx = dataclasses.replace(ctx, params=params)
@@ -604,16 +609,6 @@ class ToolpassMiddleware:
         if isinstance(result, str):  # the pipeline fenced an untrusted result: text
             result = CallToolResult(content=[TextContent(type="text", text=result)])
         return self._on_the_wire(ctx, result)
-
-    def _audit_refused(
-        self, ctx: ServerRequestContext[Any, Any], name: Any, arguments: Any, refused: ToolRefused
-    ) -> None:
-        try:
-            user = self.guard.user_of(None, ctx)
-        except ToolRefused:
-            user = None
-        args = arguments if isinstance(arguments, Mapping) else {}
-        self.guard.audit_refused(user if isinstance(user, str) else None, str(name), args, refused)
 
     def _on_the_wire(self, ctx: ServerRequestContext[Any, Any], result: Any) -> Any:
         """A result the middleware made (a refusal, a fenced text) shaped as the server

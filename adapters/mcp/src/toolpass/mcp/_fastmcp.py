@@ -3,7 +3,7 @@ resource reads and prompts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import mcp_types
@@ -102,9 +102,10 @@ class FastMCPGuard(Middleware):
         pause = None
         if isinstance(state, str) and state.startswith(PREFIX):  # after the approvals page
             try:
-                arguments = await self.approvals.resumed(state, name, arguments)
+                arguments = await self._core.resumed(
+                    self.approvals, state, name, arguments, context
+                )
             except ToolRefused as refused:
-                self._audit_refused(context, name, arguments, refused)
                 refusal: ToolResult = self._core.refusal(refused, _as_tool_result)
                 return refusal
             cleared = {"arguments": arguments, "request_state": None, "input_responses": None}
@@ -184,16 +185,6 @@ class FastMCPGuard(Middleware):
             refused_as,
             pause,
         )
-
-    def _audit_refused(
-        self, context: MiddlewareContext[Any], name: Any, arguments: Any, refused: ToolRefused
-    ) -> None:
-        try:
-            user = self.guard.user_of(None, context)
-        except ToolRefused:
-            user = None
-        args = arguments if isinstance(arguments, Mapping) else {}
-        self.guard.audit_refused(user if isinstance(user, str) else None, str(name), args, refused)
 
     def _pause(
         self, context: MiddlewareContext[Any], name: Any, arguments: Any
