@@ -45,6 +45,7 @@ FIRST_GUESS = {"adapter(name='claude-agent-sdk', install='wheels')": 600, "core"
 SYSTEM_NEEDS = [
     ("redis-server", ("redis-server",), "the shared-state tests start a real redis-server"),
     ("chromium", ("chromium", "chromium-browser"), "the approvals page's browser test"),
+    ("npm", ("npm",), "the MCP conformance harness and the route tables' sources come from npm"),
 ]
 
 

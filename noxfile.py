@@ -49,6 +49,7 @@ nox.options.sessions = [
     "server",
     "kit",
     *(f"adapter(name='{name}', install='{how}')" for name in ADAPTERS for how in VARIANTS),
+    "mcp_conformance",
     "wheels",
     "demo",
     "readme",
@@ -570,45 +571,52 @@ def clean(session: nox.Session) -> None:
 
 
 #: The MCP conformance harness (mcp_conformance), the version the MCP Python SDK's CI pins (its
-#: .github/workflows/conformance.yml); it needs Node 22.
+#: .github/workflows/conformance.yml), and the Node 22 it runs on (npm serves Node itself as
+#: the package `node`): installed once per pair into .nox/.node/.
 HARNESS = "@modelcontextprotocol/conformance@0.2.0-alpha.11"
+NODE = "node@22.23.3"
+#: The SDK's reference "everything" server, vendored at the mcp release locks/mcp.txt pins.
+EVERYTHING = ROOT / "adapters/mcp/tests/everything_server"
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(python=PYTHON)
 def mcp_conformance(session: nox.Session) -> None:
-    """The MCP conformance harness against the SDK's "everything" server: directly, through
-    toolpass's middleware, through mcp-proxy; a scenario failing only with toolpass fails.
-    Needs MCP_EVERYTHING_SERVER (the SDK's examples/servers/everything-server folder) and
-    npm (Node 22 comes from the registry when the system's is older); skipped without."""
-    import os
-    import subprocess
-
-    runs = "2 of 2 conformance runs (2025-11-25, 2026-07-28)"
-    everything = os.environ.get("MCP_EVERYTHING_SERVER", "")
-    if not (Path(everything) / "mcp_everything_server").is_dir():
-        session.skip(f"{runs} skipped: MCP_EVERYTHING_SERVER is not set")
-    npm = shutil.which("npm")
-    if npm is None:
-        session.skip(f"{runs} skipped: no npm to install Node 22 and the harness")
-    tools = Path(session.virtualenv.location) / "node"
-    done = subprocess.run(
-        [npm, "install", "--prefix", str(tools), "--no-audit", "--no-fund", "node@22", HARNESS],
-        capture_output=True,
-        text=True,
-    )
-    node = tools / "node_modules/node/bin/node"
-    if done.returncode or not node.exists():
-        why = (done.stderr.strip().splitlines() or ["no node binary"])[-1]
-        session.skip(f"{runs} skipped: npm could not install Node 22 and the harness ({why})")
-    session.install("-e", "core[yaml]", "-e", "adapters/mcp", "click", "uvicorn")
+    """The MCP conformance harness against the SDK's "everything" server, on both protocol
+    versions: directly, through toolpass's middleware, through `toolpass mcp-proxy`; a
+    scenario that passes directly and fails with toolpass fails the session."""
+    tools = node_tools(session)
+    server = nox.project.load_toml(EVERYTHING / "pyproject.toml")["project"]["dependencies"]
+    lock = ["-c", str(LOCKS / "mcp.txt")]
+    session.install(*lock, "-e", "core[yaml]", "-e", "adapters/mcp", *server)
     session.run(
         "python",
         "adapters/mcp/tests/conformance_run.py",
         "--everything",
-        everything,
+        str(EVERYTHING),
         "--node",
-        str(node),
+        str(tools / "node_modules/node/bin/node"),
         "--harness",
         str(tools / "node_modules/.bin/conformance"),
         *session.posargs,
     )
+
+
+def node_tools(session: nox.Session) -> Path:
+    """The npm prefix holding NODE and HARNESS, installed on first use."""
+    npm = shutil.which("npm")
+    if npm is None:
+        session.error(
+            "mcp_conformance needs npm to install Node 22 and the MCP conformance harness:"
+            " install it (on Debian or Ubuntu: sudo apt-get install npm)"
+        )
+    home = ROOT / ".nox" / ".node" / f"{NODE}+{HARNESS}".replace("/", "+")
+    if not all(
+        (home / "node_modules" / tool).exists() for tool in ("node/bin/node", ".bin/conformance")
+    ):
+        home.parent.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(dir=home.parent))
+        install = ["install", "--prefix", str(fresh), "--save-exact", "--no-audit", "--no-fund"]
+        session.run(npm, *install, NODE, HARNESS, external=True)
+        shutil.rmtree(home, ignore_errors=True)  # an earlier install, left incomplete
+        fresh.rename(home)
+    return home

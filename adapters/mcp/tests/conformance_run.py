@@ -2,10 +2,11 @@
 directly, with toolpass's middleware in it, and behind ``toolpass mcp-proxy``. A scenario
 that passes directly and fails with toolpass fails the run (exit 1).
 
-    python conformance_run.py --everything DIR --harness BIN [--node NODE] [--spec V ...]
+    python conformance_run.py --harness BIN [--node NODE] [--everything DIR] [--spec V ...]
 
 ``DIR`` holds the ``mcp_everything_server`` package (the SDK's
-``examples/servers/everything-server``); ``BIN`` is the harness's command
+``examples/servers/everything-server``, vendored beside this file in ``everything_server/``,
+the default); ``BIN`` is the harness's command
 (``node_modules/.bin/conformance`` of ``@modelcontextprotocol/conformance``). Also run by
 itself as ``python conformance_run.py serve-middleware PORT`` or ``serve-proxy PORT URL``:
 the servers the harness is pointed at (127.0.0.1 only).
@@ -21,10 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
+EVERYTHING = HERE.parent / "everything_server"
+MODES = ("direct", "middleware", "proxy")
 SCENARIO = re.compile(r"^[✓✗]\s+(\S+):\s+(\d+) passed,\s+(\d+) failed", re.MULTILINE)
 
 
@@ -79,11 +83,9 @@ def serve_proxy(port: int, upstream: str) -> None:
     anyio.run(lambda: serve(upstream, None, config, run=on_http))
 
 
-def started(*args: str, port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def spawned(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as output:
-        process = subprocess.Popen([sys.executable, *args], env=env, stdout=output, stderr=output)
-    wait_listening(port, process)
-    return process
+        return subprocess.Popen([sys.executable, *args], env=env, stdout=output, stderr=output)
 
 
 def harness(command: list[str], url: str, spec: str | None, out: Path) -> dict[str, bool]:
@@ -102,70 +104,65 @@ def harness(command: list[str], url: str, spec: str | None, out: Path) -> dict[s
 def run(everything: Path, command: list[str], specs: list[str | None], out: Path) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(everything), str(HERE.parent)])}
     env["OTEL_SDK_DISABLED"] = "true"
-    broken = 0
     out.mkdir(parents=True, exist_ok=True)
-    for spec in specs:
-        direct_port, middleware_port, proxy_port = free_port(), free_port(), free_port()
-        direct_url = f"http://127.0.0.1:{direct_port}/mcp"
-        servers = [
-            started(
-                "-m",
-                "mcp_everything_server",
-                "--port",
-                str(direct_port),
-                port=direct_port,
-                env=env,
-                log=out / f"{spec}-direct.log",
-            ),
-            started(
-                str(HERE),
-                "serve-middleware",
-                str(middleware_port),
-                port=middleware_port,
-                env=env,
-                log=out / f"{spec}-middleware.log",
-            ),
-        ]
-        servers.append(
-            started(
-                str(HERE),
-                "serve-proxy",
-                str(proxy_port),
-                direct_url,
-                port=proxy_port,
-                env=env,
-                log=out / f"{spec}-proxy.log",
-            )
-        )
-        try:
-            results = {}
-            for name, port in (
-                ("direct", direct_port),
-                ("middleware", middleware_port),
-                ("proxy", proxy_port),
-            ):
-                where = out / f"{spec or 'default'}-{name}"
-                where.mkdir(parents=True, exist_ok=True)
-                results[name] = harness(command, f"http://127.0.0.1:{port}/mcp", spec, where)
-        finally:
-            for process in servers:
-                process.terminate()
-                process.wait(timeout=10)
-        direct = results["direct"]
-        print(
-            f"spec {spec or '(default)'}: "
-            f"{sum(direct.values())}/{len(direct)} scenarios pass directly"
-        )
-        for name in ("middleware", "proxy"):
-            failing = sorted(s for s, ok in results[name].items() if not ok and direct.get(s))
-            missing = sorted(set(direct) - set(results[name]))
-            print(
-                f"  {name}: {len(failing) + len(missing)} fail only with toolpass "
-                f"{failing + missing}"
-            )
-            broken += len(failing) + len(missing)
+    broken = sum(compared(spec or "(default)", run_spec(command, spec, env, out)) for spec in specs)
     print(f"logs in {out}")
     return 1 if broken else 0
+
+
+def run_spec(
+    command: list[str], spec: str | None, env: dict[str, str], out: Path
+) -> dict[str, dict[str, bool]]:
+    """Each mode's scenario outcomes at ``spec``, against fresh servers (started together)."""
+    ports = {mode: free_port() for mode in MODES}
+    upstream = f"http://127.0.0.1:{ports['direct']}/mcp"
+    commands = {
+        "direct": ["-m", "mcp_everything_server", "--port", str(ports["direct"])],
+        "middleware": [str(HERE), "serve-middleware", str(ports["middleware"])],
+        "proxy": [str(HERE), "serve-proxy", str(ports["proxy"]), upstream],
+    }
+    label = spec or "default"
+    servers: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        for mode, args in commands.items():
+            servers[mode] = spawned(args, env, out / f"{label}-{mode}.log")
+        for mode, process in servers.items():
+            wait_listening(ports[mode], process)
+
+        def outcomes(mode: str) -> dict[str, bool]:
+            where = out / f"{label}-{mode}"
+            where.mkdir(parents=True, exist_ok=True)
+            return harness(command, f"http://127.0.0.1:{ports[mode]}/mcp", spec, where)
+
+        with ThreadPoolExecutor(len(MODES)) as pool:  # the three runs side by side
+            return dict(zip(MODES, pool.map(outcomes, MODES), strict=True))
+    finally:
+        for process in servers.values():
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def compared(spec: str, results: dict[str, dict[str, bool]]) -> int:
+    """Print each mode's count of passing scenarios and those that fail only with toolpass;
+    return how many do (a harness that ran no scenario at all counts as one)."""
+    direct = results["direct"]
+    counts = ", ".join(f"{m} {sum(results[m].values())}/{len(results[m])}" for m in MODES)
+    print(f"spec {spec}: scenarios passing: {counts}")
+    if not direct:
+        print("  the harness ran no scenario directly: see its log.txt")
+        return 1
+    unjudged = sorted(s for s, ok in direct.items() if not ok)
+    if unjudged:
+        print(f"  direct: {len(unjudged)} fail without toolpass (not judged) {unjudged}")
+    broken = 0
+    for name in MODES[1:]:
+        failing = sorted(s for s, ok in results[name].items() if not ok and direct.get(s))
+        missing = sorted(set(direct) - set(results[name]))
+        print(
+            f"  {name}: {len(failing) + len(missing)} fail only with toolpass {failing + missing}"
+        )
+        broken += len(failing) + len(missing)
+    return broken
 
 
 def main(argv: list[str]) -> int:
@@ -176,7 +173,7 @@ def main(argv: list[str]) -> int:
         serve_proxy(int(argv[1]), argv[2])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--everything", type=Path, required=True)
+    parser.add_argument("--everything", type=Path, default=EVERYTHING)
     parser.add_argument("--harness", required=True)
     parser.add_argument("--node", default="node")
     parser.add_argument("--spec", action="append", default=None)
