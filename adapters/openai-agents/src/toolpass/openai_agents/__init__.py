@@ -288,23 +288,21 @@ class ToolpassGuardrails:
         ctx = data.context
         refused: ToolRefused | None
         try:
-            user, key, arguments = self._call(ctx, ctx.tool_arguments)
-            with self._lock:
-                decided = self._decided.pop(ctx.tool_call_id, None)
-            if ctx.tool_name in self._functions and _approved(ctx):
-                # Resumed after a person: the guarded body's resume checks it all.
-                return ToolGuardrailFunctionOutput.allow(output_info={"toolpass": "resumed"})
-            if decided is not None and decided[:2] == (key, arguments):
-                refused = decided[2]  # needs_approval checked this very call
-            else:
-                refused = await self.guard.acheck(
-                    user, ctx.tool_name, arguments, key=key, body_follows=True
-                )
+            with self.guard.refusing(ctx.tool_name, {}, failed=_check_error):  # it broke: refuse
+                user, key, arguments = self._call(ctx, ctx.tool_arguments)
+                with self._lock:
+                    decided = self._decided.pop(ctx.tool_call_id, None)
+                if ctx.tool_name in self._functions and _approved(ctx):
+                    # Resumed after a person: the guarded body's resume checks it all.
+                    return ToolGuardrailFunctionOutput.allow(output_info={"toolpass": "resumed"})
+                if decided is not None and decided[:2] == (key, arguments):
+                    refused = decided[2]  # needs_approval checked this very call
+                else:
+                    refused = await self.guard.acheck(
+                        user, ctx.tool_name, arguments, key=key, body_follows=True
+                    )
         except ToolRefused as exc:
             refused = exc
-        except Exception as exc:  # the check itself broke: refuse
-            refused = _check_error(exc)
-            self._audit(ctx, None, refused)
         if refused is None:
             with self._lock:
                 self._allowed[ctx] = (user, ctx.tool_arguments)
@@ -400,19 +398,12 @@ class ToolpassGuardrails:
         under, and the call's arguments (``raw`` parsed; not when None). What refuses here is
         audited here: the pipeline has not started."""
         context = ctx.context
-        user: Any = None
-        try:
+        with self.guard.refusing(ctx.tool_name, {}, failed=_reading_the_user):
             user = self.guard.user_of(context, context)
+        with self.guard.refusing(ctx.tool_name, {}, user, failed=_reading_the_user):
             arguments = {} if raw is None else _arguments(raw)
             key = self.guard.key(_run(ctx), _conversation(ctx), context)
-        except Exception as exc:
-            refused = exc if isinstance(exc, ToolRefused) else _check_error(exc, "reading the user")
-            self._audit(ctx, user, refused)
-            raise refused from None
         return user, key, arguments
-
-    def _audit(self, ctx: ToolContext[Any], user: Any, refused: ToolRefused) -> None:
-        self.guard.audit_refused(user, ctx.tool_name, {}, refused)
 
 
 class _NeedsApproval:
@@ -566,6 +557,10 @@ def _arguments(raw: str) -> dict[str, Any]:
             "with a JSON object of its parameters.",
         )
     return parsed
+
+
+def _reading_the_user(exc: BaseException) -> ToolRefused:
+    return _check_error(exc, "reading the user")
 
 
 def _check_error(exc: BaseException, what: str = "the toolpass guardrail") -> ToolRefused:
