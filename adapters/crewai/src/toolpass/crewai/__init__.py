@@ -386,30 +386,20 @@ def _through(
     execution: _Execution | None,
 ) -> Any:
     guard = hooks.guard
-    try:
+    with guard.refusing(name, arguments):  # the application's source may fail: never run
         user = _user(guard, ctx, execution)
         key = guard.key(execution, None, ctx)
-    except ToolRefused as refused:  # the application's source failed: never run
-        log.warning("toolpass: the user or session of %s failed: %s", name, refused.detail)
-        guard.audit_refused(None, name, arguments, refused)
-        raise
     try:
         return guard.run(user, name, arguments, body, key=key)
     except ApprovalPending as asked:
         if hooks.approval_timeout is None or guard.pending(asked) is None:
             raise
-        _wait_for_a_person(guard, asked, hooks.approval_timeout, user, name, arguments)
+        with guard.refusing(name, arguments, user):
+            _wait_for_a_person(guard, asked, hooks.approval_timeout)
     return guard.run(user, name, arguments, body, key=key)  # the queue's record decides
 
 
-def _wait_for_a_person(
-    guard: Guard,
-    asked: ApprovalPending,
-    timeout: float,
-    user: str | None,
-    name: str,
-    arguments: Mapping[str, Any],
-) -> None:
+def _wait_for_a_person(guard: Guard, asked: ApprovalPending, timeout: float) -> None:
     """Block until a person decides on ``asked``'s request, at most ``timeout`` seconds
     (CrewAI has no tool-level pause; its hooks are synchronous). Raises the
     ``approval_pending`` refusal when nobody decided in time, ``approval_expired`` when the
@@ -425,9 +415,7 @@ def _wait_for_a_person(
     if status == "pending":
         raise asked  # nobody decided in time: already audited as approval_pending
     if status == "expired":
-        expired = expired_refusal(pending.request_id)
-        guard.audit_refused(user, name, arguments, expired)
-        raise expired
+        raise expired_refusal(pending.request_id)
 
 
 def _user(guard: Guard, ctx: ToolCallHookContext, execution: _Execution | None) -> str | None:
