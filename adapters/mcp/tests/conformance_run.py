@@ -113,7 +113,7 @@ def run(everything: Path, command: list[str], specs: list[str | None], out: Path
 def run_spec(
     command: list[str], spec: str | None, env: dict[str, str], out: Path
 ) -> dict[str, dict[str, bool]]:
-    """Each mode's scenario outcomes at ``spec``, against fresh servers (started together)."""
+    """Each mode's scenario outcomes at ``spec``, against fresh servers."""
     ports = {mode: free_port() for mode in MODES}
     upstream = f"http://127.0.0.1:{ports['direct']}/mcp"
     commands = {
@@ -125,6 +125,8 @@ def run_spec(
     servers: dict[str, subprocess.Popen[bytes]] = {}
     try:
         for mode, args in commands.items():
+            if mode == "proxy":  # it reads its upstream, the direct server, as it starts
+                wait_listening(ports["direct"], servers["direct"])
             servers[mode] = spawned(args, env, out / f"{label}-{mode}.log")
         for mode, process in servers.items():
             wait_listening(ports[mode], process)
