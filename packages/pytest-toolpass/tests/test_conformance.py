@@ -27,7 +27,7 @@ class MiniLoop:
     def step(self, user: str | None, call: Call, run: Run) -> str:
         fn = self.tools[call.tool]
         try:
-            key = self.guard.key(run, None, call)
+            user, key = self.guard.who(call.tool, call.arguments, {"user_id": user}, call, run=run)
             return str(
                 self.guard.run(
                     user, call.tool, call.arguments, lambda: fn(**call.arguments), key=key
@@ -43,7 +43,7 @@ class MiniLoop:
             return fn(**call.arguments)
 
         try:
-            key = self.guard.key(run, None, call)
+            user, key = self.guard.who(call.tool, call.arguments, {"user_id": user}, call, run=run)
             return str(await self.guard.arun(user, call.tool, call.arguments, body, key=key))
         except ToolRefused as refused:
             return refusal_text(refused)
@@ -108,7 +108,7 @@ def test_an_adapter_that_checks_nothing_fails(pytester: pytest.Pytester) -> None
     pytester.makepyfile(BROKEN % "outs.append(fn(**call.arguments))  # no check at all")
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
     # Only the override check, and the options check (the loop builds a Guard it never uses).
-    result.assert_outcomes(passed=2, failed=24, skipped=24)
+    result.assert_outcomes(passed=2, failed=25, skipped=25)
 
 
 def test_an_adapter_that_hides_the_reason_fails(pytester: pytest.Pytester) -> None:
@@ -119,7 +119,7 @@ def test_an_adapter_that_hides_the_reason_fails(pytester: pytest.Pytester) -> No
                 outs.append("An error occurred.")  # the model never reads why"""
     pytester.makepyfile(BROKEN % body)
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=7, failed=19, skipped=24)
+    result.assert_outcomes(passed=7, failed=20, skipped=25)
 
 
 #: A loop that checks every call and shows the model the refusal's text.
@@ -176,7 +176,7 @@ def test_overriding_or_skipping_a_test_fails(pytester: pytest.Pytester) -> None:
     # provenance checks (what one call read is forgotten by the next) and the grant (the
     # application's session is never asked for), and so do the approval checks that need the
     # person's answer or the session to carry over from the pause to the run.
-    result.assert_outcomes(passed=15, failed=11, skipped=24)
+    result.assert_outcomes(passed=15, failed=12, skipped=25)
     result.stdout.fnmatch_lines(
         ["*TestBroken overrides test_no_user_refuses, test_unknown_is_refused*"]
     )

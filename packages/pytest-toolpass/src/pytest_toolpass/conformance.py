@@ -428,6 +428,30 @@ class AdapterConformance:
         assert all(e.tool.endswith("delete_issue") for e in events)
         assert events[1].effect == "destructive"  # the tool's own declaration
 
+    def test_an_early_refusal_is_one_audit_event(self, mode: str) -> None:
+        """The application's user source raises, or names nobody: the call is refused before
+        the pipeline sees it, and audited once (by the guard: never by the adapter by hand,
+        never twice, never not at all), with the refusal's code."""
+
+        def raises(_: Any) -> str:
+            raise LookupError("the user store is down")
+
+        script = [Call("delete_issue", {"key": "PAY-1"})]
+        for source, code in ((raises, "check_error"), (lambda _: None, "no_session")):
+            events: list[Any] = []
+            kit = Toolkit(audit=[events.append])
+            engine, tools, rules = ScriptedEngine(), KitTools(), {"delete_issue": DELETE}
+            agent = self.build(
+                engine, rules, strict=False, tools=tools, script=script, user=source, toolkit=kit
+            )
+            out = self.run(agent, DANA) if mode == "sync" else asyncio.run(self.arun(agent, DANA))
+            assert tools.ran == []
+            assert code in out.outputs[0]
+            assert "the user store is down" not in out.outputs[0]  # the detail: audit only
+            assert [(e.outcome, e.code) for e in events] == [("refused", code)]
+            assert events[0].tool.endswith("delete_issue")
+            assert engine.asked == []
+
     def test_a_call_waiting_for_approval_shows_its_arguments(self, mode: str) -> None:
         """The person asked reads what the call would do: every argument, in the request's
         preview and ``describe()`` (which the adapter's own prompt, if any, shows)."""
