@@ -47,10 +47,18 @@ def plain(x: int) -> int:
     return x
 
 
+def lookup(key: str) -> str:
+    return key
+
+
+looked_up = kit.secured_tool(lookup, effect="read")  # a function and its options at once
+
+
 with Session("dana@example.com").active():
     text: str = read_file("acme/x", "README.md")
     number: int = plain(1)
     again: int = plain(2)
+    found: str = looked_up("PAY-1")
 """
 
 #: what -> (right, wrong): each typo is on a line of its own, and mypy must flag that line.

@@ -136,7 +136,9 @@ class Toolkit:
         return self._router
 
     @overload
-    def secured_tool(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
+    def secured_tool(
+        self, fn: Callable[P, R], /, **options: Unpack[ToolOptions]
+    ) -> Callable[P, R]: ...
     @overload
     def secured_tool(
         self, fn: None = None, /, **options: Unpack[ToolOptions]
@@ -149,7 +151,7 @@ class Toolkit:
         return lambda f: _secure(f, self, **options)
 
     @overload
-    def tool(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
+    def tool(self, fn: Callable[P, R], /, **options: Unpack[ToolOptions]) -> Callable[P, R]: ...
     @overload
     def tool(
         self, fn: None = None, /, **options: Unpack[ToolOptions]
@@ -358,7 +360,9 @@ def configure(**options: Unpack[ToolkitOptions]) -> Toolkit:
 
 
 @overload
-def secured_tool(fn: Callable[P, R], /, *, toolkit: Toolkit | None = None) -> Callable[P, R]: ...
+def secured_tool(
+    fn: Callable[P, R], /, *, toolkit: Toolkit | None = None, **options: Unpack[ToolOptions]
+) -> Callable[P, R]: ...
 @overload
 def secured_tool(
     fn: None = None, /, *, toolkit: Toolkit | None = None, **options: Unpack[ToolOptions]
@@ -389,7 +393,9 @@ def secured_tool(
 
 
 @overload
-def tool(fn: Callable[P, R], /, *, toolkit: Toolkit | None = None) -> Callable[P, R]: ...
+def tool(
+    fn: Callable[P, R], /, *, toolkit: Toolkit | None = None, **options: Unpack[ToolOptions]
+) -> Callable[P, R]: ...
 @overload
 def tool(
     fn: None = None, /, *, toolkit: Toolkit | None = None, **options: Unpack[ToolOptions]
