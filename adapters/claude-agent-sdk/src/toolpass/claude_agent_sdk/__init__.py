@@ -355,22 +355,17 @@ class ToolpassHooks:
         async def pre_tool_use(
             input: HookInput, tool_use_id: str | None, context: HookContext
         ) -> HookJSONOutput:
+            tool = _text(input, "tool_name") or "(unknown tool)"
             try:
-                decided: HookJSONOutput | None = None
-                with anyio.move_on_after(self.timeout - _MARGIN):
-                    decided = await self._decide(input, tool_use_id, wrapped, pending)
-                if decided is None:
-                    return self._deny(_late(self.timeout - _MARGIN))
-                return decided
-            except Exception as exc:  # a failure of the guard itself: refuse
-                log.exception("toolpass: the PreToolUse hook failed")
-                refused = _check_error(exc)
-                try:
-                    tool = _text(input, "tool_name") or "(unknown tool)"
-                    self.guard.audit_refused(None, tool, {}, refused)
-                except Exception:
-                    log.exception("toolpass: auditing a failed check failed")
+                with self.guard.refusing(tool, {}, failed=_check_error):  # the hook broke
+                    decided: HookJSONOutput | None = None
+                    with anyio.move_on_after(self.timeout - _MARGIN):
+                        decided = await self._decide(input, tool_use_id, wrapped, pending)
+            except ToolRefused as refused:
                 return self._deny(refused)
+            if decided is None:
+                return self._deny(_late(self.timeout - _MARGIN))
+            return decided
 
         pre_tool_use.__qualname__ = "ToolpassHooks.pre_tool_use"
         return pre_tool_use
@@ -384,11 +379,9 @@ class ToolpassHooks:
     ) -> HookJSONOutput:
         tool, arguments = _call(input)
         try:
-            user = self.guard.user_of(None, input)
-            key = self.guard.key(self._run(input), _text(input, "session_id"), input)
+            run, session = self._run(input), _text(input, "session_id")
+            user, key = self.guard.who(tool, arguments, None, input, run=run, conversation=session)
         except ToolRefused as failed:  # the application's source failed: never run
-            log.warning("toolpass: the user or session of %s failed: %s", tool, failed.detail)
-            self.guard.audit_refused(None, tool, arguments, failed)
             return self._deny(failed)
         server = wrapped.server_of(input, tool)
         call_id = tool_use_id or _text(input, "tool_use_id")
@@ -455,22 +448,18 @@ class ToolpassHooks:
             if call is None or call.pending is None:  # Claude Code's own question
                 said: Any = await host(name, input, context)
                 return cast(PermissionResultAllow | PermissionResultDeny, said)
-            try:
-                said = await host(name, input, context)
-                answer = _answer_of(said, call.arguments)
-                request_id = call.pending.request_id
-                runs_with = self.guard.answer(
-                    request_id, answer, call.user, call.tool, call.arguments, key=call.key
-                )
-                refused = await self.guard.acheck(
-                    call.user, call.tool, runs_with, key=call.key, body_follows=call.copied
-                )
-            except ToolRefused as expired:
-                return PermissionResultDeny(message=self._text(expired))
-            except Exception as exc:  # the host's prompt failed: nobody decided
-                log.exception("toolpass: can_use_tool failed")
-                failed = _check_error(exc)
-                self.guard.audit_refused(call.user, call.tool, call.arguments, failed)
+            try:  # the host's prompt may fail: nobody decided
+                with self.guard.refusing(call.tool, call.arguments, call.user, failed=_check_error):
+                    said = await host(name, input, context)
+                    answer = _answer_of(said, call.arguments)
+                    request_id = call.pending.request_id
+                    runs_with = self.guard.answer(
+                        request_id, answer, call.user, call.tool, call.arguments, key=call.key
+                    )
+                    refused = await self.guard.acheck(
+                        call.user, call.tool, runs_with, key=call.key, body_follows=call.copied
+                    )
+            except ToolRefused as failed:  # expired (audited by the guard), or it failed
                 return PermissionResultDeny(message=self._text(failed))
             if refused is not None:
                 return PermissionResultDeny(message=self._text(refused))
@@ -534,15 +523,8 @@ class ToolpassHooks:
             try:
                 seen = pending.take(_serving.get())
                 if seen is None or seen.tool != tool:
-                    refused = ToolRefused(
-                        "check_error",
-                        "A safety check could not be completed, so the call was not made. "
-                        "Try again later, or tell the user.",
-                        detail="toolpass's PreToolUse hook did not see this call (is the "
-                        "hook of ToolpassHooks.apply in the options?)",
-                    )
-                    self.guard.audit_refused(None, tool, arguments, refused)
-                    raise refused
+                    with self.guard.refusing(tool, arguments):
+                        raise _unseen()
 
                 async def body() -> dict[str, Any]:
                     return await handler(args)
@@ -710,11 +692,23 @@ class _Served:
 
 
 def _check_error(exc: BaseException) -> ToolRefused:
+    """The refusal when toolpass's hook failed (logged: a bug, or a broken option)."""
+    log.error("toolpass: the hook failed", exc_info=exc)
     return ToolRefused(
         "check_error",
         "A safety check could not be completed, so the call was not made. "
         "Try again later, or tell the user.",
         detail=f"the toolpass hook raised {type(exc).__name__}: {exc}",
+    )
+
+
+def _unseen() -> ToolRefused:
+    return ToolRefused(
+        "check_error",
+        "A safety check could not be completed, so the call was not made. "
+        "Try again later, or tell the user.",
+        detail="toolpass's PreToolUse hook did not see this call (is the "
+        "hook of ToolpassHooks.apply in the options?)",
     )
 
 
