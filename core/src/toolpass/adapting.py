@@ -844,11 +844,6 @@ class Guard:
             self._refused(user, tool, arguments, failure)
             raise failure from None
 
-    def audit_refused(  # TEMPORARY (B11): removed once no adapter calls it
-        self, user: str | None, tool: str, arguments: Mapping[str, Any], refused: ToolRefused
-    ) -> None:
-        self._refused(user, tool, arguments, refused)
-
     def _refused(
         self,
         user: str | None,
