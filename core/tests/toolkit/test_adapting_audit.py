@@ -57,3 +57,52 @@ def test_a_call_the_pipeline_saw_is_audited_once() -> None:
         (USER, "ok", None),
         (None, "refused", "no_session"),
     ]
+
+
+# Early refusals: Guard.who and Guard.refusing write the one event, never the adapter.
+
+
+def test_a_failing_user_source_is_refused_and_audited_once() -> None:
+    events: list[AuditEvent] = []
+
+    def down(_: object) -> str:
+        raise LookupError("the user store is down")
+
+    g = Guard(engine=None, toolkit=Toolkit(audit=[events.append]), user=down)
+    with pytest.raises(ToolRefused) as refused:
+        g.who("delete_issue", {"key": "PAY-1"}, None, object(), run=object())
+    assert refused.value.code == "check_error"
+    assert "down" not in refused.value.message  # the detail is for the audit
+    [event] = events
+    assert (event.tool, event.user, event.code) == ("delete_issue", None, "check_error")
+    assert "LookupError: the user store is down" in (event.detail or "")
+
+
+def test_a_failure_made_a_refusal_is_audited_and_another_exception_passes_on() -> None:
+    events: list[AuditEvent] = []
+    g = guard(events)
+
+    def broken(exc: Exception) -> ToolRefused | None:
+        if isinstance(exc, KeyError):
+            return None  # not ours: it passes on
+        return ToolRefused("check_error", "It could not be checked.", detail=repr(exc))
+
+    with pytest.raises(ToolRefused), g.refusing("t", {}, USER, failed=broken):
+        raise RuntimeError("the host's prompt failed")
+    with pytest.raises(KeyError), g.refusing("t", {}, USER, failed=broken):
+        raise KeyError("x")
+    assert [(e.user, e.code, e.detail) for e in events] == [
+        (USER, "check_error", 'RuntimeError("the host\'s prompt failed")')
+    ]
+
+
+def test_a_refusal_the_guard_audited_is_never_audited_again() -> None:
+    """A refusal passing through ``refusing`` after the pipeline (or ``refusing``) wrote its
+    event: still one event, however many layers it passes through."""
+    events: list[AuditEvent] = []
+    g = guard(events)
+    with pytest.raises(ToolRefused), g.refusing("t", {}), g.refusing("t", {}):
+        g.run(None, "t", {}, lambda: "ran")  # no user: refused and audited by run
+    with pytest.raises(ToolRefused), g.refusing("t", {}), g.refusing("t", {}):
+        raise ToolRefused("check_error", "Not checked.")
+    assert [e.code for e in events] == ["no_session", "check_error"]
