@@ -56,6 +56,7 @@ import os
 import re
 import sys
 import warnings
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,6 +131,10 @@ BASE_ENV: tuple[str, ...] = (
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RULE_KEYS = ("connection", "action", "resource", "fresh", "mode")
 log = logging.getLogger("toolpass")
+#: How many stateless clients' upstream connections stay open (the least recently used
+#: is closed beyond).
+MAX_STATELESS = 16
+ONE_CLIENT = "(this server's client)"
 
 
 @dataclass(frozen=True)
@@ -301,8 +306,15 @@ class _Downstream:
     ) -> None:
         self.first, self.secrets = ctx, secrets
         self.in_flight: list[ServerRequestContext[Any]] = []
-        self.ready = anyio.Event()
+        self.ready, self.done = anyio.Event(), anyio.Event()
         self.client: Client | None = None
+        self.retired = False
+
+    def retire(self) -> None:
+        """Close the upstream connection once no request of its is in flight."""
+        self.retired = True
+        if not self.in_flight:
+            self.done.set()
 
     @property
     def current(self) -> ServerRequestContext[Any]:
@@ -369,6 +381,11 @@ class Proxy:
         self.upstream, self.on_tools = upstream, on_tools
         self.tools = {t.name: t for t in tools}
         self.downstreams: dict[Any, _Downstream] = {}
+        #: The stateless clients' upstream connections, least recently used first.
+        self.stateless: OrderedDict[Any, _Downstream] = OrderedDict()
+        #: The name of a request's client (the guard's ``client_of``: ``client=``, the
+        #: access token's ``client_id``, or the server's one client).
+        self.client_name: Callable[[ServerRequestContext[Any]], str] = lambda ctx: ONE_CLIENT
         self.tasks: TaskGroup | None = None  # where the upstream connections run
         #: What nothing the client gets may carry: the secrets of the engine's connections.
         self.secrets: Callable[[], tuple[str, ...]] = lambda: ()
@@ -431,14 +448,38 @@ class Proxy:
             await self.server.run(read, write, options)
             self.tasks.cancel_scope.cancel()
 
-    async def client_of(self, ctx: ServerRequestContext[Any]) -> Client:
-        """The upstream connection of the request's client, opened on its first request."""
-        key = _connection_of(ctx.session)
+    def downstream_of(self, ctx: ServerRequestContext[Any]) -> _Downstream:
+        """The request's client's connection to the upstream, opened on its first request.
+        A connection that outlasts the request (stdio, an MCP session) has its own; a
+        stateless client (2026-07-28, a connection per request) has one per name and
+        capabilities, the ``MAX_STATELESS`` last used kept open."""
+        key = self._key_of(ctx)
         downstream = self.downstreams.get(key)
-        if downstream is None:
+        if downstream is None or downstream.retired:
             downstream = self.downstreams[key] = _Downstream(ctx, self.secrets)
             assert self.tasks is not None, "serve() opens the upstream connections"
             self.tasks.start_soon(self._connect, downstream)
+        if key[0] == "stateless":
+            downstream.first = ctx  # where its notifications go between requests
+            self.stateless[key] = downstream
+            self.stateless.move_to_end(key)
+            while len(self.stateless) > MAX_STATELESS:
+                evicted, gone = self.stateless.popitem(last=False)
+                del self.downstreams[evicted]
+                gone.retire()
+        return downstream
+
+    def _key_of(self, ctx: ServerRequestContext[Any]) -> tuple[Any, ...]:
+        connection = _connection_of(ctx.session)
+        session_id = getattr(connection, "session_id", None)
+        if session_id or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return ("connection", connection)
+        caps = ctx.session.client_capabilities
+        seen = caps.model_dump_json(exclude_none=True) if caps else ""
+        return ("stateless", self.client_name(ctx), ctx.protocol_version, seen)
+
+    async def client_of(self, downstream: _Downstream) -> Client:
+        """The upstream connection of ``downstream``, once open."""
         await downstream.ready.wait()
         if downstream.client is None:
             raise MCPError(INTERNAL_ERROR, "The MCP server behind toolpass could not be reached.")
@@ -455,11 +496,12 @@ class Proxy:
                 await upstream_tools(client)  # its x-mcp-header arguments: sent as headers
                 downstream.client = client
                 downstream.ready.set()
-                await anyio.sleep_forever()
+                await downstream.done.wait()
         except Exception as exc:
             log.error("toolpass mcp-proxy: the upstream connection failed: %s", exc)
         finally:
             downstream.client = None
+            downstream.retired = True
             downstream.ready.set()
 
     async def _upstream_notified(self, downstream: _Downstream, message: Any) -> None:
@@ -479,15 +521,17 @@ class Proxy:
         """``send`` the request to the upstream, with the request in flight (so the
         upstream's own requests of it reach this client's request); its answer, or its
         error, without the connections' secrets."""
-        client = await self.client_of(ctx)
-        downstream = self.downstreams[_connection_of(ctx.session)]
+        downstream = self.downstream_of(ctx)
         downstream.in_flight.append(ctx)
         try:
+            client = await self.client_of(downstream)
             return redacted(await send(client), self.secrets())
         except MCPError as e:  # the upstream's error reaches the client: without them too
             raise MCPError.from_error_data(redacted(e.error, self.secrets())) from None
         finally:
             downstream.in_flight.remove(ctx)
+            if downstream.retired and not downstream.in_flight:
+                downstream.done.set()
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
@@ -591,7 +635,7 @@ class Proxy:
     async def roots_changed(
         self, ctx: ServerRequestContext[Any], params: NotificationParams
     ) -> None:
-        downstream = self.downstreams.get(_connection_of(ctx.session))
+        downstream = self.downstreams.get(self._key_of(ctx))
         if downstream is not None and downstream.client is not None:
             await downstream.client.send_roots_list_changed()
 
@@ -658,6 +702,7 @@ async def serve(
         added.guard.add_tools(_schemas(tools))  # complete: every tool the upstream has
         proxy = Proxy(upstream, probe, tools, lambda t: added._core.saw_tools(_schemas(t)))
     proxy.secrets = added._core.secrets  # every message to the client: without them
+    proxy.client_name = added._core.client_of  # a stateless client: the guard's name of it
     proxy.server.instructions = redacted(proxy.server.instructions, proxy.secrets())
     added.server = proxy.server  # its serverInfo on a refusal (2026-07-28)
     added._core.known_tools = lambda: proxy.tools  # strict: an unknown tool reads as one
