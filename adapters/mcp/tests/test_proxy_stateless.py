@@ -141,3 +141,21 @@ async def test_clients_of_other_capabilities_get_their_own_connection_bounded(
     _probe, *connections = started(log)
     assert len(connections) <= 2 * len(CLIENTS)  # one per client's turn, not per call
     assert len(running(connections)) <= MAX_STATELESS  # the least recently used: closed
+
+
+@pytest.mark.asyncio
+async def test_a_stateless_client_can_listen_to_the_upstreams_changes(
+    served: tuple[str, Path],
+) -> None:
+    url, _ = served
+    async with Client(url, mode="auto") as client:  # asks server/discover
+        assert client.protocol_version == "2026-07-28"
+        caps = client.server_capabilities
+        assert caps.tools is not None  # server/discover: as the upstream's
+        assert caps.tools.list_changed
+        assert caps.resources is not None
+        assert caps.resources.subscribe
+        watched = ["note://readme"]
+        async with client.listen(tools_list_changed=True, resource_subscriptions=watched) as sub:
+            assert sub.honored.tools_list_changed
+            assert sub.honored.resource_subscriptions == watched

@@ -91,6 +91,8 @@ from mcp_types import (
     ServerCapabilities,
     SetLevelRequestParams,
     SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
     Tool,
     ToolListChangedNotification,
     UnsubscribeRequestParams,
@@ -114,9 +116,11 @@ from mcp import Client, StdioServerParameters
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import ServerEvent, ToolsListChanged
 
 __all__ = ["Proxy", "ProxyConfig", "main", "parse_mcp_section", "serve"]
 
@@ -310,6 +314,12 @@ class _Downstream:
         self.client: Client | None = None
         self.retired = False
 
+    def ended(self, ctx: ServerRequestContext[Any]) -> None:
+        """``ctx`` answered: a retired connection closes once none is in flight."""
+        self.in_flight.remove(ctx)
+        if self.retired and not self.in_flight:
+            self.done.set()
+
     def retire(self) -> None:
         """Close the upstream connection once no request of its is in flight."""
         self.retired = True
@@ -432,6 +442,8 @@ class Proxy:
             handlers.append(("completion/complete", CompleteRequestParams, self.complete))
         if caps.logging is not None:
             handlers.append(("logging/setLevel", SetLevelRequestParams, self.set_level))
+        if _notifies(caps):  # 2026-07-28: its change notifications, on listen streams
+            handlers.append(("subscriptions/listen", SubscriptionsListenRequestParams, self.listen))
         for method, params, handler in handlers:
             self.server.add_request_handler(method, params, handler)
         self.server.add_notification_handler(
@@ -529,9 +541,59 @@ class Proxy:
         except MCPError as e:  # the upstream's error reaches the client: without them too
             raise MCPError.from_error_data(redacted(e.error, self.secrets())) from None
         finally:
-            downstream.in_flight.remove(ctx)
-            if downstream.retired and not downstream.in_flight:
-                downstream.done.set()
+            downstream.ended(ctx)
+
+    async def listen(
+        self, ctx: ServerRequestContext[Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        """A ``subscriptions/listen`` stream (2026-07-28): one of the upstream's, with the
+        same filter, its events passed on until either side ends it."""
+        downstream = self.downstream_of(ctx)
+        downstream.in_flight.insert(0, ctx)  # the upstream's requests go to another first
+        try:
+            client = await self.client_of(downstream)
+            return await self._relay(client, ctx, params)
+        finally:
+            downstream.ended(ctx)
+
+    async def _relay(
+        self,
+        client: Client,
+        ctx: ServerRequestContext[Any],
+        params: SubscriptionsListenRequestParams,
+    ) -> SubscriptionsListenResult:
+        wanted = params.notifications
+        bus = InMemorySubscriptionBus()
+        stream = ListenHandler(bus, max_subscriptions=1)
+        upstream_listen = client.listen(
+            tools_list_changed=bool(wanted.tools_list_changed),
+            prompts_list_changed=bool(wanted.prompts_list_changed),
+            resources_list_changed=bool(wanted.resources_list_changed),
+            resource_subscriptions=wanted.resource_subscriptions or (),
+        )
+
+        async def pump() -> None:
+            try:
+                async for event in subscription:
+                    await self._saw_event(client, event)
+                    await bus.publish(event)
+            except Exception as exc:  # the upstream dropped it: the client re-listens
+                log.warning("toolpass mcp-proxy: the upstream's listen stream: %s", exc)
+            finally:
+                stream.close()
+
+        async with upstream_listen as subscription, anyio.create_task_group() as tasks:
+            tasks.start_soon(pump)
+            result = await stream(ctx, params)
+            tasks.cancel_scope.cancel()
+        return result
+
+    async def _saw_event(self, client: Client, event: ServerEvent) -> None:
+        """The upstream's tools read again when it says they changed."""
+        if isinstance(event, ToolsListChanged):
+            tools = await upstream_tools(client)
+            self.tools = {t.name: t for t in tools}
+            self.on_tools(tools)
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
@@ -638,6 +700,14 @@ class Proxy:
         downstream = self.downstreams.get(self._key_of(ctx))
         if downstream is not None and downstream.client is not None:
             await downstream.client.send_roots_list_changed()
+
+
+def _notifies(caps: ServerCapabilities) -> bool:
+    """Whether the upstream says it notifies of any change (lists, subscribed resources)."""
+    changes = (caps.tools, caps.prompts, caps.resources)
+    return any(c is not None and c.list_changed for c in changes) or bool(
+        caps.resources and caps.resources.subscribe
+    )
 
 
 def _input_of(params: Any) -> dict[str, Any]:
