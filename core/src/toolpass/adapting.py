@@ -45,7 +45,7 @@ from toolpass.toolkit import one_event
 from toolpass.toolkit.approval import ApprovalQueue, ApprovalRequest, preview_of
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
-from toolpass.toolkit.checks import CallState
+from toolpass.toolkit.checks import CallState, expired_refusal
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import adecided, decided, steps
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
@@ -209,17 +209,6 @@ class Answer:
         )
 
 
-def expired_refusal(request_id: str) -> ToolRefused:
-    """What the model reads when nobody decided on its call in time."""
-    return ToolRefused(
-        "approval_expired",
-        f"Nobody decided on this call in time: its request for approval (request "
-        f"{request_id}) expired, so it was not made. Tell the user; call it again only if "
-        "they still want it.",
-        detail=f"approval request {request_id} expired undecided",
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Rule:
     """Before the tool runs, ask ``connection`` whether the user may do ``action`` on
@@ -379,7 +368,9 @@ class Guard:
     supplies audit sinks, limits and the request hook (``permissions``) for the calls.
     ``user``, ``session`` and ``on_refuse``: see the module's docstring. ``mode="observe"``
     runs every call and audits what would have been refused (a rule's own ``mode`` wins; None:
-    the toolkit's, else the engine's configuration's).
+    the toolkit's, else the engine's configuration's). ``approval_wait``: seconds a call
+    waiting in the approval queue blocks, within its one check and its one audit event, for
+    a person's answer (for frameworks with no pause; None: refused ``approval_pending``).
 
     Everything is checked here, once, for every adapter: a rule that is not one, a resource
     template that cannot be filled, a connection or action the engine says it does not have,
@@ -403,6 +394,7 @@ class Guard:
         session: SessionSource = "conversation",
         on_refuse: OnRefuse | None = refusal_text,
         mode: Mode | None = None,
+        approval_wait: float | None = None,
     ) -> None:
         check_mode("mode", mode)
         if not isinstance(strict, bool):
@@ -421,6 +413,7 @@ class Guard:
         self.user = user
         self.session_source = session
         self.on_refuse = on_refuse
+        self.approval_wait = approval_wait
         self.rules, self.traits = _rules(rules)
         #: ``observe`` or ``enforce`` by tool: its rule's mode, else the guard's (None: the
         #: toolkit's, else the engine's configuration's).
@@ -555,6 +548,7 @@ class Guard:
                     framework=True,
                     mode=self.modes.get(tool, self.mode),
                     default_mode=configured_mode(self.engine),
+                    approval_wait=self.approval_wait,
                 ),
                 toolkit=self.toolkit,
                 name=tool,

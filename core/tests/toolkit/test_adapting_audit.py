@@ -2,10 +2,12 @@
 user other than the active session's."""
 
 import asyncio
+import threading
+import time
 
 import pytest
-from toolpass import AuditEvent, Session, Toolkit, ToolRefused
-from toolpass.adapting import Guard
+from toolpass import ApprovalQueue, AuditEvent, Session, Toolkit, ToolRefused
+from toolpass.adapting import Guard, Traits
 
 USER, OTHER = "dana@example.com", "erin@example.com"
 
@@ -106,3 +108,51 @@ def test_a_refusal_the_guard_audited_is_never_audited_again() -> None:
     with pytest.raises(ToolRefused), g.refusing("t", {}), g.refusing("t", {}):
         raise ToolRefused("check_error", "Not checked.")
     assert [e.code for e in events] == ["no_session", "check_error"]
+
+
+# approval_wait: a framework with no pause blocks within the call's one check.
+
+
+def _approving(queue: ApprovalQueue, by: str) -> None:
+    """A person who approves the first request that waits (from another thread)."""
+
+    def watch() -> None:
+        for _ in range(1500):
+            waiting = queue.pending()
+            if waiting:
+                queue.approve(waiting[0].id, by=by)
+                return
+            time.sleep(0.01)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_call_waiting_for_a_person_is_one_event_with_who_approved(mode: str) -> None:
+    events: list[AuditEvent] = []
+    queue = ApprovalQueue()
+    kit = Toolkit(approver=queue, audit=[events.append])
+    g = Guard(None, {"wire": Traits(approve=True)}, toolkit=kit, approval_wait=20)
+    _approving(queue, "lee")
+
+    async def body() -> str:
+        return "wired"
+
+    if mode == "sync":
+        assert g.run(USER, "wire", {"amount": 5}, lambda: "wired") == "wired"
+    else:
+        assert asyncio.run(g.arun(USER, "wire", {"amount": 5}, body)) == "wired"
+    [event] = events
+    assert (event.outcome, event.approved_by) == ("ok", "lee")
+    assert event.approval_id == queue.history()[0].id
+
+
+def test_nobody_answering_in_time_is_one_pending_event() -> None:
+    events: list[AuditEvent] = []
+    queue = ApprovalQueue()
+    kit = Toolkit(approver=queue, audit=[events.append])
+    g = Guard(None, {"wire": Traits(approve=True)}, toolkit=kit, approval_wait=0.05)
+    with pytest.raises(ToolRefused) as refused:
+        g.run(USER, "wire", {"amount": 5}, lambda: "wired")
+    assert refused.value.code == "approval_pending"
+    assert [(e.outcome, e.code) for e in events] == [("refused", "approval_pending")]

@@ -16,7 +16,7 @@ from typing import Any
 from toolpass.intercept.entitlements import EntitledCheck, entitled_user_actions, entitlement
 from toolpass.intercept.entitlements import ToolEntitlement as Entitled
 from toolpass.outcome.audit import AuditEvent
-from toolpass.outcome.errors import ToolRefused
+from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.secrets import find_secret_in
 from toolpass.rules.walk import non_finite, strings_in
 from toolpass.store import StoreUnavailable
@@ -465,16 +465,29 @@ def _ask(c: CallState) -> Steps:
     event.preview = preview
     key = (call.user, call.session.id, spec.key, canonical(call.arguments), reasons, preview)
     if isinstance(approver, ApprovalQueue):
-        c.grant, request = approver._claim(key, make)
+        try:
+            c.grant, request = approver._claim(key, make)
+        except ApprovalPending as waiting:  # asked before: it may wait for the answer
+            if not _waits(spec, waiting):
+                raise
+            request = waiting.request
+        else:
+            event.approval_id = request.id
+            if c.grant is not None:
+                event.approved_by, event.standing_approval = request.decided_by, request.standing
+                return
+            for listener in list(approver.listeners):
+                try:
+                    yield Step(listener, (request,))
+                except Exception:
+                    log.exception("toolpass approval listener %r failed", listener)
         event.approval_id = request.id
-        if c.grant is not None:
-            event.approved_by, event.standing_approval = request.decided_by, request.standing
-            return
-        for listener in list(approver.listeners):
-            try:
-                yield Step(listener, (request,))
-            except Exception:
-                log.exception("toolpass approval listener %r failed", listener)
+        if spec.approval_wait is not None:
+            yield from _wait_for_the_answer(approver, request, spec.approval_wait)
+            c.grant, request = approver._claim(key, make)  # decided: the record decides
+            if c.grant is not None:
+                event.approved_by, event.standing_approval = request.decided_by, request.standing
+                return
         raise pending(request)
     request = make(0.0)
     event.approval_id = request.id
@@ -490,6 +503,42 @@ def _ask(c: CallState) -> Steps:
         )
     if answer is not True:
         raise pending(request)
+
+
+def _waits(spec: ToolSpec, waiting: ApprovalPending) -> bool:
+    """Whether a call asked before waits here for the answer (not one already running)."""
+    request = waiting.request
+    return spec.approval_wait is not None and (
+        isinstance(request, ApprovalRequest) and request.status == "pending"
+    )
+
+
+def _wait_for_the_answer(
+    queue: ApprovalQueue, request: ApprovalRequest, seconds: float
+) -> Generator[Step, Any, None]:
+    """Block until a person decides on ``request`` (also in another process), at most
+    ``seconds``: ``approval_pending`` when nobody did in time, ``approval_expired`` when the
+    request expired; returns once it is decided (its record then decides the call)."""
+    try:
+        decided = yield Step(queue.wait, (request.id, seconds), afn=queue.wait_async)
+        status = decided.status
+    except KeyError:  # gone: expired (the store forgets it), else used meanwhile
+        status = "expired" if queue.now() >= request.created + queue.ttl else "gone"
+    if status == "pending":
+        raise pending(request)
+    if status == "expired":
+        raise expired_refusal(request.id)
+
+
+def expired_refusal(request_id: str) -> ToolRefused:
+    """What the model reads when nobody decided on its call in time."""
+    return ToolRefused(
+        "approval_expired",
+        f"Nobody decided on this call in time: its request for approval (request "
+        f"{request_id}) expired, so it was not made. Tell the user; call it again only if "
+        "they still want it.",
+        detail=f"approval request {request_id} expired undecided",
+    )
 
 
 def credential(kit: Settings, name: str) -> Generator[Step, Any, str]:

@@ -78,6 +78,9 @@ class Declared:
     #: what stands below the toolkit's (a guard's engine's configuration).
     mode: str | None = None
     default_mode: str | None = None
+    #: Seconds a call waiting in the approval queue blocks for a person's answer, within its
+    #: one check (a framework with no pause); None: it is refused ``approval_pending`` now.
+    approval_wait: float | None = None
 
 
 _DECLARED = tuple(f.name for f in dataclasses.fields(Declared))
