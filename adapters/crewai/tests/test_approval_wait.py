@@ -54,7 +54,9 @@ def test_an_approval_given_while_the_hook_waits_runs_the_call_once() -> None:
     assert out == ["deleted PAY-1"]
     assert final == "done"
     assert recorder.ran == [("delete_issue", "PAY-1")]
-    assert [e.outcome for e in events] == ["refused", "ok"]  # the pause, then the run
+    [event] = events  # one call, one event: the wait is part of its check
+    assert (event.outcome, event.approved_by) == ("ok", "lee@example.com")
+    assert event.approval_id is not None
     assert queue.pending() == []
 
 

@@ -66,7 +66,6 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar, cast
 
 from toolpass.adapting import (
-    ApprovalPending,
     Guard,
     OnRefuse,
     PermissionEngine,
@@ -76,7 +75,6 @@ from toolpass.adapting import (
     Toolkit,
     ToolRefused,
     UserSource,
-    expired_refusal,
     refusal_text,
 )
 
@@ -389,33 +387,7 @@ def _through(
     with guard.refusing(name, arguments):  # the application's source may fail: never run
         user = _user(guard, ctx, execution)
         key = guard.key(execution, None, ctx)
-    try:
-        return guard.run(user, name, arguments, body, key=key)
-    except ApprovalPending as asked:
-        if hooks.approval_timeout is None or guard.pending(asked) is None:
-            raise
-        with guard.refusing(name, arguments, user):
-            _wait_for_a_person(guard, asked, hooks.approval_timeout)
-    return guard.run(user, name, arguments, body, key=key)  # the queue's record decides
-
-
-def _wait_for_a_person(guard: Guard, asked: ApprovalPending, timeout: float) -> None:
-    """Block until a person decides on ``asked``'s request, at most ``timeout`` seconds
-    (CrewAI has no tool-level pause; its hooks are synchronous). Raises the
-    ``approval_pending`` refusal when nobody decided in time, ``approval_expired`` when the
-    request expired; returns once it is decided (the check then runs again)."""
-    queue, pending = guard.queue, guard.pending(asked)
-    assert queue is not None
-    assert pending is not None
-    try:
-        request = _off_the_loop(functools.partial(queue.wait, pending.request_id, timeout))
-        status = request.status
-    except KeyError:  # gone: expired (the store forgets it), else used meanwhile
-        status = "expired" if queue.now() >= pending.expires else "gone"
-    if status == "pending":
-        raise asked  # nobody decided in time: already audited as approval_pending
-    if status == "expired":
-        raise expired_refusal(pending.request_id)
+    return guard.run(user, name, arguments, body, key=key)
 
 
 def _user(guard: Guard, ctx: ToolCallHookContext, execution: _Execution | None) -> str | None:
@@ -490,6 +462,7 @@ class ToolpassHooks:
             user=user,
             session=session,
             on_refuse=on_refuse,
+            approval_wait=self.approval_timeout,  # blocks in the check: one event per call
         )
         self._lock = threading.Lock()
 
