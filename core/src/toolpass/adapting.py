@@ -72,6 +72,7 @@ __all__ = [
     "Toolkit",
     "Traits",
     "UserSource",
+    "expired_refusal",
     "redact",
     "redact_text",
     "refusal_text",
