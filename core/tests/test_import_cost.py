@@ -18,6 +18,12 @@ HEAVY_STDLIB = (
     "concurrent.futures",  # the request hook's thread-context carrying
     "socket",  # a numeric host's spelling
     "ssl",
+    "hashlib",  # an approval's digests and a session's key (OpenSSL)
+    "secrets",  # a session's or an approval's id
+    "tempfile",  # writing the entitlements record
+    "pathlib",  # reading or writing an entitlements file
+    "importlib.resources",  # an integration's route table, with gzip
+    "gzip",
 )
 
 
@@ -57,6 +63,50 @@ def test_import_toolpass_loads_none_of_the_heavy_stdlib_modules() -> None:
     assert loaded.strip() == "[]"
 
 
+def test_import_toolpass_compiles_no_regular_expression_of_its_own() -> None:
+    """Each pattern costs up to a millisecond to compile: toolpass's compile on first use."""
+    compiled_by = run("""\
+        import os, sys
+        import re._compiler as compiler
+
+        compile, callers = compiler.compile, []
+
+        def counting(pattern, flags=0):
+            frame = sys._getframe(1)
+            while frame.f_code.co_filename.startswith(os.path.dirname(compiler.__file__)):
+                frame = frame.f_back
+            callers.append(frame.f_code.co_filename)
+            return compile(pattern, flags)
+
+        compiler.compile = counting
+        import toolpass
+        print(sorted({c for c in callers if "toolpass" in c}))
+        """)
+    assert compiled_by.strip() == "[]"
+
+
+def test_a_pattern_compiled_on_first_use_finds_what_it_did() -> None:
+    out = run("""\
+        from toolpass.rules import find_secret
+        from toolpass.toolkit.provenance import echoes
+
+        print(find_secret("key AKIAABCDEFGHIJKLMNOP here"))
+        print(sorted(echoes("mail dana@example.com or see https://example.com/a")))
+        """)
+    secret, echoed = out.splitlines()
+    assert secret == "an AWS access key"
+    assert echoed == repr(
+        sorted(
+            [
+                "dana@example.com",
+                "example.com/a",
+                "https://example.com/a",
+                "mail dana@example.com or see https://example.com/a",
+            ]
+        )
+    )
+
+
 def test_what_was_left_out_loads_when_it_is_used() -> None:
     out = run("""\
         import asyncio, sys, toolpass
@@ -78,5 +128,9 @@ def test_what_was_left_out_loads_when_it_is_used() -> None:
         install()
         uninstall()
         print([m in sys.modules for m in ("socket", "importlib.metadata", "concurrent.futures")])
+        print([m in sys.modules for m in ("hashlib", "secrets")])  # the session and its key
         """)
-    assert out.split() == ["hi", "there", "('127.0.0.1',)", "None", "[True,", "True,", "True]"]
+    assert out.split() == [
+        *["hi", "there", "('127.0.0.1',)", "None", "[True,", "True,", "True]"],
+        *["[True,", "True]"],
+    ]

@@ -18,6 +18,7 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
+from toolpass.rules.lazy import lazy_pattern
 from toolpass.wire.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
 
 GROUP = "toolpass.integrations"
-_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_NAME = lazy_pattern(r"[a-z][a-z0-9_]*")
 log = logging.getLogger("toolpass")
 _unreadable: set[str] = set()  # distributions already reported as unreadable
 

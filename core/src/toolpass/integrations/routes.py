@@ -24,20 +24,19 @@ permission.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import resources
 from typing import Any, Final
 from urllib.parse import parse_qs, quote, unquote, unquote_plus
 
+from toolpass.rules.lazy import lazy_pattern
 from toolpass.rules.scope import escapes
 
 EFFECTS = ("read", "write", "destructive")
-_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)(\+?)\}")
+_PARAM = lazy_pattern(r"\{([A-Za-z_][A-Za-z0-9_.-]*)(\+?)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,7 +415,7 @@ def _walk(node: _Node, segments: list[str], i: int, taken: list[tuple[str, str]]
     return None
 
 
-_FIELD = re.compile(r"\{([^{}]+)\}")
+_FIELD = lazy_pattern(r"\{([^{}]+)\}")
 
 
 def fields(template: str) -> list[str]:
@@ -476,6 +475,9 @@ _compiled: dict[str, tuple[tuple[str | None, str], ...]] = {}
 def load(package: str) -> RouteTable:
     """The route table ``routes.json`` (or ``routes.json.gz``) of the integration package
     ``package``; empty when it ships none."""
+    import gzip
+    from importlib import resources
+
     folder = resources.files(package)
     for suffix, opener in ((".json.gz", gzip.decompress), (".json", lambda b: b)):
         item = folder / f"routes{suffix}"

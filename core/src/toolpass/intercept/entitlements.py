@@ -18,22 +18,23 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolpass.outcome.errors import ToolRefused
+from toolpass.rules.lazy import lazy_pattern
 from toolpass.rules.scope import compile_scope
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from toolpass.intercept.call import CallUser, DeclaredTool
 
 EFFECT_RANK = {"read": 0, "write": 1, "destructive": 2}
-_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_FIELD = lazy_pattern(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _BOUNDARY = ":/@#!"
 
 
@@ -101,6 +102,8 @@ class Entitlements:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Entitlements:
+        from pathlib import Path
+
         data = _read(Path(path))
         tools = {}
         for name, entry in (data.get("tools") or {}).items():
@@ -237,6 +240,8 @@ class Recorder:
     """Merges what tools do into the record file; safe for threads and for processes."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        from pathlib import Path
+
         self.path = Path(path)
         self._lock = threading.Lock()
 
@@ -276,6 +281,8 @@ class Recorder:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
+    import tempfile
+
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as f:

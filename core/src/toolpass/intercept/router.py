@@ -12,25 +12,25 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
-import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from toolpass.integrations.routes import normal_path
+from toolpass.rules.lazy import lazy_pattern
 
 if TYPE_CHECKING:
     from toolpass.integrations.base import Integration
 
 _DEFAULT_PORT = {"http": 80, "https": 443}
-_AUTHORITY_PATH = re.compile(r"([^/?#]*)([^?#]*)")
-_NUMERIC = re.compile(r"[0-9][0-9a-fx.]*")  # what inet_aton might read as an IPv4 address
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
-_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_AUTHORITY_PATH = lazy_pattern(r"([^/?#]*)([^?#]*)")
+_NUMERIC = lazy_pattern(r"[0-9][0-9a-fx.]*")  # what inet_aton might read as an IPv4 address
+_SCHEME = lazy_pattern(r"[A-Za-z][A-Za-z0-9+.-]*")
+_ABSOLUTE = lazy_pattern(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # What no parser reads the same way in an authority: spaces, controls, backslashes, quotes.
-_UNREADABLE = re.compile(r'[\x00-\x20\x7f\\"<>^`{|}]')
+_UNREADABLE = lazy_pattern(r'[\x00-\x20\x7f\\"<>^`{|}]')
 # What a request line cannot carry in its target: spaces and controls end or break it.
-_BREAKS_LINE = re.compile(r"[\x00-\x20\x7f]")
+_BREAKS_LINE = lazy_pattern(r"[\x00-\x20\x7f]")
 LOOPBACK = "127.0.0.1"
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+from toolpass.rules.lazy import lazy_pattern
+
+_CONTROL = lazy_pattern(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _REASON = 160  # characters of reason a line shows
 
 

@@ -14,6 +14,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from toolpass.rules.lazy import lazy_pattern
+
 
 def _random(chars: str, least: int, *holding: str) -> str:
     """``least`` or more of ``chars`` holding a character of each class in ``holding``
@@ -51,9 +53,9 @@ PATTERNS: dict[str, str] = {
 
 # One alternative per shape, each starting with its rare character (so the scan skips from
 # one to the next at C speed) and capturing the rest (so ``lastindex`` names the shape).
-_SCAN = re.compile("|".join(f"{re.escape(p[-1])}(?<={p})({r})" for _, p, r in SHAPES))
+_SCAN = lazy_pattern("|".join(f"{re.escape(p[-1])}(?<={p})({r})" for _, p, r in SHAPES))
 _KINDS = [kind for kind, _, _ in SHAPES]
-_WHOLE = re.compile("|".join(f"(?:{p}{r})" for _, p, r in SHAPES))
+_WHOLE = lazy_pattern("|".join(f"(?:{p}{r})" for _, p, r in SHAPES))
 
 #: Argument and field names whose values are secrets, whatever they look like.
 SECRET_NAMES = (
@@ -71,7 +73,7 @@ REDACTED = "[REDACTED]"
 
 # Controls, format characters (zero-width, bidi, tags) and the other default ignorable code
 # points (variation selectors, fillers): nothing a reader sees. Whitespace goes separately.
-_INVISIBLE = re.compile(
+_INVISIBLE = lazy_pattern(
     r"[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
     r"\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
     r"\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd\U00013430-\U0001343f"

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import unquote
 
-_SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*):")
+from toolpass.rules.lazy import lazy_pattern
+
+_SCHEME = lazy_pattern(r"([a-zA-Z][a-zA-Z0-9+.-]*):")
 # A link written without a scheme: a dotted name (or ``//``), then the rest of the link.
-_SCHEMELESS = re.compile(r"(?://|(?=[^\s/?#@\\]+\.[^\s/?#@\\]))")
+_SCHEMELESS = lazy_pattern(r"(?://|(?=[^\s/?#@\\]+\.[^\s/?#@\\]))")
 _C0_AND_SPACE = "".join(map(chr, range(33)))
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21, "ws": 80, "wss": 443}
-_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?")
-_PORT = re.compile(r"\d{0,5}")
+_LABEL = lazy_pattern(r"[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?")
+_PORT = lazy_pattern(r"\d{0,5}")
 # Ideographic full stops, dots between labels to IDNA (``evil。example``).
 _DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 _LONGEST = 253

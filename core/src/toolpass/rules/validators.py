@@ -15,6 +15,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from toolpass.rules.lazy import lazy_pattern
 from toolpass.rules.scope import escapes
 from toolpass.rules.urls import host_of_email, normalize_host, parse_url
 
@@ -184,5 +185,5 @@ def is_destination(validator: Any) -> bool:
     return getattr(validator, "destination", False) is True
 
 
-_ADDRESS = re.compile(r"[^@\s,;<>\\]+@[^@\s,;<>\\/?#%]+\.[^@\s,;<>\\/?#%]+")
-_HTTP = re.compile(r"\s*https?://", re.IGNORECASE)
+_ADDRESS = lazy_pattern(r"[^@\s,;<>\\]+@[^@\s,;<>\\/?#%]+\.[^@\s,;<>\\/?#%]+")
+_HTTP = lazy_pattern(r"\s*https?://", re.IGNORECASE)

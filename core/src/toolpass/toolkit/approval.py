@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import secrets
 import threading
 import time
 import unicodedata
@@ -78,6 +76,8 @@ def _held(name: Any, value: Any, depth: int) -> str:
     """A value held under ``name``: its digest alone when the name is a secret's."""
     text = _text(value, depth + 1)
     if isinstance(name, str) and secret_name(name):
+        import hashlib
+
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         return f"[a secret, not shown: sha256 {digest}]"
     return text
@@ -89,6 +89,8 @@ def _shown(name: str, value: Any) -> str:
 
 def shown_text(name: str, text: str) -> str:
     """A value as Python wrote it (``text``), as the preview shows it."""
+    import hashlib
+
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     whole = f"{len(text)} characters, sha256 {digest}; see request.arguments[{name!r}]"
     kind = "a secret" if secret_name(str(name)) else find_secret(text)
@@ -143,6 +145,8 @@ class ApprovalRequest:
         now: float,
         connection: str | None = None,
     ) -> None:
+        import secrets
+
         self.id = secrets.token_hex(6)
         self.key = key
         self.user = user
@@ -643,6 +647,8 @@ class ApprovalQueue:
         Raises ``ApprovalPending`` while the request waits and ``ToolRefused`` once denied.
         Returns ``(None, request)`` for a new request, so the caller can notify listeners.
         """
+        import hashlib
+
         digest = hashlib.sha256(repr(key).encode("utf-8", "surrogatepass")).hexdigest()
         now = self._clock()
         seen: str | None = self.store.get(_KEY + digest)
@@ -780,6 +786,8 @@ class _Edited:
 
 
 def _edit_digest(user: str, session_id: str, tool: str, shown: Mapping[str, str]) -> str:
+    import hashlib
+
     text = json.dumps([user, session_id, tool, sorted(shown.items())])
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
+from toolpass.rules.lazy import lazy_pattern
 from toolpass.rules.urls import Url, host_of_email, normalize_host, parse_url
 from toolpass.rules.walk import plain, strings_in
 
@@ -60,46 +61,46 @@ _LINES = "\x00lines\x00"
 
 # Each pattern starts a match only where a run of its characters starts (the look-behinds):
 # tried at every position of a long run, it would cost the square of the text's length.
-_EMAIL = re.compile(r"(?:mailto:)?(?<![\w.+%-])([\w.+%-]+@[\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
-_URL = re.compile(
+_EMAIL = lazy_pattern(r"(?:mailto:)?(?<![\w.+%-])([\w.+%-]+@[\w-]+(?:\.[\w-]+)+)", re.IGNORECASE)
+_URL = lazy_pattern(
     r"(?:(?<![\w+.-])[a-z][a-z0-9+.-]*:)?//[^\s<>\"'`)\]/]+[^\s<>\"'`)\]]*", re.IGNORECASE
 )
 # An IP address written bare (``203.0.113.5``, ``2001:db8::1``): a host.
-_IP = re.compile(
+_IP = lazy_pattern(
     r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}(?!\w|\.\d)|\[?[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}\]?(?![\w:]))",
     re.IGNORECASE,
 )
 # What is left of an address after its local part was disguised (``"eve"@``, ``eve(x)@``).
-_AT_HOST = re.compile(r"@(\[[^\]\s]*\]|[^\s@<>,;\"'()\[\]\\/?#]+)")
+_AT_HOST = lazy_pattern(r"@(\[[^\]\s]*\]|[^\s@<>,;\"'()\[\]\\/?#]+)")
 # A link without a scheme: a dotted name (letters of any script), maybe a port and a path.
-_LINK = re.compile(
+_LINK = lazy_pattern(
     r"(?<![\w@.%+-])(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+(?:[^\W\d_]{2,24}|xn--[a-z0-9-]{1,59})"
     r"\.?(?::\d{1,5})?(?:[/?#\\][^\s<>\"'`)\]]*)?(?![\w@-])",
     re.IGNORECASE,
 )
 # Groups of four after the country and check digits, as IBANs are written (a following word
 # is never taken for a last group: that one is at most three characters).
-_IBAN = re.compile(
+_IBAN = lazy_pattern(
     r"\b([A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?)\b", re.IGNORECASE
 )
-_DIGITS = re.compile(r"\+?\d(?:[ .,/-]?\d){5,}")
-_SPACES = re.compile(r"\s+")
-_WORD = re.compile(r"\w+")
+_DIGITS = lazy_pattern(r"\+?\d(?:[ .,/-]?\d){5,}")
+_SPACES = lazy_pattern(r"\s+")
+_WORD = lazy_pattern(r"\w+")
 # Unicode's default-ignorable code points: invisible, dropped by whoever reads the text.
-_INVISIBLE = re.compile(
+_INVISIBLE = lazy_pattern(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
 # A digit of another script, read as its ASCII digit (``int("١٣")`` is 13).
-_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+_OTHER_DIGIT = lazy_pattern(r"(?![0-9])\d")
 # Ideographic full stops, read as dots in a host name (IDNA).
 _DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 # A defanged address or link (``evil[.]example``, ``eve (at) evil dot example``, ``hxxps``).
-_DEFANGED = re.compile(
+_DEFANGED = lazy_pattern(
     r"\s*[\[({]\s*(dot|\.|at|@)\s*[\])}]\s*|\s+(dot|at)\s+|\bhxxp", re.IGNORECASE
 )
-_PIECES = re.compile(r"[,;|\n]+|\s(?:and|or|&)\s")
+_PIECES = lazy_pattern(r"[,;|\n]+|\s(?:and|or|&)\s")
 _EDGES = "\"'`<>()[]{}.:!?#*~=/\\ \t"
 
 
@@ -187,12 +188,12 @@ def _structured(plain_text: str, depth: int) -> tuple[list[_Value], str]:
 
     def take(match: re.Match[str]) -> str:
         raw = match.group(0).rstrip(".,;:!?")
-        if match.re is _EMAIL:
+        if match.re.pattern == _EMAIL.pattern:
             email = _email_value(match.group(1))
             found.extend([email] if email else [])
-        elif match.re is _IBAN:
+        elif match.re.pattern == _IBAN.pattern:
             found.append(_Value(raw, frozenset({"iban:" + re.sub(r"[ -]", "", raw).upper()})))
-        elif match.re is _IP:
+        elif match.re.pattern == _IP.pattern:
             ip = _ip_value(match)
             if ip is None:
                 return match.group(0)
@@ -210,7 +211,7 @@ def _structured(plain_text: str, depth: int) -> tuple[list[_Value], str]:
     return found, rest
 
 
-_ANY_DIGIT = re.compile(r"\d")
+_ANY_DIGIT = lazy_pattern(r"\d")
 # What each pattern cannot match without (checked at C speed: most text has no address).
 _NEEDED: dict[re.Pattern[str], Callable[[str], bool]] = {
     _URL: lambda text: "//" in text,

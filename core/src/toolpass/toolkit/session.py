@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -96,6 +94,8 @@ class Session:
             _check_attribute_names(attributes)
         self.user = user
         self.attributes: Mapping[str, Any] = attributes
+        import secrets
+
         self.id = secrets.token_hex(8) if id is None else id
         self.counts: dict[str, int] = {}
         limit = MAX_TEXT if untrusted_limit is None else untrusted_limit
@@ -107,6 +107,8 @@ class Session:
         self._ttl = ttl
         self._read = 0  # untrusted texts of the store already in ``_local``
         self._since: str | None = None  # which record of the store they were read from
+        import hashlib
+
         digest = hashlib.sha256(json.dumps([self.id, user]).encode()).hexdigest()[:32]
         self._key = f"session:{digest}"
         if request is not None and not isinstance(request, str):
@@ -324,6 +326,8 @@ def _names(what: str, names: Iterable[str] | None) -> frozenset[str] | None:
 def _new_state() -> dict[str, Any]:
     """A shared session's state in its store: its counts and its data flow, and ``since``,
     which record this is (one that expired and started over has another)."""
+    import secrets
+
     return {
         "counts": {},
         "private": [],

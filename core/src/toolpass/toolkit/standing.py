@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -88,6 +87,8 @@ class StandingApproval:
     ) -> StandingApproval:
         """The standing approval ``by`` grants with ``request`` (approved now);
         ``ValueError`` past ``longest`` seconds or for an argument ``request`` lacks."""
+        import secrets
+
         seconds = longest if standing.minutes is None else standing.minutes * 60
         if seconds > longest:
             raise ValueError(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import os
 import re
 import struct
@@ -23,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice, repeat
 from operator import contains, rshift
 from typing import TypeVar
+
+from toolpass.rules.lazy import lazy_pattern
 
 #: How many consecutive words of untrusted text in an argument count as repeating it.
 WINDOW = 6
@@ -67,10 +68,10 @@ _LOOKALIKE = dict(
         strict=True,
     )
 )
-_LOOKALIKES = re.compile(f"[{''.join(_LOOKALIKE)}]")
+_LOOKALIKES = lazy_pattern(f"[{''.join(_LOOKALIKE)}]")
 # Where an invisible character can be: not a letter, digit, space or ASCII punctuation, or
 # one of the Hangul fillers (letters that show nothing).
-_MAYBE_HIDDEN = re.compile(r"[^\w\s!-/:-@\[-`{-~]|[\u115f\u1160\u3164\uffa0]")
+_MAYBE_HIDDEN = lazy_pattern(r"[^\w\s!-/:-@\[-`{-~]|[\u115f\u1160\u3164\uffa0]")
 
 
 def _hidden(char: str) -> bool:
@@ -85,7 +86,7 @@ def _hidden(char: str) -> bool:
 
 # Words, and the ASCII fast path: the same words split at C speed (controls dropped, other
 # punctuation and spacing between words).
-_WORD = re.compile(r"[^\W_]+")
+_WORD = lazy_pattern(r"[^\W_]+")
 _ASCII_GAPS = str.maketrans(
     {chr(c): None if _hidden(chr(c)) else " " for c in range(128) if not chr(c).isalnum()}
 )
@@ -136,22 +137,23 @@ def _readings(text: str) -> list[list[str]]:
 
 # Decoding copies: each pass decodes JSON and JS escapes, HTML entities, percent-escapes and
 # base64 tokens once. Pieces that stand for other characters (the fence decodes these too):
-_ENCODED = re.compile(
+_ENCODED_SOURCE = (
     r"&#?[0-9A-Za-z]{1,32};?"  # an HTML entity
     r"|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}"  # a code point's escape
     r"|(?:%[0-9a-fA-F]{2})+"  # percent-escapes
 )
+_ENCODED = lazy_pattern(_ENCODED_SOURCE)
 # Escapes that stand for spacing or punctuation; an escaped backslash is split on first.
 _SIMPLE_ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", '\\"': '"', "\\'": "'", "\\/": "/"}
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_pattern("[\ud800-\udfff]")
 # A token of at least 16 characters (six words) of the base64 alphabet, standard or urlsafe.
-_BASE64 = re.compile(r"(?<![\w+/-])[A-Za-z0-9+/_-]{16,}={0,2}(?![\w+/=-])")
+_BASE64 = lazy_pattern(r"(?<![\w+/-])[A-Za-z0-9+/_-]{16,}={0,2}(?![\w+/=-])")
 # Whether there is such a token at all, found at C speed: the alphabet as "b", the rest blank.
 _BASE64_ALPHABET = str.maketrans(
     {chr(c): "b" if chr(c).isalnum() or chr(c) in "+/_-" else " " for c in range(128)}
 )
 _BASE64_RUN = "b" * 16
-_HEX = re.compile(r"[0-9a-fA-F-]+")
+_HEX = lazy_pattern(r"[0-9a-fA-F-]+")
 _URLSAFE = str.maketrans("-_", "+/")
 
 
@@ -498,7 +500,7 @@ _BRACKETS = (
     "<\u00ab\u02c2\u1438\u2039\u226a\u22d6\u22d8\u2329\u276c\u276e\u2770\u27e8\u27ea"
     "\u2991\u2993\u29fc\u3008\u300a\ufe64\uff1c"
 )
-_MARKER = re.compile(
+_MARKER = lazy_pattern(
     rf"[{_BRACKETS}][\W_]{{0,8}}?"
     + r"\s{0,3}".join("untrusted")
     + r"[\W_]{0,8}?"
@@ -507,20 +509,14 @@ _MARKER = re.compile(
 # Pieces of text that fold on their own: an entity, an escape or percent-escapes; a run of
 # plain ASCII, or of other letters and spaces (folded character for character when the length
 # stays); any other character.
-_PIECE = (
-    rf"{_ENCODED.pattern}"
-    r"|[^&\\%\x00-\x08\x0e-\x1f\x7f-\U0010ffff]+"
+_PIECES = lazy_pattern(
+    _ENCODED_SOURCE + r"|[^&\\%\x00-\x08\x0e-\x1f\x7f-\U0010ffff]+"
     r"|[^\W\x00-\x7f](?:[^\W\x00-\x7f]+| )*"
-    r"|."
+    r"|.",
+    re.DOTALL,
 )
 _DEFUSED = "[marker removed]"
-_BRACKETISH = re.compile(f"[{_BRACKETS}\ufe3d\ufe3f&\\\\%]")  # brackets, NFKC's and encoded
-
-
-@functools.cache
-def _pieces() -> re.Pattern[str]:
-    """``_PIECE`` compiled, the first time text reads as a marker (compiling takes a while)."""
-    return re.compile(_PIECE, re.DOTALL)
+_BRACKETISH = lazy_pattern(f"[{_BRACKETS}\ufe3d\ufe3f&\\\\%]")  # brackets, NFKC's and encoded
 
 
 def _reads_as_marker(text: str) -> bool:
@@ -545,7 +541,7 @@ def _defuse_pieces(text: str) -> str:
     starts: list[int] = []  # where each piece starts in the folded text
     spans: list[tuple[int, int]] = []  # and where it was in ``text``
     at = 0
-    for match in _pieces().finditer(text):
+    for match in _PIECES.finditer(text):
         piece = match[0]
         piece = _fold(_decoded(piece) if _ENCODED.fullmatch(piece) else piece)
         folded.append(piece)

@@ -8,13 +8,13 @@ never the value.
 from __future__ import annotations
 
 import os
-import re
 from typing import Literal
 
+from toolpass.rules.lazy import lazy_pattern
 from toolpass.wire.errors import SecretError
 
 Kind = Literal["env", "file", "literal"]
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV_NAME = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Secret:

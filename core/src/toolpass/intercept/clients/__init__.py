@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from toolpass.rules.lazy import lazy_pattern
+
 Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
@@ -81,7 +83,7 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
-_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9.]*)\s*")
+_CLAUSE = lazy_pattern(r"\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9.]*)\s*")
 
 
 def numbers(version: str) -> tuple[int, ...]:
