@@ -76,7 +76,7 @@ def test_every_step_is_one_named_slotted_type() -> None:
 # defaults) -> ``ToolSpec`` (which is one); an adapter's ``Traits`` are ``Declared`` options.
 
 DECORATOR_ONLY = {"name", "on_refuse", "as_tool", "on_untrusted_input"}
-ADAPTER_ONLY = {"fences", "checked_elsewhere", "framework", "default_mode"}
+ADAPTER_ONLY = {"fences", "checked_elsewhere", "framework", "default_mode", "approval_wait"}
 
 
 def test_tool_options_are_written_once() -> None:
