@@ -271,7 +271,7 @@ def test_configuration_errors_are_one_line(
     assert done.stderr.splitlines() == [
         f"toolpass serve: {bad}, line 17, server key 'colour': unknown key (expected one of "
         "api_keys, host, port, workers, threads, max_body_bytes, access_log, shutdown_timeout, "
-        "keep_alive_timeout, tls_cert_file, tls_key_file, approvals)"
+        "keep_alive_timeout, tls_cert_file, tls_key_file, public_url, approvals)"
     ]
     monkeypatch.delenv("TP_TEST_KEY2")
     good = write_config(tmp_path / "good.yaml", github.api_url, DEFAULT_SERVER)
