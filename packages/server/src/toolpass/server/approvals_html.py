@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolpass.outcome.audit_text import iso, plain, reason
@@ -278,7 +278,7 @@ def _revoked_row(record: Mapping[str, Any]) -> str:
 
 def _standing(
     grants: list[StandingApproval],
-    revoked: list[Mapping[str, Any]],
+    revoked: Sequence[Mapping[str, Any]],
     runs: Mapping[str | None, int],
     csrf: str,
     revocable: Collection[str],
@@ -321,7 +321,7 @@ def page(
     problem: str = "",
     flash: str = "",
     standing: list[StandingApproval] | None = None,
-    revoked: list[Mapping[str, Any]] | None = None,
+    revoked: Sequence[Mapping[str, Any]] | None = None,
     runs: Mapping[str | None, int] | None = None,
     revocable: Collection[str] = (),
     max_standing: int = 480,
