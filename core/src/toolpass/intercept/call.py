@@ -35,8 +35,22 @@ class UntrustedText(Protocol):
     def find(self, text: str) -> str | None: ...
 
 
+class SessionSeen(Protocol):
+    """What a session had read when it was last synced from its store."""
+
+    @property
+    def untrusted(self) -> UntrustedText: ...
+    @property
+    def private(self) -> bool: ...
+    @property
+    def private_from(self) -> AbstractSet[str]: ...
+    @property
+    def tainted(self) -> bool: ...
+
+
 class CallSession(Protocol):
-    """The session the call belongs to: its user and what it has seen."""
+    """The session the call belongs to: its user and what it has seen (``sync()`` brings
+    ``seen`` up to date from a shared store in one round trip)."""
 
     tainted: bool
 
@@ -51,6 +65,9 @@ class CallSession(Protocol):
     def take(self, keys: tuple[tuple[str, int], ...]) -> str | None: ...
     def give_back(self, keys: tuple[tuple[str, int], ...]) -> None: ...
     def note_private(self, source: str = "*") -> None: ...
+    def sync(self) -> None: ...
+    @property
+    def seen(self) -> SessionSeen: ...
 
 
 class CallSettings(Protocol):

@@ -559,7 +559,9 @@ def _local_checks(
                 f"This session has used all the {route.effect} actions it may take, "
                 "so the request was not sent. Tell the user the limit was reached.",
             )
-    untrusted = session.untrusted  # read once: a shared store is asked per read
+    session.sync()  # one round trip to a shared store for all that the checks below read
+    seen = session.seen
+    untrusted = seen.untrusted
     if untrusted and _checks_untrusted(scope, route):
         for text in (unquote(url), request.text):
             phrase = untrusted.find(text)
@@ -587,10 +589,10 @@ def _local_checks(
             )
     if (
         route.sends_out
-        and session.private
-        and session.tainted
+        and seen.private
+        and seen.tainted
         and not scope.approved
-        and not session.private_from <= {_source(record)}  # back where it came from
+        and not seen.private_from <= {_source(record)}  # back where it came from
     ):
         raise _refuse(
             scope,
