@@ -13,6 +13,7 @@ from fakes.github import FakeGitHub
 from store.conftest import free_port, redis_process
 from store.test_redis_round_trips import round_trips
 from toolpass import Toolkit, Toolpass, ToolRefused, intercept
+from toolpass.toolkit import provenance
 
 from .conftest import TOKEN
 
@@ -29,7 +30,10 @@ def url(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def shared(engine: Toolpass, url: str) -> Iterator[Toolkit]:
+def shared(engine: Toolpass, url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Toolkit]:
+    # Once any tool in this process declares a destination, every output's values are recorded
+    # (a write of its own): whether an earlier test in this worker did must not count here.
+    monkeypatch.setattr(provenance.wanted, "now", False)
     events: list[Any] = []
     yield Toolkit(permissions=engine, audit=[events.append], store=url)
     intercept.uninstall()
