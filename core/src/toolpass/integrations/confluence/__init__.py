@@ -29,13 +29,14 @@ Resources: ``content:ID`` (or ``page:``, ``blogpost:``, ``comment:``, ``attachme
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import UserIds, mapped_user, paged
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -154,18 +155,19 @@ class Confluence(AtlassianSite):
     # --- requests (signing in, the gateway: ``AtlassianSite``) ---------------------------
     def _listing(self, path: str, params: Mapping[str, str], what: str) -> Iterator[Any]:
         """The ``results`` of a paged list, following ``_links.next`` on the same site."""
-
-        def page(token: str | None) -> tuple[Iterable[Any], str | None]:
-            data = self._api("GET", token or path, what=what, params=None if token else params)
-            results, nxt = data.get("results"), (data.get("_links") or {}).get("next")
-            if not isinstance(results, list) or (nxt is not None and not isinstance(nxt, str)):
-                raise LookupFailed(f"confluence's answer to {what} has no results list")
-            if nxt and (urlsplit(nxt).scheme or not nxt.startswith("/")):
-                raise LookupFailed(f"confluence's next page for {what} leaves the site")
-            return results, self._base() + nxt if nxt else None
-
-        too_many = f"confluence's answer to {what} has more than {_PAGES} pages"
-        return self.pages(page, limit=_PAGES, too_many=too_many)
+        return paged(
+            self,
+            path,
+            what=what,
+            too_many=f"confluence's answer to {what} has more than {_PAGES} pages",
+            style="next_url",
+            items="results",
+            params=params,
+            pages=_PAGES,
+            next_at="_links.next",
+            origin=self._base(),
+            get=partial(self._api, "GET"),
+        )
 
     # --- identity ----------------------------------------------------------------------
     def lookup_lookup(self, email: str) -> Sequence[str]:
