@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -239,7 +238,10 @@ def _on(system: Integration, home: str, url: str, what: str) -> str:
     if url.startswith("/") and not url.startswith("//"):
         return home + url
     if not url.startswith(home + "/"):
-        raise LookupFailed(f"{system.name}'s next page for {what} is on another host")
+        raise LookupFailed(
+            f"{system.name}'s next page for {what} links to another origin (another host, "
+            "scheme or port)"
+        )
     return url
 
 
@@ -271,7 +273,7 @@ def _next_link(header: str | None) -> str | None:
 # --- issued tokens -----------------------------------------------------------------------
 class IssuedToken:
     """The token ``fetch`` issues the engine, as ``(token, when to refresh it)`` on the
-    ``time.monotonic()`` clock: one fetch at a time (callers meanwhile wait for its
+    owner's ``clock``: one fetch at a time (callers meanwhile wait for its
     token), kept on ``owner.issued`` (so reasons never carry it) until it is due."""
 
     def __init__(self, owner: Integration, fetch: Callable[[], tuple[str, float]]) -> None:
@@ -283,7 +285,7 @@ class IssuedToken:
         """A token that is not due for refresh, fetched when there is none."""
         with self._lock:
             held = self._owner.issued
-            if held is not None and time.monotonic() < held[1]:
+            if held is not None and self._owner.clock() < held[1]:
                 return held[0]
             self._owner.issued = self._fetch()
             return self._owner.issued[0]
@@ -315,7 +317,7 @@ def token_from(
     answer = system.answer("POST", path, what=what, body=body, headers=sent)
     if answer.status != 200:
         raise system.failure(answer, what)
-    return issued_token(system.parse(answer, what), who)
+    return issued_token(system.parse(answer, what), who, system.clock)
 
 
 # --- resources ---------------------------------------------------------------------------
