@@ -1,0 +1,365 @@
+"""The preludes every check wrote by hand, written once.
+
+- :class:`Cache`: one typed, expiring cache per kind of value (a user's roles, a team's
+  members), its lifetime read from the connection's options, with :meth:`Cache.get` loading
+  what it does not hold.
+- :func:`paged`: one paginator for the styles systems use: ``offset`` (``limit``/``offset``
+  and a ``more`` flag), ``cursor`` (a cursor or page token in the body sent back as a
+  parameter), ``next_url`` (the next page's URL or path in the body: ``next``,
+  ``@odata.nextLink``, ``nextRecordsUrl``), ``link`` (RFC 8288 ``Link: <...>;
+  rel="next"``) and ``page`` (page numbers: until a short page, a total, or as a header
+  says); a next page's URL must be on the system's URL.
+- :class:`IssuedToken`: a token the engine is issued (OAuth client credentials, a JWT
+  exchange): fetched once at a time under its lock, kept until shortly before it expires
+  (:func:`~toolpass.integrations.base.issued_token`), dropped when the system rejects it.
+- :func:`target`: a resource ``kind:id`` parsed against the kinds its action declares in
+  ``actions.json`` (``{"kinds": {kind: id pattern or null}, "actions": [...]}``, read by
+  :func:`~toolpass.integrations.base.load_actions`); a malformed one is answered
+  ``unknown`` (cause ``resource``) naming what the action takes.
+- :class:`UserIds` and :func:`mapped_user`: the shape of a system's user ids, declared once;
+  a user mapped to anything else is ``unknown`` (cause ``identity``).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlencode
+
+from toolpass.integrations.base import (
+    Action,
+    Decision,
+    Integration,
+    LookupFailed,
+    Remembered,
+    issued_token,
+)
+
+__all__ = [
+    "Absent",
+    "Cache",
+    "IssuedToken",
+    "Target",
+    "UserIds",
+    "mapped_user",
+    "paged",
+    "target",
+    "token_from",
+    "ttl_option",
+]
+
+K = TypeVar("K")
+V = TypeVar("V")
+Style = Literal["offset", "cursor", "next_url", "link", "page"]
+_NEXT_LINK = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?(?=[\s;,]|$)', re.I)
+
+
+# --- caches ------------------------------------------------------------------------------
+class Cache(Generic[K, V]):
+    """One kind of value (None too), kept by key for the lifetime ``ttl()`` answers (0: not
+    kept); never answered from inside a check asked with ``fresh=True``."""
+
+    def __init__(self, ttl: Callable[[], float], size: int = 5000) -> None:
+        self._ttl = ttl
+        self._kept: Remembered[K, tuple[V]] = Remembered(size)
+
+    def get(self, key: K, load: Callable[[], V]) -> V:
+        """The value kept for ``key``, else ``load()``'s, kept."""
+        hit = self._kept.get(key)
+        if hit is not None:
+            return hit[0]
+        value = load()
+        self._kept.put(key, (value,), self._ttl())
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` for ``key``."""
+        self._kept.put(key, (value,), self._ttl())
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._kept.clear()
+
+
+def ttl_option(options: Mapping[str, Any], key: str, default: float) -> Callable[[], float]:
+    """A lifetime read from the connection's option ``key`` (``default`` when unset)."""
+    return lambda: float(options.get(key, default))
+
+
+# --- the paginator -----------------------------------------------------------------------
+class Absent(LookupFailed):
+    """The list asked with ``absent=True`` is not there: its first page answered 404."""
+
+
+def paged(
+    system: Integration,
+    path: str,
+    *,
+    what: str,
+    too_many: str,
+    style: Style,
+    items: str | None,
+    params: Mapping[str, str | None] | None = None,
+    pages: int = 20,
+    size: int = 100,
+    size_param: str = "limit",
+    cursor: str = "cursor",
+    next_at: str | tuple[str, ...] = "next",
+    total_at: str | None = None,
+    next_header: str | None = None,
+    done_at: str | None = None,
+    origin: str | None = None,
+    each: type = object,
+    optional: bool = False,
+    absent: bool = False,
+    headers: Mapping[str, str] | None = None,
+    get: Callable[..., Any] | None = None,
+) -> Iterator[Any]:
+    """The items of the list at ``path``, read page by page in ``style``, at most ``pages``
+    pages (then :class:`LookupFailed` with ``too_many``, never a guess).
+
+    Each page's items are the list at key ``items`` of its body (None: the body is the
+    list; ``optional``: a body without it has none), each an ``each`` (else the list fails).
+    The styles:
+
+    - ``offset``: ``size_param``/``offset`` parameters, more pages while the ``more`` flag
+      is true (PagerDuty).
+    - ``cursor``: the cursor at ``next_at`` (a dotted path, or a tuple of keys) sent back as
+      parameter ``cursor`` (Slack's ``next_cursor``, Google's ``nextPageToken``).
+    - ``next_url``: the next page's URL at ``next_at``; one written as a path (``/...``) is
+      on ``origin``; ``done_at`` names a flag true on the last page (Salesforce's ``done``:
+      a page not done without a next URL fails).
+    - ``link``: RFC 8288 ``Link: <...>; rel="next"``.
+    - ``page``: page numbers (1, 2, ...) in ``cursor``, ``size`` items a page; more pages
+      while a page is full, or while fewer than the total at ``total_at`` were asked, or as
+      the header ``next_header`` says (GitLab's ``X-Next-Page``).
+
+    A next page's URL must be on ``origin`` (default: the connection's URL), so the
+    engine's credential goes nowhere else. ``get(url, what=, params=, absent=)`` reads a
+    page's JSON body (default :meth:`Integration.get_json`, with ``headers``); with
+    ``absent``, a first page answering 404 raises :class:`Absent`."""
+    base = dict(params or {})
+    home = (origin or system.config.url).rstrip("/")
+    read = get or partial(system.get_json, headers=headers, kind=None)
+
+    def body(where: str, query: Mapping[str, str | None], first: bool) -> tuple[Any, str | None]:
+        if style == "link" or next_header:
+            answer = system.answer("GET", where, what=what, params=query, headers=headers)
+            if answer.status == 404 and absent and first:
+                raise Absent(f"{system.name} has no list to {what}")
+            if answer.status != 200:
+                raise system.failure(answer, what)
+            said = answer.header("link" if style == "link" else next_header or "")
+            return system.parse(answer, what, None), said
+        data = read(where, what=what, params=query, absent=(404,) if absent and first else ())
+        if data is None:
+            raise Absent(f"{system.name} has no list to {what}")
+        return data, None
+
+    def page(token: str | None) -> tuple[list[Any], str | None]:
+        query: dict[str, str | None] = dict(base)
+        where = path
+        if style == "offset":
+            query |= {size_param: str(size), "offset": token or "0"}
+        elif style in ("cursor", "page"):
+            query |= {size_param: str(size), cursor: token or ("1" if style == "page" else None)}
+        elif token:
+            where, query = token, {}
+        data, said = body(where, query, token is None)
+        found = _items(system, data, items, what, optional)
+        if not all(isinstance(item, each) for item in found):
+            raise LookupFailed(f"{system.name}'s answer to {what} has a malformed item")
+        return found, following(data, found, token, said)
+
+    def following(data: Any, found: list[Any], token: str | None, said: str | None) -> str | None:
+        """The next page's token: an offset, a page number, a cursor or a URL."""
+        if style == "offset":
+            return str(int(token or 0) + len(found)) if data.get("more") and found else None
+        if style == "page":
+            return _next_page(system, int(token or 1), size, data, found, total_at, said, what)
+        if done_at is not None and data.get(done_at) is not False:
+            return None
+        url = _next_link(said) if style == "link" else _dotted(system, data, next_at, what)
+        if done_at is not None and not url:
+            raise LookupFailed(f"{system.name}'s answer to {what} is cut without a next page")
+        return _on(system, home, url, what) if url and style != "cursor" else url
+
+    return system.pages(page, limit=pages, too_many=too_many)
+
+
+def _items(
+    system: Integration, data: Any, items: str | None, what: str, optional: bool
+) -> list[Any]:
+    """A page's items: its body, or the list at its key ``items`` (``optional``: [] when
+    the body has none)."""
+    if items is None:
+        found = data
+    elif isinstance(data, dict):
+        found = data.get(items, [] if optional else None)
+    else:
+        found = None
+    if not isinstance(found, list):
+        raise LookupFailed(f"{system.name}'s answer to {what} has no {items or 'item'} list")
+    return found
+
+
+def _next_page(
+    system: Integration,
+    number: int,
+    size: int,
+    data: Any,
+    found: list[Any],
+    total_at: str | None,
+    said: str | None,
+    what: str,
+) -> str | None:
+    """The page after page ``number``: as the header ``said``, while fewer than the total
+    at ``total_at`` were asked, or while pages are full."""
+    if said is not None:
+        said = said.strip()
+        if said and not said.isdigit():
+            raise LookupFailed(f"{system.name}'s next page number for {what} is not a number")
+        return said or None
+    if total_at is not None:
+        total = data.get(total_at) if isinstance(data, dict) else None
+        if not isinstance(total, int):
+            raise LookupFailed(f"{system.name}'s answer to {what} has no {total_at}")
+        return str(number + 1) if number * size < total and found else None
+    return str(number + 1) if len(found) == size else None
+
+
+def _on(system: Integration, home: str, url: str, what: str) -> str:
+    """``url`` (a path: on ``home``), if it is on ``home``."""
+    if url.startswith("/") and not url.startswith("//"):
+        return home + url
+    if not url.startswith(home + "/"):
+        raise LookupFailed(
+            f"{system.name}'s next page for {what} links to another origin (another host, "
+            "scheme or port)"
+        )
+    return url
+
+
+def _dotted(system: Integration, data: Any, path: str | tuple[str, ...], what: str) -> str | None:
+    """The string at ``path`` (dotted, or a tuple of keys) of ``data``: None when absent or
+    empty, :class:`LookupFailed` when it is there but not a string (never a silent last
+    page)."""
+    keys = path.split(".") if isinstance(path, str) else path
+    named = ".".join(keys)
+    for part in keys:
+        if data is None:
+            return None
+        if not isinstance(data, dict):
+            raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {named}")
+        data = data.get(part)
+    if data is None or data == "":
+        return None
+    if not isinstance(data, str):
+        raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {named}")
+    return data
+
+
+def _next_link(header: str | None) -> str | None:
+    """The ``rel="next"`` URL of a ``Link`` header."""
+    found = _NEXT_LINK.search(header or "")
+    return found.group(1) if found else None
+
+
+# --- issued tokens -----------------------------------------------------------------------
+class IssuedToken:
+    """The token ``fetch`` issues the engine, as ``(token, when to refresh it)`` on the
+    owner's ``clock``: one fetch at a time (callers meanwhile wait for its
+    token), kept on ``owner.issued`` (so reasons never carry it) until it is due."""
+
+    def __init__(self, owner: Integration, fetch: Callable[[], tuple[str, float]]) -> None:
+        self._owner = owner
+        self._fetch = fetch
+        self._lock = threading.RLock()  # a fetch that fails may drop the held token
+
+    def get(self) -> str:
+        """A token that is not due for refresh, fetched when there is none."""
+        with self._lock:
+            held = self._owner.issued
+            if held is not None and self._owner.clock() < held[1]:
+                return held[0]
+            self._owner.issued = self._fetch()
+            return self._owner.issued[0]
+
+    def drop(self, token: str) -> None:
+        """Forget ``token`` (the system rejected it), unless a newer one replaced it."""
+        with self._lock:
+            if self._owner.issued is not None and self._owner.issued[0] == token:
+                self._owner.issued = None
+
+
+def token_from(
+    system: Integration,
+    path: str,
+    form: Mapping[str, str],
+    *,
+    who: str,
+    what: str = "issue an access token (client credentials)",
+    basic: tuple[str, str] | None = None,
+) -> tuple[str, float]:
+    """An OAuth token endpoint's answer to a form POST to ``path`` (a full URL or one
+    relative to the connection), as :func:`issued_token` reads it; ``basic``: the client's
+    id and secret sent as HTTP Basic authentication (else they are in ``form``)."""
+    sent = {"Content-Type": "application/x-www-form-urlencoded"}
+    if basic is not None:
+        pair = base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode("ascii")
+        sent["Authorization"] = f"Basic {pair}"
+    body = urlencode(form).encode()
+    answer = system.answer("POST", path, what=what, body=body, headers=sent)
+    if answer.status != 200:
+        raise system.failure(answer, what)
+    return issued_token(system.parse(answer, what), who, system.clock)
+
+
+# --- resources ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A resource as its action takes it: its ``kind`` and ``id`` ("" for a kind of one)."""
+
+    kind: str
+    id: str
+
+
+def target(action: Action, resource: str) -> Target | Decision:
+    """``resource`` as ``kind:id`` against the kinds ``action`` declares (``terms["kinds"]``,
+    a kind -> id pattern mapping; a kind whose pattern is None is written alone, without
+    ``:``), or an
+    ``unknown`` decision naming the kinds it takes."""
+    kinds: Mapping[str, re.Pattern[str] | None] = action.terms.get("kinds") or {}
+    kind, sep, oid = resource.partition(":")
+    if kind in kinds:
+        pattern = kinds[kind]
+        if (pattern is None and not sep) or (pattern is not None and pattern.fullmatch(oid)):
+            return Target(kind, oid)
+    where = " or ".join(k if p is None else f"{k}:ID" for k, p in kinds.items())
+    return Decision.unknown(
+        f"{action.name} is asked on {where}, not {resource!r}", cause="resource"
+    )
+
+
+# --- identity ----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class UserIds:
+    """What a system's user ids look like: ``pattern``, and ``noun`` for the reason
+    ("a PagerDuty user id")."""
+
+    pattern: re.Pattern[str]
+    noun: str
+
+
+def mapped_user(system: Integration, user: str, ids: UserIds) -> str | Decision:
+    """The system user ``user`` maps to, or an ``unknown`` decision (cause ``identity``)
+    when it is not shaped as ``ids`` says."""
+    uid = system.user_id(user)
+    if ids.pattern.fullmatch(uid):
+        return uid
+    return Decision.unknown(f"{user} maps to {uid!r}, not {ids.noun}", cause="identity")
