@@ -154,7 +154,7 @@ def paged(
                 raise Absent(f"{system.name} has no list to {what}")
             if answer.status != 200:
                 raise system.failure(answer, what)
-            said = answer.header("link" if style == "link" else next_header or "")
+            said = answer.header("link" if style == "link" else next_header or "") or ""
             return system.parse(answer, what, None), said
         data = read(where, what=what, params=query, absent=(404,) if absent and first else ())
         if data is None:
