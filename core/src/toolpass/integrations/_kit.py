@@ -107,9 +107,10 @@ def paged(
     params: Mapping[str, str | None] | None = None,
     pages: int = 20,
     size: int = 100,
-    size_param: str = "limit",
+    size_param: str | None = "limit",
     cursor: str = "cursor",
     next_at: str | tuple[str, ...] = "next",
+    more_at: str | None = None,
     total_at: str | None = None,
     next_header: str | None = None,
     done_at: str | None = None,
@@ -123,14 +124,17 @@ def paged(
     """The items of the list at ``path``, read page by page in ``style``, at most ``pages``
     pages (then :class:`LookupFailed` with ``too_many``, never a guess).
 
-    Each page's items are the list at key ``items`` of its body (None: the body is the
-    list; ``optional``: a body without it has none), each an ``each`` (else the list fails).
+    Each page's items are the list at the dotted path ``items`` of its body (None: the body
+    is the list; ``optional``: a body without it has none), each an ``each`` (else the
+    list fails). ``size`` items a page are asked for with ``size_param`` (None: not asked).
     The styles:
 
-    - ``offset``: ``size_param``/``offset`` parameters, more pages while the ``more`` flag
-      is true (PagerDuty).
+    - ``offset``: ``size_param``/``offset`` parameters, more pages while the flag at
+      ``more_at`` (default ``more``) is true (PagerDuty).
     - ``cursor``: the cursor at ``next_at`` (a dotted path, or a tuple of keys) sent back as
-      parameter ``cursor`` (Slack's ``next_cursor``, Google's ``nextPageToken``).
+      parameter ``cursor`` (Slack's ``next_cursor``, Google's ``nextPageToken``, AWS's
+      ``NextToken``; with ``more_at``, only while that flag is true: GraphQL's
+      ``pageInfo``). A ``get`` may send the parameters in a request body instead.
     - ``next_url``: the next page's URL at ``next_at``; one written as a path (``/...``) is
       on ``origin``; ``done_at`` names a flag true on the last page (Salesforce's ``done``:
       a page not done without a next URL fails).
@@ -164,10 +168,12 @@ def paged(
     def page(token: str | None) -> tuple[list[Any], str | None]:
         query: dict[str, str | None] = dict(base)
         where = path
+        if size_param is not None and style in ("offset", "cursor", "page"):
+            query[size_param] = str(size)
         if style == "offset":
-            query |= {size_param: str(size), "offset": token or "0"}
+            query["offset"] = token or "0"
         elif style in ("cursor", "page"):
-            query |= {size_param: str(size), cursor: token or ("1" if style == "page" else None)}
+            query[cursor] = token or ("1" if style == "page" else None)
         elif token:
             where, query = token, {}
         data, said = body(where, query, token is None)
@@ -179,10 +185,13 @@ def paged(
     def following(data: Any, found: list[Any], token: str | None, said: str | None) -> str | None:
         """The next page's token: an offset, a page number, a cursor or a URL."""
         if style == "offset":
-            return str(int(token or 0) + len(found)) if data.get("more") and found else None
+            more = bool(_at(data, more_at or "more"))
+            return str(int(token or 0) + len(found)) if more and found else None
         if style == "page":
             return _next_page(system, int(token or 1), size, data, found, total_at, said, what)
         if done_at is not None and data.get(done_at) is not False:
+            return None
+        if more_at is not None and not _at(data, more_at):
             return None
         url = _next_link(said) if style == "link" else _dotted(system, data, next_at, what)
         if done_at is not None and not url:
@@ -197,15 +206,19 @@ def _items(
 ) -> list[Any]:
     """A page's items: its body, or the list at its key ``items`` (``optional``: [] when
     the body has none)."""
-    if items is None:
-        found = data
-    elif isinstance(data, dict):
-        found = data.get(items, [] if optional else None)
-    else:
-        found = None
+    found = data if items is None else _at(data, items)
+    if found is None and optional and isinstance(data, dict):
+        return []
     if not isinstance(found, list):
         raise LookupFailed(f"{system.name}'s answer to {what} has no {items or 'item'} list")
     return found
+
+
+def _at(data: Any, path: str) -> Any:
+    """The value at the dotted ``path`` of ``data``, None when any step is missing."""
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
 
 
 def _next_page(

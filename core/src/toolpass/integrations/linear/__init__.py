@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, target, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, paged, target, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -286,19 +286,27 @@ class Linear(Integration):
         me: dict[str, Any] = {}
         teams: dict[str, bool] = {}
 
-        def page(after: str | None) -> tuple[list[Any], str | None]:
-            data = self.graphql(query, {"id": uid, "after": after}, what).get("user")
-            memberships = data.get("teamMemberships") if isinstance(data, dict) else None
-            nodes = memberships.get("nodes") if isinstance(memberships, dict) else None
-            if not (isinstance(data, dict) and isinstance(memberships, dict)) or not isinstance(
-                nodes, list
-            ):
-                raise LookupFailed(f"linear's answer to {what} has no user or memberships")
-            me.update({k: data.get(k) for k in ("active", "admin", "owner", "guest")})
-            info = memberships.get("pageInfo") or {}
-            return nodes, info.get("endCursor") if info.get("hasNextPage") else None
+        def read(url: str, *, what: str, params: Mapping[str, str | None], absent: Any) -> Any:
+            data = self.graphql(query, {"id": uid, "after": params.get("after")}, what)
+            user = data.get("user")
+            if isinstance(user, dict):
+                me.update({k: user.get(k) for k in ("active", "admin", "owner", "guest")})
+            return data
 
-        for node in self.pages(page, limit=20, too_many=f"{uid} is in too many teams"):
+        memberships = paged(
+            self,
+            "/graphql",
+            what=what,
+            too_many=f"{uid} is in too many teams",
+            style="cursor",
+            items="user.teamMemberships.nodes",
+            size_param=None,
+            cursor="after",
+            next_at="user.teamMemberships.pageInfo.endCursor",
+            more_at="user.teamMemberships.pageInfo.hasNextPage",
+            get=read,
+        )
+        for node in memberships:
             team = node.get("team") if isinstance(node, dict) else None
             if not (isinstance(team, dict) and isinstance(team.get("id"), str)):
                 raise LookupFailed(f"linear's answer to {what} has a malformed membership")
