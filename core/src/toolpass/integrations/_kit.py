@@ -194,7 +194,7 @@ def paged(
         if more_at is not None and not _at(data, more_at):
             return None
         url = _next_link(said) if style == "link" else _dotted(system, data, next_at, what)
-        if done_at is not None and not url:
+        if (done_at or more_at) is not None and not url:
             raise LookupFailed(f"{system.name}'s answer to {what} is cut without a next page")
         return _on(system, home, url, what) if url and style != "cursor" else url
 
