@@ -40,7 +40,7 @@ def in_timer(base: str) -> Any:
     def send() -> None:
         try:
             done.append(with_requests(base))
-        except Exception as e:  # the refusal stays in the timer's thread
+        except ActionRefused as e:  # the refusal stays in the timer's thread
             done.append(e)
 
     timer = threading.Timer(0, send)
