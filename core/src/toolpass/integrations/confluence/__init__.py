@@ -63,8 +63,6 @@ _SPACE_KEY = re.compile(r"~?[A-Za-z0-9_]{1,255}")
 _ACCOUNT_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
 _GATEWAY = re.compile(r"/ex/confluence/([^/]+)(/.*)?")
 _PARENTS = ("pageId", "blogPostId", "attachmentId", "customContentId", "parentCommentId")
-#: Actions an archived page refuses (beside ``update``), whoever asks.
-_LIVE_ONLY = frozenset({"comment", "attach"})
 _PAGES = 20  # pages of 250 permission assignments, or of 200 groups, read at most
 
 
@@ -332,16 +330,16 @@ class Confluence(AtlassianSite):
             return Decision.deny(f"the Atlassian account {account} is {status}")
         if terms["check"] == "content":
             decided = self._content(account, str(terms["operation"]), ref)
-            if not decided.allowed or action != "update":
+            if not decided.allowed or not terms.get("live_only"):
                 return decided
             archived = self._archived(ref, action)
             return decided if archived is None else archived
         if kind != "space":
-            needed = "update" if action == "attach" else "read"
+            needed = str(terms.get("parent", "read"))  # on the content it is added to
             first = self._content(account, needed, ref)
             if not first.allowed:
                 return first
-            archived = self._archived(ref, action) if action in _LIVE_ONLY else None
+            archived = self._archived(ref, action) if terms.get("live_only") else None
             if archived is not None:
                 return archived
             space = self._content_space(ref)

@@ -192,7 +192,8 @@ class GoogleWorkspace(GoogleIntegration):
             return Decision.unknown(f"{uid} is not a user of the domain", cause="identity")
         if person.get("suspended") or person.get("archived"):
             return Decision.deny(f"{uid} is suspended")
-        if action == "drive.list" and self.options["drive_tokens"] != "user":
+        sender = terms.terms.get("answers_for") == "sender"  # what the credential sees
+        if sender and self.options["drive_tokens"] != "user":
             return Decision.unknown(
                 "Drive lists and searches answer what the sending credential can see, not "
                 "what this user can (set drive_tokens: user when the agent sends them with "

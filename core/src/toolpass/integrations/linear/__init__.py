@@ -250,8 +250,9 @@ class Linear(Integration):
         if me.get("active") is not True:
             return Decision.deny(f"{who} is suspended")
         team, author = (None, None) if scope == "workspace" else self._target(kind, rid)
+        needs = terms.terms.get("needs")  # admin, team_owner, author, author_or_admin, or None
         if team is None:  # the workspace, or a workspace-wide label or template
-            if action in ("workspace.admin", "team.manage"):
+            if needs in ("admin", "team_owner"):
                 if admin:
                     return Decision.allow(f"{who} is a workspace admin or owner")
                 return Decision.deny(f"{who} is not a workspace admin or owner")
@@ -264,11 +265,11 @@ class Linear(Integration):
                 return Decision.deny(f"{who} is a guest and not a member of team {key}")
             if team.get("visibility", "private" if team.get("private") else "public") != "public":
                 return Decision.deny(f"{who} is not a member of the private team {key}")
-        if action == "team.manage" and not (teams.get(team["id"]) or admin):
+        if needs == "team_owner" and not (teams.get(team["id"]) or admin):
             return Decision.deny(f"{who} is neither an owner of team {key} nor a workspace admin")
-        if action == "comment.edit" and author != uid:
+        if needs == "author" and author != uid:
             return Decision.deny(f"{who} did not write {resource}")
-        if action == "comment.delete" and author != uid and not admin:
+        if needs == "author_or_admin" and author != uid and not admin:
             return Decision.deny(f"{who} did not write {resource} and is not a workspace admin")
         return Decision.allow(f"{who} may {action} in team {key}")
 

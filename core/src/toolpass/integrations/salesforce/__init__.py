@@ -304,13 +304,13 @@ class Salesforce(Integration):
             return Decision.deny(f"{user}'s Salesforce user {uid} is inactive")
         if self.options.get("frozen_users") and self._frozen(uid):
             return Decision.deny(f"{user}'s Salesforce user {uid} is frozen")
-        if action == "org.access":
+        if declared.terms.get("needs") == "active":
             return Decision.allow(f"{user}'s Salesforce user {uid} is active")
         assigned = (
             "(SELECT PermissionSetId FROM PermissionSetAssignment WHERE AssigneeId = "  # noqa: S608 - SOQL; values quoted
             f"{_quote(uid)})"
         )
-        if action == "org.admin":
+        if declared.terms.get("needs") == "modify_all_data":
             soql = (
                 "SELECT Id FROM PermissionSet WHERE PermissionsModifyAllData = true AND Id IN "  # noqa: S608 - SOQL; values quoted
                 + assigned
