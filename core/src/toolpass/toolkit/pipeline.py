@@ -47,6 +47,7 @@ CHECKS: tuple[Check, ...] = (
     checks.scope,
     checks.effect,
     checks.grants,
+    checks.task,
     checks.limits,
     checks.authorization,
     checks.entitlements,
