@@ -13,16 +13,15 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.scope import ScopeRule, compile_scope
-from toolpass.toolkit.approval import ApprovalQueue, printable, quoted
+from toolpass.toolkit.approval import ApprovalQueue, preview_of, printable, quoted
 from toolpass.toolkit.drivers import Step
 
-if TYPE_CHECKING:
-    from toolpass.toolkit.checks import CallState
-    from toolpass.toolkit.spec import ToolSpec
+#: A call as the checks see it (``toolkit.checks.CallState``, which imports this module).
+CallState = Any
 
 Steps = Generator[Step, Any, None]
 #: A planner: ``(request, tools) -> TaskScope`` (a coroutine function under the async driver).
@@ -157,9 +156,7 @@ class TaskScope:
                 lines.append(f"  {name}: {json.dumps(value, ensure_ascii=False)}")
         return "\n".join(map(printable, lines))
 
-    def outside(
-        self, spec: ToolSpec, effect: str | None, arguments: Mapping[str, Any]
-    ) -> str | None:
+    def outside(self, spec: Any, effect: str | None, arguments: Mapping[str, Any]) -> str | None:
         """Why a call is outside this scope (the rule that decides), or None when inside;
         call counts are not looked at here (see ``count_keys``)."""
         name = spec.name
@@ -455,9 +452,7 @@ def _still_approved(c: CallState, record: dict[str, Any]) -> bool:
 def _identity(c: CallState) -> str:
     import hashlib
 
-    from toolpass.toolkit.checks import canonical
-
-    text = f"{c.spec.key}\n{canonical(c.arguments)}"
+    text = f"{c.spec.key}\n{preview_of(c.arguments)}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
