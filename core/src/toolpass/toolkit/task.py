@@ -406,7 +406,8 @@ def _settle(c: CallState, record: dict[str, Any]) -> dict[str, Any]:
             continue
         change = _answered(queue, request, ident)
         if change is not None:
-            return c.session.change_task(_unless_settled(change))
+            settled: dict[str, Any] = c.session.change_task(_unless_settled(change))
+            return settled
     return record
 
 
