@@ -645,7 +645,7 @@ class AdapterConformance:
     def test_a_call_outside_the_task_is_refused_with_the_reason(self, mode: str) -> None:
         """A tool declared ``outside_task="refuse"``, called outside the session's task scope,
         does not run, and the model reads that the user did not ask for it."""
-        task = TaskScope(tools={"read_file"}, summary="read a.md")
+        task = TaskScope(effects={"read"}, summary="read a.md")  # names differ by framework
         rules = {
             "read_file": Traits(effect="read"),
             "delete_issue": Traits(effect="destructive", outside_task="refuse"),
@@ -669,7 +669,7 @@ class AdapterConformance:
         or the refusal its retry clears), with the reason "outside what you asked for"."""
         queue = ApprovalQueue()
         session = f"conversation-{secrets.token_hex(4)}"
-        task = TaskScope(tools={"read_file"}, summary="read a.md")
+        task = TaskScope(effects={"read"}, summary="read a.md")
         run = self._approving(mode, queue, session=lambda _: Session(DANA, id=session, task=task))
         paused = run.start(DELETE_PAY_1)
         [request] = queue.pending()
@@ -692,7 +692,7 @@ class AdapterConformance:
 
         def planner(request: str, tools: Any) -> TaskScope:
             planned.append(request)
-            return TaskScope(tools={"delete_issue"}, summary="delete PAY-1 and PAY-2")
+            return TaskScope(effects={"destructive"}, summary="delete PAY-1 and PAY-2")
 
         queue = ApprovalQueue()
         shared = Session(
