@@ -254,11 +254,12 @@ def _joined(a: TaskScope, b: TaskScope) -> TaskScope:
     )
 
 
-_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s\"'<>]+", re.UNICODE)
+#: Addresses and links a request names (compiled on first use, by ``re``'s cache).
+_ADDRESS = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s\"'<>]+"
 
 
 def _named_in(request: str) -> list[str]:
-    return [m.rstrip(".,;:!?)") for m in _ADDRESS.findall(request)]
+    return [m.rstrip(".,;:!?)") for m in re.findall(_ADDRESS, request)]
 
 
 def _globs(rule: Any) -> list[str]:
