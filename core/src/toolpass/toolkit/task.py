@@ -283,6 +283,7 @@ def _check(c: CallState) -> Steps:
     confirm = session.confirm_task if session.confirm_task is not None else session.task is None
     if confirm:
         scope = yield from _confirmation(c, scope, record)
+    c.task_scope = scope
     why = scope.outside(spec, c.effect, c.arguments)
     rule = "inside" if why is None else why
     if why is None and (keys := scope.count_keys(spec.name, c.effect)):
