@@ -246,8 +246,8 @@ class Traits:
     to a destination read only in untrusted content (``provenance``: check, approve, ignore);
     whether every call needs a person's approval (``approve``, as ``secured_tool``'s);
     its permission ``rule``, if any; and what a call outside the session's task scope does
-    (``outside_task``: ask or refuse; None: the toolkit's). Untrusted output is recorded for the checks, not
-    fenced: the framework owns the tool's result."""
+    (``outside_task``: ask or refuse; None: the toolkit's). Untrusted output is recorded for
+    the checks, not fenced: the framework owns the tool's result."""
 
     effect: str | None = None
     sends_out: bool = False
