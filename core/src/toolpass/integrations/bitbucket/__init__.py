@@ -74,7 +74,6 @@ _PULL = re.compile(rf"({_SLUG})/({_SLUG})/([1-9][0-9]{{0,9}})")
 SITE = "site"
 #: The branch restriction that binds each action on a branch, and whether its users and
 #: groups are exempt from it (``delete`` and ``force`` bind everyone).
-_RESTRICTS = {"write": "push", "delete_branch": "delete", "merge": "restrict_merges"}
 _EXEMPTING = frozenset({"push", "restrict_merges"})
 _MODEL_KINDS = frozenset({"feature", "bugfix", "release", "hotfix"})
 #: ``enforce_merge_checks`` (Premium) turns the merge checks that match a branch from
@@ -94,6 +93,11 @@ _MERGE_CHECKS = frozenset(
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
 _RANK = {a.name: int(a.terms["rank"]) for a in ACTIONS if "rank" in a.terms}
 _ROLES = {a.name: frozenset(a.terms["roles"]) for a in ACTIONS if "roles" in a.terms}
+#: The branch restriction kind that binds an action on a branch or a pull request, by kind.
+_BRANCHES = {a.name: dict(a.terms.get("branches") or {}) for a in ACTIONS}
+_BRANCH_ONLY = frozenset(a.name for a in ACTIONS if a.terms.get("branch_only"))
+_PUBLIC = frozenset(a.name for a in ACTIONS if a.terms.get("public"))  # anyone on a public repo
+_SENDER = frozenset(a.name for a in ACTIONS if a.terms.get("answers_for") == "sender")
 _LEVELS = {"read": 1, "write": 2, "admin": 3}
 CREDENTIAL = (
     "Least privilege: a dedicated Atlassian account that administers the workspace "
@@ -281,9 +285,9 @@ class Bitbucket(Integration):
         kind, _, ref = resource.partition(":")
         if kind in ("branch", "pullrequest"):
             return self._on_branch(user, action, kind, ref)
-        if action == "delete_branch":
+        if action in _BRANCH_ONLY:
             return Decision.unknown(
-                f"delete_branch is asked on branch:WORKSPACE/REPO_SLUG/BRANCH, not {resource!r}",
+                f"{action} is asked on branch:WORKSPACE/REPO_SLUG/BRANCH, not {resource!r}",
                 cause="resource",
             )
         repo = _REPO.fullmatch(ref) if kind == "repo" else None
@@ -307,7 +311,7 @@ class Bitbucket(Integration):
             decided = self._repository(account, action, repo.group(1), repo.group(2))
         elif action in _ROLES:
             decided = self._workspace(account, action, ref)
-        elif action == "sender_lists" and self.options.get("own_tokens") != "user":
+        elif action in _SENDER and self.options.get("own_tokens") != "user":
             return Decision.unknown(
                 "Bitbucket answers this list with what the sending account can see, not what "
                 "this user can (set own_tokens: user when the agent sends each user's own "
@@ -325,11 +329,8 @@ class Bitbucket(Integration):
         permission, then the account, then the branch restrictions that bind it."""
         shape = _PULL if kind == "pullrequest" else _BRANCH
         named = shape.fullmatch(ref)
-        if (
-            named is None
-            or action not in ("write", "delete_branch")
-            or (kind == "pullrequest" and action != "write")
-        ):
+        restricts = _BRANCHES.get(action, {}).get(kind)
+        if named is None or restricts is None:
             return Decision.unknown(
                 f"{action} is not asked on {kind}:{ref!r} (branch:WORKSPACE/REPO_SLUG/BRANCH, "
                 "pullrequest:WORKSPACE/REPO_SLUG/ID)",
@@ -345,10 +346,9 @@ class Bitbucket(Integration):
         inactive = self._active(account)
         if inactive is not None:
             return inactive
-        kind_of = "merge" if kind == "pullrequest" else action
         branch = self._destination(ws, slug, name) if kind == "pullrequest" else name
         branch = branch or self._main_branch(ws, slug)
-        refused = self._restricted(account, _RESTRICTS[kind_of], ws, slug, branch)
+        refused = self._restricted(account, restricts, ws, slug, branch)
         if refused is None and kind == "pullrequest":
             refused = self._merge_checks(ws, slug, branch)
         return decided if refused is None else refused
@@ -514,7 +514,7 @@ class Bitbucket(Integration):
         if level >= _RANK[action]:
             best = next(k for k, v in _LEVELS.items() if v == level)
             return Decision.allow(f"Bitbucket grants {account} {best} on {name}")
-        if action == "read" and level == 0 and self._public(workspace, slug):
+        if action in _PUBLIC and level == 0 and self._public(workspace, slug):
             return Decision.allow(f"{name} is a public Bitbucket repository")
         has = next((k for k, v in _LEVELS.items() if v == level), None)
         text = f"holds only {has}" if has else "holds no permission"

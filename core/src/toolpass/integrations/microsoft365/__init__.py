@@ -179,7 +179,8 @@ class Microsoft365(MicrosoftCloud):
         if declared is None:
             return Decision.unknown(f"microsoft365 has no action {action!r}", cause="resource")
         area = action.partition(".")[0]
-        sender = resource == "me" or resource.startswith("me/") or action == "tenant.search"
+        own = resource == "me" or resource.startswith("me/")
+        sender = own or declared.terms.get("answers_for") == "sender"
         shape = _SHAPES[area].fullmatch(resource)
         if shape is None and not sender:
             return Decision.unknown(
@@ -202,14 +203,14 @@ class Microsoft365(MicrosoftCloud):
         if area == "mailbox":
             return self._mailbox(oid, account, shape["user"], resource)
         if area in ("teams", "chats"):
-            return self._members(oid, action, resource, shape)
+            return self._members(oid, declared, resource, shape)
         if area == "groups":
-            return self._group(oid, action, shape["group"])
+            return self._group(oid, declared, shape["group"])
         if area == "sites":
             return Decision.unknown(
                 f"SharePoint site permissions of {resource} are not readable through Graph"
             )
-        if action == "tenant.read":
+        if declared.terms.get("needs") == "member":
             if account.get("userType") == "Guest":
                 return Decision.deny(f"{oid} is a guest of the tenant")
             return Decision.allow(f"{oid} is an enabled member of the tenant")
@@ -329,8 +330,8 @@ class Microsoft365(MicrosoftCloud):
             "through Graph"
         )
 
-    def _members(self, oid: str, action: str, ref: str, shape: re.Match[str]) -> Decision:
-        if action == "teams.post":
+    def _members(self, oid: str, declared: Action, ref: str, shape: re.Match[str]) -> Decision:
+        if declared.terms.get("live_only"):  # an archived team is read-only
             team = f"/teams/{quote(shape['team'])}"
             info = self._read(f"read the team {ref}", team, params={"$select": "id,isArchived"})
             if info is None:
@@ -339,7 +340,7 @@ class Microsoft365(MicrosoftCloud):
                 if info.get("isArchived") is True:
                     return Decision.deny(f"the team of {ref} is archived, so it is read-only")
                 raise LookupFailed("Graph's team answer does not say whether it is archived")
-        if action.startswith("chats."):
+        if declared.name.startswith("chats."):
             path = f"/chats/{quote(shape['chat'], safe=':@')}/members"
         else:
             path = f"/teams/{quote(shape['team'])}/members"
@@ -362,12 +363,12 @@ class Microsoft365(MicrosoftCloud):
         if entry is None:
             return Decision.deny(f"{oid} is not a member of {ref}")
         roles = {str(r).lower() for r in entry.get("roles") or []}
-        if action == "teams.manage" and "owner" not in roles:
+        if "owner" in declared.terms["roles"] and "owner" not in roles:
             return Decision.deny(f"{oid} is a member of {ref} but not an owner")
         return Decision.allow(f"{oid} is {'an owner' if 'owner' in roles else 'a member'} of {ref}")
 
-    def _group(self, oid: str, action: str, group: str) -> Decision:
-        if action == "groups.manage":
+    def _group(self, oid: str, declared: Action, group: str) -> Decision:
+        if "owner" in declared.terms["roles"]:
             path = f"/groups/{group}/owners"
             what = f"list the owners of group {group}"
             owners = self._read(what, path, listed=True, params={"$select": "id"})
