@@ -101,3 +101,18 @@ def test_a_standing_approval_never_covers_another_tool_of_the_same_name(
     queue.approve(asked.split()[1], by="lee@example.com", standing=Standing(minutes=30))
     assert called(seen) == "ran"
     assert called(other).startswith("pending ")
+
+
+FIX_BOUND = (
+    "approval.py ApprovalQueue.__init__: `if isinstance(max_standing, bool) or not "
+    "isinstance(max_standing, (int, float)) or not max_standing > 0: raise ValueError(...)`"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=f"a hole in core's toolkit, not fixed here: {FIX_BOUND}")
+@pytest.mark.parametrize("bound", [float("nan"), -60.0, 0, True])
+def test_a_bound_on_standing_approvals_that_bounds_nothing_is_refused(bound: Any) -> None:
+    """``max_standing=nan`` let ``Standing(minutes=10**9)`` stand for centuries (every
+    comparison with NaN is false); 0 or less made every standing approval fail later."""
+    with pytest.raises((ValueError, TypeError)):
+        ApprovalQueue(max_standing=bound)
