@@ -67,7 +67,15 @@ from toolpass.integrations.base import (
 )
 from toolpass.integrations.github import _hook
 from toolpass.integrations.github import _rules as rules
-from toolpass.integrations.github._actions import ACTIONS, EFFECTS, NEEDS, ORG_NEEDS, ORG_RANK
+from toolpass.integrations.github._actions import (
+    ACTIONS,
+    BRANCH_WRITES,
+    EFFECTS,
+    NEEDS,
+    ORG_NEEDS,
+    ORG_RANK,
+    TERMS,
+)
 from toolpass.integrations.github._app import App
 from toolpass.integrations.github._hook import search_repo
 from toolpass.integrations.github._protection import BranchRules
@@ -99,12 +107,6 @@ __all__ = [
 ROLES = rules.ROLES
 _RANK = rules.RANK
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-# Writes an archived repository still takes: stars and watches, forks, and its admin's
-# settings (unarchiving), transfer and deletion.
-_ARCHIVE_EXEMPT = frozenset(
-    {"account.manage", "repo.fork", "repo.admin", "repo.archive", "repo.transfer", "repo.delete"}
-)
-_CONVERSATION = ("issue.comment", "pr.review")
 # A branch name git accepts (check-ref-format): "/"-separated components, none empty, none
 # starting with "." or ending ".lock"; no "..", control characters, space, ~^:?*[\; not
 # ending "."; not "@" (and no "@{", checked apart).
@@ -276,14 +278,15 @@ class GitHub(BranchRules):
         if EFFECTS[action] == "read":
             return None
         data = self._repository(owner, repo)
-        if action not in _ARCHIVE_EXEMPT and data["archived"]:
+        terms = TERMS[action]
+        if not terms.get("on_archived") and data["archived"]:
             return f"{owner}/{repo} is archived: it is read-only for everyone"
-        if action in _CONVERSATION and kind in ("issue", "pr"):
+        if terms.get("locked_by_discussion") and kind in ("issue", "pr"):
             return self._locked(owner, repo, match["number"], role)
-        if kind == "run" and action == "deployment.review":
+        if kind == "run" and terms.get("environment_reviewer"):
             return self._not_reviewer(owner, repo, match["number"], login)
         default = data["default_branch"]
-        write = rules.KIND.get(action)
+        write = BRANCH_WRITES.get(action)
         pull = match["number"] if kind == "pr" else None
         if write == "merge" and pull is not None:
             base, shut = self._merge_base(owner, repo, pull)
@@ -292,11 +295,11 @@ class GitHub(BranchRules):
             branches = [base]
         elif write == "push" and pull is not None:
             branches = [self._head_branch(owner, repo, pull)]
-        elif kind == "ref" and (write is not None or action == "branch.rename"):
+        elif kind == "ref" and (write is not None or terms.get("renames_branch")):
             branches = _branches(match["ref"], default)
         else:
             return None
-        if action == "branch.rename":
+        if terms.get("renames_branch"):
             if default in branches and role != "admin":
                 return f"{default} is the default branch of {owner}/{repo}: renaming it needs admin"
             return None
@@ -403,17 +406,18 @@ class GitHub(BranchRules):
         if not isinstance(state, str):
             raise LookupFailed("github's advisory answer has no state")
         held = f"the {role} role" if role else "no role"
-        if action == "security.read" and state == "published" and role:
+        managers_only = TERMS[action].get("managers_only")
+        if TERMS[action].get("published_readable") and state == "published" and role:
             return Decision.allow(f"{ghsa} is published; {login} has {held} on {owner}/{repo}")
         if role == "admin":
             return Decision.allow(f"{login} administers {owner}/{repo}; {action} on {ghsa}")
-        if action != "advisory.cve" and self._collaborates(owner, login, data):
+        if not managers_only and self._collaborates(owner, login, data):
             return Decision.allow(f"{login} collaborates on the advisory {ghsa}")
         if self._security_manager(owner, login):
             return Decision.allow(f"{login} is a security manager of {owner}")
         who = (
             "admins and security managers"
-            if action == "advisory.cve"
+            if managers_only
             else ("admins, security managers and the advisory's collaborators")
         )
         return Decision.deny(
@@ -464,7 +468,7 @@ class GitHub(BranchRules):
             if reads:
                 return Decision.allow(f"{action} reads public data of the GitHub instance")
             raise LookupFailed(f"{action} is not a read of public data")
-        if action == "account.list":
+        if TERMS[action].get("answers_for") == "sender":
             return self._own_token(user, match)
         if kind == "user" and match["me"] and reads:
             return Decision.allow(f"{action} reads the account whose credential sends it")
@@ -497,7 +501,8 @@ class GitHub(BranchRules):
             return role
         need = ORG_NEEDS[action]
         held = f"is an organization {role}" if role else "is no member"
-        if action == "repo.create" and role == "member" and not self._members_create(name):
+        barred = TERMS[action].get("members_may_be_barred") and role == "member"
+        if barred and not self._members_create(name):
             return Decision.deny(
                 f"{login} {held} of {name}, whose members may not create repositories"
             )

@@ -17,16 +17,6 @@ ROLES = ("read", "triage", "write", "maintain", "admin")
 RANK = {role: i + 1 for i, role in enumerate(ROLES)}
 Kind = Literal["push", "force", "delete", "merge", "create"]
 
-#: The writes that land on a branch, and how.
-KIND: Mapping[str, Kind] = {
-    "contents.write": "push",
-    "contents.delete": "push",
-    "contents.force": "force",
-    "branch.delete": "delete",
-    "branch.create": "create",
-    "pr.merge": "merge",
-}
-
 #: What a ruleset's rules say of a push.
 _PUSH: Mapping[str, str] = {
     "update": "only those who may bypass its ruleset may update it",
