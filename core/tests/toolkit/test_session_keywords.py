@@ -14,11 +14,6 @@ from toolpass import Session, Toolkit, ToolRefused
 from toolpass.store import open_store
 
 USER = "dana@example.com"
-FIX = (
-    "session.py _check_attribute_names: compare names case-folded without '_' / case "
-    "boundaries, and refuse any name one of whose words is a restriction's (tool, effect, "
-    "limit, allow, deny, block, permit, trust, grant, max, rate, quota)"
-)
 
 #: Names an application may write meaning a restriction (none is Session's own keyword).
 RESTRICTIONS = [
@@ -38,7 +33,6 @@ RESTRICTIONS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason=f"a hole in core's toolkit, not fixed here: {FIX}")
 @pytest.mark.parametrize("name", RESTRICTIONS)
 def test_a_restriction_under_another_name_is_refused_not_kept(name: str) -> None:
     with pytest.raises(TypeError, match="unexpected keyword"):
@@ -56,14 +50,6 @@ def test_the_applications_own_attributes_are_kept(name: str) -> None:
     assert Session(USER, **{name: "x"}).attributes == {name: "x"}
 
 
-FIX_TTL = (
-    "session.py Session.__init__: `if isinstance(ttl, bool) or not isinstance(ttl, (int, "
-    "float)) or not ttl > 0: raise ValueError('a session's ttl is a number of seconds more "
-    "than 0')`"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=f"a hole in core's toolkit, not fixed here: {FIX_TTL}")
 @pytest.mark.parametrize("ttl", [0, -5, 0.0, True])
 def test_a_shared_sessions_ttl_that_keeps_nothing_is_refused(tmp_path: Any, ttl: Any) -> None:
     """With a store, ``ttl`` is how long the session's counts are kept: 0 or less kept

@@ -16,11 +16,6 @@ from toolpass.testing import ScriptedEngine
 from toolpass.toolkit.standing import Standing
 
 USER = "dana@example.com"
-FIX = (
-    "standing.py: StandingApproval gets `exact: bool = False`, set by grant() to "
-    "standing.same_arguments; covers() also requires `not self.exact or set(arguments) == "
-    "set(self.match)`"
-)
 
 
 def ran_or_pending(guard: Guard, arguments: dict[str, Any], conversation: str) -> str:
@@ -35,7 +30,6 @@ names = st.sampled_from(["path", "recursive", "force", "mode", "dry_run"])
 values = st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4)
 
 
-@pytest.mark.xfail(strict=True, reason=f"a hole in core's toolkit, not fixed here: {FIX}")
 @settings(max_examples=60, deadline=None)
 @given(
     approved=st.dictionaries(names, values, min_size=1, max_size=3),
@@ -59,13 +53,6 @@ def test_same_arguments_never_covers_a_call_with_an_argument_more(
     assert ran_or_pending(guard, later, "c3").startswith("pending ")
 
 
-FIX_KIND = (
-    "standing.py: StandingApproval keeps the request's effect and connection (grant() copies "
-    "them; from_dict reads them, None in an older record); covers() requires both equal"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=f"a hole in core's toolkit, not fixed here: {FIX_KIND}")
 @pytest.mark.parametrize(
     ("granted", "later"),
     [
@@ -103,13 +90,6 @@ def test_a_standing_approval_never_covers_another_tool_of_the_same_name(
     assert called(other).startswith("pending ")
 
 
-FIX_BOUND = (
-    "approval.py ApprovalQueue.__init__: `if isinstance(max_standing, bool) or not "
-    "isinstance(max_standing, (int, float)) or not max_standing > 0: raise ValueError(...)`"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=f"a hole in core's toolkit, not fixed here: {FIX_BOUND}")
 @pytest.mark.parametrize("bound", [float("nan"), -60.0, 0, True])
 def test_a_bound_on_standing_approvals_that_bounds_nothing_is_refused(bound: Any) -> None:
     """``max_standing=nan`` let ``Standing(minutes=10**9)`` stand for centuries (every

@@ -309,6 +309,12 @@ class ApprovalQueue:
     ) -> None:
         if not isinstance(self_approval, bool):
             raise TypeError(f"self_approval is True or False, not {self_approval!r}")
+        if (
+            isinstance(max_standing, bool)
+            or not isinstance(max_standing, (int, float))
+            or not 0 < max_standing < float("inf")
+        ):
+            raise ValueError(f"max_standing is a number of seconds > 0, not {max_standing!r}")
         self.ttl = ttl
         self.self_approval = self_approval
         self.store = open_store(store)

@@ -113,6 +113,8 @@ class Session:
         self._private_from: set[str] = set()  # where private data was read ("*": not said)
         self._tainted = False  # a tool whose output is untrusted has run
         self._lock = threading.Lock()
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < float("inf"):
+            raise ValueError(f"a session's ttl is a number of seconds more than 0, not {ttl!r}")
         self._store = store
         self._ttl = ttl
         self._read = 0  # untrusted texts of the store already in ``_local``
@@ -486,8 +488,9 @@ _ALIASES = {"session_id": "id", "conversation_id": "id", "thread_id": "id"}
 
 
 def _check_attribute_names(attributes: Mapping[str, Any]) -> None:
-    """Refuse an attribute that is a keyword misspelled (``allowed_effects``, ``session_id``):
-    as an attribute it would be kept and silently mean nothing."""
+    """Refuse an attribute that is a keyword misspelled (``allowed_effects``, ``session_id``)
+    or that reads as a restriction ``Session`` does not have (``max_calls``, ``deny_tools``):
+    as an attribute it would be kept and silently restrict nothing."""
     from difflib import get_close_matches
 
     for name in attributes:
@@ -499,3 +502,36 @@ def _check_attribute_names(attributes: Mapping[str, Any]) -> None:
                 f"Session() got an unexpected keyword argument {name!r} (did you mean "
                 f"{meant!r}?); other keywords are kept as the application's own attributes"
             )
+        if any(word.startswith(_RESTRICTING) for word in _words(name)):
+            raise TypeError(
+                f"Session() got an unexpected keyword argument {name!r}: it reads as a "
+                "restriction, which Session does not have under that name (it restricts with "
+                "allow_tools, allow_effects, grant, limits and task); name the application's "
+                "own attributes otherwise"
+            )
+
+
+#: Words of an attribute's name that read as a restriction.
+_RESTRICTING = (
+    "tool",
+    "effect",
+    "limit",
+    "allow",
+    "deny",
+    "denied",
+    "block",
+    "permit",
+    "trust",
+    "grant",
+    "max",
+    "rate",
+    "quota",
+)
+
+
+def _words(name: str) -> list[str]:
+    """``name``'s words, case-folded: split at ``_``, ``-``, digits and case boundaries."""
+    import re
+
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    return [w.casefold() for w in re.split(r"[\W_\d]+", spaced) if w]

@@ -28,6 +28,10 @@ class Asked(Protocol):
     def arguments(self) -> dict[str, Any]: ...
     @property
     def approvers(self) -> tuple[str, ...]: ...
+    @property
+    def effect(self) -> str | None: ...
+    @property
+    def connection(self) -> str | None: ...
     def written_arguments(self) -> dict[str, str]: ...
 
 
@@ -80,6 +84,12 @@ class StandingApproval:
     created: float
     expires: float
     approvers: tuple[str, ...] = ()
+    #: ``same_arguments``: a later call is covered only with exactly these arguments.
+    exact: bool = False
+    #: The approved call's effect and connection: a tool of the same name declared
+    #: otherwise (another application sharing the store) is another tool.
+    effect: str | None = None
+    connection: str | None = None
 
     @classmethod
     def grant(
@@ -113,6 +123,9 @@ class StandingApproval:
             created=now,
             expires=now + seconds,
             approvers=tuple(request.approvers),
+            exact=standing.same_arguments,
+            effect=request.effect,
+            connection=request.connection,
         )
 
     def covers(self, request: Asked, now: float) -> bool:
@@ -122,6 +135,9 @@ class StandingApproval:
             now < self.expires
             and request.user == self.user
             and request.tool == self.tool
+            and request.effect == self.effect
+            and request.connection == self.connection
+            and (not self.exact or set(arguments) == set(self.match))
             and self.session_id in (None, request.session_id)
             and set(request.reasons) <= set(self.reasons)
             and all(
