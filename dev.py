@@ -34,8 +34,10 @@ ROOT = Path(__file__).resolve().parent
 TOOLS = ROOT / ".venv-dev"
 BIN = TOOLS / ("Scripts" if os.name == "nt" else "bin")
 REQUIREMENTS = ["nox>=2025.2.9", "uv>=0.8"]
-#: Sessions run side by side: on two cores, one session installs while another tests.
-LANES = 2
+#: Sessions run side by side. Three on two cores: each session spends part of its time
+#: waiting (installs, subprocesses starting, servers answering), which a third fills; the
+#: CPU line at the end of `test` says how busy the cores were.
+LANES = 3
 LOGS = ROOT / ".nox" / ".logs"
 #: How long each session took last time (seconds), to start the longest first.
 TIMES = ROOT / ".nox" / ".times.json"
@@ -147,22 +149,28 @@ def skip_reason(log: str) -> str | None:
     return found[1] if found else None
 
 
-def run_stamped(name: str, log: Path) -> int:
+def run_stamped(name: str, log: Path) -> tuple[int, float | None]:
     """Run session ``name`` with its output in ``log``, each line led by the seconds since
-    the session started (how long each of its steps took, read from the log)."""
+    the session started (how long each of its steps took, read from the log): its exit code
+    and the CPU seconds it and its processes used (None where the system does not say)."""
     start = time.monotonic()
     with log.open("w") as out:
-        with nox_process("-s", name) as process:
-            assert process.stdout is not None
-            for line in process.stdout:
-                out.write(f"{time.monotonic() - start:7.1f} {line}")
-                out.flush()
-        return process.returncode
+        process = nox_process("-s", name)
+        assert process.stdout is not None
+        for line in process.stdout:
+            out.write(f"{time.monotonic() - start:7.1f} {line}")
+            out.flush()
+        process.stdout.close()
+    if not hasattr(os, "wait4"):
+        return process.wait(), None
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_utime + usage.ru_stime
 
 
 def run_in_lanes(names: list[str]) -> int:
     """Run each session once, LANES at a time; say which failed and show their output."""
-    pending, failed, skipped, times = list(names), [], [], {}
+    pending, failed, skipped, times, cpus = list(names), [], [], {}, []
     lock = threading.Lock()
     LOGS.mkdir(parents=True, exist_ok=True)
 
@@ -174,12 +182,14 @@ def run_in_lanes(names: list[str]) -> int:
                 name = pending.pop(0)
             log = LOGS / f"{name}.log"
             start = time.monotonic()
-            returncode = run_stamped(name, log)
+            returncode, cpu = run_stamped(name, log)
             why = skip_reason(log.read_text())
             with lock:
                 times[name] = round(time.monotonic() - start, 1)
+                cpus.append(cpu or 0.0)
                 status = "failed" if returncode else f"skipped ({why})" if why else "passed"
-                print(f"dev.py: {name} {status} in {times[name]:.0f} s", flush=True)
+                used = "" if cpu is None else f" (CPU {cpu:.0f} s)"
+                print(f"dev.py: {name} {status} in {times[name]:.0f} s{used}", flush=True)
                 if returncode:
                     failed.append((name, log))
                 elif why:
@@ -196,6 +206,11 @@ def run_in_lanes(names: list[str]) -> int:
         print(f"\n===== {name} ({log.relative_to(ROOT)}) =====\n{log.read_text()}", flush=True)
     took = time.monotonic() - start
     passed = len(names) - len(failed) - len(skipped)
+    cores = os.cpu_count() or 1
+    print(
+        f"dev.py: CPU {sum(cpus):.0f} s, {sum(cpus) / (took * cores):.0%} of {cores} cores"
+        f" over the {took:.0f} s"
+    )
     print(
         f"dev.py: {len(names)} sessions in {took:.0f} s: {passed} passed,"
         f" {len(skipped)} skipped (each with its reason above), {len(failed)} failed"

@@ -10,6 +10,7 @@ import filecmp
 import gzip
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -66,6 +67,18 @@ OURS = ("toolpass-core", *(f"toolpass-{name}" for name in ADAPTERS), "pytest-too
 #: run where that companion is installed (core's own session has neither).
 VALIDATE_SECTIONS = "core/tests/command/test_validate_sections.py"
 SCENARIO = ["PyGithub>=2.3", "cryptography>=42", "pytest>=8", "pytest-asyncio>=0.24"]
+
+
+#: mypy's caches, one per session (their environments differ: one cache shared by all would be
+#: rewritten by each), kept outside the checkout as uv's is: a new clone checks again only
+#: what changed (mypy compares each file's hash).
+MYPY_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolpass-mypy"
+
+
+def mypy(session: nox.Session, *args: str) -> None:
+    """mypy with ``args``, its cache this session's own."""
+    cache = MYPY_CACHE / re.sub(r"[^\w.-]+", "-", session.name).strip("-")
+    session.run("mypy", "--cache-dir", str(cache), *args)
 
 
 def test_group(project: Path) -> list[str]:
@@ -187,6 +200,7 @@ def core(session: nox.Session) -> None:
         "auto",
         "-k",
         f"not ({REGENERATIONS})",
+        "--durations=20",  # the slowest tests, in the log: where the session's time goes
         *session.posargs,
     )
 
@@ -218,7 +232,7 @@ def server(session: nox.Session) -> None:
     session.run("pytest", "packages/server/tests", "-q", *session.posargs)
     session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
     session.install(*locked(session), "mypy>=1.11")
-    session.run("mypy", "--strict", "-p", "toolpass.server")
+    mypy(session, "--strict", "-p", "toolpass.server")
 
 
 @nox.session(python=PYTHON)
@@ -234,7 +248,7 @@ def kit(session: nox.Session) -> None:
     )
     session.run("pytest", "packages/pytest-toolpass/tests", "-q", *session.posargs)
     session.install(*locked(session), "mypy>=1.11")
-    session.run("mypy", "--strict", "-p", "pytest_toolpass")
+    mypy(session, "--strict", "-p", "pytest_toolpass")
 
 
 @nox.session(python=PYTHON)
@@ -283,6 +297,9 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         # name pytest-asyncio's loop scope; unset, it warns, and warnings are errors.
         "-o",
         "asyncio_default_fixture_loop_scope=function",
+        # At the floors, a framework's notice of its own coming changes is shown, not an
+        # error: the newest versions (the wheels run) are where deprecations must be met.
+        *(["-W", "default::DeprecationWarning"] if pins else []),
         *session.posargs,
     )
     if pins:
@@ -290,7 +307,7 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
     if name == "mcp":  # `toolpass validate` reads the mcp: section through toolpass-mcp
         session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
     session.install("mypy>=1.11")
-    session.run("mypy", "--strict", "-p", f"toolpass.{module}")
+    mypy(session, "--strict", "-p", f"toolpass.{module}")
 
 
 @nox.session(python=PYTHON)
@@ -499,7 +516,7 @@ def typecheck(session: nox.Session) -> None:
     catches newer syntax)."""
     # mypy, and the HTTP libraries whose hooks core holds (imported only when installed).
     session.install(*locked(session), "-e", "core[yaml,crypto,redis]", *group(ROOT, "dev"))
-    session.run("mypy", "--strict", "--python-version", "3.10", "core/src/toolpass")
+    mypy(session, "--strict", "--python-version", "3.10", "core/src/toolpass")
 
 
 @nox.session(python=PYTHON)

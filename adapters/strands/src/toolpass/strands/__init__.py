@@ -89,8 +89,12 @@ from toolpass.adapting import (
 from strands.hooks import AfterToolCallEvent, BeforeInvocationEvent, BeforeToolCallEvent
 from strands.interrupt import InterruptException
 from strands.interventions import Deny, InterventionHandler, OnError, Proceed
-from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolGenerator, ToolResult, ToolSpec, ToolUse
+
+try:
+    from strands.types.events import ToolResultEvent
+except ImportError:  # strands-agents < 1.62: the same class, not yet public
+    from strands.types._events import ToolResultEvent
 
 __all__ = ["APPROVAL", "Rule", "ToolpassAuthorization", "refusal_text"]
 
