@@ -64,7 +64,6 @@ _OPEN = {
     "applications.delete": 4,
 }
 _PROJECT_SCOPED = {"applications", "applicationsets", "logs", "exec", "clusters", "repositories"}
-_WINDOWED = ("applications.sync", "applications.override")  # Sync checks the windows
 CREDENTIAL = (
     "Least privilege: a local account (argocd-cm: accounts.toolpass: apiKey) bound to a role "
     "that only reads (argocd-rbac-cm policy.csv: p, role:toolpass-engine, projects, get, *, "
@@ -444,7 +443,7 @@ class ArgoCD(Integration):
         ok = any(r is not None for r in results) if any_of else all(r is not None for r in results)
         asked = " and ".join(f"{r}, {a}" for r, a in needs)
         where = " and ".join(o or "''" for o in objects)
-        if ok and action in _WINDOWED:
+        if ok and found.terms.get("windowed"):  # Sync checks the sync windows
             blocked = self._sync_window(objects[0])
             if blocked is not None:
                 return blocked

@@ -56,7 +56,6 @@ from toolpass.integrations.gitlab._actions import (
     REPORTER,
     ROLE,
     RULES,
-    SENDER_LISTS,
 )
 from toolpass.integrations.gitlab._protected import ProtectedRefs
 from toolpass.integrations.gitlab._resources import (
@@ -301,7 +300,7 @@ class GitLab(ProtectedRefs):
                     "the resource instance" if rule.scope == "instance" else "a project or group"
                 )
                 return Decision.unknown(f"{action} needs {needs}, not {resource!r}")
-            if action == SENDER_LISTS:
+            if rule.answers_for == "sender":
                 return self._sender_lists(user)
             return self._administrator(user, action)
         if rule.scope == "group" and target.kind != "group":

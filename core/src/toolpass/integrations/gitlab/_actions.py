@@ -21,7 +21,6 @@ __all__ = [
     "REPORTER",
     "ROLE",
     "RULES",
-    "SENDER_LISTS",
     "BranchOp",
     "Rule",
     "Scope",
@@ -61,6 +60,8 @@ class Rule:
     ``tag``: protected-tag semantics apply (the resource must name a tag).
     ``locked_by_discussion``: an issue whose discussion is locked refuses it below Reporter.
     ``on_archived``: an archived (read-only) project still takes it (archive, delete).
+    ``answers_for: sender``: GitLab answers it with what the sending token sees (unknown
+    unless own_tokens: user).
     """
 
     level: int
@@ -72,10 +73,9 @@ class Rule:
     tag: TagOp | None = None
     locked_by_discussion: bool = False
     on_archived: bool = False
+    answers_for: Literal["sender"] | None = None
 
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__.rpartition(".")[0])
 RULES: dict[str, Rule] = {a.name: Rule(**a.terms) for a in ACTIONS}
 ACTION_EFFECT = {a.name: a.effect for a in ACTIONS}
-#: What GitLab answers with what the sending token sees: unknown unless own_tokens: user.
-SENDER_LISTS = "sender_lists"

@@ -61,9 +61,6 @@ _ISSUE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}-[0-9]{1,19}|[0-9]{1,19}")
 SITE = "site"
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
-ACCESS = "JIRA_ACCESS"
-#: Lists Jira answers with what the sending account sees: unknown unless own_tokens: user.
-SENDER_LISTS = "SENDER_LISTS"
 _GLOBAL = frozenset(a.name for a in ACTIONS if a.terms["scope"] != "project")
 
 _GATEWAY = re.compile(r"/ex/jira/([^/]+)(/.*)?")
@@ -412,10 +409,10 @@ class Jira(AtlassianSite):
         with one, the search may return issues under levels the user is not in (the engine
         cannot tell whose they are), so it is denied; ``level IS EMPTY`` narrows it."""
         kind, _, ref = resource.partition(":")
+        declared = self.action(action)
+        terms: Mapping[str, Any] = declared.terms if declared is not None else {}
         if kind == "search":
-            declared = self.action(action)
-            searches = declared is not None and declared.terms.get("searches") is True
-            if not searches or not _PROJECT.fullmatch(ref):
+            if terms.get("searches") is not True or not _PROJECT.fullmatch(ref):
                 return Decision.unknown(
                     f"search:KEY is asked with BROWSE_PROJECTS only, not {action} on {resource!r}",
                     cause="resource",
@@ -445,12 +442,12 @@ class Jira(AtlassianSite):
                 f"whether {user}'s Jira account {account} is active was not verified "
                 "(verify_account is off)"
             )
-        if action == SENDER_LISTS and self.options.get("own_tokens") != "user":
+        if terms.get("answers_for") == "sender" and self.options.get("own_tokens") != "user":
             return Decision.unknown(
                 "Jira answers this list with what the sending account can see, not what this "
                 "user can (set own_tokens: user when the agent sends each user's own credential)"
             )
-        if action in (ACCESS, SENDER_LISTS):
+        if terms.get("needs") == "active":  # JIRA_ACCESS, SENDER_LISTS
             return Decision.allow(f"{user}'s Jira account {account} is active")
         if is_global:
             body: dict[str, Any] = {"accountId": account, "globalPermissions": [action]}
