@@ -17,6 +17,7 @@ from fakes.server import FakeServer, Reply, Request
 from hypothesis import given
 from hypothesis import strategies as st
 from toolpass.integrations._kit import (
+    Absent,
     Cache,
     IssuedToken,
     Target,
@@ -268,9 +269,181 @@ def test_a_next_page_on_another_host_is_never_asked(server: FakeServer, style: A
 
     found = paged(system(server), "/items", what="list items", items="items", style=style,
                   too_many="")  # fmt: skip
-    with pytest.raises(LookupFailed, match="kit's next page for list items links to another origin"):
+    with pytest.raises(
+        LookupFailed, match="kit's next page for list items links to another origin"
+    ):
         list(found)
     assert len(server.requests) == 1
+
+
+# --- the paginator's other styles ------------------------------------------------------
+def first_of_ten(at: int) -> tuple[list[int], bool]:
+    return ITEMS[at : at + 10], at + 10 < len(ITEMS)
+
+
+def paged_body(server: FakeServer, shape: str, request: Request) -> Reply:
+    """Page ``shape`` of ITEMS, 10 a page, the next page asked as each system does."""
+    number = int(request.arg("page") or 0)
+    at = (number - 1) * 10 if number else int(request.arg("at") or request.arg("after") or 0)
+    page, more = first_of_ten(at)
+    nxt = str(at + 10)
+    if shape == "page":  # GitHub: the body is the list; a full page asks for the next
+        return Reply(200, page)
+    if shape == "page_total":  # GitHub's check runs
+        return Reply(200, {"runs": page, "total": len(ITEMS)})
+    if shape == "page_header":  # GitLab's X-Next-Page
+        return Reply(200, page, {"X-Next-Page": str(number + 1) if more else ""})
+    if shape == "next_path":  # Confluence's _links.next, a path on the site
+        return Reply(200, {"results": page, "_links": {"next": f"/items?at={nxt}"} if more else {}})
+    if shape == "odata":  # Microsoft Graph
+        link = {"@odata.nextLink": f"{server.url}/items?at={nxt}"} if more else {}
+        return Reply(200, {"value": page, **link})
+    if shape == "done":  # Salesforce: done, else nextRecordsUrl
+        following = {"nextRecordsUrl": f"/items?at={nxt}"} if more else {}
+        return Reply(200, {"records": page, "done": not more, **following})
+    if shape == "graphql":  # Linear: pageInfo under the object paged
+        info = {"hasNextPage": more, "endCursor": nxt}
+        return Reply(200, {"user": {"teams": {"nodes": page, "pageInfo": info}}})
+    if shape == "token":  # Google's nextPageToken
+        return Reply(200, {"items": page, "nextPageToken": nxt} if more else {"items": page})
+    raise AssertionError(shape)
+
+
+SHAPES: dict[str, dict[str, Any]] = {
+    "page": {"style": "page", "items": None, "size_param": "per_page", "cursor": "page"},
+    "page_total": {"style": "page", "items": "runs", "cursor": "page", "total_at": "total"},
+    "page_header": {"style": "page", "items": None, "cursor": "page", "next_header": "x-next-page"},
+    "next_path": {"style": "next_url", "items": "results", "next_at": "_links.next"},
+    "odata": {"style": "next_url", "items": "value", "next_at": ("@odata.nextLink",)},
+    "done": {
+        "style": "next_url",
+        "items": "records",
+        "next_at": "nextRecordsUrl",
+        "done_at": "done",
+    },
+    "graphql": {
+        "style": "cursor",
+        "items": "user.teams.nodes",
+        "cursor": "after",
+        "size_param": None,
+        "next_at": "user.teams.pageInfo.endCursor",
+        "more_at": "user.teams.pageInfo.hasNextPage",
+    },
+    "token": {
+        "style": "cursor",
+        "items": "items",
+        "optional": True,
+        "cursor": "at",
+        "next_at": "nextPageToken",
+    },
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_paginator_reads_every_page_in_each_systems_style(
+    server: FakeServer, shape: str
+) -> None:
+    server.route("GET", "/items")(lambda request: paged_body(server, shape, request))
+    found = paged(
+        system(server), "/items", what="list items", too_many="too many", size=10, **SHAPES[shape]
+    )
+    assert list(found) == ITEMS
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_each_style_refuses_to_guess_past_its_page_limit(server: FakeServer, shape: str) -> None:
+    server.route("GET", "/items")(lambda request: paged_body(server, shape, request))
+    found = paged(system(server), "/items", what="list items", too_many="too many items",
+                  size=10, pages=2, **SHAPES[shape])  # fmt: skip
+    with pytest.raises(LookupFailed, match="too many items"):
+        list(found)
+
+
+@pytest.mark.parametrize(
+    ("shape", "body"),
+    [
+        ("done", {"records": [1], "done": False}),
+        ("graphql", {"user": {"teams": {"nodes": [1], "pageInfo": {"hasNextPage": True}}}}),
+    ],
+)
+def test_more_pages_said_without_the_next_one_fail(
+    server: FakeServer, shape: str, body: Any
+) -> None:
+    server.route("GET", "/items")(lambda request: body)
+    found = paged(system(server), "/items", what="list items", too_many="", **SHAPES[shape])
+    with pytest.raises(LookupFailed, match="list items is cut without a next page"):
+        list(found)
+
+
+def test_a_page_number_header_that_is_no_number_fails(server: FakeServer) -> None:
+    server.route("GET", "/items")(lambda request: Reply(200, [1], {"X-Next-Page": "2; drop"}))
+    found = paged(system(server), "/items", what="list items", too_many="", **SHAPES["page_header"])
+    with pytest.raises(LookupFailed, match="next page number for list items is not a number"):
+        list(found)
+
+
+def test_an_optional_list_omitted_from_a_page_is_empty(server: FakeServer) -> None:
+    """Google omits ``items`` from an empty answer; elsewhere a missing list fails."""
+    server.route("GET", "/items")(lambda request: {})
+    assert list(paged(system(server), "/items", what="list", too_many="", **SHAPES["token"])) == []
+    found = paged(system(server), "/items", what="list", too_many="", style="cursor", items="items")
+    with pytest.raises(LookupFailed, match="has no items list"):
+        list(found)
+
+
+def test_an_item_of_another_type_fails_the_list(server: FakeServer) -> None:
+    server.route("GET", "/items")(lambda request: {"items": [{"id": 1}, "x"]})
+    found = paged(system(server), "/items", what="list items", items="items", style="cursor",
+                  each=dict, too_many="")  # fmt: skip
+    with pytest.raises(LookupFailed, match="list items has a malformed item"):
+        list(found)
+
+
+def test_a_list_whose_first_page_is_not_found_is_absent(server: FakeServer) -> None:
+    server.route("GET", "/items")(lambda request: Reply(404, {"message": "no such list"}))
+    for style in ("next_url", "link"):
+        found = paged(system(server), "/items", what="list items", items="items", style=style,
+                      absent=True, too_many="")  # fmt: skip
+        with pytest.raises(Absent):
+            list(found)
+    found = paged(system(server), "/items", what="list items", items="items", style="next_url",
+                  too_many="")  # fmt: skip
+    with pytest.raises(LookupFailed, match=r"HTTP 404") as failed:
+        list(found)
+    assert not isinstance(failed.value, Absent)
+
+
+def test_a_next_path_is_on_the_origin_given(server: FakeServer) -> None:
+    server.route("GET", "/site/items")(lambda request: paged_body(server, "next_path", request))
+    server.route("GET", "/items")(lambda request: Reply(500, {"message": "not the site"}))
+    found = paged(system(server), "/site/items", what="list items", too_many="", size=10,
+                  origin=f"{server.url}/site", **SHAPES["next_path"])  # fmt: skip
+    assert list(found) == ITEMS
+    assert [r.path.partition("?")[0] for r in server.requests] == ["/site/items"] * 3
+
+
+def test_a_cursor_may_travel_in_a_request_body(server: FakeServer) -> None:
+    """AWS JSON 1.1 lists: NextToken in the POSTed body, through a page reader."""
+
+    @server.route("POST", "/")
+    def listing(request: Request) -> dict[str, Any]:
+        page, more = first_of_ten(int(request.json().get("NextToken") or 0))
+        return {"Things": page, **({"NextToken": str(ITEMS.index(page[0]) + 10)} if more else {})}
+
+    kit = system(server)
+
+    def read(url: str, *, what: str, params: Any, absent: Any) -> Any:
+        payload = {
+            "Filter": "all",
+            **({"NextToken": params["NextToken"]} if params.get("NextToken") else {}),
+        }
+        return kit.fetch_json("POST", url, what=what, json=payload)
+
+    found = paged(kit, "/", what="list things", too_many="", style="cursor", items="Things",
+                  size_param=None, cursor="NextToken", next_at="NextToken", get=read)  # fmt: skip
+    assert list(found) == ITEMS
+    assert [r.json() for r in server.requests][1] == {"Filter": "all", "NextToken": "10"}
 
 
 # --- caches ------------------------------------------------------------------------------
