@@ -16,9 +16,11 @@ import re
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.statistics import collector
 
 # Property tests must not fail because a shared machine was slow: no deadline, no timing
 # health checks (each test still says how many examples it wants). In CI the examples are
@@ -63,6 +65,42 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 #: A memory address in a test's id: it differs in every process, so parallel workers would
 #: collect different tests (pytest-xdist then stops).
 ADDRESS = re.compile(r" at 0x")
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)  # inside Hypothesis's own wrapper
+def pytest_runtest_call(item: pytest.Item) -> object:
+    """A property test passes only if most of what it generated was accepted: its filters
+    and ``assume`` calls let through at least as many inputs as they rejected, and it ran
+    the examples it asks for (Hypothesis alone passes a test that accepted 2 inputs in 600)."""
+    if not hasattr(getattr(item, "obj", None), "hypothesis"):
+        return (yield)
+    runs: list[dict[str, Any]] = []
+    outer = collector.value
+
+    def note(stats: dict[str, Any]) -> None:
+        runs.append(stats)
+        if outer is not None:
+            outer(stats)
+
+    with collector.with_value(note):
+        result = yield
+    for stats in runs:
+        assert_mostly_accepted(stats)
+    return result
+
+
+def assert_mostly_accepted(stats: dict[str, Any]) -> None:
+    """Fail when a property test's generate phase gave up on more inputs than it ran (an
+    ``assume`` that failed, a filter that failed three draws in a row), or stopped because
+    too few satisfied its assumptions."""
+    cases = stats.get("generate-phase", {}).get("test-cases", [])
+    accepted = sum(case["status"] == "valid" for case in cases)
+    rejected = sum(case["status"] in ("invalid", "overrun") for case in cases)
+    if accepted < rejected or "satisfied assumptions" in stats.get("stopped-because", ""):
+        raise AssertionError(
+            f"the property test accepted {accepted} generated inputs and rejected {rejected}"
+            " (filters, assume): generate valid inputs instead of filtering them"
+        )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

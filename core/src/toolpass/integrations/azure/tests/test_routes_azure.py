@@ -8,7 +8,7 @@ import posixpath
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from toolpass.engine import literal
@@ -204,15 +204,16 @@ def test_what_is_not_a_resource_request_takes_no_route(az: Azure, method: str, p
     assert az.match_request(Request(method, path, "", None, b"")) is None
 
 
-_SEG = st.text(st.sampled_from("aZ09._-()%/\\~ ."), min_size=1, max_size=6)
+#: A path segment: never empty, so the path has no ``//`` (the hook matches paths without
+#: empty segments: it drops them).
+_SEG = st.text(st.sampled_from("aZ09._-()%\\~ ."), min_size=1, max_size=6)
 
 
-@given(st.sampled_from(["GET", "PUT", "PATCH", "DELETE", "POST"]), st.lists(_SEG, max_size=8))
+@given(st.sampled_from(["GET", "PUT", "PATCH", "DELETE", "POST"]), st.lists(_SEG, max_size=12))
 def test_a_derived_resource_is_a_clean_arm_id_inside_the_path(
     method: str, parts: list[str]
 ) -> None:
     path = f"{RG}/" + "/".join(parts)
-    assume("//" not in path)  # the hook matches paths without empty segments (it drops them)
     found = Azure.match_request(_AZ, Request(method, path, "", None, b""))
     if found is None or found.resource is None:
         return
