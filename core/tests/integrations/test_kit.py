@@ -22,6 +22,7 @@ from toolpass.integrations._kit import (
     IssuedToken,
     Target,
     UserIds,
+    declared,
     mapped_user,
     paged,
     target,
@@ -542,3 +543,9 @@ def test_a_user_mapped_to_no_id_of_the_system_is_unknown(server: FakeServer) -> 
     assert isinstance(refused, Decision)
     assert refused.cause == "identity"
     assert refused.reason == "rory@example.com maps to 'rory@example.com', not a test user id"
+
+
+def test_a_table_beside_the_actions_is_read_or_refused() -> None:
+    assert declared("toolpass.integrations.pagerduty", "team_roles")["manager"] == "manager"
+    with pytest.raises(ValueError, match=r"pagerduty/actions\.json declares no roles"):
+        declared("toolpass.integrations.pagerduty", "roles")

@@ -18,11 +18,14 @@
   ``unknown`` (cause ``resource``) naming what the action takes.
 - :class:`UserIds` and :func:`mapped_user`: the shape of a system's user ids, declared once;
   a user mapped to anything else is ``unknown`` (cause ``identity``).
+- :func:`declared`: a table a system declares in its ``actions.json`` beside its actions
+  (PagerDuty's role -> level maps); what an action needs is a column of its row.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -46,6 +49,7 @@ __all__ = [
     "IssuedToken",
     "Target",
     "UserIds",
+    "declared",
     "mapped_user",
     "paged",
     "target",
@@ -331,6 +335,19 @@ def token_from(
     if answer.status != 200:
         raise system.failure(answer, what)
     return issued_token(system.parse(answer, what), who, system.clock)
+
+
+# --- tables beside the actions -------------------------------------------------------------
+def declared(package: str, key: str) -> Any:
+    """The table ``key`` that the system ``package`` declares in its ``actions.json`` beside
+    its actions and kinds (a role -> level map, a state table); ValueError when absent."""
+    from importlib import resources
+
+    text = resources.files(package).joinpath("actions.json").read_text("utf-8")
+    table = json.loads(text)
+    if not isinstance(table, dict) or key not in table:
+        raise ValueError(f"{package}/actions.json declares no {key}")
+    return table[key]
 
 
 # --- resources ---------------------------------------------------------------------------

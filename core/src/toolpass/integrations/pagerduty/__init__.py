@@ -38,7 +38,15 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, target, ttl_option
+from toolpass.integrations._kit import (
+    Cache,
+    UserIds,
+    declared,
+    mapped_user,
+    paged,
+    target,
+    ttl_option,
+)
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -54,19 +62,11 @@ from toolpass.wire.identity import same_email
 __all__ = ["PagerDuty"]
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
-LEVELS = {"none": 0, "observer": 1, "responder": 2, "manager": 3, "admin": 4}
-#: base role (the REST API's ``role``) -> level on objects
-BASE = {
-    "owner": 4,
-    "admin": 4,
-    "user": 3,
-    "limited_user": 2,
-    "observer": 1,
-    "read_only_user": 1,
-    "read_only_limited_user": 0,
-    "restricted_access": 0,
-}
-TEAM = {"observer": 1, "responder": 2, "manager": 3}
+#: The levels, lowest first, and the level each base role (the REST API's ``role``) and
+#: each team role gives on objects, as ``actions.json`` declares them.
+LEVELS: dict[str, int] = {name: i for i, name in enumerate(declared(__name__, "levels"))}
+BASE: dict[str, int] = {r: LEVELS[lv] for r, lv in declared(__name__, "base_roles").items()}
+TEAM: dict[str, int] = {r: LEVELS[lv] for r, lv in declared(__name__, "team_roles").items()}
 _ID = re.compile(r"[A-Z0-9]{2,20}")
 USER_IDS = UserIds(_ID, "a PagerDuty user id")
 _PATHS = {
