@@ -25,6 +25,7 @@ from fakes.azure import (
 )
 from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, served
 
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError
@@ -39,37 +40,18 @@ CONTAINER = (
 )
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeAzure]:
-    with FakeAzure() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AZ_SECRET", "azure-client-secret-1")
-
-
-def conn(fake: FakeAzure, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "az",
-        "integration": "azure",
-        "url": fake.url,
-        "authority_host": fake.url,
-        "graph_url": fake.url,
-        "tenant_id": TENANT,
-        "client_id": CLIENT,
-        "client_secret": "env:AZ_SECRET",
-        "identity": {"mode": "email"},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeAzure) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeAzure, populate)
+secrets = environment(AZ_SECRET="azure-client-secret-1")
+conn = connection(
+    id="az",
+    integration="azure",
+    tenant_id=TENANT,
+    client_id=CLIENT,
+    client_secret="env:AZ_SECRET",
+    identity={"mode": "email"},
+    urls=("authority_host", "graph_url"),
+)
+tp = engine(conn)
 
 
 @pytest.mark.parametrize(

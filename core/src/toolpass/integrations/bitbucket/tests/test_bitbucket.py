@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,8 +11,9 @@ from fakes.bitbucket import FakeBitbucket, populate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, hooked, served
 
-from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass import Session, Toolkit, Toolpass
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.integrations.bitbucket import Bitbucket
@@ -26,36 +26,19 @@ PEOPLE = {
 }
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeBitbucket]:
-    with FakeBitbucket() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BB_TOKEN", "bb-api-token")
-    monkeypatch.setenv("BB_ACCESS", "bb-access-token")
-    monkeypatch.setenv("BB_CLIENT_SECRET", "bb-client-secret")
-
-
-def conn(fake: FakeBitbucket, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "bb",
-        "integration": "bitbucket",
-        "url": fake.url,
-        "username": "engine@example.com",
-        "api_token": "env:BB_TOKEN",
-        "identity": {"mode": "users", "users": PEOPLE},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeBitbucket) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeBitbucket, populate)
+secrets = environment(
+    BB_TOKEN="bb-api-token", BB_ACCESS="bb-access-token", BB_CLIENT_SECRET="bb-client-secret"
+)
+conn = connection(
+    id="bb",
+    integration="bitbucket",
+    username="engine@example.com",
+    api_token="env:BB_TOKEN",
+    identity={"mode": "users", "users": PEOPLE},
+)
+tp = engine(conn)
+kit = hooked(conn)
 
 
 def check(tp: Toolpass, user: str, action: str, resource: str) -> Any:
@@ -496,15 +479,6 @@ def test_the_table_is_generated_from_the_openapi_client() -> None:
 
 
 # --- the request hook under atlassian-python-api ------------------------------------------
-@pytest.fixture
-def kit(fake: FakeBitbucket) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
-
-
 def _client(fake: FakeBitbucket) -> Cloud:
     fake.bearer("tool-token", "acc-engine")
     return Cloud(url=fake.url, token="tool-token")

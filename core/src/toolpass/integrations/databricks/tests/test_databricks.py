@@ -3,14 +3,14 @@ and the request hook under databricks-sdk's WorkspaceClient."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fakes.databricks import FakeDatabricks, populate
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, hooked, served
 
-from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass import Session, Toolkit, Toolpass
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.integrations.databricks import Databricks, plain_select
@@ -20,33 +20,11 @@ EFFECTIVE = r"/api/2\.1/unity-catalog/effective-permissions/.*"
 JOB_ACL = r"/api/2\.0/permissions/jobs/42"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeDatabricks]:
-    with FakeDatabricks() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DBX_TOKEN", "dbx-engine-token")
-    monkeypatch.setenv("DBX_SECRET", "dbx-client-secret")
-
-
-def conn(fake: FakeDatabricks, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "dbx",
-        "integration": "databricks",
-        "url": fake.url,
-        "access_token": "env:DBX_TOKEN",
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeDatabricks) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeDatabricks, populate)
+secrets = environment(DBX_TOKEN="dbx-engine-token", DBX_SECRET="dbx-client-secret")
+conn = connection(id="dbx", integration="databricks", access_token="env:DBX_TOKEN")
+tp = engine(conn)
+kit = hooked(conn)
 
 
 def check(tp: Toolpass, user: str, action: str, resource: str) -> Any:
@@ -314,15 +292,6 @@ def test_a_statement_is_narrowed_only_when_plain(sql: str | None, table: str | N
 
 
 # --- the request hook under databricks-sdk -------------------------------------------------
-@pytest.fixture
-def kit(fake: FakeDatabricks) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
-
-
 def _client(fake: FakeDatabricks) -> Any:
     from databricks.sdk import WorkspaceClient
 

@@ -3,7 +3,6 @@ request hook under datadog-api-client (urllib3)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,43 +11,23 @@ from datadog_api_client.v1.api.monitors_api import MonitorsApi
 from datadog_api_client.v1.model.monitor_update_request import MonitorUpdateRequest
 from fakes.datadog import FakeDatadog, populate
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, hooked, served
 
-from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass import Session, Toolkit, Toolpass
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.intercept import ActionRefused
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeDatadog]:
-    with FakeDatadog() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DD_API", "dd-api-key-1")
-    monkeypatch.setenv("DD_APP", "dd-app-key-1")
-    monkeypatch.setenv("DD_TOKEN", "dd-oauth-token")
-
-
-def conn(fake: FakeDatadog, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "dd",
-        "integration": "datadog",
-        "url": fake.url,
-        "api_key": "env:DD_API",
-        "app_key": "env:DD_APP",
-        "identity": {"mode": "email"},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeDatadog) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeDatadog, populate)
+secrets = environment(DD_API="dd-api-key-1", DD_APP="dd-app-key-1", DD_TOKEN="dd-oauth-token")
+conn = connection(
+    id="dd",
+    integration="datadog",
+    api_key="env:DD_API",
+    app_key="env:DD_APP",
+    identity={"mode": "email"},
+)
+tp = engine(conn)
 
 
 @pytest.mark.parametrize(
@@ -215,13 +194,7 @@ def test_the_table_is_generated_from_the_vendor_client() -> None:
 
 
 # --- the request hook under datadog-api-client ---------------------------------------------
-@pytest.fixture
-def kit(fake: FakeDatadog) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
+kit = hooked(conn)
 
 
 def _client(fake: FakeDatadog) -> ApiClient:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from fakes.gcp import KEY_ID, FakeGcp, key_file, populate
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, hooked, served, written
 
-from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass import Session, Toolkit, Toolpass
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.intercept import ActionRefused
@@ -24,34 +25,16 @@ OBJECT = f"{BUCKET}/objects/report.csv"
 PROJECT = "//cloudresourcemanager.googleapis.com/projects/proj-1"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGcp]:
-    with FakeGcp() as server:
-        yield populate(server)
-
-
-@pytest.fixture
-def key(fake: FakeGcp, tmp_path: Path) -> Path:
-    path = tmp_path / "key.json"
-    path.write_text(key_file(f"{fake.url}/token"))
-    return path
+fake = served(FakeGcp, populate)
+key = written("key.json", lambda fake: key_file(f"{fake.url}/token"))
+_settings = connection(id="gcp", integration="gcp")
 
 
 def conn(fake: FakeGcp, key: Path, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "gcp",
-        "integration": "gcp",
-        "url": fake.url,
-        "credentials": f"file:{key}",
-    }
-    base.update(extra)
-    return base
+    return _settings(fake, **{"credentials": f"file:{key}", **extra})
 
 
-@pytest.fixture
-def tp(fake: FakeGcp, key: Path) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake, key)]) as engine:
-        yield engine
+tp = engine(conn, "key")
 
 
 @pytest.mark.parametrize(
@@ -196,13 +179,7 @@ def test_google_auth_gets_a_token_from_the_fake(fake: FakeGcp, key: Path) -> Non
 
 
 # --- the request hook under google-api-python-client ----------------------------------------
-@pytest.fixture
-def kit(fake: FakeGcp, key: Path) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake, key)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
+kit = hooked(conn, "key")
 
 
 def _delete(fake: FakeGcp, key: Path, name: str) -> None:

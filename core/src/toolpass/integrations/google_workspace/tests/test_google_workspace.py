@@ -5,7 +5,6 @@ under google-api-python-client (httplib2, http.client)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from fakes.gcp import KEY_ID, key_file
 from fakes.google_workspace import ADMIN, FakeWorkspace, populate
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, hooked, served, written
 
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError
@@ -22,37 +22,18 @@ from toolpass.intercept import ActionRefused
 TEAM = "calendar:team@group.calendar.google.com"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeWorkspace]:
-    with FakeWorkspace() as server:
-        yield populate(server)
-
-
-@pytest.fixture
-def key(fake: FakeWorkspace, tmp_path: Path) -> Path:
-    path = tmp_path / "key.json"
-    path.write_text(key_file(f"{fake.url}/token"))
-    return path
+fake = served(FakeWorkspace, populate)
+key = written("key.json", lambda fake: key_file(f"{fake.url}/token"))
+_settings = connection(
+    id="gws", integration="google_workspace", subject=ADMIN, urls=("admin_url", "gmail_url")
+)
 
 
 def conn(fake: FakeWorkspace, key: Path, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "gws",
-        "integration": "google_workspace",
-        "url": fake.url,
-        "admin_url": fake.url,
-        "gmail_url": fake.url,
-        "credentials": f"file:{key}",
-        "subject": ADMIN,
-    }
-    base.update(extra)
-    return base
+    return _settings(fake, **{"credentials": f"file:{key}", **extra})
 
 
-@pytest.fixture
-def tp(fake: FakeWorkspace, key: Path) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake, key)]) as engine:
-        yield engine
+tp = engine(conn, "key")
 
 
 @pytest.mark.parametrize(
@@ -221,13 +202,7 @@ def test_the_catalog_names_the_least_privileged_credential() -> None:
 
 
 # --- the request hook under google-api-python-client ----------------------------------------
-@pytest.fixture
-def kit(fake: FakeWorkspace, key: Path) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake, key)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
+kit = hooked(conn, "key")
 
 
 def _drive(fake: FakeWorkspace, key: Path) -> Any:

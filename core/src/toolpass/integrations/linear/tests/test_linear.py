@@ -5,7 +5,6 @@ publishes no Python client)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,8 +12,9 @@ import httpx
 import pytest
 from fakes.linear import FakeLinear, populate
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, hooked, served
 
-from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass import Session, Toolkit, Toolpass
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.intercept import ActionRefused
@@ -23,35 +23,14 @@ ANA = "00000000-0000-4000-8000-00000000000a"
 ENG = "10000000-0000-4000-8000-000000000001"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeLinear]:
-    with FakeLinear() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LINEAR_KEY", "lin_api_engine")
-    monkeypatch.setenv("LINEAR_TOKEN", "lin_oauth_given")
-    monkeypatch.setenv("LINEAR_SECRET", "app-secret-1")
-
-
-def conn(fake: FakeLinear, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "lin",
-        "integration": "linear",
-        "url": fake.url,
-        "api_key": "env:LINEAR_KEY",
-        "identity": {"mode": "email"},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeLinear) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeLinear, populate)
+secrets = environment(
+    LINEAR_KEY="lin_api_engine", LINEAR_TOKEN="lin_oauth_given", LINEAR_SECRET="app-secret-1"
+)
+conn = connection(
+    id="lin", integration="linear", api_key="env:LINEAR_KEY", identity={"mode": "email"}
+)
+tp = engine(conn)
 
 
 @pytest.mark.parametrize(
@@ -248,13 +227,7 @@ def test_the_probe_refuses_a_guest_credential(fake: FakeLinear) -> None:
 # --- the request hook under httpx ----------------------------------------------------------
 
 
-@pytest.fixture
-def kit(fake: FakeLinear) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
+kit = hooked(conn)
 
 
 def _rename(fake: FakeLinear, identifier: str) -> Any:

@@ -24,6 +24,7 @@ from fakes.microsoft365 import (
 )
 from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, served
 
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError
@@ -34,36 +35,18 @@ PLAN = f"drives/{DRIVE}/items/plan"
 BUDGET = f"drives/{DRIVE}/items/budget"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGraph]:
-    with FakeGraph() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("M365_SECRET", SECRET)
-
-
-def conn(fake: FakeGraph, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "m365",
-        "integration": "microsoft365",
-        "url": fake.url,
-        "authority_host": fake.url,
-        "tenant_id": TENANT,
-        "client_id": CLIENT,
-        "client_secret": "env:M365_SECRET",
-        "identity": {"mode": "email"},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeGraph) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeGraph, populate)
+secrets = environment(M365_SECRET=SECRET)
+conn = connection(
+    id="m365",
+    integration="microsoft365",
+    tenant_id=TENANT,
+    client_id=CLIENT,
+    client_secret="env:M365_SECRET",
+    identity={"mode": "email"},
+    urls=("authority_host",),
+)
+tp = engine(conn)
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from fakes.salesforce import (
 )
 from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, served
 
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError, literal
@@ -31,27 +32,9 @@ RECORD = f"record:Account/{ACME}"
 QUERY = r".*/query/?"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeSalesforce]:
-    with FakeSalesforce() as server:
-        yield populate(server)
-
-
-def conn(fake: FakeSalesforce, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "sf",
-        "integration": "salesforce",
-        "url": fake.url,
-        "access_token": literal(ENGINE_TOKEN),
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeSalesforce) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeSalesforce, populate)
+conn = connection(id="sf", integration="salesforce", access_token=literal(ENGINE_TOKEN))
+tp = engine(conn)
 
 
 def check(tp: Toolpass, user: str, action: str, resource: str, **kw: Any) -> Any:

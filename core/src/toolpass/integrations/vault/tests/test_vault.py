@@ -23,6 +23,7 @@ from fakes.vault import (
     populate,
 )
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, served
 
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError, literal
@@ -33,28 +34,14 @@ PEOPLE = {"dana@example.com": DANA, "rory@example.com": RORY, "root@example.com"
 CAPS = r"/v1/sys/capabilities-accessor"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeVault]:
-    with FakeVault() as server:
-        yield populate(server)
-
-
-def conn(fake: FakeVault, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "vault",
-        "integration": "vault",
-        "url": fake.url,
-        "token": literal(ENGINE_TOKEN),
-        "identity": {"mode": "users", "users": PEOPLE},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeVault) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeVault, populate)
+conn = connection(
+    id="vault",
+    integration="vault",
+    token=literal(ENGINE_TOKEN),
+    identity={"mode": "users", "users": PEOPLE},
+)
+tp = engine(conn)
 
 
 def check(tp: Toolpass, user: str, action: str, resource: str, **kw: Any) -> Any:
