@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import UserIds, mapped_user, target
+from toolpass.integrations._kit import UserIds, declared, mapped_user, target
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -51,13 +51,13 @@ ACTIONS: tuple[Action, ...] = load_actions(__name__)
 _UUID = re.compile(r"[0-9a-fA-F-]{8,64}")
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _ORG = "org"
-_RELATIONS = {"viewer": ("viewer", "editor"), "editor": ("editor",)}
-#: Resources with legacy ``restricted_roles``: where they are read, and which relations
-#: they restrict.
+#: The relations of a restriction policy that grant each relation an action needs, and the
+#: resources with legacy ``restricted_roles`` (where they are read, which relations they
+#: restrict), as ``actions.json`` declares them.
+_RELATIONS = {k: tuple(v) for k, v in declared(__name__, "relations").items()}
 _LEGACY: dict[str, tuple[str, tuple[str, ...]]] = {
-    "monitor": ("/api/v1/monitor/{id}", ("editor",)),
-    "dashboard": ("/api/v1/dashboard/{id}", ("editor",)),
-    "synthetics-test": ("/api/v1/synthetics/tests/{id}", ("viewer", "editor")),
+    kind: (str(t["read_at"]), tuple(t["restricts"]))
+    for kind, t in declared(__name__, "legacy_restricted_roles").items()
 }
 _User = tuple[bool, frozenset[str], frozenset[str], str]  # active, held, principals, handle
 _Restricted = tuple[frozenset[str], str] | None  # role principals, the author; None: none
