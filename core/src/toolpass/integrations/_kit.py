@@ -193,7 +193,7 @@ def paged(
             return str(int(token or 0) + len(found)) if more and found else None
         if style == "page":
             return _next_page(system, int(token or 1), size, data, found, total_at, said, what)
-        if done_at is not None and data.get(done_at) is not False:
+        if done_at is not None and _at(data, done_at) is not False:
             return None
         if more_at is not None and not _at(data, more_at):
             return None
