@@ -90,6 +90,7 @@ class ToolkitOptions(TypedDict, total=False):
     provenance: ProvenanceMode
     on_output: OutputHook | Iterable[OutputHook] | None
     mode: Mode | None
+    places_ttl: float
 
 
 class ToolOptions(TypedDict, total=False):
@@ -118,6 +119,8 @@ class ToolOptions(TypedDict, total=False):
     provenance: ProvenanceMode | None
     on_output: OutputHook | None
     mode: Mode | None
+    trust: Callable[[Mapping[str, Any]], bool] | None
+    places: Mapping[str, str] | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -146,6 +149,8 @@ class Settings:
     on_output: tuple[OutputHook, ...] = ()
     #: None: what the permission engine's configuration says (``mode:``), else enforce.
     mode: Mode | None = None
+    #: Seconds a place marked by a planted write stays untrusted (``places=``): 30 days.
+    places_ttl: float = 30 * 24 * 3600.0
 
     def change(self, **options: Any) -> Settings:
         """These settings with ``options`` (as ``ToolkitOptions`` names them) changed."""
@@ -334,6 +339,12 @@ def _hooks(name: str, value: Any) -> tuple[OutputHook, ...]:
     return hooks
 
 
+def _seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e10:
+        raise ValueError(f"{name} is a number of seconds above 0, not {value!r}")
+    return float(value)
+
+
 _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "approver": _approver,
     "credentials": _credentials,
@@ -356,4 +367,5 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "provenance": _mode("provenance"),
     "on_output": lambda v: {"on_output": _hooks("on_output", v)},
     "mode": _run_mode,
+    "places_ttl": lambda v: {"places_ttl": _seconds("places_ttl", v)},
 }

@@ -15,6 +15,8 @@ from toolpass.rules.validators import is_destination
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import steps
+from toolpass.toolkit.places import checked_places
+from toolpass.toolkit.records import checked_trust, field_paths
 from toolpass.toolkit.session import Conversations
 from toolpass.toolkit.settings import (
     AuditSink,
@@ -292,7 +294,9 @@ def _declared(
     if on_output is not None and not callable(on_output):
         raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
     raw_fields = options.get("untrusted_fields")
-    fields = None if raw_fields is None else frozenset(_names(raw_fields))
+    fields = None if raw_fields is None else field_paths(_names(raw_fields))
+    trust = checked_trust(tool_name, options.get("trust"))
+    places = checked_places(tool_name, options.get("places"), binder.names)
     limit = options.get("limit")
     if limit is not None:
         caps("limit", {"limit": limit})
@@ -328,7 +332,9 @@ def _declared(
         preview=preview,
         credential=options.get("credential"),
         reads_private=options.get("reads_private", False),
-        untrusted_output=options.get("untrusted_output", False) or fields is not None,
+        untrusted_output=options.get("untrusted_output", False)
+        or fields is not None
+        or trust is not None,
         sends_out=options.get("sends_out", False),
         untrusted_inputs=inputs,
         exfiltration=options.get("exfiltration"),
@@ -338,6 +344,8 @@ def _declared(
         provenance=options.get("provenance"),
         on_output=on_output,
         mode=options.get("mode"),
+        trust=trust,
+        places=places,
     )
 
 
