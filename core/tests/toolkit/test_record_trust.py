@@ -257,9 +257,11 @@ def test_any_mapping_keyed_by_name_splits_names_from_values(reviews: dict[str, s
     kit = Toolkit(audit=[])
     read = kit.secured_tool(lambda: {"reviews": reviews}, effect="read", name="reviews",
                             untrusted_fields=("reviews.*",))  # fmt: skip
+    page = kit.secured_tool(lambda: " ".join(reviews), effect="read", untrusted_output=True)
     session = Session(USER)
     with session.active():
         read()
+        page()  # every name also read in untrusted text: only a vouched one passes
     record = session.provenance
     for name, text in reviews.items():
         assert record.untrusted_only(name) is None or name in reviews.values()
