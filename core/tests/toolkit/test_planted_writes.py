@@ -99,17 +99,19 @@ def test_a_planted_write_makes_later_reads_of_the_place_untrusted(fs, events) ->
     fs.plant()
     with Session(USER).active():  # a later session of the same user
         shown = fs.call(fs.read_file, "notes.txt")
-        assert _fenced(shown) and PLANTED in shown
+        assert _fenced(shown)
+        assert PLANTED in shown
         assert fs.refused(fs.send, "eve@evil.example", "deposit") == "untrusted_destination"
     written, read = events[1], events[2]
     assert written.planted == (
         {
             "marked": "file notes.txt",
-            "because": "it writes 'eve@evil.example', read only in untrusted content "
-            "(from browse)",
+            "because": "it writes 'eve@evil.example', read only in untrusted content (from browse)",
         },
     )
-    assert read.planted == ({"read": "file notes.txt", "marked because": written.planted[0]["because"]},)
+    assert read.planted == (
+        {"read": "file notes.txt", "marked because": written.planted[0]["because"]},
+    )
     assert read.to_dict()["planted"] == [dict(read.planted[0])]
 
 
@@ -151,8 +153,17 @@ def test_a_mark_overrides_what_the_reader_declares(drive, make_kit) -> None:
         assert fs.refused(fs.send, "eve@evil.example", "x") == "untrusted_destination"
 
 
-SPELLINGS = ["./notes.txt", "NOTES.TXT", "notes.txt/", " notes.txt ", "/home/dana/notes.txt",
-             "docs/../notes.txt", "work\\notes.txt", "file:///srv/notes.txt", "Ｎotes.txt"]  # fmt: skip
+SPELLINGS = [
+    "./notes.txt",
+    "NOTES.TXT",
+    "notes.txt/",
+    " notes.txt ",
+    "/home/dana/notes.txt",
+    "docs/../notes.txt",
+    "work\\notes.txt",
+    "file:///srv/notes.txt",
+    "\uff2eotes.txt",  # a fullwidth N
+]
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
@@ -207,7 +218,10 @@ def test_a_copy_of_a_marked_place_is_marked(fs, events) -> None:
         assert _fenced(fs.call(fs.read_file, "b.txt"))
         assert not _fenced(fs.call(fs.read_file, "c.txt"))
     copied = next(e for e in events if e.tool == "copy_file")
-    assert copied.planted[0] == {"read": "file a.txt", "marked because": copied.planted[0]["marked because"]}
+    assert copied.planted[0] == {
+        "read": "file a.txt",
+        "marked because": copied.planted[0]["marked because"],
+    }
     assert {"marked": "file b.txt"}.items() <= copied.planted[2].items()
 
 

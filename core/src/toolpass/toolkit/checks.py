@@ -420,7 +420,8 @@ def places(c: CallState) -> None:
         why = _untrusted_content(c, {argument for argument, _ in c.spec.places}) or ""
     if why:
         planted.mark(store, user, named, why, c.kit.places_ttl)
-        c.event.planted += tuple({"marked": f"{k} {shown}", "because": why} for k, _, shown in named)
+        marked = ({"marked": f"{k} {shown}", "because": why} for k, _, shown in named)
+        c.event.planted += tuple(marked)
 
 
 def _untrusted_content(c: CallState, places: set[str]) -> str | None:

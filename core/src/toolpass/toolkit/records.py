@@ -36,8 +36,9 @@ MAX_SHOWN = 20
 #: Nested deeper than this (JSON text inside JSON text...), text is untrusted unread.
 MAX_DEPTH = 64
 _BLOCK_KEYS = frozenset({"type", "text", "annotations", "meta", "_meta"})
+_STRUCTURED = ("structuredContent", "structured_content")
 _RESULT_KEYS = frozenset(
-    {"content", "structuredContent", "structured_content", "isError", "is_error", "meta", "_meta"}
+    {*_STRUCTURED, "content", "isError", "is_error", "resultType", "result_type", "meta", "_meta"}
 )
 
 
@@ -154,6 +155,8 @@ class _Reader:
             self._text(value, at, owner, states, under, asking, depth)
         elif isinstance(value, Mapping):
             self._mapping(value, at, owner, states, under, asking, depth)
+        elif isinstance(value, _Wrapped):
+            self._mapping(value.result, at, owner, states, under, asking, depth, wrapped=True)
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 nxt, ended = self._step(states, None)
@@ -171,15 +174,26 @@ class _Reader:
         under: bool,
         asking: bool,
         depth: int,
+        *,
+        wrapped: bool = False,
     ) -> None:
-        if self.trust is not None and asking and not _wrapper(record):
+        envelope = _envelope(record)
+        if self.trust is not None and asking and not (wrapped or envelope or _block(record)):
             owner = self._ask(record, at)
         for key, item in list(record.items()):
             nxt, ended = self._step(states, str(key))
             self.found |= ended and owner is not True
             self._text(str(key), at, owner, (), under, False, depth, is_key=True)
             where = f"{at}.{key}" if str(key).isidentifier() else f"{at}[{json.dumps(key)}]"
-            self.read(item, where, owner, nxt, under or ended, asking, depth + 1)
+            if (
+                envelope
+                and key in _STRUCTURED
+                and isinstance(item, Mapping)
+                and item.keys() == {"result"}
+            ):
+                item = _Wrapped(item)  # a value that is not an object, wrapped by the protocol
+            here = asking and not (envelope and key in ("meta", "_meta"))  # the server's own
+            self.read(item, where, owner, nxt, under or ended, here, depth + 1)
 
     def _ask(self, record: Mapping[str, Any], at: str) -> bool:
         done = self.done
@@ -195,7 +209,9 @@ class _Reader:
             return False
         trusted = answer is True
         done.trusted += trusted
-        self._verdict(at, trusted, None if isinstance(answer, bool) else f"answered {answer!r}"[:80])
+        self._verdict(
+            at, trusted, None if isinstance(answer, bool) else f"answered {answer!r}"[:80]
+        )
         return trusted
 
     def _verdict(self, at: str, trusted: bool, error: str | None) -> None:
@@ -235,13 +251,26 @@ class _Reader:
             done.untrusted.append(text)
 
 
-def _wrapper(record: Mapping[str, Any]) -> bool:
-    """Whether ``record`` is a protocol's wrapper around a result, not a record of it: a
-    text block, or a tool result's envelope."""
-    keys = record.keys()
-    if record.get("type") == "text" and isinstance(record.get("text"), str):
-        return keys <= _BLOCK_KEYS
-    return "content" in record and isinstance(record["content"], list) and keys <= _RESULT_KEYS
+class _Wrapped:
+    """A tool result's structured value ``{"result": ...}`` (MCP's wrapping of a value that
+    is not an object): a wrapper, not a record."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Mapping[str, Any]) -> None:
+        self.result = result
+
+
+def _block(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` is a protocol's text block around a result, not a record of it."""
+    text = record.get("type") == "text" and isinstance(record.get("text"), str)
+    return text and record.keys() <= _BLOCK_KEYS
+
+
+def _envelope(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` is a tool result's envelope (an MCP ``CallToolResult``)."""
+    content = record.get("content")
+    return isinstance(content, list) and record.keys() <= _RESULT_KEYS
 
 
 def _json(text: str) -> Any:
