@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, cast
 
 from toolpass.rules.walk import strings_in
@@ -177,23 +178,17 @@ class _Reader:
         *,
         wrapped: bool = False,
     ) -> None:
-        envelope = _envelope(record)
+        envelope, items = _envelope(record), list(record.items())
         if self.trust is not None and asking and not (wrapped or envelope or _block(record)):
             owner = self._ask(record, at)
-        for key, item in list(record.items()):
+        for key, item in items:
             nxt, ended = self._step(states, str(key))
             self.found |= ended and owner is not True
             self._text(str(key), at, owner, (), under, False, depth, is_key=True)
             where = f"{at}.{key}" if str(key).isidentifier() else f"{at}[{json.dumps(key)}]"
-            if (
-                envelope
-                and key in _STRUCTURED
-                and isinstance(item, Mapping)
-                and item.keys() == {"result"}
-            ):
-                item = _Wrapped(item)  # a value that is not an object, wrapped by the protocol
             here = asking and not (envelope and key in ("meta", "_meta"))  # the server's own
-            self.read(item, where, owner, nxt, under or ended, here, depth + 1)
+            child = _Wrapped(item) if envelope and _wraps_a_value(key, item) else item
+            self.read(child, where, owner, nxt, under or ended, here, depth + 1)
 
     def _ask(self, record: Mapping[str, Any], at: str) -> bool:
         done = self.done
@@ -203,7 +198,7 @@ class _Reader:
         done.asked += 1
         assert self.trust is not None
         try:
-            answer = self.trust(record)
+            answer = self.trust(MappingProxyType(record))  # read-only: it cannot drop text
         except Exception as exc:
             self._verdict(at, False, f"{type(exc).__name__}: {exc}"[:200])
             return False
@@ -259,6 +254,12 @@ class _Wrapped:
 
     def __init__(self, result: Mapping[str, Any]) -> None:
         self.result = result
+
+
+def _wraps_a_value(key: str, item: Any) -> bool:
+    """Whether an envelope's ``key`` holds ``{"result": value}``: the protocol's wrapping of
+    a structured value that is not an object."""
+    return key in _STRUCTURED and isinstance(item, Mapping) and item.keys() == {"result"}
 
 
 def _block(record: Mapping[str, Any]) -> bool:

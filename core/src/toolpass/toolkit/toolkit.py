@@ -66,6 +66,7 @@ class Toolkit:
     (a check that fails refuses the call) or ``"observe"`` (every check runs, what it would
     refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode`` wins);
     None: the ``mode:`` of the permission engine's configuration, else enforce.
+    ``places_ttl``: seconds a place marked by a planted write stays untrusted (30 days).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -394,6 +395,12 @@ def secured_tool(
     top; a refusal then becomes the tool's result unless ``on_refuse`` says otherwise),
     ``resources=`` (globs on what the body's requests act on), ``name``, ``mode``
     (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's).
+    ``untrusted_fields=`` (field paths: ``"body"``, ``"reviews.*"``, ``"*.description"``;
+    see ``toolkit.records``), ``trust=`` (a plain function ``(record) -> bool`` asked of
+    each record of the output: a record it answers True for is trusted whole; it must read
+    fields the system sets, never ones the record's author writes), ``places={"path":
+    "file"}`` (arguments naming places the call reads or writes: a write of untrusted text
+    marks them, and a later read of a marked place is untrusted; see ``toolkit.places``).
 
     The decorated function keeps its type (parameters and result) for type checkers.
     """
