@@ -269,3 +269,36 @@ def test_bad_declarations_fail_when_declared(kit) -> None:
         kit.secured_tool(lambda path: None, places={"path": ""})
     with pytest.raises(ValueError, match="places_ttl"):
         Toolkit(places_ttl=0)
+
+
+def test_a_write_repeating_six_words_of_untrusted_text_marks_the_place(drive, make_kit, events):
+    """With the six-word check off for it (or approved by a person), the write runs, and the
+    place it wrote is marked."""
+    fs = Files(drive, make_kit(untrusted_inputs="ignore"))
+    fs.plant("page.txt", PAGE)
+    with Session(USER).active():
+        assert _fenced(fs.call(fs.read_file, "page.txt"))
+    [written] = [e for e in events if e.tool == "write_file"]
+    assert written.planted[0]["because"].startswith('it writes untrusted content ("')
+
+
+def test_places_of_other_kinds_ignore_case_spaces_and_a_trailing_slash(drive, make_kit) -> None:
+    kit = make_kit()
+    fs = Files(drive, kit)
+    notes: dict[str, str] = {}
+
+    def save(title: str, text: str) -> str:
+        notes[" ".join(title.lower().split()).rstrip("/")] = text
+        return "saved"
+
+    def open_note(title: str) -> str:
+        return notes.get(" ".join(title.lower().split()).rstrip("/"), "")
+
+    save_note = drive.tool(kit, save, effect="write", places={"title": "note"})
+    read_note = drive.tool(kit, open_note, effect="read", places={"title": "note"})
+    with Session(USER).active():
+        fs.call(fs.browse, "https://travel.example")
+        fs.call(save_note, "Trip  Ideas", PLANTED)
+    with Session(USER).active():
+        assert _fenced(fs.call(read_note, " trip ideas/"))
+        assert not _fenced(fs.call(read_note, "trip ideas 2"))

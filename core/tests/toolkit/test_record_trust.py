@@ -266,3 +266,24 @@ def test_any_mapping_keyed_by_name_splits_names_from_values(reviews: dict[str, s
     for name, text in reviews.items():
         assert record.untrusted_only(name) is None or name in reviews.values()
         assert record.untrusted_only(text) is not None or text in reviews
+
+
+def test_past_max_asked_records_are_untrusted_unasked(mail, session, monkeypatch, events):
+    from toolpass.toolkit import records
+
+    monkeypatch.setattr(records, "MAX_ASKED", 1)
+    read, _, refused, _ = mail
+    read([amy(), amy("cc carol@org.example")])
+    assert refused("carol@org.example").code == "untrusted_destination"
+    assert events[0].records["records"][1]["error"] == "more than 1 records: not asked"
+
+
+def test_a_predicate_cannot_change_what_is_read(mail, session) -> None:
+    read, _, refused, _ = mail
+
+    def dropping(record: Any) -> bool:
+        record.pop("body", None)  # a read-only view: this raises, so the record is untrusted
+        return True
+
+    read([eve()], trust=dropping)
+    assert refused("invoice@evil.example").code == "untrusted_destination"
