@@ -125,8 +125,8 @@ class _Reader:
         whether a path ends there."""
         nxt: list[tuple[int, int]] = []
         ended = key is not None and key in self.whole
-        starts = tuple((p, 0) for p in range(len(self.paths))) if key is not None else ()
-        for p, i in (*states, *starts):
+        starts = ((p, 0) for p in range(len(self.paths)))
+        for p, i in dict.fromkeys((*states, *starts)):
             segment = self.paths[p][i]
             if segment == "*" or segment == key:
                 if i + 1 == len(self.paths[p]):
