@@ -22,7 +22,6 @@ would have expired.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import time
 import unicodedata
@@ -110,6 +109,8 @@ def store_of(toolkit: object, shared: Store | None) -> Store:
 
 
 def _key(user: str) -> str:
+    import hashlib  # here: OpenSSL's load is paid on first use, not by ``import toolpass``
+
     return "places:" + hashlib.sha256(user.encode()).hexdigest()[:32]
 
 
