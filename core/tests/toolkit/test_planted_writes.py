@@ -302,3 +302,40 @@ def test_places_of_other_kinds_ignore_case_spaces_and_a_trailing_slash(drive, ma
     with Session(USER).active():
         assert _fenced(fs.call(read_note, " trip ideas/"))
         assert not _fenced(fs.call(read_note, "trip ideas 2"))
+
+
+def test_every_place_a_call_names_is_marked(drive, make_kit) -> None:
+    """A list of paths, and ids that are numbers (a calendar's events)."""
+    kit = make_kit()
+    fs = Files(drive, kit)
+    events: dict[int, str] = {}
+
+    def save_all(paths: list[str], content: str) -> str:
+        for path in paths:
+            fs.files[fs._key(path)] = content
+        return "saved"
+
+    def describe(event: int, text: str) -> str:
+        events[event] = text
+        return "described"
+
+    save = drive.tool(kit, save_all, effect="write", places={"paths": "file"})
+    edit = drive.tool(kit, describe, effect="write", places={"event": "event"})
+    show = drive.tool(kit, lambda event: events.get(event, ""), effect="read", name="show",
+                      places={"event": "event"})  # fmt: skip
+    with Session(USER).active():
+        fs.call(fs.browse, "https://travel.example")
+        fs.call(save, ["a.txt", "b.txt"], PLANTED)
+        fs.call(edit, 42, PLANTED)
+    with Session(USER).active():
+        assert _fenced(fs.call(fs.read_file, "a.txt"))
+        assert _fenced(fs.call(fs.read_file, "b.txt"))
+        assert _fenced(fs.call(show, 42))
+
+
+def test_a_store_that_cannot_be_reached_refuses_the_call(drive) -> None:
+    pytest.importorskip("redis")
+    fs = Files(drive, Toolkit(audit=[], store="redis://127.0.0.1:1/0"))
+    with Session(USER).active():
+        assert fs.refused(fs.read_file, "notes.txt") == "store_unavailable"
+    assert fs.files == {}
