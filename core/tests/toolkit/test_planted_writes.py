@@ -339,3 +339,25 @@ def test_a_store_that_cannot_be_reached_refuses_the_call(drive) -> None:
     with Session(USER).active():
         assert fs.refused(fs.read_file, "notes.txt") == "store_unavailable"
     assert fs.files == {}
+
+
+def test_the_one_event_of_two_layers_keeps_what_places_found() -> None:
+    """An adapter's tool declaring ``places`` whose body is a secured tool that does not:
+    the one event of the call says which marked place it read."""
+    from toolpass import AuditEvent, Decision
+    from toolpass.adapting import Guard, Traits
+
+    class Allow:
+        def check(self, *args: Any, **kwargs: Any) -> Decision:
+            return Decision.allow()
+
+    events: list[AuditEvent] = []
+    kit = Toolkit(audit=[events.append])
+    traits = Traits(effect="read", places={"path": "file"}, untrusted_output=False)
+    guard = Guard(Allow(), {"read_file": traits}, toolkit=kit)
+    read_file = kit.secured_tool(lambda path: "hello", effect="read", name="read_file")
+    named = places.named((("path", "file"),), {"path": "notes.txt"})
+    places.mark(places.store_of(kit, None), USER, named, "planted", 60)
+    guard.run(USER, "read_file", {"path": "./notes.txt"}, lambda: read_file("./notes.txt"))
+    [event] = events
+    assert event.planted == ({"read": "file ./notes.txt", "marked because": "planted"},)
