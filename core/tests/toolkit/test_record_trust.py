@@ -295,3 +295,60 @@ def test_a_star_first_reaches_each_item_of_a_list(mail, session) -> None:
          untrusted_fields=("*.description",))  # fmt: skip
     assert send("lumen.example") == "sent to lumen.example"
     assert refused("scam.example").code == "untrusted_destination"
+
+
+def _records(depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
+    """Records: a verdict ``t``, a unique address ``a``, child records nested as structure
+    (``kids``) and as JSON text (``raw``)."""
+    kids = (
+        st.just([])
+        if depth >= 2
+        else st.lists(st.deferred(lambda: _records(depth + 1)), max_size=2)
+    )
+    return st.fixed_dictionaries(
+        {"t": st.booleans(), "a": st.just(""), "kids": kids},
+        optional={"raw": kids.map(json.dumps)},
+    )
+
+
+def _label(
+    record: dict[str, Any], counter: list[int], owner: bool, out: dict[str, bool], asked: bool
+) -> None:
+    """Give each record a unique address; ``out``: whether each is to be trusted. A record
+    held as structure is ``asked`` (its own ``t`` decides); one written in a record's ``raw``
+    text is not, nor anything in it (the record holding the text, ``owner``, decides)."""
+    owner = record["t"] if asked else owner
+    counter[0] += 1
+    record["a"] = f"r{counter[0]}@x{counter[0]}.example"
+    out[record["a"]] = owner
+    for kid in record["kids"]:
+        _label(kid, counter, owner, out, asked)
+    if "raw" in record:
+        raw = json.loads(record["raw"])
+        for kid in raw:
+            _label(kid, counter, owner, out, False)
+        record["raw"] = json.dumps(raw)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_records(), min_size=1, max_size=3))
+def test_each_text_follows_the_record_that_owns_it(output: list[dict[str, Any]]) -> None:
+    """A property: an address is trusted exactly when the innermost record holding it as
+    structure answers True; one written in a record's JSON text follows that record."""
+    from toolpass import Toolkit
+
+    expected: dict[str, bool] = {}
+    counter = [0]
+    for record in output:
+        _label(record, counter, False, expected, True)
+    every = " ".join(expected)
+    kit = Toolkit(audit=[])
+    read = kit.secured_tool(lambda: output, effect="read", name="records",
+                            trust=lambda r: r["t"] is True)  # fmt: skip
+    page = kit.secured_tool(lambda: every, effect="read", name="page", untrusted_output=True)
+    session = Session(USER)
+    with session.active():
+        read()
+        page()  # every address also in untrusted text: only a vouched one passes
+    for address, trusted in expected.items():
+        assert (session.provenance.untrusted_only(address) is None) is trusted, address
