@@ -361,3 +361,28 @@ def test_the_one_event_of_two_layers_keeps_what_places_found() -> None:
     guard.run(USER, "read_file", {"path": "./notes.txt"}, lambda: read_file("./notes.txt"))
     [event] = events
     assert event.planted == ({"read": "file ./notes.txt", "marked because": "planted"},)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "https://wiki.example/Team/Notes",
+        "http://WIKI.example/team/notes/",
+        "wiki.example/team/notes",
+        "https://www.wiki.example:443/team/notes#top",
+    ],
+)
+def test_a_link_is_the_same_place_however_it_is_written(drive, make_kit, spelling) -> None:
+    kit = make_kit()
+    fs = Files(drive, kit)
+    pages: dict[str, str] = {}
+    edit = drive.tool(kit, lambda url, text: pages.setdefault("page", text), effect="write",
+                      name="edit_page", places={"url": "url"})  # fmt: skip
+    view = drive.tool(kit, lambda url: pages.get("page", ""), effect="read", name="view_page",
+                      places={"url": "url"})  # fmt: skip
+    with Session(USER).active():
+        fs.call(fs.browse, "https://travel.example")
+        fs.call(edit, "https://wiki.example/team/notes", PLANTED)
+    with Session(USER).active():
+        assert _fenced(fs.call(view, spelling))
+        assert not _fenced(fs.call(view, "https://wiki.example/team/other"))

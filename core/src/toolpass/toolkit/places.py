@@ -13,7 +13,8 @@ A place is known by its value normalised for its kind, conservatively (two spell
 name one place are one): for every kind, compatibility forms, case, surrounding spaces and a
 trailing slash are ignored; a ``file`` (or ``path``, ``directory``, ``folder``) is read as a
 path (``\\`` as ``/``, ``file://`` dropped, ``.`` and ``..`` resolved), and a relative path is
-the same place as any path it ends (``notes.txt`` is ``/home/dana/notes.txt``).
+the same place as any path it ends (``notes.txt`` is ``/home/dana/notes.txt``); a ``url``
+(``link``, ``page``) is read without its scheme, ``www.``, fragment and default port.
 
 At most ``MAX_MARKS`` marks are kept per user. Past that the record is full, and fails
 closed: every place is read as marked (output untrusted) until the marks made before it
@@ -34,8 +35,9 @@ from toolpass.toolkit.provenance import destination_values
 
 #: How many places one user may have marked at once; past it every place reads as marked.
 MAX_MARKS = 10_000
-#: Kinds whose values are paths.
+#: Kinds whose values are paths, and links.
 PATH_KINDS = frozenset({"file", "path", "directory", "folder"})
+URL_KINDS = frozenset({"url", "link", "page"})
 #: The most characters of a place's value kept (longer values are cut, then compared).
 MAX_VALUE = 1024
 FULL = "(more places were marked than toolpass keeps: every place reads as marked)"
@@ -77,6 +79,9 @@ def named(places: Iterable[tuple[str, str]], arguments: Mapping[str, Any]) -> li
 def normal(kind: str, value: str) -> str:
     """``value`` as a place of ``kind`` is known (see the module's docstring)."""
     text = " ".join(unicodedata.normalize("NFKC", value).casefold().split())[:MAX_VALUE]
+    if kind in URL_KINDS:  # any scheme, no fragment, no default port
+        text = text.partition("#")[0].partition("://")[2] or text.partition("#")[0]
+        text = text.removeprefix("www.").replace(":443/", "/").replace(":80/", "/")
     if kind not in PATH_KINDS:
         return text.rstrip("/") or text
     text = text.replace("\\", "/").removeprefix("file://")
