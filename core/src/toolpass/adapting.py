@@ -48,6 +48,8 @@ from toolpass.toolkit.authorize import PermissionCheck, PermissionEngine
 from toolpass.toolkit.checks import CallState, expired_refusal
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import adecided, decided, steps
+from toolpass.toolkit.places import checked_places
+from toolpass.toolkit.records import checked_trust, field_paths
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
 from toolpass.toolkit.settings import Mode, check_mode, configured_mode
 from toolpass.toolkit.spec import Declared, ToolCall, ToolSpec
@@ -245,9 +247,11 @@ class Traits:
     ``untrusted_fields`` of its result); its ``destinations`` (argument names); what happens
     to a destination read only in untrusted content (``provenance``: check, approve, ignore);
     whether every call needs a person's approval (``approve``, as ``secured_tool``'s);
-    its permission ``rule``, if any; and what a call outside the session's task scope does
-    (``outside_task``: ask or refuse; None: the toolkit's). Untrusted output is recorded for
-    the checks, not fenced: the framework owns the tool's result."""
+    its permission ``rule``, if any; what a call outside the session's task scope does
+    (``outside_task``: ask or refuse; None: the toolkit's); ``trust``, a predicate trusting
+    records of its output, and ``places``, the arguments naming places it reads or writes (as
+    ``secured_tool``'s). Untrusted output is recorded for the checks, not fenced: the
+    framework owns the tool's result."""
 
     effect: str | None = None
     sends_out: bool = False
@@ -259,6 +263,8 @@ class Traits:
     rule: Rule | None = None
     approve: bool = False
     outside_task: Literal["ask", "refuse"] | None = None
+    trust: Callable[[Any], Any] | None = None
+    places: Mapping[str, str] | tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("sends_out", "reads_private", "untrusted_output", "approve"):
@@ -277,14 +283,22 @@ class Traits:
         if self.rule is not None and not isinstance(self.rule, Rule):
             raise TypeError(f"Traits.rule is a Rule, not {self.rule!r}")
         check_mode("outside_task", self.outside_task)
+        field_paths(self.untrusted_fields)
+        checked_trust("Traits", self.trust)
+        try:
+            places = dict(self.places)
+        except (TypeError, ValueError):
+            raise TypeError(f"Traits.places maps arguments to kinds, not {self.places!r}") from None
+        object.__setattr__(self, "places", checked_places("Traits", places, places.keys()))
 
     def declared(self, **adapter: Any) -> Declared:
         """What these traits declare, as a ``secured_tool``'s options are declared, with
         what the ``adapter`` adds (its authorizer, preview, mode...)."""
-        fields = frozenset(self.untrusted_fields) or None
+        fields = field_paths(self.untrusted_fields) or None
         shared = {name: getattr(self, name) for name in _SHARED_TRAITS}
         shared.update(
-            untrusted_fields=fields, untrusted_output=self.untrusted_output or bool(fields)
+            untrusted_fields=fields,
+            untrusted_output=self.untrusted_output or bool(fields) or self.trust is not None,
         )
         return Declared(**shared, **adapter)
 

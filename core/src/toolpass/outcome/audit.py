@@ -50,6 +50,10 @@ class AuditEvent:
     mode = "enforce"  # "observe": nothing was refused; ``would_refuse`` says what would be
     would_refuse: tuple[dict[str, str | None], ...] = ()  # each code, message and detail
     task: str | None = None  # which rule of the task scope decided (``toolkit.task``)
+    #: ``trust=``: how many records of the output were asked, trusted, and the first verdicts.
+    records: dict[str, Any] | None = None
+    #: Places the call read that an earlier write marked untrusted, or that it marked.
+    planted: tuple[dict[str, str], ...] = ()
 
     def __init__(self, tool: str, effect: str | None) -> None:
         #: When the call ended (``finish``; until then, when it began): events are written
@@ -122,6 +126,10 @@ class AuditEvent:
         }
         if self.task is not None:
             record["task"] = self.task
+        if self.records is not None:
+            record["records"] = _clean(self.records, secrets)
+        if self.planted:
+            record["planted"] = [_clean(dict(p), secrets) for p in self.planted]
         if self.mode == "observe":
             record["mode"] = self.mode
             record["would_refuse"] = [_clean(dict(w), secrets) for w in self.would_refuse]

@@ -20,6 +20,7 @@ from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.secrets import find_secret_in
 from toolpass.rules.walk import non_finite, strings_in
 from toolpass.store import StoreUnavailable
+from toolpass.toolkit import places as planted
 from toolpass.toolkit.approval import (
     ApprovalQueue,
     ApprovalRequest,
@@ -72,6 +73,8 @@ class CallState:
     #: The session's task scope as it holds for this call (set, drafted or confirmed), for
     #: the checks after ``task`` (its ``destinations``, ``private_to``); None: no scope.
     task_scope: TaskScope | None = None
+    #: It names a place an earlier write of untrusted text marked: its output is untrusted.
+    planted_read = False
 
     def __init__(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any], body: Any
@@ -405,6 +408,47 @@ def exfiltration(c: CallState) -> None:
                 "out, so it was not sent. Never send credentials; tell the user.",
             )
         c.reasons += (f"its arguments carry what looks like {carried}",)
+
+
+def places(c: CallState) -> None:
+    """Planted writes (``places=``, ``toolkit.places``): a call naming a place that an
+    earlier write of untrusted text marked has its output untrusted; a call that changes
+    something and carries untrusted text, or names a marked place (a copy), marks the places
+    it names."""
+    named = planted.named(c.spec.places, c.arguments)
+    if not named:
+        return
+    store = planted.store_of(c.spec.toolkit, c.kit.store)
+    user = c.session.user
+    hit = planted.marked(store, user, named)
+    if hit is not None:
+        (kind, _, shown), why = hit
+        c.planted_read = True
+        c.event.planted += ({"read": f"{kind} {shown}", "marked because": why},)
+    if not _changes_or_sends(c):
+        return
+    if hit is not None:
+        why = f"it names {hit[0][0]} {hit[0][2]}, marked earlier ({hit[1]})"
+    else:
+        why = _untrusted_content(c, {argument for argument, _ in c.spec.places}) or ""
+    if why:
+        planted.mark(store, user, named, why, c.kit.places_ttl)
+        marked = ({"marked": f"{k} {shown}", "because": why} for k, _, shown in named)
+        c.event.planted += tuple(marked)
+
+
+def _untrusted_content(c: CallState, places: set[str]) -> str | None:
+    """Why the arguments other than ``places`` carry untrusted text, or None."""
+    texts = [t for name, v in c.arguments.items() if name not in places for t in strings_in(v)]
+    seen = c.seen()
+    if seen.untrusted and (phrase := seen.untrusted.find_in(texts)) is not None:
+        return f'it writes untrusted content ("{phrase}")'
+    if seen.provenance:
+        for text in texts:
+            if (found := seen.provenance.untrusted_only(text)) is not None:
+                where = f" (from {found[1]})" if found[1] else ""
+                return f"it writes {found[0]!r}, read only in untrusted content{where}"
+    return None
 
 
 def approval(c: CallState) -> Steps | None:

@@ -206,6 +206,8 @@ def _one_event(outer: AuditEvent, inner: AuditEvent) -> AuditEvent:
     inner.preview = inner.preview or outer.preview
     inner.actions = inner.actions or outer.actions
     inner.would_refuse = outer.would_refuse + inner.would_refuse
+    inner.records = inner.records or outer.records
+    inner.planted = outer.planted + tuple(p for p in inner.planted if p not in outer.planted)
     if outer.mode == "observe":
         inner.mode = "observe"
     return inner

@@ -10,11 +10,13 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from toolpass.outcome.audit import AuditEvent
 from toolpass.outcome.errors import ToolError, ToolRefused
 from toolpass.rules.redact import contains, leaks, redact
 from toolpass.rules.walk import plain, strings_in
 from toolpass.toolkit.drivers import PLAIN
 from toolpass.toolkit.provenance import destination_values, echoes, lines, wanted
+from toolpass.toolkit.records import audit_of, sort_texts
 from toolpass.toolkit.session import Session
 from toolpass.toolkit.spec import ToolSpec
 from toolpass.toolkit.untrusted import fence
@@ -40,17 +42,19 @@ def output(
     secrets: tuple[str, ...],
     untrusted: bool,
     arguments: Mapping[str, Any] | None = None,
+    event: AuditEvent | None = None,
 ) -> Any:
     """The body's result as the model gets it: redacted of ``secrets``; its values recorded
     with where they came from; untrusted text (all of it, or the tool's ``untrusted_fields``)
     recorded for the untrusted-input check and the whole result fenced. What the output
-    echoes of the call's ``arguments`` vouches for nothing."""
+    echoes of the call's ``arguments`` vouches for nothing. With ``trust=``, each record of
+    it is asked (``toolkit.records``) and ``event`` says which records decided."""
     kind = type(result)
     if kind in PLAIN and not secrets and not untrusted:
         if not wanted.now or kind is bool or result is None:
             return result
         session.record_values(
-            _vouching(destination_values(result), arguments), spec.trust, spec.name
+            _vouching(destination_values(result), arguments), spec.label, spec.name
         )
         return result
     if isinstance(result, Iterator):
@@ -60,22 +64,26 @@ def output(
     if not untrusted:
         if wanted.now:
             values = _vouching(destination_values(result), arguments)
-            session.record_values(values, spec.trust, spec.name)
+            session.record_values(values, spec.label, spec.name)
         return result
     vouched: list[str] = []
-    if spec.untrusted_fields is None:
+    by_record: list[str] = []
+    if spec.untrusted_fields is None and spec.trust is None:
         texts = strings_in(result)
         found = [text for text in texts if text]
         if not found and texts.complete:
             return result  # no text in it (a status code, a count): nothing to fence
     else:
-        found, vouched = _split(plain(result), spec.untrusted_fields, [], [])
+        done = sort_texts(plain(result), spec.untrusted_fields, spec.trust)
+        found, vouched, by_record = done.untrusted, done.by_field, done.by_record
+        if spec.trust is not None and event is not None:
+            event.records = audit_of(done)
     for text in found:
         session.record_untrusted(text)
     session.record_values(found, "untrusted", spec.name)
     vouched = [lines(text) for text in _vouching(vouched, arguments)]
-    session.record_values(vouched, spec.trust, spec.name)
-    if not spec.fences:
+    session.record_values(vouched + _vouching(by_record, arguments), spec.label, spec.name)
+    if not spec.fences or (spec.trust is not None and not found):
         return result
     return fence(result if isinstance(result, str) else readable(result), spec.name)
 
@@ -130,54 +138,6 @@ def _echo(said: tuple[str, ...]) -> re.Pattern[str]:
     """Any of ``said`` (longest first), as a whole value or word of a text."""
     either = "|".join(map(re.escape, said))
     return re.compile(rf"(?<![\w@.+%-])(?:{either})(?![\w@-]|\.\w)", re.IGNORECASE)
-
-
-def _split(
-    value: Any, fields: frozenset[str], untrusted: list[str], trusted: list[str]
-) -> tuple[list[str], list[str]]:
-    """The texts of ``value`` (plain data) under the keys ``fields`` names, at any depth (in
-    JSON text too), and the rest. When no such key is found at all, every text is untrusted:
-    a result shaped otherwise than declared vouches for nothing."""
-    found = _split_into(value, fields, untrusted, trusted)
-    if not found:
-        return [*untrusted, *trusted], []
-    return untrusted, trusted
-
-
-def _split_into(
-    value: Any, fields: frozenset[str], untrusted: list[str], trusted: list[str]
-) -> bool:
-    if isinstance(value, str):
-        parsed = _json(value)
-        if parsed is not None:
-            return _split_into(parsed, fields, untrusted, trusted)
-        trusted.append(value)
-        return False
-    found = False
-    if type(value) in (int, float):
-        trusted.append(str(value))  # an id or an amount: a value as a string is
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if key in fields:
-                untrusted.extend(t for t in strings_in(item) if t)
-                found = True
-            else:
-                found = _split_into(item, fields, untrusted, trusted) or found
-    elif isinstance(value, list):
-        for item in value:
-            found = _split_into(item, fields, untrusted, trusted) or found
-    return found
-
-
-def _json(text: str) -> Any:
-    """``text`` as JSON data when it is a JSON object or array, else None."""
-    if text.lstrip()[:1] not in ("{", "["):
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, (dict, list)) else None
 
 
 def readable(value: Any) -> str:

@@ -2,7 +2,7 @@
 
 ``steps`` runs ``CHECKS`` in order (``toolkit.checks``: session, arguments, scope, effect,
 grants, task, limits, authorization, entitlements, untrusted_input, destinations, exfiltration,
-approval), then the credential and the body, and writes exactly one audit event whatever
+places, approval), then the credential and the body, and writes exactly one audit event whatever
 happened (one with the other layer's, when an adapter's call and a secured tool's are one
 call: ``toolkit.one_event``). Where a step needs user
 code (an authorizer, an approver, a credentials callable, the body itself) it yields a
@@ -54,6 +54,7 @@ CHECKS: tuple[Check, ...] = (
     checks.untrusted_input,
     checks.destinations,
     checks.exfiltration,
+    checks.places,
     checks.approval,
 )
 
@@ -66,7 +67,8 @@ def plan(spec: ToolSpec, kit: Settings) -> tuple[tuple[Check, ...], bool]:
         return spec.plan[1], spec.plan[2]
     observed = observing(spec, kit)
     if spec.checked_elsewhere:
-        spec.plan = (kit, (checks.session, checks.arguments), observed)
+        elsewhere = (checks.session, checks.arguments) + ((checks.places,) if spec.places else ())
+        spec.plan = (kit, elsewhere, observed)
         return spec.plan[1], observed
     skip: set[Check] = set()
     if kit.entitlements is None:
@@ -79,6 +81,8 @@ def plan(spec: ToolSpec, kit: Settings) -> tuple[tuple[Check, ...], bool]:
         skip.add(checks.destinations)
     if not spec.scope:
         skip.add(checks.scope)
+    if not spec.places:
+        skip.add(checks.places)
     planned = tuple(check for check in CHECKS if check not in skip)
     spec.plan = (kit, planned, observed)
     return planned, observed
@@ -190,7 +194,7 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
 
     if spec.reads_private:
         session.note_private()
-    if spec.untrusted_output:
+    if spec.untrusted_output or c.planted_read:
         session.tainted = True
     # From here the slot and the approval are spent.
     if c.grant is not None:
@@ -230,6 +234,7 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         failure = None
         raise scope.refused  # a refused request decides the call, caught or not
     untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
+    untrusted = untrusted or c.planted_read
     if failure is not None:
         if isinstance(failure, ToolRefused):
             refused = redacted_refusal(failure, event.secrets)
@@ -244,9 +249,10 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         raise wrapped
     if (kit.on_output or spec.on_output is not None) and c.body not in DECIDING:
         yield from _output_hooks(c, result)
-    if scope is not None and scope.read_elsewhere and spec.untrusted_fields is not None:
+    declared = spec.untrusted_fields is not None or spec.trust is not None
+    if (scope is not None and scope.read_elsewhere and declared) or c.planted_read:
         spec = _wholly_untrusted(spec)
-    result = output(spec, session, result, event.secrets, untrusted, c.arguments)
+    result = output(spec, session, result, event.secrets, untrusted, c.arguments, event)
     event.outcome = "ok"
     return result
 
@@ -432,10 +438,12 @@ def _no_async_stream(items: AsyncIterator[Any]) -> Any:
 
 
 def _wholly_untrusted(spec: ToolSpec) -> ToolSpec:
-    """``spec`` for a call that read from a host no connection owns: no field of its output
-    vouches for anything, whatever ``untrusted_fields`` it declares."""
+    """``spec`` for a call that read from a host no connection owns, or a place a planted
+    write marked: no field or record of its output vouches for anything, whatever
+    ``untrusted_fields`` or ``trust`` it declares."""
     copied = copy.copy(spec)
     copied.untrusted_fields = None
+    copied.trust = None
     return copied
 
 

@@ -94,6 +94,7 @@ class ToolkitOptions(TypedDict, total=False):
     mode: Mode | None
     planner: Callable[..., Any] | None
     outside_task: OutsideTask
+    places_ttl: float
 
 
 class ToolOptions(TypedDict, total=False):
@@ -123,6 +124,8 @@ class ToolOptions(TypedDict, total=False):
     on_output: OutputHook | None
     mode: Mode | None
     outside_task: OutsideTask | None
+    trust: Callable[[Mapping[str, Any]], bool] | None
+    places: Mapping[str, str] | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -155,6 +158,8 @@ class Settings:
     planner: Callable[..., Any] | None = None
     #: A call outside the task scope: a person is asked, or it is refused.
     outside_task: OutsideTask = "ask"
+    #: Seconds a place marked by a planted write stays untrusted (``places=``): 30 days.
+    places_ttl: float = 30 * 24 * 3600.0
 
     def change(self, **options: Any) -> Settings:
         """These settings with ``options`` (as ``ToolkitOptions`` names them) changed."""
@@ -343,6 +348,12 @@ def _hooks(name: str, value: Any) -> tuple[OutputHook, ...]:
     return hooks
 
 
+def _seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e10:
+        raise ValueError(f"{name} is a number of seconds above 0, not {value!r}")
+    return float(value)
+
+
 _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "approver": _approver,
     "credentials": _credentials,
@@ -367,6 +378,7 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "mode": _run_mode,
     "planner": lambda v: {"planner": _planner(v)},
     "outside_task": _mode("outside_task"),
+    "places_ttl": lambda v: {"places_ttl": _seconds("places_ttl", v)},
 }
 
 

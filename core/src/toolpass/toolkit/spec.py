@@ -83,6 +83,10 @@ class Declared:
     approval_wait: float | None = None
     #: A call outside the session's task scope: ``ask`` or ``refuse`` (None: the toolkit's).
     outside_task: str | None = None
+    #: A predicate on each record of its output: True trusts that record whole.
+    trust: Callable[[Any], Any] | None = None
+    #: ``places=``: (argument, kind) pairs naming the places its calls read or write.
+    places: tuple[tuple[str, str], ...] = ()
 
 
 _DECLARED = tuple(f.name for f in dataclasses.fields(Declared))
@@ -127,7 +131,7 @@ class ToolSpec(Declared):
         if self.destinations:
             wanted.now = True
         #: How the values of its trusted output are labelled.
-        self.trust: Label = "private" if self.reads_private else "trusted"
+        self.label: Label = "private" if self.reads_private else "trusted"
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None
         #: (settings, checks, observed): ``pipeline.plan``, worked out once per settings.
         self.plan: tuple[Any, tuple[Any, ...], bool] = (None, (), False)

@@ -15,6 +15,8 @@ from toolpass.rules.validators import is_destination
 from toolpass.toolkit.arguments import Binder
 from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import steps
+from toolpass.toolkit.places import checked_places
+from toolpass.toolkit.records import checked_trust, field_paths
 from toolpass.toolkit.session import Conversations
 from toolpass.toolkit.settings import (
     AuditSink,
@@ -69,6 +71,7 @@ class Toolkit:
     (``(request, tools) -> TaskScope``, see ``toolpass.TaskScope``; a session's own wins);
     ``outside_task``: what happens to a call outside its session's task scope: ``"ask"`` (a
     person approves it; the default) or ``"refuse"`` (``outside_task``).
+    ``places_ttl``: seconds a place marked by a planted write stays untrusted (30 days).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -308,7 +311,9 @@ def _declared(
     if on_output is not None and not callable(on_output):
         raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
     raw_fields = options.get("untrusted_fields")
-    fields = None if raw_fields is None else frozenset(_names(raw_fields))
+    fields = None if raw_fields is None else field_paths(_names(raw_fields))
+    trust = checked_trust(tool_name, options.get("trust"))
+    places = checked_places(tool_name, options.get("places"), binder.names)
     limit = options.get("limit")
     if limit is not None:
         caps("limit", {"limit": limit})
@@ -344,7 +349,9 @@ def _declared(
         preview=preview,
         credential=options.get("credential"),
         reads_private=options.get("reads_private", False),
-        untrusted_output=options.get("untrusted_output", False) or fields is not None,
+        untrusted_output=options.get("untrusted_output", False)
+        or fields is not None
+        or trust is not None,
         sends_out=options.get("sends_out", False),
         untrusted_inputs=inputs,
         exfiltration=options.get("exfiltration"),
@@ -355,6 +362,8 @@ def _declared(
         on_output=on_output,
         mode=options.get("mode"),
         outside_task=options.get("outside_task"),
+        trust=trust,
+        places=places,
     )
 
 
@@ -404,6 +413,12 @@ def secured_tool(
     ``resources=`` (globs on what the body's requests act on), ``name``, ``mode``
     (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's), ``outside_task``
     (``"ask"`` or ``"refuse"`` a call outside the session's task scope; None: the toolkit's).
+    ``untrusted_fields=`` (field paths: ``"body"``, ``"reviews.*"``, ``"*.description"``;
+    see ``toolkit.records``), ``trust=`` (a plain function ``(record) -> bool`` asked of
+    each record of the output: a record it answers True for is trusted whole; it must read
+    fields the system sets, never ones the record's author writes), ``places={"path":
+    "file"}`` (arguments naming places the call reads or writes: a write of untrusted text
+    marks them, and a later read of a marked place is untrusted; see ``toolkit.places``).
 
     The decorated function keeps its type (parameters and result) for type checkers.
     """
