@@ -37,7 +37,9 @@ SHORTEST = 6
 MAX_TEXT = 8_000_000
 
 _EMAIL = lazy_pattern(r"[\w.+%-]+@[\w-]+(?:\.[\w-]+)+")
-_IBAN = lazy_pattern(r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?\b", re.I)
+_IBAN = lazy_pattern(
+    r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?(?=[A-Z]{0,2}\d)[A-Z0-9]{1,3})?\b", re.I
+)
 # Digits grouped any way a number is written: spaces, dots, dashes, slashes, brackets, a plus.
 _NUMBER = lazy_pattern(r"\+?\(?\d(?:[ ().,/-]{0,3}\d)+")
 # A token of letters and digits (``_`` and ``-`` inside): an id or a key when it holds digits.

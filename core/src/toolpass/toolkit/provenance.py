@@ -80,10 +80,11 @@ _LINK = lazy_pattern(
     r"\.?(?::\d{1,5})?(?:[/?#\\][^\s<>\"'`)\]]*)?(?![\w@-])",
     re.IGNORECASE,
 )
-# Groups of four after the country and check digits, as IBANs are written (a following word
-# is never taken for a last group: that one is at most three characters).
+# Groups of four after the country and check digits, as IBANs are written; a last group of
+# one to three holds a digit (a following word, ``to`` or ``for``, is never taken for one).
 _IBAN = lazy_pattern(
-    r"\b([A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?)\b", re.IGNORECASE
+    r"\b([A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?(?=[A-Z]{0,2}\d)[A-Z0-9]{1,3})?)\b",
+    re.IGNORECASE,
 )
 _DIGITS = lazy_pattern(r"\+?\d(?:[ .,/-]?\d){5,}")
 _SPACES = lazy_pattern(r"\s+")
