@@ -51,6 +51,7 @@ from toolpass.toolkit.pipeline import adecided, decided, steps
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
 from toolpass.toolkit.settings import Mode, check_mode, configured_mode
 from toolpass.toolkit.spec import Declared, ToolCall, ToolSpec
+from toolpass.toolkit.task import ToolInfo
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
 __all__ = [
@@ -246,8 +247,9 @@ class Traits:
     or ``request``: the user must have named it; or ``{argument: mode}``); what happens to
     private data in what it sends out (``private_data``: approve, refuse, ignore);
     whether every call needs a person's approval (``approve``, as ``secured_tool``'s);
-    and its permission ``rule``, if any. Untrusted output is recorded for the checks, not
-    fenced: the framework owns the tool's result."""
+    its permission ``rule``, if any; and what a call outside the session's task scope does
+    (``outside_task``: ask or refuse; None: the toolkit's). Untrusted output is recorded for
+    the checks, not fenced: the framework owns the tool's result."""
 
     effect: str | None = None
     sends_out: bool = False
@@ -264,6 +266,7 @@ class Traits:
     rule: Rule | None = None
     approve: bool = False
     private_data: Literal["approve", "refuse", "ignore"] | None = None
+    outside_task: Literal["ask", "refuse"] | None = None
 
     def __post_init__(self) -> None:
         for name in ("sends_out", "reads_private", "untrusted_output", "approve"):
@@ -295,6 +298,7 @@ class Traits:
             )
         if self.rule is not None and not isinstance(self.rule, Rule):
             raise TypeError(f"Traits.rule is a Rule, not {self.rule!r}")
+        check_mode("outside_task", self.outside_task)
 
     def declared(self, **adapter: Any) -> Declared:
         """What these traits declare, as a ``secured_tool``'s options are declared, with
@@ -489,6 +493,7 @@ class Guard:
             known = None if arguments is None else frozenset(arguments)
             if self.tools.get(name) is None:
                 self.tools[name] = known
+            self.toolkit.know_tool(_tool_info(name, self.traits.get(name, _NO_TRAITS)))
         self.tools_complete = self.tools_complete or complete
         problems = _template_problems(self._checks, self.tools)
         if complete:
@@ -1004,6 +1009,18 @@ def _rules(rules: Rules | None) -> tuple[dict[str, Rule], dict[str, Traits]]:
 
 
 _NO_TRAITS = Traits()
+
+
+def _tool_info(name: str, traits: Traits) -> ToolInfo:
+    """What a task planner is told of a framework's tool: its traits."""
+    return ToolInfo(
+        name=name,
+        effect=traits.effect,
+        destinations=traits.destinations,
+        sends_out=traits.sends_out,
+        reads_private=traits.reads_private,
+        untrusted_output=traits.untrusted_output or bool(traits.untrusted_fields),
+    )
 
 
 def _check_effects(traits: Mapping[str, Traits], known: Collection[str]) -> None:

@@ -35,6 +35,8 @@ from toolpass.toolkit.provenance import destination_values, vouched_by
 from toolpass.toolkit.session import Seen, Session, _current
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
+from toolpass.toolkit.task import TaskScope, confirming
+from toolpass.toolkit.task import check as task_check
 from toolpass.wire.errors import ConfigError
 
 Steps = Generator[Step, Any, None]
@@ -65,6 +67,11 @@ class CallState:
     ended = False  # its event is written (the adapter's) or handed over (the tool's)
     #: A hook's decision whose event waits for its body's (``toolkit.one_event``): [taken].
     waiting: list[bool] | None = None
+    #: The task scope this call asks the person to confirm (``toolkit.task``).
+    confirming: TaskScope | None = None
+    #: The session's task scope as it holds for this call (set, drafted or confirmed), for
+    #: the checks after ``task`` (its ``destinations``, ``private_to``); None: no scope.
+    task_scope: TaskScope | None = None
     #: A destination the user did not name, and the reason a person is shown: refused
     #: unless a person is asked about this call anyway (``approval``).
     unrequested: tuple[ToolRefused, str] | None = None
@@ -224,6 +231,12 @@ def _not_granted(what: str, detail: str) -> ToolRefused:
     )
 
 
+def task(c: CallState) -> Steps | None:
+    """The call is inside the session's task scope (``Session(task=)``, or drafted by a
+    planner and confirmed by the person); outside it asks or refuses (``outside_task``)."""
+    return task_check(c)
+
+
 def limits(c: CallState) -> None:
     """Limits: a slot under each cap now, given back if the body never runs."""
     spec, kit, effect = c.spec, c.kit, c.effect
@@ -249,7 +262,7 @@ def limits(c: CallState) -> None:
             "tell the user the limit was reached.",
             detail=f"limit on {full}",
         )
-    c.held = keys
+    c.held = (*(c.held or ()), *keys)  # after the task's counts, if any
 
 
 def _with_session_caps(
@@ -377,16 +390,9 @@ def _not_untrusted_only(c: CallState, name: str, mode: str) -> bool:
     return False
 
 
-def task_scope(session: Session) -> Any:
-    """The session's task scope (its ``destinations`` vouch like the user's words, its
-    ``private_to`` lets private data go there), or None.
-    LEAD (H1 merge): read ``session.task`` alone once ``Session(task=)`` exists."""
-    return getattr(session, "task", None) or session.attributes.get("task")
-
-
-def _scope_values(session: Session, field: str) -> tuple[str, ...]:
-    values = getattr(task_scope(session), field, None) or ()
-    return tuple(v for v in values if isinstance(v, str))
+def _scope_values(c: CallState, field: str) -> tuple[str, ...]:
+    """A field of the call's task scope (``destinations``, ``private_to``): () without one."""
+    return tuple(getattr(c.task_scope, field, None) or ())
 
 
 def _requested(c: CallState, name: str) -> None:
@@ -394,7 +400,7 @@ def _requested(c: CallState, name: str) -> None:
     trusted values or the task scope's destinations (never in a tool's output). Else a
     person is asked (the tool's or toolkit's provenance is ``approve``), or the call is
     refused unless a person is asked about it anyway."""
-    named = _scope_values(c.session, "destinations")
+    named = _scope_values(c, "destinations")
     others = (vouched_by(named),) if named else ()
     for text in destination_values(c.arguments.get(name)):
         value = c.session.requested.unvouched(text, *others)
@@ -454,9 +460,9 @@ def _destination_texts(c: CallState) -> list[str]:
 def _private_allowed(c: CallState) -> bool:
     """Whether the task scope's ``private_to`` covers every destination of the call (``*``:
     every destination of the scope)."""
-    allowed = _scope_values(c.session, "private_to")
+    allowed = _scope_values(c, "private_to")
     if "*" in allowed:
-        allowed += _scope_values(c.session, "destinations")
+        allowed += _scope_values(c, "destinations")
     texts = _destination_texts(c)
     if not allowed or not texts:
         return False
@@ -503,8 +509,10 @@ def approval(c: CallState) -> Steps | None:
     if approve is True:
         c.reasons += ("this tool always needs approval",)
     elif approve:
-        return _approval(c, approve)
-    return _asking(c)
+        steps = _approval(c, approve)
+        return steps if c.confirming is None else confirming(c, steps)
+    asked = _asking(c)
+    return asked if c.confirming is None else confirming(c, asked)
 
 
 def _approval(c: CallState, rule: Callable[..., Any]) -> Steps:
@@ -559,6 +567,8 @@ def _ask(c: CallState) -> Steps:
             raise check_error("the preview", exc)
         own = "\n".join(map(printable, own.split("\n")))  # its lines, nothing invisible
         preview = f"{preview}\nThe tool's preview:\n{own}" if preview else own
+    if c.confirming is not None:  # the plan the person confirms, whole
+        preview = f"{preview}\nThe plan to confirm:\n{c.confirming.shown()}"
 
     def make(now: float) -> ApprovalRequest:
         return ApprovalRequest(

@@ -39,6 +39,7 @@ ProvenanceMode = Literal["check", "approve", "ignore"]
 #: toolkit's provenance is ``approve``).
 ArgumentProvenance = Literal["check", "approve", "ignore", "request"]
 PrivateData = Literal["approve", "refuse", "ignore"]
+OutsideTask = Literal["ask", "refuse"]
 OutputHook = Callable[..., Any]
 UnknownHost = Literal["allow", "refuse_writes", "refuse"]
 ActAs = Literal["user", "agent"]
@@ -59,6 +60,7 @@ MODES: dict[str, tuple[str, ...]] = {
     "mode": ("enforce", "observe"),
     "private_data": ("approve", "refuse", "ignore"),
     "argument_provenance": ("check", "approve", "ignore", "request"),
+    "outside_task": ("ask", "refuse"),
 }
 
 
@@ -98,6 +100,8 @@ class ToolkitOptions(TypedDict, total=False):
     on_output: OutputHook | Iterable[OutputHook] | None
     mode: Mode | None
     private_data: PrivateData
+    planner: Callable[..., Any] | None
+    outside_task: OutsideTask
 
 
 class ToolOptions(TypedDict, total=False):
@@ -127,6 +131,7 @@ class ToolOptions(TypedDict, total=False):
     on_output: OutputHook | None
     mode: Mode | None
     private_data: PrivateData | None
+    outside_task: OutsideTask | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -157,6 +162,10 @@ class Settings:
     mode: Mode | None = None
     #: Private data read from ``reads_private`` tools, in what a ``sends_out`` tool sends.
     private_data: PrivateData = "approve"
+    #: Drafts a session's task scope from its request (``(request, tools) -> TaskScope``).
+    planner: Callable[..., Any] | None = None
+    #: A call outside the task scope: a person is asked, or it is refused.
+    outside_task: OutsideTask = "ask"
 
     def change(self, **options: Any) -> Settings:
         """These settings with ``options`` (as ``ToolkitOptions`` names them) changed."""
@@ -368,4 +377,12 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "on_output": lambda v: {"on_output": _hooks("on_output", v)},
     "mode": _run_mode,
     "private_data": _mode("private_data"),
+    "planner": lambda v: {"planner": _planner(v)},
+    "outside_task": _mode("outside_task"),
 }
+
+
+def _planner(value: Any) -> Callable[..., Any] | None:
+    if value is not None and not callable(value):
+        raise TypeError("planner is a callable (request, tools) -> TaskScope")
+    return value  # type: ignore[no-any-return]

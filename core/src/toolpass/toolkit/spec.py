@@ -85,6 +85,8 @@ class Declared:
     #: Private data in what it sends out: ``approve``, ``refuse``, ``ignore`` (None: the
     #: toolkit's).
     private_data: str | None = None
+    #: A call outside the session's task scope: ``ask`` or ``refuse`` (None: the toolkit's).
+    outside_task: str | None = None
 
 
 _DECLARED = tuple(f.name for f in dataclasses.fields(Declared))
@@ -137,6 +139,9 @@ class ToolSpec(Declared):
         self.plan: tuple[Any, tuple[Any, ...], bool] = (None, (), False)
         self.effect_key = f"effect:{self.effect}"
         self.tool_key = f"tool:{self.key}"
+        know = getattr(toolkit, "know_tool", None)
+        if callable(know):  # what a task planner is told of the toolkit's tools
+            know(self)
 
     def __repr__(self) -> str:
         return f"<toolpass tool {self.name} effect={self.effect}>"

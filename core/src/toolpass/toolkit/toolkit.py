@@ -27,6 +27,7 @@ from toolpass.toolkit.settings import (
     untrusted_mode,
 )
 from toolpass.toolkit.spec import Declared, ToolSpec
+from toolpass.toolkit.task import ToolInfo
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -65,6 +66,10 @@ class Toolkit:
     (a check that fails refuses the call) or ``"observe"`` (every check runs, what it would
     refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode`` wins);
     None: the ``mode:`` of the permission engine's configuration, else enforce.
+    ``planner``: drafts each session's task scope from its request on its first call
+    (``(request, tools) -> TaskScope``, see ``toolpass.TaskScope``; a session's own wins);
+    ``outside_task``: what happens to a call outside its session's task scope: ``"ask"`` (a
+    person approves it; the default) or ``"refuse"`` (``outside_task``).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -87,6 +92,8 @@ class Toolkit:
         #: Sessions of conversations (an adapter's ``session="conversation"``), shared by
         #: every agent and adapter on this toolkit.
         self.conversations = Conversations()
+        #: Every tool declared on it, as a task planner is told of them, by name.
+        self.known_tools: dict[str, ToolInfo] = {}
         self._apply(Settings().change(**options))
         self.conversations.use(self.settings.store)
 
@@ -117,6 +124,14 @@ class Toolkit:
         if settings is None:
             raise AttributeError(name)
         return getattr(settings, _ALIASES.get(name, name))
+
+    def know_tool(self, tool: ToolSpec | ToolInfo) -> None:
+        """Tell task planners of ``tool`` (a declared tool, or what an adapter knows of one);
+        what was known of it with a description stays unless this one has one."""
+        info = tool if isinstance(tool, ToolInfo) else ToolInfo.of(tool)
+        known = self.known_tools.get(info.name)
+        if known is None or info.description or not known.description:
+            self.known_tools[info.name] = info
 
     # Read on every call: plain properties, faster than the look-up above.
     @property
@@ -291,6 +306,7 @@ def _declared(
     by_argument = provenance if isinstance(provenance, tuple) else ()
     check_mode("private_data", options.get("private_data"))
     check_mode("mode", options.get("mode"))
+    check_mode("outside_task", options.get("outside_task"))
     on_output = options.get("on_output")
     if on_output is not None and not callable(on_output):
         raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
@@ -347,6 +363,7 @@ def _declared(
         on_output=on_output,
         mode=options.get("mode"),
         private_data=options.get("private_data"),
+        outside_task=options.get("outside_task"),
     )
 
 
@@ -411,7 +428,8 @@ def secured_tool(
     ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on
     top; a refusal then becomes the tool's result unless ``on_refuse`` says otherwise),
     ``resources=`` (globs on what the body's requests act on), ``name``, ``mode``
-    (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's).
+    (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's), ``outside_task``
+    (``"ask"`` or ``"refuse"`` a call outside the session's task scope; None: the toolkit's).
 
     The decorated function keeps its type (parameters and result) for type checkers.
     """
