@@ -12,10 +12,9 @@ import pytest
 import toolpass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from toolpass import ApprovalQueue, Session, ToolRefused
+from toolpass import ApprovalQueue, Session, TaskScope, ToolRefused
 
 from .conftest import USER
-from .test_provenance_request import TaskScope
 
 CARD = "4111 1111 1111 1111"
 WALLET = {
@@ -262,3 +261,19 @@ def test_another_number_is_not_taken_for_a_private_one(digits, other):
     with Session(USER).active():
         wallet()
         assert post(f"hello {other} bye") == "posted"
+
+
+def test_many_private_values_in_a_long_body_are_found_alike(drive, make_kit):
+    """Past a few values and characters each value is no longer looked for in turn, but by
+    its first characters at each position: the same values are found."""
+    kit = make_kit(untrusted_inputs="ignore", exfiltration="ignore", private_data="refuse")
+    rows = [f"member {i:08d}, card 5{i:015d}" for i in range(2_000)]
+    ledger = drive.tool(kit, lambda: rows, effect="read", reads_private=True, name="ledger")
+    post = drive.tool(kit, lambda text: "posted", sends_out=True)
+    filler = "nothing to see here, move along. " * 100
+    with Session(USER).active():
+        drive.call(ledger)
+        assert drive.call(post, filler) == "posted"
+        leaked = filler + "5000-0000-0000-1999" + filler
+        assert drive.refused(post, leaked).code == "private_data"
+        assert drive.refused(post, filler + "00001234" + filler).code == "private_data"

@@ -4,27 +4,15 @@ this very call; a value any tool returned, trusted output included, does not cou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import toolpass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from toolpass import ApprovalQueue, Session, ToolRefused
+from toolpass import ApprovalQueue, Session, TaskScope, ToolRefused
 
 from .conftest import USER
-
-#: H1's ``toolpass.TaskScope``; until it is merged, a stand-in with the fields read here
-#: (``Session(task=...)`` keeps it as an attribute, where the check finds it).
-TaskScope: Any = getattr(toolpass, "TaskScope", None)
-if TaskScope is None:
-
-    @dataclass(frozen=True)
-    class TaskScope:  # type: ignore[no-redef]
-        destinations: tuple[str, ...] = ()
-        private_to: tuple[str, ...] = ()
-
 
 REQUEST = "Pay my landlord 1200 EUR to DE89 3704 0044 0532 0130 00 and mail bob@example.com"
 

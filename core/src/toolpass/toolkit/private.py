@@ -36,12 +36,14 @@ SHORTEST = 6
 #: argument text is taken to carry private data (fail closed).
 MAX_TEXT = 8_000_000
 
-_EMAIL = lazy_pattern(r"[\w.+%-]+@[\w-]+(?:\.[\w-]+)+")
+# Each pattern starts only where a run of its characters starts: tried at every position of
+# a long run, it would cost the square of the text's length.
+_EMAIL = lazy_pattern(r"(?<![\w.+%-])[\w.+%-]+@[\w-]+(?:\.[\w-]+)+")
 _IBAN = lazy_pattern(
     r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?(?=[A-Z]{0,2}\d)[A-Z0-9]{1,3})?\b", re.I
 )
 # Digits grouped any way a number is written: spaces, dots, dashes, slashes, brackets, a plus.
-_NUMBER = lazy_pattern(r"\+?\(?\d(?:[ ().,/-]{0,3}\d)+")
+_NUMBER = lazy_pattern(r"(?<![\d+(])\+?\(?\d(?:[ ().,/-]{0,3}\d)+")
 # A token of letters and digits (``_`` and ``-`` inside): an id or a key when it holds digits.
 _TOKEN = lazy_pattern(r"(?<![\w-])[A-Za-z0-9][\w-]{4,}[A-Za-z0-9](?![\w-])")
 _DATE = lazy_pattern(
@@ -119,14 +121,49 @@ def _base64_middles(data: bytes) -> Iterator[str]:
         yield encoded[first:last]
 
 
+class _Needles:
+    """Values to look for in a text: each tried in turn while that is cheap, else found
+    by their first ``SHORTEST`` characters at each position (linear in the text)."""
+
+    __slots__ = ("_by_start", "found")
+
+    def __init__(self) -> None:
+        self.found: dict[str, Held] = {}
+        self._by_start: dict[str, list[str]] | None = None
+
+    def add(self, needle: str, held: Held) -> None:
+        if needle not in self.found:
+            self.found[needle] = held
+            self._by_start = None
+
+    def first_in(self, text: str) -> Held | None:
+        if len(self.found) * len(text) <= DIRECT:
+            return next((h for n, h in self.found.items() if n in text), None)
+        if self._by_start is None:
+            self._by_start = {}
+            for needle in self.found:
+                self._by_start.setdefault(needle[:SHORTEST], []).append(needle)
+        by_start = self._by_start
+        for at in range(len(text) - SHORTEST + 1):
+            for needle in by_start.get(text[at : at + SHORTEST], ()):
+                if text.startswith(needle, at):
+                    return self.found[needle]
+        return None
+
+
+#: Below this many (values x characters), each value is looked for in turn.
+DIRECT = 2_000_000
+
+
 class PrivateValues:
     """The private values one session read, kept as texts until a send asks."""
 
-    __slots__ = ("_chars", "_lock", "_needles", "_pending", "_said", "full")
+    __slots__ = ("_chars", "_encoded", "_lock", "_pending", "_plain", "_said", "full")
 
     def __init__(self, said: Iterable[str] = ()) -> None:
         self._pending: list[tuple[tuple[str, ...], str]] = []
-        self._needles: dict[str, Held] = {}
+        self._plain = _Needles()  # letters and digits, and hex: in the squeezed text
+        self._encoded = _Needles()  # base64: in the text without spaces
         self._said = "\n".join(squeezed(t) for t in said)  # the user's own words
         self._chars = 0
         self._lock = threading.Lock()
@@ -135,14 +172,15 @@ class PrivateValues:
 
     def __bool__(self) -> bool:
         """Whether any private output was read."""
-        return self.full or bool(self._pending or self._needles)
+        return self.full or bool(self._pending or self._plain.found)
 
     def add(self, texts: Iterable[str], source: str) -> None:
         """Remember ``texts`` read from the private tool ``source``."""
         texts = tuple(t for t in texts if t)
         self._chars += sum(map(len, texts))
         if self._chars > MAX_TEXT:
-            self.full, self._pending, self._needles = True, [], {}
+            self.full, self._pending = True, []
+            self._plain, self._encoded = _Needles(), _Needles()
         elif texts and not self.full:
             self._pending.append((texts, source))
 
@@ -157,7 +195,10 @@ class PrivateValues:
                             continue  # the user wrote it: theirs to send
                         held = Held(kind, source, _masked(written))
                         for needle in _needles(written):
-                            self._needles.setdefault(needle, held)
+                            if needle.startswith("b64:"):
+                                self._encoded.add(needle[4:], held)
+                            else:
+                                self._plain.add(needle, held)
 
     def found_in(self, texts: Iterable[str]) -> Held | None:
         """The first private value ``texts`` carry, however written (see the module)."""
@@ -166,18 +207,15 @@ class PrivateValues:
         texts = [t for t in texts if t]
         if self.full:
             return Held("private data", "", "(too much read to tell)") if texts else None
-        if not self._needles or not texts:
+        if not self._plain.found or not texts:
             return None
         plain = "\n".join(squeezed(r) for t in texts for r in {t, _refanged(t)})
-        streams = (plain, plain[::-1])
         compact = "\n".join(re.sub(r"\s+", "", t).translate(_URLSAFE) for t in texts)
-        for needle, held in self._needles.items():
-            if needle.startswith("b64:"):
-                if needle[4:] in compact:
-                    return held
-            elif needle in streams[0] or needle in streams[1]:
-                return held
-        return None
+        return (
+            self._plain.first_in(plain)
+            or self._plain.first_in(plain[::-1])
+            or self._encoded.first_in(compact)
+        )
 
     def found_in_destination(self, text: str) -> Held | None:
         """A private value carried by the destination ``text`` beyond being it: a whole
@@ -187,7 +225,7 @@ class PrivateValues:
         pieces = [p for p in re.split(r"[,;\n]+", text) if p.strip()]
         if self._pending:
             self._flush()
-        return self.found_in(p for p in pieces if squeezed(p) not in self._needles)
+        return self.found_in(p for p in pieces if squeezed(p) not in self._plain.found)
 
 
 _URLSAFE = str.maketrans("-_", "+/")
