@@ -311,3 +311,29 @@ def test_a_value_the_user_did_not_name_is_refused_however_it_is_written(pair, ot
     with session.active(), pytest.raises(ToolRefused) as refused:
         act(written)
     assert refused.value.code == "unrequested_destination"
+
+
+def test_a_drafted_scope_vouches_once_confirmed_and_shows_what_it_does_not(drive, make_kit):
+    """A planner's scope names where things may go; confirming it vouches for them. A
+    destination it does not name is shown to the person confirming the plan."""
+    queue = ApprovalQueue()
+    drafted = TaskScope(destinations=("carol@example.com",), summary="mail carol the lease")
+    kit = make_kit(approver=queue, planner=lambda request, tools: drafted)
+    mail = drive.tool(kit, lambda to: "sent", destinations=["to"], provenance="request")
+    with Session(USER, request="mail the lease to my lawyer").active():
+        assert drive.refused(mail, "carol@example.com").code == "approval_pending"
+        [plan] = queue.pending()
+        assert plan.reasons == ("confirm the plan: mail carol the lease",)
+        queue.approve(plan.id, by="lee")
+        assert drive.call(mail, "carol@example.com") == "sent"
+        assert drive.refused(mail, "eve@evil.example").code == "unrequested_destination"
+    queue = ApprovalQueue()
+    kit = make_kit(approver=queue, planner=lambda request, tools: drafted)
+    mail = drive.tool(kit, lambda to: "sent", destinations=["to"], provenance="request")
+    with Session(USER, request="mail the lease to my lawyer").active():
+        assert drive.refused(mail, "eve@evil.example").code == "approval_pending"
+        [plan] = queue.pending()
+        assert plan.reasons == (
+            "confirm the plan: mail carol the lease",
+            "its to 'eve@evil.example' was not named by the user",
+        )
