@@ -277,3 +277,13 @@ def test_many_private_values_in_a_long_body_are_found_alike(drive, make_kit):
         leaked = filler + "5000-0000-0000-1999" + filler
         assert drive.refused(post, leaked).code == "private_data"
         assert drive.refused(post, filler + "00001234" + filler).code == "private_data"
+
+
+def test_a_value_split_over_two_arguments_is_found(drive, wallet):
+    tools = wallet(private_data="refuse")
+    with Session(USER).active():
+        drive.call(tools["wallet"])
+        refused = drive.refused(tools["mail"], "bob@example.com", "4111 1111", "1111 1111")
+        assert refused.code == "private_data"
+        split = ["4111 1111", "1111 1111"]
+        assert drive.refused(tools["mail"], "bob@example.com", "x", split).code == "private_data"
