@@ -51,6 +51,8 @@ def output(
     it is asked (``toolkit.records``) and ``event`` says which records decided."""
     kind = type(result)
     if kind in PLAIN and not secrets and not untrusted:
+        if spec.reads_private and wanted.private:
+            session.record_private(destination_values(result), spec.name)
         if not wanted.now or kind is bool or result is None:
             return result
         session.record_values(
@@ -61,6 +63,8 @@ def output(
         result = list(result)  # a generator's chunks, checked (and joined) as a whole
     if secrets:
         result = redact(result, secrets)
+    if spec.reads_private and wanted.private:
+        session.record_private(destination_values(result), spec.name)
     if not untrusted:
         if wanted.now:
             values = _vouching(destination_values(result), arguments)

@@ -19,6 +19,7 @@ from toolpass.toolkit.places import checked_places
 from toolpass.toolkit.records import checked_trust, field_paths
 from toolpass.toolkit.session import Conversations
 from toolpass.toolkit.settings import (
+    MODES,
     AuditSink,
     Settings,
     ToolkitOptions,
@@ -59,14 +60,18 @@ class Toolkit:
     (a person must approve) or ``"ignore"`` (``on_untrusted_input`` is its older name:
     ``"refuse"`` or ``"approve"``). ``provenance``: what happens when a tool's destination
     argument holds a value read only in untrusted content: ``"check"`` (refused),
-    ``"approve"`` or ``"ignore"``. ``on_output``: callables ``(call, output)`` that see every
-    tool's output (redacted), in order. ``effects``: effects of its own beside read, write and
-    destructive (``["payment"]``). ``store``: where conversations' sessions (limits, data
-    flow, untrusted record) are kept, so that the worker processes of one deployment share
-    them (a ``toolpass.store`` URL or ``Store``; memory by default). ``mode``: ``"enforce"``
-    (a check that fails refuses the call) or ``"observe"`` (every check runs, what it would
-    refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode`` wins);
-    None: the ``mode:`` of the permission engine's configuration, else enforce.
+    ``"approve"`` or ``"ignore"`` (a tool's own ``provenance`` may also be ``"request"``: the
+    value must be one the user named). ``private_data``: what happens when a tool that sends
+    out carries, beyond its destinations, an identifier, number or secret read from a
+    ``reads_private`` tool: ``"approve"`` (the default), ``"refuse"`` or ``"ignore"`` (the
+    task scope's ``private_to`` lets it go there). ``on_output``: callables ``(call, output)``
+    that see every tool's output (redacted), in order. ``effects``: effects of its own beside
+    read, write and destructive (``["payment"]``). ``store``: where conversations' sessions
+    (limits, data flow, untrusted record) are kept, so that the worker processes of one
+    deployment share them (a ``toolpass.store`` URL or ``Store``; memory by default). ``mode``:
+    ``"enforce"`` (a check that fails refuses the call) or ``"observe"`` (every check runs, what
+    it would refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode``
+    wins); None: the ``mode:`` of the permission engine's configuration, else enforce.
     ``planner``: drafts each session's task scope from its request on its first call
     (``(request, tools) -> TaskScope``, see ``toolpass.TaskScope``; a session's own wins);
     ``outside_task``: what happens to a call outside its session's task scope: ``"ask"`` (a
@@ -304,7 +309,9 @@ def _declared(
         )
     inputs = untrusted_mode(options.get("untrusted_inputs"), options.get("on_untrusted_input"))
     check_mode("exfiltration", options.get("exfiltration"))
-    check_mode("provenance", options.get("provenance"))
+    provenance = _provenance(tool_name, binder, options.get("provenance"))
+    by_argument = provenance if isinstance(provenance, tuple) else ()
+    check_mode("private_data", options.get("private_data"))
     check_mode("mode", options.get("mode"))
     check_mode("outside_task", options.get("outside_task"))
     on_output = options.get("on_output")
@@ -324,11 +331,16 @@ def _declared(
             raise TypeError(
                 f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take"
             )
-    chosen = _names(options.get("destinations") or ())
+    chosen = _names(options.get("destinations") or ()) + tuple(n for n, _ in by_argument)
     unknown = [n for n in chosen if n not in binder.names]
     if unknown:
         raise TypeError(f"{tool_name}: destinations names {', '.join(unknown)}, not its argument")
     inferred = [n for n, v in validators.items() if is_destination(v)]
+    if provenance == "request" and not (chosen or inferred):
+        raise ValueError(
+            f"{tool_name}: provenance='request' checks its destinations; name them with "
+            "destinations=[...]"
+        )
     _check_validators(tool_name, validators, inspect.iscoroutinefunction(fn))
     authorize, approve, preview = (
         _by_call_or_arguments(hook, binder.names)
@@ -358,13 +370,31 @@ def _declared(
         resources=None if resources is None else compile_scope(resources),
         destinations=tuple(dict.fromkeys([*chosen, *inferred])),
         untrusted_fields=fields,
-        provenance=options.get("provenance"),
+        provenance=provenance,
         on_output=on_output,
         mode=options.get("mode"),
+        private_data=options.get("private_data"),
         outside_task=options.get("outside_task"),
         trust=trust,
         places=places,
     )
+
+
+def _provenance(
+    tool_name: str, binder: Binder, given: Any
+) -> str | tuple[tuple[str, str], ...] | None:
+    """``provenance=``: one mode for every destination, or ``{argument: mode}`` (each named
+    argument is a destination)."""
+    modes = MODES["argument_provenance"]
+    by_argument = given.items() if isinstance(given, Mapping) else (("", given),)
+    for name, mode in by_argument:
+        if name and name not in binder.names:
+            raise TypeError(f"{tool_name}: provenance names {name!r}, not its argument")
+        if (mode is not None or name) and mode not in modes:
+            raise ValueError(
+                f"{tool_name}: provenance must be one of {', '.join(modes)}, not {mode!r}"
+            )
+    return tuple(given.items()) if isinstance(given, Mapping) else given
 
 
 def _check_validators(
@@ -410,7 +440,9 @@ def secured_tool(
     ``sends_out``, ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``),
     ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on
     top; a refusal then becomes the tool's result unless ``on_refuse`` says otherwise),
-    ``resources=`` (globs on what the body's requests act on), ``name``, ``mode``
+    ``resources=`` (globs on what the body's requests act on), ``destinations``,
+    ``provenance`` (``"check"``, ``"approve"``, ``"ignore"`` or ``"request"``, or
+    ``{argument: mode}``), ``private_data``, ``name``, ``mode``
     (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's), ``outside_task``
     (``"ask"`` or ``"refuse"`` a call outside the session's task scope; None: the toolkit's).
     ``untrusted_fields=`` (field paths: ``"body"``, ``"reviews.*"``, ``"*.description"``;
