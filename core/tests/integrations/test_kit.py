@@ -469,6 +469,15 @@ def test_a_cache_loads_once_and_never_answers_a_fresh_check() -> None:
     assert len(loads) == 4
 
 
+def test_a_cache_told_not_to_keep_none_asks_again() -> None:
+    """Confluence: a space or content not found now may be created the next minute."""
+    answers = iter([None, "42", "43"])
+    spaces: Cache[str, str | None] = Cache(lambda: 60.0, keep_none=False)
+    assert spaces.get("DOCS", lambda: next(answers)) is None
+    assert spaces.get("DOCS", lambda: next(answers)) == "42"
+    assert spaces.get("DOCS", lambda: next(answers)) == "42"
+
+
 # --- declared resource kinds -------------------------------------------------------------
 ID = re.compile(r"[A-Z0-9]{2,20}")
 KINDS = {"incident": ID, "service": ID, "account": None}

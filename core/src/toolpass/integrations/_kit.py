@@ -65,11 +65,13 @@ _NEXT_LINK = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?(?=[\s;,]|$)', re.I)
 
 # --- caches ------------------------------------------------------------------------------
 class Cache(Generic[K, V]):
-    """One kind of value (None too), kept by key for the lifetime ``ttl()`` answers (0: not
-    kept); never answered from inside a check asked with ``fresh=True``."""
+    """One kind of value (None too, unless ``keep_none`` is off: then a None is asked again
+    next time), kept by key for the lifetime ``ttl()`` answers (0: not kept); never answered
+    from inside a check asked with ``fresh=True``."""
 
-    def __init__(self, ttl: Callable[[], float], size: int = 5000) -> None:
+    def __init__(self, ttl: Callable[[], float], size: int = 5000, *, keep_none: bool = True):
         self._ttl = ttl
+        self._keep_none = keep_none
         self._kept: Remembered[K, tuple[V]] = Remembered(size)
 
     def get(self, key: K, load: Callable[[], V]) -> V:
@@ -78,7 +80,8 @@ class Cache(Generic[K, V]):
         if hit is not None:
             return hit[0]
         value = load()
-        self._kept.put(key, (value,), self._ttl())
+        if value is not None or self._keep_none:
+            self._kept.put(key, (value,), self._ttl())
         return value
 
     def put(self, key: K, value: V) -> None:

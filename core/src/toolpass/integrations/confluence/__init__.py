@@ -36,14 +36,13 @@ from urllib.parse import quote
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
-from toolpass.integrations._kit import UserIds, mapped_user, paged
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request
@@ -119,7 +118,11 @@ class Confluence(AtlassianSite):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._known: Remembered[tuple[str, str], Any] = Remembered()
+        ttl = ttl_option(self.options, "resource_cache_ttl", 300.0)
+        self._spaces: Cache[str, str | None] = Cache(ttl, keep_none=False)  # key -> id
+        self._contents: Cache[str, tuple[str, str] | None] = Cache(ttl, keep_none=False)
+        self._statuses: Cache[str, str] = Cache(ttl)  # account -> accountStatus
+        self._group_ids: Cache[str, frozenset[str]] = Cache(ttl)  # account -> group ids
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -198,17 +201,11 @@ class Confluence(AtlassianSite):
         return list(dict.fromkeys(found))
 
     # --- resources ---------------------------------------------------------------------
-    def _remember(self, key: tuple[str, str], value: Any) -> Any:
-        self._known.put(key, value, float(self.options["resource_cache_ttl"]))
-        return value
-
     def _space_id(self, ref: str) -> str | None:
         """The numeric id of space ``ref`` (a key or an id); None when none is found."""
-        if _ID.fullmatch(ref):
-            return ref
-        hit = self._known.get(("space", ref))
-        if hit is not None:
-            return str(hit)
+        return ref if _ID.fullmatch(ref) else self._spaces.get(ref, lambda: self._find_space(ref))
+
+    def _find_space(self, ref: str) -> str | None:
         data = self._api("GET", f"{V2}/spaces", what=f"find space {ref}", params={"keys": ref})
         results = data.get("results")
         if not isinstance(results, list):
@@ -216,7 +213,7 @@ class Confluence(AtlassianSite):
         ids = [s.get("id") for s in results if isinstance(s, dict) and s.get("key") == ref]
         if len(ids) > 1 or (ids and not (isinstance(ids[0], str) and _ID.fullmatch(ids[0]))):
             raise LookupFailed(f"confluence's answer for space {ref} has no single valid id")
-        return str(self._remember(("space", ref), ids[0])) if ids else None
+        return str(ids[0]) if ids else None
 
     def _content_space(self, content: str) -> str | None:
         """The id of the space holding ``content``; None when Confluence answers 404."""
@@ -226,9 +223,9 @@ class Confluence(AtlassianSite):
     def _content_info(self, content: str) -> tuple[str, str] | None:
         """The id of the space holding ``content`` and the content's ``status`` (current,
         archived, ...); None when Confluence answers 404."""
-        hit = self._known.get(("content", content))
-        if hit is not None:
-            return str(hit[0]), str(hit[1])
+        return self._contents.get(content, lambda: self._read_content(content))
+
+    def _read_content(self, content: str) -> tuple[str, str] | None:
         what = f"find the space of content {content}"
         path = f"{V1}/content/{quote(content)}"
         data = self._api("GET", path, what=what, params={"expand": "space"}, absent=(404,))
@@ -243,7 +240,6 @@ class Confluence(AtlassianSite):
         status = data.get("status")
         if not isinstance(status, str) or not status:
             raise LookupFailed(f"confluence's answer for content {content} has no status")
-        self._remember(("content", content), (found, status))
         return found, status
 
     def _archived(self, content: str, action: str) -> Decision | None:
@@ -262,9 +258,9 @@ class Confluence(AtlassianSite):
     def _account_status(self, account: str) -> str:
         """The Atlassian account's ``accountStatus`` (active, inactive, closed, unknown), from
         ``POST /wiki/api/v2/users-bulk``."""
-        hit = self._known.get(("account", account))
-        if hit is not None:
-            return str(hit)
+        return self._statuses.get(account, lambda: self._read_status(account))
+
+    def _read_status(self, account: str) -> str:
         what = f"read the account status of {account}"
         data = self._api("POST", f"{V2}/users-bulk", what=what, json={"accountIds": [account]})
         results = data.get("results")
@@ -275,19 +271,19 @@ class Confluence(AtlassianSite):
         ]
         if len(found) != 1 or not isinstance(found[0], str) or not found[0]:
             raise LookupFailed(f"confluence's answer to {what} has no accountStatus")
-        return str(self._remember(("account", account), found[0]))
+        return str(found[0])
 
     def _groups(self, account: str) -> set[str]:
-        hit = self._known.get(("groups", account))
-        if hit is not None:
-            return set(hit)
+        return set(self._group_ids.get(account, lambda: self._read_groups(account)))
+
+    def _read_groups(self, account: str) -> frozenset[str]:
         params = {"accountId": account, "limit": "200"}
         groups = set()
         for group in self._listing(f"{V1}/user/memberof", params, "list the user's groups"):
             if not isinstance(group, dict) or not isinstance(group.get("id"), str):
                 raise LookupFailed("confluence's group list holds a group without an id")
             groups.add(group["id"])
-        return set(self._remember(("groups", account), frozenset(groups)))
+        return frozenset(groups)
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
