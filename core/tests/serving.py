@@ -13,6 +13,7 @@ In a system's test module::
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -55,11 +56,13 @@ def environment(**values: str) -> Any:
 
 
 def connection(*, urls: tuple[str, ...] = (), **settings: Any) -> Connection:
-    """``conn(fake, **extra)``: ``settings`` with the fake's URL as ``url`` and as each of
-    ``urls`` (the connection's other endpoints), ``extra`` added or replacing."""
+    """``conn(fake, **extra)``: a fresh copy of ``settings`` with the fake's URL as ``url``
+    and as each of ``urls`` (the connection's other endpoints), ``extra`` added or
+    replacing."""
 
     def conn(fake: Served, **extra: Any) -> dict[str, Any]:
-        return {**settings, "url": fake.url, **dict.fromkeys(urls, fake.url), **extra}
+        mine = copy.deepcopy(settings)
+        return {**mine, "url": fake.url, **dict.fromkeys(urls, fake.url), **extra}
 
     return conn
 

@@ -12,8 +12,9 @@ import pytest
 import requests
 from fakes.argocd import KUBE_TOKEN, TOKEN, FakeArgoCD, populate
 from pytest_toolpass import IntegrationConformance
+from serving import connection, environment, hooked, served
 
-from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass import Session, Toolkit, Toolpass
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.integrations.argocd import ArgoCD
@@ -30,31 +31,17 @@ PEOPLE = {
 GROUPS = {"sam@example.com": ["sre"], "ann@example.com": ["auditors"], "dana@example.com": []}
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeArgoCD]:
-    with FakeArgoCD() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ARGOCD_TOKEN", TOKEN)
-    monkeypatch.setenv("KUBE_TOKEN", KUBE_TOKEN)
-
-
-def conn(fake: FakeArgoCD, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "argo",
-        "integration": "argocd",
-        "url": fake.url,
-        "token": "env:ARGOCD_TOKEN",
-        "kubernetes_url": fake.url,
-        "kubernetes_token": "env:KUBE_TOKEN",
-        "identity": {"mode": "users", "users": PEOPLE},
-        "groups": {k: v for k, v in GROUPS.items()},
-    }
-    base.update(extra)
-    return base
+fake = served(FakeArgoCD, populate)
+secrets = environment(ARGOCD_TOKEN=TOKEN, KUBE_TOKEN=KUBE_TOKEN)
+conn = connection(
+    id="argo",
+    integration="argocd",
+    token="env:ARGOCD_TOKEN",
+    kubernetes_token="env:KUBE_TOKEN",
+    identity={"mode": "users", "users": PEOPLE},
+    groups=GROUPS,
+    urls=("kubernetes_url",),
+)
 
 
 @pytest.fixture
@@ -307,13 +294,7 @@ def test_roles_are_followed_ten_levels() -> None:
 
 
 # --- the request hook ----------------------------------------------------------------------
-@pytest.fixture
-def kit(fake: FakeArgoCD) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
+kit = hooked(conn)
 
 
 def _sync_with_httpx(fake: FakeArgoCD, app: str) -> int:

@@ -4,12 +4,12 @@ live against a fake site on 127.0.0.1; atlassian-python-api reads the same fake.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fakes.confluence import FakeConfluence
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, served
 
 from toolpass.engine import ConfigError, Toolpass
 from toolpass.integrations import get
@@ -34,35 +34,19 @@ def populate(fake: FakeConfluence) -> FakeConfluence:
     return fake
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeConfluence]:
-    with FakeConfluence() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONFLUENCE_TOKEN", "classic-token")
-    monkeypatch.setenv("CONFLUENCE_SCOPED_TOKEN", "scoped-token")
-    monkeypatch.setenv("CONFLUENCE_CLIENT_SECRET", "client-secret")
-
-
-def conn(fake: FakeConfluence, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "wiki",
-        "integration": "confluence",
-        "url": fake.url,
-        "email": "engine@example.com",
-        "api_token": "env:CONFLUENCE_TOKEN",
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeConfluence) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeConfluence, populate)
+secrets = environment(
+    CONFLUENCE_TOKEN="classic-token",
+    CONFLUENCE_SCOPED_TOKEN="scoped-token",
+    CONFLUENCE_CLIENT_SECRET="client-secret",
+)
+conn = connection(
+    id="wiki",
+    integration="confluence",
+    email="engine@example.com",
+    api_token="env:CONFLUENCE_TOKEN",
+)
+tp = engine(conn)
 
 
 def page(fake: FakeConfluence, title: str) -> str:

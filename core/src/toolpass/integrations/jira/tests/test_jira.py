@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,6 +12,7 @@ from fakes.proxy import FakeProxy
 from fakes.server import FakeServer, Reply, Request
 from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, served
 
 from toolpass.engine import ConfigError, Toolpass
 from toolpass.integrations import get
@@ -22,29 +22,13 @@ CHECK = r".*/rest/api/3/permissions/check"
 SEARCH = r".*/rest/api/3/user/search"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeJira]:
-    with FakeJira() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JIRA_TOKEN", "classic-token")
-    monkeypatch.setenv("JIRA_SCOPED_TOKEN", "scoped-token")
-    monkeypatch.setenv("JIRA_CLIENT_SECRET", "client-secret")
-
-
-def conn(fake: FakeJira, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "jira-main",
-        "integration": "jira",
-        "url": fake.url,
-        "email": "engine@example.com",
-        "api_token": "env:JIRA_TOKEN",
-    }
-    base.update(extra)
-    return base
+fake = served(FakeJira, populate)
+secrets = environment(
+    JIRA_TOKEN="classic-token", JIRA_SCOPED_TOKEN="scoped-token", JIRA_CLIENT_SECRET="client-secret"
+)
+conn = connection(
+    id="jira-main", integration="jira", email="engine@example.com", api_token="env:JIRA_TOKEN"
+)
 
 
 def scoped(fake: FakeJira, **extra: Any) -> dict[str, Any]:
@@ -67,10 +51,7 @@ def oauth(fake: FakeJira, **extra: Any) -> dict[str, Any]:
     return settings
 
 
-@pytest.fixture
-def tp(fake: FakeJira) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+tp = engine(conn)
 
 
 def check(tp: Toolpass, user: str, action: str, resource: str, **kw: Any) -> Any:

@@ -5,7 +5,6 @@ requests and under pagerduty 7's own httpx2."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,41 +14,19 @@ import requests
 from fakes.pagerduty import KEY, FakePagerDuty, populate
 from fakes.tls import make_certs
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, hooked, served
 
 from toolpass import Session, Toolkit, Toolpass, intercept
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.intercept import ActionRefused
 
-
-@pytest.fixture
-def fake() -> Iterator[FakePagerDuty]:
-    with FakePagerDuty() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PD_KEY", KEY)
-    monkeypatch.setenv("PD_TOKEN", "pd-oauth-token-1")
-
-
-def conn(fake: FakePagerDuty, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "pd",
-        "integration": "pagerduty",
-        "url": fake.url,
-        "api_key": "env:PD_KEY",
-        "identity": {"mode": "email"},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakePagerDuty) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakePagerDuty, populate)
+secrets = environment(PD_KEY=KEY, PD_TOKEN="pd-oauth-token-1")
+conn = connection(
+    id="pd", integration="pagerduty", api_key="env:PD_KEY", identity={"mode": "email"}
+)
+tp = engine(conn)
 
 
 @pytest.mark.parametrize(
@@ -182,13 +159,7 @@ def _read_with_the_client(client: pagerduty.RestApiV2Client) -> None:
 
 
 # --- the request hook under requests ------------------------------------------------------
-@pytest.fixture
-def kit(fake: FakePagerDuty) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
+kit = hooked(conn)
 
 
 def _acknowledge(fake: FakePagerDuty, incident: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,8 +12,9 @@ from fakes.snowflake import FakeSnowflake, grant, populate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, hooked, served
 
-from toolpass import Session, Toolkit, Toolpass, intercept
+from toolpass import Session, Toolkit, Toolpass
 from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.integrations.snowflake import Snowflake, canonical, names
@@ -25,33 +25,10 @@ ORDERS = "table:SALES.PUBLIC.ORDERS"
 _FIXTURES = [HealthCheck.function_scoped_fixture]
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeSnowflake]:
-    with FakeSnowflake() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SF_TOKEN", "sf-engine-token")
-
-
-def conn(fake: FakeSnowflake, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "sf",
-        "integration": "snowflake",
-        "url": fake.url,
-        "auth": "pat",
-        "access_token": "env:SF_TOKEN",
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeSnowflake) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeSnowflake, populate)
+secrets = environment(SF_TOKEN="sf-engine-token")
+conn = connection(id="sf", integration="snowflake", auth="pat", access_token="env:SF_TOKEN")
+tp = engine(conn)
 
 
 def check(tp: Toolpass, user: str, action: str, resource: str) -> Any:
@@ -492,13 +469,7 @@ def test_a_statement_is_narrowed_only_when_plain(sql: str | None, expected: Any)
 
 
 # --- the request hook under requests -------------------------------------------------------
-@pytest.fixture
-def kit(fake: FakeSnowflake) -> Iterator[tuple[Toolkit, list[Any]]]:
-    events: list[Any] = []
-    engine = Toolpass([conn(fake)])
-    yield Toolkit(permissions=engine, audit=[events.append]), events
-    intercept.uninstall()
-    engine.close()
+kit = hooked(conn)
 
 
 def _run(fake: FakeSnowflake, sql: str) -> Any:

@@ -11,6 +11,7 @@ from fakes.zendesk import FakeZendesk, populate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pytest_toolpass import IntegrationConformance
+from serving import connection, engine, environment, served
 from zenpy import Zenpy
 from zenpy.lib.api_objects import Comment, User
 
@@ -19,36 +20,16 @@ from toolpass.engine import ConfigError
 from toolpass.integrations import get
 from toolpass.intercept import ActionRefused
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeZendesk]:
-    with FakeZendesk() as server:
-        yield populate(server)
-
-
-@pytest.fixture(autouse=True)
-def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZD_TOKEN", "zd-api-token-1")
-    monkeypatch.setenv("ZD_OAUTH", "zd-oauth-token")
-
-
-def conn(fake: FakeZendesk, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "zd",
-        "integration": "zendesk",
-        "url": fake.url,
-        "email": "engine@example.com",
-        "api_token": "env:ZD_TOKEN",
-        "identity": {"mode": "email"},
-    }
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def tp(fake: FakeZendesk) -> Iterator[Toolpass]:
-    with Toolpass([conn(fake)]) as engine:
-        yield engine
+fake = served(FakeZendesk, populate)
+secrets = environment(ZD_TOKEN="zd-api-token-1", ZD_OAUTH="zd-oauth-token")
+conn = connection(
+    id="zd",
+    integration="zendesk",
+    email="engine@example.com",
+    api_token="env:ZD_TOKEN",
+    identity={"mode": "email"},
+)
+tp = engine(conn)
 
 
 @pytest.mark.parametrize(
