@@ -78,7 +78,7 @@ def output(
         if not found and texts.complete:
             return result  # no text in it (a status code, a count): nothing to fence
     else:
-        done = sort_texts(plain(result), spec.untrusted_fields, spec.trust)
+        done = sort_texts(result, spec.untrusted_fields, spec.trust)
         found, vouched, by_record = done.untrusted, done.by_field, done.by_record
         if spec.trust is not None and event is not None:
             event.records = audit_of(done)

@@ -7,7 +7,8 @@ mapping or any item of a list (``"body"``, ``"reviews.*"``: every value of the m
 output, at any depth, in JSON text too; a key that itself holds dots is matched whole as well.
 
 A *record* is a mapping of the output as toolpass reads it: a dict, or a dataclass, pydantic
-model or plain object (their fields, as a dict); JSON text that no record holds (the whole
+model, named tuple or other object with attributes (their fields, as a dict, whatever its
+``repr``); JSON text that no record holds (the whole
 output as text, a protocol's text block) is read for records too. The protocol wrappers around
 a result (a ``{"type": "text", "text": ...}`` block, an MCP result's ``content``) are not
 records. Each text belongs to the innermost record that holds it, and ``trust(record)`` is
@@ -15,10 +16,13 @@ asked of that record alone: ``True`` (exactly) makes its text trusted; anything 
 exception, leaves it to ``untrusted_fields`` (or untrusted whole). A record inside another is
 asked on its own (trust never flows down), and JSON text inside a record is that record's
 content: records written in it are never asked (an attacker writes text, not structure).
+What lies deeper than ``MAX_DEPTH`` is untrusted, never any record's.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -27,7 +31,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, cast
 
-from toolpass.rules.walk import strings_in
+from toolpass.rules.walk import plain, strings_in
 
 Trust = Callable[[Mapping[str, Any]], Any]
 #: How many records one output may ask ``trust`` of; the rest are untrusted.
@@ -89,11 +93,11 @@ class Sorted:
 
 
 def sort_texts(value: Any, fields: frozenset[str] | None, trust: Trust | None) -> Sorted:
-    """The texts of ``value`` (plain data) sorted by ``fields`` and ``trust``. With
+    """The texts of ``value`` (any output) sorted by ``fields`` and ``trust``. With
     ``fields`` of which no path is found at all, no field vouches: a result shaped otherwise
     than declared vouches for nothing (trusted records still do)."""
     reader = _Reader(fields, trust)
-    reader.read(value, "$", None, (), False, True, 0)
+    reader.read(_data(value), "$", None, (), False, True, 0)
     done = reader.done
     if fields is not None and not reader.found:
         done.untrusted += done.by_field
@@ -149,8 +153,9 @@ class _Reader:
     ) -> None:
         """``owner``: the verdict of the innermost record holding ``value`` (None: none);
         ``under``: inside an untrusted field; ``asking``: records here may be asked."""
-        if depth > MAX_DEPTH:
-            self.done.untrusted.extend(t for t in strings_in(value) if t)
+        if depth > MAX_DEPTH or isinstance(value, _Cut):
+            cut = value.value if isinstance(value, _Cut) else value
+            self.done.untrusted.extend(t for t in strings_in(cut) if t)
             return
         if isinstance(value, str):
             self._text(value, at, owner, states, under, asking, depth)
@@ -244,6 +249,65 @@ class _Reader:
             done.by_field.append(text)
         else:
             done.untrusted.append(text)
+
+
+class _Cut:
+    """What lies deeper than ``MAX_DEPTH``: its text is untrusted."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+def _data(value: Any, depth: int = 0) -> Any:
+    """``value`` as records are read: plain data where every object with attributes is the
+    dict of its public ones (a named tuple its fields), whatever its ``repr``; past
+    ``MAX_DEPTH``, a ``_Cut``."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, (str, int, float, bytes, bytearray, memoryview, BaseException)):
+        return plain(value)
+    if depth > MAX_DEPTH:
+        return _Cut(value)
+    d = depth + 1
+    if isinstance(value, Mapping):
+        return {str(k): _data(v, d) for k, v in list(value.items())}
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return _data(dict(value._asdict()), depth)
+    if isinstance(value, _SEQUENCES) or type(value).__name__ == "deque":
+        return [_data(v, d) for v in list(value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _data(
+            {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}, depth
+        )
+    if hasattr(type(value), "model_fields") and hasattr(value, "model_dump"):
+        try:
+            return _data(value.model_dump(), depth)
+        except Exception:
+            return _Cut(value)
+    attributes = _attributes(value)
+    return plain(value) if attributes is None else _data(attributes, depth)
+
+
+def _attributes(value: Any) -> dict[str, Any] | None:
+    """The public attributes of an object that has them (in ``__dict__`` or slots), or None
+    for one that does not (a date, a UUID, an enum member: read as its ``repr``)."""
+    if isinstance(value, (type, enum.Enum)) or callable(value) or type(value).__module__ == "uuid":
+        return None
+    found = {}
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict):
+        found.update(attributes)
+    for cls in type(value).__mro__:
+        for slot in cls.__dict__.get("__slots__", ()):
+            if isinstance(slot, str) and hasattr(value, slot):
+                found[slot] = getattr(value, slot)
+    public = {k: v for k, v in found.items() if not k.startswith("_")}
+    return public or None
 
 
 class _Wrapped:
