@@ -8,15 +8,15 @@ output, at any depth, in JSON text too; a key that itself holds dots is matched 
 
 A *record* is a mapping of the output as toolpass reads it: a dict, or a dataclass, pydantic
 model, named tuple or other object with attributes (their fields, as a dict, whatever its
-``repr``); JSON text that no record holds (the whole
-output as text, a protocol's text block) is read for records too. The protocol wrappers around
-a result (a ``{"type": "text", "text": ...}`` block, an MCP result's ``content``) are not
-records. Each text belongs to the innermost record that holds it, and ``trust(record)`` is
-asked of that record alone: ``True`` (exactly) makes its text trusted; anything else, or an
-exception, leaves it to ``untrusted_fields`` (or untrusted whole). A record inside another is
-asked on its own (trust never flows down), and JSON text inside a record is that record's
-content: records written in it are never asked (an attacker writes text, not structure).
-What lies deeper than ``MAX_DEPTH`` is untrusted, never any record's.
+``repr``); JSON text that no record holds (the whole output as text, a protocol's text block)
+is read for records too. The protocol wrappers around a result (a ``{"type": "text", "text":
+...}`` block, an MCP result's ``content``) are not records where no record holds them (inside
+one, they are records too). Each text belongs to the innermost record that holds it, and
+``trust(record)`` is asked of that record alone: ``True`` (exactly) makes its text trusted;
+anything else, or an exception, leaves it to ``untrusted_fields`` (or untrusted whole). A
+record inside another is asked on its own (trust never flows down), and JSON text inside a
+record is that record's content: records written in it are never asked (an attacker writes
+text, not structure). What lies deeper than ``MAX_DEPTH`` is untrusted, never any record's.
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ _BLOCK_KEYS = frozenset({"type", "text", "annotations", "meta", "_meta"})
 _STRUCTURED = ("structuredContent", "structured_content")
 _RESULT_KEYS = frozenset(
     {*_STRUCTURED, "content", "isError", "is_error", "resultType", "result_type", "meta", "_meta"}
+    | {"toolUseId", "status"}  # a Strands ToolResult
 )
+#: A Strands ToolResult's content block: ``{"text": ...}`` or ``{"json": ...}``.
+_CONTENT_BLOCKS = (frozenset({"text"}), frozenset({"json"}))
 
 
 def checked_trust(tool: str, trust: Any) -> Trust | None:
@@ -183,8 +186,11 @@ class _Reader:
         *,
         wrapped: bool = False,
     ) -> None:
-        envelope, items = _envelope(record), list(record.items())
-        if self.trust is not None and asking and not (wrapped or envelope or _block(record)):
+        # A protocol's wrapper only where no record holds it: inside one, it is a record.
+        envelope = owner is None and _envelope(record)
+        wrapper = owner is None and (wrapped or envelope or _block(record))
+        items = list(record.items())
+        if self.trust is not None and asking and not wrapper:
             owner = self._ask(record, at)
         for key, item in items:
             nxt, ended = self._step(states, str(key))
@@ -193,6 +199,8 @@ class _Reader:
             where = f"{at}.{key}" if str(key).isidentifier() else f"{at}[{json.dumps(key)}]"
             here = asking and not (envelope and key in ("meta", "_meta"))  # the server's own
             child = _Wrapped(item) if envelope and _wraps_a_value(key, item) else item
+            if envelope and key == "content" and isinstance(item, list):
+                child = [_Wrapped(b) if _content_block(b) else b for b in item]
             self.read(child, where, owner, nxt, under or ended, here, depth + 1)
 
     def _ask(self, record: Mapping[str, Any], at: str) -> bool:
@@ -324,6 +332,12 @@ def _wraps_a_value(key: str, item: Any) -> bool:
     """Whether an envelope's ``key`` holds ``{"result": value}``: the protocol's wrapping of
     a structured value that is not an object."""
     return key in _STRUCTURED and isinstance(item, Mapping) and item.keys() == {"result"}
+
+
+def _content_block(item: Any) -> bool:
+    """Whether ``item`` of an envelope's content is a bare text or JSON block around a
+    result (a Strands ToolResult's), not a record of it."""
+    return isinstance(item, Mapping) and item.keys() in _CONTENT_BLOCKS
 
 
 def _block(record: Mapping[str, Any]) -> bool:
