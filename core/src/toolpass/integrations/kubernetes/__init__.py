@@ -103,6 +103,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from toolpass.integrations._kit import Cache, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -110,7 +111,6 @@ from toolpass.integrations.base import (
     Decision,
     Integration,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.kubernetes._hook import (
@@ -131,7 +131,6 @@ from toolpass.wire.watched import WatchedFile, json_or_yaml
 
 __all__ = ["INTEGRATION", "Kubernetes", "Target", "classify", "parse_resource", "structural_match"]
 
-_UNSEEN: Any = object()
 SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 AUTHENTICATED = "system:authenticated"
 _API = "/apis/authorization.k8s.io/v1"
@@ -377,7 +376,8 @@ class Kubernetes(Integration):
             if groups_file
             else None
         )
-        self._groups_cache: Remembered[str, list[str] | None] = Remembered()
+        ttl = ttl_option(o, "groups_cache_ttl", 300.0)  # a group source's answer, None too
+        self._groups_cache: Cache[str, list[str] | None] = Cache(ttl, size=10_000)
 
     # --- requests ------------------------------------------------------------------------
     def _token(self) -> str:
@@ -443,15 +443,8 @@ class Kubernetes(Integration):
             return table.get(email)
         if not (self.options["groups_url"] or self.options["groups_resolve"]):
             return None
-        hit = self._groups_cache.get(email, _UNSEEN)
-        if hit is not _UNSEEN:
-            return hit
-        if self.options["groups_url"]:
-            found = self._ask_groups_service(email)
-        else:
-            found = self._ask_groups_callable(email)
-        self._groups_cache.put(email, found, float(self.options["groups_cache_ttl"]))
-        return found
+        ask = self._ask_groups_service if self.options["groups_url"] else self._ask_groups_callable
+        return self._groups_cache.get(email, lambda: ask(email))
 
     def _ask_groups_service(self, email: str) -> list[str] | None:
         url: str = self.options["groups_url"]
