@@ -323,7 +323,8 @@ def test_a_drafted_scope_vouches_once_confirmed_and_shows_what_it_does_not(drive
     with Session(USER, request="mail the lease to my lawyer").active():
         assert drive.refused(mail, "carol@example.com").code == "approval_pending"
         [plan] = queue.pending()
-        assert plan.reasons == ("confirm the plan: mail carol the lease",)
+        [reason] = plan.reasons
+        assert reason.startswith("confirm the plan: mail carol the lease (plan ")
         queue.approve(plan.id, by="lee")
         assert drive.call(mail, "carol@example.com") == "sent"
         assert drive.refused(mail, "eve@evil.example").code == "unrequested_destination"
@@ -333,10 +334,8 @@ def test_a_drafted_scope_vouches_once_confirmed_and_shows_what_it_does_not(drive
     with Session(USER, request="mail the lease to my lawyer").active():
         assert drive.refused(mail, "eve@evil.example").code == "approval_pending"
         [plan] = queue.pending()
-        assert plan.reasons == (
-            "confirm the plan: mail carol the lease",
-            "its to is not one the user named",
-        )
+        assert plan.reasons[0].startswith("confirm the plan: mail carol the lease (plan ")
+        assert plan.reasons[1:] == ("its to is not one the user named",)
 
 
 def test_a_destination_a_person_wrote_in_an_edit_runs(drive, make_kit):

@@ -364,7 +364,8 @@ def test_a_drafted_scope_is_confirmed_once_before_its_first_call(
         waiting = drive.refused(read, "docs/a.md")
         assert isinstance(waiting, ApprovalPending)
         [request] = queue.pending()
-        assert request.reasons == ("confirm the plan: read the docs folder",)
+        [reason] = request.reasons  # the plan's digest ends it
+        assert reason.startswith("confirm the plan: read the docs folder (plan ")
         assert "The plan to confirm:" in request.preview
         assert '"read_file"' in request.preview
         queue.approve(request.id, by="lee")

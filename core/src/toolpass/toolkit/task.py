@@ -359,11 +359,20 @@ def _confirmation(
         if not _still_approved(c, record):
             session.change_task(lambda kept: {**kept, "open": None})
             return scope
-    c.reasons += (f"confirm the plan: {scope.summary or 'the task scope below'}",)
+    c.reasons += (plan_reason(scope),)
     c.confirming = scope
     c.event.task = "confirm the plan"
     return scope
     yield  # a generator
+
+
+def plan_reason(scope: TaskScope) -> str:
+    """The reason a call asks to confirm ``scope``: its summary and a digest of the plan as
+    shown, so an approval that reaches later calls (a standing one) confirms only this plan."""
+    import hashlib
+
+    digest = hashlib.sha256(scope.shown().encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"confirm the plan: {scope.summary or 'the task scope below'} (plan {digest})"
 
 
 def confirming(c: CallState, asked: Steps | None) -> Steps:

@@ -726,7 +726,7 @@ class AdapterConformance:
         run = self._approving(mode, queue, session=lambda _: shared)
         paused = run.start(DELETE_PAY_1)
         [request] = queue.pending()
-        assert request.reasons[0] == "confirm the plan: delete PAY-1 and PAY-2"
+        assert request.reasons[0].startswith("confirm the plan: delete PAY-1 and PAY-2 (plan ")
         assert "The plan to confirm:" in request.preview
         if self.pauses == "native":
             [payload] = paused.pending

@@ -1,0 +1,51 @@
+"""Attacks on the task scope (#22, adversary V6): a plan confirmed for one thing must not
+confirm another, the model's arguments must not become the plan, and a call a person denied
+stays denied. Every test goes through the public API, sync and async."""
+
+from collections.abc import Callable
+from typing import Any
+
+from toolpass import ApprovalPending, ApprovalQueue, Session, TaskScope, Toolkit
+from toolpass.toolkit.standing import Standing
+
+from .conftest import USER, Drive
+
+
+def tools(drive: Drive, kit: Toolkit, ran: list[str]) -> tuple[Any, Any]:
+    def read_file(path: str) -> str:
+        ran.append(f"read {path}")
+        return "text"
+
+    def delete_file(path: str) -> str:
+        ran.append(f"delete {path}")
+        return "deleted"
+
+    return (
+        drive.tool(kit, read_file, effect="read"),
+        drive.tool(kit, delete_file, effect="destructive"),
+    )
+
+
+def asks(drive: Drive, tool: Any, *args: Any) -> None:
+    assert isinstance(drive.refused(tool, *args), ApprovalPending)
+
+
+def test_a_standing_approval_confirms_only_the_plan_it_was_given_for(
+    drive: Drive, make_kit: Callable[..., Toolkit]
+) -> None:
+    """A person lets read_file run for an hour while confirming a read-only plan; a later
+    session's plan (no summary, every tool) is not confirmed by it: it is shown again."""
+    ran: list[str] = []
+    queue = ApprovalQueue()
+    plans = {"read": TaskScope(tools={"read_file"}), "clean up": TaskScope()}
+    kit = make_kit(planner=lambda request, _: plans[request], approver=queue)
+    read, delete = tools(drive, kit, ran)
+    with Session(USER, request="read").active():
+        asks(drive, read, "a")
+        [request] = queue.pending()
+        queue.approve(request.id, by="lee", standing=Standing(minutes=60))
+        drive.call(read, "a")
+    with Session(USER, request="clean up").active():
+        asks(drive, read, "b")  # the new plan is the person's to confirm
+        asks(drive, delete, "/")
+    assert ran == ["read a"]
