@@ -453,7 +453,9 @@ class _Guarded(AgentTool):
             error = outcome.result.exception
             if error is not None:  # the pipeline records it, and decides on a refusal in it
                 raise error
-            outcome.content = outcome.result.tool_result.get("content")
+            # The whole ToolResult: its content blocks are read as the envelope's, not as
+            # records of the result (a ``trust=`` predicate is asked of the records inside).
+            outcome.content = outcome.result.tool_result
             return outcome.content
 
         return body
