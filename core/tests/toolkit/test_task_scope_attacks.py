@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolpass import ApprovalPending, ApprovalQueue, Session, TaskScope, Toolkit
+from toolpass.store import Store
 from toolpass.toolkit.standing import Standing
 
 from .conftest import USER, Drive
@@ -49,3 +50,37 @@ def test_a_standing_approval_confirms_only_the_plan_it_was_given_for(
         asks(drive, read, "b")  # the new plan is the person's to confirm
         asks(drive, delete, "/")
     assert ran == ["read a"]
+
+
+def test_a_plan_confirmed_for_one_request_does_not_cover_the_next_request_of_the_session(
+    drive: Drive, make_kit: Callable[..., Toolkit], state: Store | None
+) -> None:
+    """A conversation keeps its session id (and store) across requests: the plan drafted
+    and confirmed for "delete the old drafts" does not cover "summarise the docs", and a
+    scope the application sets for a later request is not replaced by a kept one."""
+    ran: list[str] = []
+    queue = ApprovalQueue()
+
+    def planner(request: str, _: Any) -> TaskScope:
+        if "delete" in request:
+            return TaskScope(tools={"read_file", "delete_file"}, summary="clean up")
+        return TaskScope(tools={"read_file"}, summary="read")
+
+    kit = make_kit(planner=planner, approver=queue, outside_task="refuse")
+    read, delete = tools(drive, kit, ran)
+    with Session(USER, id="conv", store=state, request="delete the old drafts").active():
+        asks(drive, read, "a")
+        [request] = queue.pending()
+        queue.approve(request.id, by="lee")
+        drive.call(read, "a")
+        drive.call(delete, "drafts/old")
+    with Session(USER, id="conv", store=state, request="summarise the docs").active():
+        asks(drive, read, "docs")  # a new plan, confirmed anew
+        [request] = queue.pending()
+        queue.approve(request.id, by="lee")
+        drive.call(read, "docs")
+        assert drive.refused(delete, "docs").code == "outside_task"
+    narrow = TaskScope(tools={"read_file"})
+    with Session(USER, id="conv", store=state, request="delete x", task=narrow).active():
+        assert drive.refused(delete, "x").code == "outside_task"
+    assert ran == ["read a", "delete drafts/old", "read docs"]

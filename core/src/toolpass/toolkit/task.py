@@ -310,7 +310,8 @@ def _check(c: CallState) -> Steps:
 def _scope(c: CallState) -> Generator[Step, Any, tuple[TaskScope, dict[str, Any]]]:
     """The session's scope (set, kept, or drafted now by the planner) and its record."""
     session = c.session
-    record = session.task_record()
+    mark = _task_of(session)
+    record = session.change_task(lambda kept: kept if kept.get("for") == mark else {"for": mark})
     if session.task is not None and "scope" not in record:
         return session.task, record
     if "scope" in record:
@@ -338,6 +339,16 @@ def _scope(c: CallState) -> Generator[Step, Any, tuple[TaskScope, dict[str, Any]
         lambda kept: kept if "scope" in kept else {**kept, "scope": written}
     )
     return TaskScope.from_dict(record["scope"]), record
+
+
+def _task_of(session: Any) -> str:
+    """What the kept record is for: the request and the scope the application set. A later
+    request of the same session (a conversation's next turn) is planned and confirmed anew."""
+    import hashlib
+
+    task = None if session.task is None else session.task.shown()
+    text = json.dumps([session.request, task], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _confirmation(
