@@ -84,3 +84,31 @@ def test_a_plan_confirmed_for_one_request_does_not_cover_the_next_request_of_the
     with Session(USER, id="conv", store=state, request="delete x", task=narrow).active():
         assert drive.refused(delete, "x").code == "outside_task"
     assert ran == ["read a", "delete drafts/old", "read docs"]
+
+
+def test_the_models_own_task_argument_never_becomes_the_plan(
+    drive: Drive, make_kit: Callable[..., Toolkit]
+) -> None:
+    """A tool with an argument named ``task``: the model fills it with a scope allowing
+    everything; the person edits another argument (the title) and keeps the rest as shown.
+    That edit is of the call, not of the plan: the drafted plan holds."""
+    ran: list[str] = []
+    queue = ApprovalQueue()
+    drafted = TaskScope(tools={"create_ticket"}, summary="file a ticket")
+    kit = make_kit(planner=lambda *_: drafted, approver=queue, outside_task="refuse")
+
+    def create_ticket(title: str, task: dict) -> str:  # type: ignore[type-arg]
+        ran.append(f"ticket {title}")
+        return "filed"
+
+    ticket = drive.tool(kit, create_ticket, effect="write")
+    _, delete = tools(drive, kit, ran)
+    wide = TaskScope(summary="file a ticket").to_dict()  # tools None: any tool
+    with Session(USER, request="file a ticket about the login bug").active():
+        asks(drive, ticket, "bug", wide)
+        [request] = queue.pending()
+        queue.edit(request.id, by="lee", arguments={"title": "Login fails", "task": wide})
+        drive.call(ticket, "Login fails", wide)
+        refused = drive.refused(delete, "prod")
+        assert refused.code == "outside_task"
+    assert ran == ["ticket Login fails"]

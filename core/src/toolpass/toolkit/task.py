@@ -17,7 +17,14 @@ from typing import Any
 
 from toolpass.outcome.errors import ApprovalPending, ToolRefused
 from toolpass.rules.scope import ScopeRule, compile_scope
-from toolpass.toolkit.approval import ApprovalQueue, preview_of, printable, quoted
+from toolpass.toolkit.approval import (
+    OUTSIDE_REASON,
+    PLAN_REASON,
+    ApprovalQueue,
+    preview_of,
+    printable,
+    quoted,
+)
 from toolpass.toolkit.drivers import Step
 
 #: A call as the checks see it (``toolkit.checks.CallState``, which imports this module).
@@ -297,7 +304,7 @@ def _check(c: CallState) -> Steps:
         return
     mode = spec.outside_task or c.kit.outside_task
     if mode == "ask":
-        c.reasons += (f"outside what you asked for: {why}",)
+        c.reasons += (f"{OUTSIDE_REASON}{why}",)
         return
     raise ToolRefused(
         "outside_task",
@@ -383,7 +390,7 @@ def plan_reason(scope: TaskScope) -> str:
     import hashlib
 
     digest = hashlib.sha256(scope.shown().encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"confirm the plan: {scope.summary or 'the task scope below'} (plan {digest})"
+    return f"{PLAN_REASON}{scope.summary or 'the task scope below'} (plan {digest})"
 
 
 def confirming(c: CallState, asked: Steps | None) -> Steps:
@@ -453,6 +460,10 @@ def _answered(queue: Any, request: Any, ident: str) -> dict[str, Any] | None:
         }
     if request.status == "denied":
         return {"status": "denied", "by": by, "reason": request.reason}
+    if request.status == "edited" and "task" in request.arguments:
+        # The call's own argument named task (the model's), not the plan: the person
+        # approved the call with changes, and the plan as drafted.
+        return {"status": "confirmed", "by": by, "open": None, "request": request.id}
     if request.status == "edited":
         written = (queue.edited_arguments(request.id) or {}).get("task")
         try:
