@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import UserIds, declared, mapped_user, target
+from toolpass.integrations._kit import Cache, UserIds, declared, mapped_user, target, ttl_option
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -40,7 +40,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.wire.errors import ConfigError
@@ -114,9 +113,12 @@ class Datadog(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._users: Remembered[str, _User] = Remembered(5000)
-        self._policies: Remembered[str, dict[str, frozenset[str]]] = Remembered(5000)
-        self._restricted: Remembered[str, tuple[_Restricted]] = Remembered(5000)
+        self._users: Cache[str, _User] = Cache(
+            ttl_option(self.options, "permission_cache_ttl", 300.0)
+        )
+        policy_ttl = ttl_option(self.options, "policy_cache_ttl", 60.0)
+        self._policies: Cache[str, dict[str, frozenset[str]]] = Cache(policy_ttl)
+        self._restricted: Cache[str, _Restricted] = Cache(policy_ttl)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -188,7 +190,7 @@ class Datadog(Integration):
             granted = f"grant {needed}" if needed else "make them an active user"
             return Decision.allow(f"Datadog user {uid}'s roles {granted}")
         relation = str(terms.terms.get("relation") or "viewer")
-        (legacy,) = self._legacy(rtype, rid, relation)
+        legacy = self._legacy(rtype, rid, relation)
         if legacy is not None and not _admitted(legacy, principals, handle):
             return Decision.deny(
                 f"{resource}'s restricted_roles name none of Datadog user {uid}'s roles"
@@ -209,9 +211,9 @@ class Datadog(Integration):
 
     def _user(self, uid: str) -> _User:
         """Whether the user is active, their permission names, principals and handle."""
-        hit = self._users.get(uid)
-        if hit is not None:
-            return hit
+        return self._users.get(uid, lambda: self._read_user(uid))
+
+    def _read_user(self, uid: str) -> _User:
         path = f"/api/v2/users/{quote(uid, safe='')}"
         data = self.get_json(path, what="read the user")
         user = data.get("data")
@@ -247,20 +249,18 @@ class Datadog(Integration):
             if isinstance(team, dict) and "id" in team:
                 principals.add(f"team:{team['id']}")
         handle = str(attributes.get("handle") or attributes.get("email") or "").lower()
-        found = (bool(active), held, frozenset(principals), handle)
-        self._users.put(uid, found, float(self.options.get("permission_cache_ttl", 300.0)))
-        return found
+        return bool(active), held, frozenset(principals), handle
 
-    def _legacy(self, rtype: str, rid: str, relation: str) -> tuple[_Restricted]:
+    def _legacy(self, rtype: str, rid: str, relation: str) -> _Restricted:
         """The legacy ``restricted_roles`` of the resource where they restrict ``relation``:
         the roles (as principals) and the author who is exempt, or None."""
         path, restricts = _LEGACY.get(rtype, ("", ()))
         if relation not in restricts:
-            return (None,)
+            return None
         key = f"{rtype}:{rid}"
-        hit = self._restricted.get(key)
-        if hit is not None:
-            return hit
+        return self._restricted.get(key, lambda: self._read_legacy(rtype, rid, key, path))
+
+    def _read_legacy(self, rtype: str, rid: str, key: str, path: str) -> _Restricted:
         what = f"read the restricted_roles of {key}"
         data = self.get_json(path.format(id=quote(rid, safe="")), what=what)
         holder = data.get("options") if rtype == "synthetics-test" else data
@@ -272,15 +272,13 @@ class Datadog(Integration):
         author = str(data.get("author_handle") or "").lower() if rtype == "dashboard" else ""
         locked = rtype == "dashboard" and data.get("is_read_only") is True  # the author's only
         restricted = bool(roles) or locked
-        found = ((frozenset(f"role:{r}" for r in roles or ()), author) if restricted else None,)
-        self._restricted.put(key, found, float(self.options.get("policy_cache_ttl", 60.0)))
-        return found
+        return (frozenset(f"role:{r}" for r in roles or ()), author) if restricted else None
 
     def _policy(self, resource: str) -> dict[str, frozenset[str]]:
         """The restriction policy of ``resource``: relation -> principals ({} for none)."""
-        hit = self._policies.get(resource)
-        if hit is not None:
-            return hit
+        return self._policies.get(resource, lambda: self._read_policy(resource))
+
+    def _read_policy(self, resource: str) -> dict[str, frozenset[str]]:
         what = f"read the restriction policy of {resource}"
         data = self.get_json(f"/api/v2/restriction_policy/{quote(resource, safe=':')}", what=what)
         attributes = (data.get("data") or {}).get("attributes")
@@ -293,7 +291,6 @@ class Datadog(Integration):
                 raise LookupFailed(f"datadog's answer to {what} has a malformed binding")
             rel = str(b.get("relation"))
             found[rel] = found.get(rel, frozenset()) | frozenset(map(str, b["principals"]))
-        self._policies.put(resource, found, float(self.options.get("policy_cache_ttl", 60.0)))
         return found
 
     # --- the probe -----------------------------------------------------------------------
