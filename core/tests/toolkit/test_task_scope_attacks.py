@@ -112,3 +112,45 @@ def test_the_models_own_task_argument_never_becomes_the_plan(
         refused = drive.refused(delete, "prod")
         assert refused.code == "outside_task"
     assert ran == ["ticket Login fails"]
+
+
+def test_a_call_the_person_denied_stays_denied_once_another_call_confirmed_the_plan(
+    drive: Drive, make_kit: Callable[..., Toolkit], state: Store | None
+) -> None:
+    """Two calls ask to confirm the same plan; the person approves the read and denies the
+    delete ("keep that file"). The plan is confirmed, but the denied delete does not run."""
+    ran: list[str] = []
+    queue = ApprovalQueue()
+    plan = TaskScope(tools={"read_file", "delete_file"}, summary="tidy the docs")
+    read, delete = tools(drive, make_kit(planner=lambda *_: plan, approver=queue), ran)
+    with Session(USER, id="tidy", store=state, request="tidy the docs").active():
+        asks(drive, read, "docs/a")
+        asks(drive, delete, "docs/keep")
+        first, second = queue.pending()
+        queue.approve(first.id, by="lee")
+        queue.deny(second.id, by="lee", reason="keep that file")
+        drive.call(read, "docs/a")
+        refused = drive.refused(delete, "docs/keep")
+        assert refused.code == "approval_denied"
+        assert not isinstance(refused, ApprovalPending)
+        drive.call(delete, "docs/old")  # another call of the confirmed plan runs
+    assert ran == ["read docs/a", "delete docs/old"]
+
+
+def test_a_denied_call_stays_denied_after_a_later_confirmation_too(
+    drive: Drive, make_kit: Callable[..., Toolkit]
+) -> None:
+    ran: list[str] = []
+    queue = ApprovalQueue()
+    plan = TaskScope(tools={"read_file", "delete_file"}, summary="tidy the docs")
+    read, delete = tools(drive, make_kit(planner=lambda *_: plan, approver=queue), ran)
+    with Session(USER, request="tidy the docs").active():
+        asks(drive, read, "docs/a")
+        asks(drive, delete, "docs/keep")
+        first, second = queue.pending()
+        queue.approve(first.id, by="lee")
+        drive.call(read, "docs/a")  # the plan is confirmed here
+        queue.deny(second.id, by="lee", reason="keep that file")
+        with_reason = drive.refused(delete, "docs/keep")
+        assert with_reason.code == "approval_denied"
+    assert ran == ["read docs/a"]

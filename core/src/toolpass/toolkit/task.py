@@ -369,6 +369,7 @@ def _confirmation(
     if record.get("status") == "denied":
         raise _denied(record)
     if record.get("status") == "confirmed":
+        _unless_this_call_denied(c, record, ident)
         if "scope" in record:
             scope = TaskScope.from_dict(record["scope"])
         if record.get("open") != ident:
@@ -391,6 +392,21 @@ def plan_reason(scope: TaskScope) -> str:
 
     digest = hashlib.sha256(scope.shown().encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{PLAN_REASON}{scope.summary or 'the task scope below'} (plan {digest})"
+
+
+def _unless_this_call_denied(c: CallState, record: dict[str, Any], ident: str) -> None:
+    """Refuse a call whose own request to confirm the plan a person denied, though another
+    call's request confirmed it: the person said no to this call."""
+    queue = c.kit.approver
+    if not isinstance(queue, ApprovalQueue):
+        return
+    for request_id, asked in record.get("asked", {}).items():
+        if asked == ident and queue.state(request_id) == "denied":
+            raise ToolRefused(
+                "approval_denied",
+                "A person denied this call. Do not retry it; tell the user it was denied.",
+                detail=f"approval request {request_id} for this call was denied",
+            )
 
 
 def confirming(c: CallState, asked: Steps | None) -> Steps:
