@@ -522,7 +522,7 @@ def places(c: CallState) -> None:
         (kind, _, shown), why = hit
         c.planted_read = True
         c.event.planted += ({"read": f"{kind} {shown}", "marked because": why},)
-    if not _changes_or_sends(c):
+    if not (_changes_or_sends(c) or c.effect is None):  # None: may write, the hook sees no place
         return
     if hit is not None:
         why = f"it names {hit[0][0]} {hit[0][2]}, marked earlier ({hit[1]})"
