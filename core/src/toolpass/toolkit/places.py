@@ -11,10 +11,13 @@ is kept ``places_ttl`` seconds (30 days by default).
 
 A place is known by its value normalised for its kind, conservatively (two spellings that may
 name one place are one): for every kind, compatibility forms, case, surrounding spaces and a
-trailing slash are ignored; a ``file`` (or ``path``, ``directory``, ``folder``) is read as a
-path (``\\`` as ``/``, ``file://`` dropped, ``.`` and ``..`` resolved), and a relative path is
-the same place as any path it ends (``notes.txt`` is ``/home/dana/notes.txt``); a ``url``
-(``link``, ``page``) is read without its scheme, ``www.``, fragment and default port.
+trailing slash are ignored. ``file``, ``path``, ``directory`` and ``folder`` are one family,
+read as paths (a ``pathlib`` path as its text, ``\\`` as ``/``, ``file://`` dropped, ``.`` and
+``..`` resolved): a relative path is the same place as any path it ends (``notes.txt`` is
+``/home/dana/notes.txt``), and a directory holds every place under it (a read of ``docs``
+reads ``docs/notes.txt``, and a file in a marked directory is marked). ``url``, ``link`` and
+``page`` are one family, read without scheme, user, ``www.``, default port, query and
+fragment, percent-escapes decoded and dot segments resolved.
 
 At most ``MAX_MARKS`` marks are kept per user. Past that the record is full, and fails
 closed: every place is read as marked (output untrusted) until the marks made before it
@@ -23,6 +26,7 @@ would have expired.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import time
 import unicodedata
@@ -71,17 +75,30 @@ def named(places: Iterable[tuple[str, str]], arguments: Mapping[str, Any]) -> li
     return [
         (kind, normal(kind, text), text[:200])
         for argument, kind in places
-        for text in destination_values(arguments.get(argument))
+        for text in destination_values(_paths_as_text(arguments.get(argument)))
         if text.strip()
     ]
+
+
+def _paths_as_text(value: Any) -> Any:
+    """``value`` with each ``os.PathLike`` in it (a ``pathlib`` path) as its text."""
+    if isinstance(value, os.PathLike):
+        return os.fsdecode(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_paths_as_text(item) for item in value]
+    return value
+
+
+def family(kind: str) -> str:
+    """The family of a kind of place: kinds of one family name the same places."""
+    return "file" if kind in PATH_KINDS else "url" if kind in URL_KINDS else kind
 
 
 def normal(kind: str, value: str) -> str:
     """``value`` as a place of ``kind`` is known (see the module's docstring)."""
     text = " ".join(unicodedata.normalize("NFKC", value).casefold().split())[:MAX_VALUE]
-    if kind in URL_KINDS:  # any scheme, no fragment, no default port
-        text = text.partition("#")[0].partition("://")[2] or text.partition("#")[0]
-        text = text.removeprefix("www.").replace(":443/", "/").replace(":80/", "/")
+    if kind in URL_KINDS:
+        return _link(text)
     if kind not in PATH_KINDS:
         return text.rstrip("/") or text
     text = text.replace("\\", "/").removeprefix("file://")
@@ -89,18 +106,36 @@ def normal(kind: str, value: str) -> str:
     return "/" + text.lstrip("/") if text.startswith("/") else text.removeprefix("./")
 
 
+def _link(text: str) -> str:
+    """A link without scheme, user, ``www.``, default port, query and fragment, its path's
+    escapes decoded and dot segments resolved."""
+    from urllib.parse import unquote  # here: import toolpass does not load it
+
+    text = text.partition("#")[0].partition("?")[0]
+    text = text.partition("://")[2] if "://" in text else text.removeprefix("//")
+    host, _, path = text.partition("/")
+    host = host.rpartition("@")[2].removeprefix("www.")
+    host = host.removesuffix(":443").removesuffix(":80").rstrip(".")
+    path = posixpath.normpath("/" + unquote(path)).lstrip("/")
+    return f"{host}/{path}".rstrip("/")
+
+
 def _parts(path: str) -> list[str]:
     return [p for p in path.split("/") if p not in ("", ".", "..", "~")]
 
 
 def same(kind: str, one: str, other: str) -> bool:
-    """Whether two normalised values may name the same place of ``kind``."""
+    """Whether two normalised values may name the same place of ``kind``, or one hold the
+    other (a directory and a path under it)."""
     if one == other:
         return True
-    if kind not in PATH_KINDS or (one.startswith("/") and other.startswith("/")):
+    if kind not in PATH_KINDS:
         return False
     short, long = sorted((_parts(one), _parts(other)), key=len)
-    return bool(short) and long[len(long) - len(short) :] == short
+    if one.startswith("/") and other.startswith("/"):
+        return long[: len(short)] == short  # one under the other
+    # A relative path may start anywhere: it is held if its parts run together in the other.
+    return any(long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1))
 
 
 def store_of(toolkit: object, shared: Store | None) -> Store:
@@ -136,7 +171,7 @@ def marked(store: Store, user: str, places: list[Named]) -> tuple[Named, str] | 
     for place in places:
         kind, value, _ = place
         for mark_kind, mark_value, _shown, why, _expires in state["marks"]:
-            if mark_kind == kind and same(kind, value, mark_value):
+            if family(mark_kind) == family(kind) and same(family(kind), value, mark_value):
                 return place, str(why)
     return None
 
@@ -159,4 +194,4 @@ def mark(store: Store, user: str, places: list[Named], why: str, ttl: float) -> 
 
 
 def _is(mark: list[Any], place: Named) -> bool:
-    return bool(mark[0] == place[0] and mark[1] == place[1])
+    return bool(family(mark[0]) == family(place[0]) and mark[1] == place[1])
