@@ -94,14 +94,20 @@ def _digits(text: str) -> int:
     return sum(c.isdigit() for c in text)
 
 
-def _needles(written: str) -> set[str]:
-    """What ``written`` is looked for as: its letters and digits (for an address, with its
-    domain in each spelling), hex of it, and the middle of its base64 at each offset."""
+def _spellings(written: str) -> set[str]:
+    """``written`` as its letters and digits (for an address, with its domain in each
+    spelling), of ``SHORTEST`` characters or more."""
     forms = {squeezed(written)}
     if "@" in written:
         local = written.rpartition("@")[0]
         forms |= {squeezed(f"{local}@{host}") for host in host_of_email(written)}
-    forms = {f for f in forms if len(f) >= SHORTEST}
+    return {f for f in forms if len(f) >= SHORTEST}
+
+
+def _needles(written: str) -> set[str]:
+    """What ``written`` is looked for as: its spellings (``_spellings``), hex of it, and
+    the middle of its base64 at each offset."""
+    forms = _spellings(written)
     raw = {written, written.strip(), *forms}
     found = set(forms)
     for text in raw:
@@ -158,12 +164,13 @@ DIRECT = 2_000_000
 class PrivateValues:
     """The private values one session read, kept as texts until a send asks."""
 
-    __slots__ = ("_chars", "_encoded", "_lock", "_pending", "_plain", "_said", "full")
+    __slots__ = ("_chars", "_encoded", "_lock", "_pending", "_plain", "_said", "_written", "full")
 
     def __init__(self, said: Iterable[str] = ()) -> None:
         self._pending: list[tuple[tuple[str, ...], str]] = []
         self._plain = _Needles()  # letters and digits, and hex: in the squeezed text
         self._encoded = _Needles()  # base64: in the text without spaces
+        self._written: set[str] = set()  # each value's letters and digits, as written
         self._said = "\n".join(squeezed(t) for t in said)  # the user's own words
         self._chars = 0
         self._lock = threading.Lock()
@@ -180,7 +187,7 @@ class PrivateValues:
         self._chars += sum(map(len, texts))
         if self._chars > MAX_TEXT:
             self.full, self._pending = True, []
-            self._plain, self._encoded = _Needles(), _Needles()
+            self._plain, self._encoded, self._written = _Needles(), _Needles(), set()
         elif texts and not self.full:
             self._pending.append((texts, source))
 
@@ -194,6 +201,7 @@ class PrivateValues:
                         if squeezed(written) in self._said:
                             continue  # the user wrote it: theirs to send
                         held = Held(kind, source, _masked(written))
+                        self._written |= _spellings(written)
                         for needle in _needles(written):
                             if needle.startswith("b64:"):
                                 self._encoded.add(needle[4:], held)
@@ -224,16 +232,21 @@ class PrivateValues:
 
     def found_in_destination(self, text: str) -> Held | None:
         """A private value carried by the destination ``text`` beyond being it: a whole
-        piece of it (between commas, semicolons, lines) that is a private value is where
-        the call goes (a contact's address), not data leaving; what a link's path or query,
-        or an address's local part, holds is."""
-        pieces = [p for p in re.split(r"[,;\n]+", text) if p.strip()]
+        piece of it (between commas, semicolons, lines) that is a private value as written
+        (any spelling, not an encoding of it) is where the call goes (a contact's address),
+        not data leaving; what a link's path or query, or an address's local part, holds
+        is. A text that reads as a link (``/ ? # = & : \\``) is one piece: what follows a
+        comma in it goes where the link goes."""
+        one = _LINKISH.search(text) is not None
+        pieces = [text] if one else [p for p in re.split(r"[,;\n]+", text) if p.strip()]
         if self._pending:
             self._flush()
-        return self.found_in(p for p in pieces if squeezed(p) not in self._plain.found)
+        return self.found_in(p for p in pieces if squeezed(p) not in self._written)
 
 
 _URLSAFE = str.maketrans("-_", "+/")
+#: What a link has and a list of addresses or numbers has not.
+_LINKISH = lazy_pattern(r"[/?#=&:\\]")
 
 
 def _masked(written: str) -> str:

