@@ -173,3 +173,27 @@ def test_any_spelling_of_a_written_link_reads_as_marked(path, spelling, upper) -
     places.mark(store, USER, places.named((("url", "url"),), {"url": written}), "planted", 60)
     named = places.named((("url", "link"),), {"url": read.upper() if upper else read})
     assert places.marked(store, USER, named) is not None
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "a/" * 600 + "../" * 600 + "notes.txt",  # past the old 1024 characters, then resolved
+        "/home/dana/" + "x/../" * 300 + "notes.txt",
+        "./" * 600 + "notes.txt",
+        "q/" * 5000 + "notes.txt",  # longer than kept: its end is kept
+        "a/" * 40_000,  # longer than a place's name: any place
+    ],
+)
+def test_a_long_spelling_of_a_path_still_marks_it(drive, make_kit, written) -> None:
+    """Was: a value was cut to 1024 characters before its ``..`` were resolved, so a write
+    to ``a/a/.../../../notes.txt`` marked ``a/a/a...`` and left ``notes.txt`` trusted."""
+    place = Place(drive, make_kit(), "file", "file")
+    place.plant(written)
+    assert _fenced(place.shown("notes.txt"))
+
+
+def test_an_internationalised_host_is_its_ascii_form(drive, make_kit) -> None:
+    place = Place(drive, make_kit(), "url", "url")
+    place.plant("https://bücher.example/team/notes")
+    assert _fenced(place.shown("https://xn--bcher-kva.example/team/notes"))

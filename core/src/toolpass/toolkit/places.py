@@ -17,7 +17,8 @@ read as paths (a ``pathlib`` path as its text, ``\\`` as ``/``, ``file://`` drop
 ``/home/dana/notes.txt``), and a directory holds every place under it (a read of ``docs``
 reads ``docs/notes.txt``, and a file in a marked directory is marked). ``url``, ``link`` and
 ``page`` are one family, read without scheme, user, ``www.``, default port, query and
-fragment, percent-escapes decoded and dot segments resolved.
+fragment, an internationalised host as its ASCII form, percent-escapes decoded and dot
+segments resolved.
 
 At most ``MAX_MARKS`` marks are kept per user. Past that the record is full, and fails
 closed: every place is read as marked (output untrusted) until the marks made before it
@@ -42,8 +43,10 @@ MAX_MARKS = 10_000
 #: Kinds whose values are paths, and links.
 PATH_KINDS = frozenset({"file", "path", "directory", "folder"})
 URL_KINDS = frozenset({"url", "link", "page"})
-#: The most characters of a place's value kept (longer values are cut, then compared).
-MAX_VALUE = 1024
+#: The most characters of a place's normalised value kept (longer values are cut, then
+#: compared), and of a value read: a longer one is read as naming any place.
+MAX_VALUE = 4096
+MAX_READ = 16 * MAX_VALUE
 FULL = "(more places were marked than toolpass keeps: every place reads as marked)"
 
 _memory: weakref.WeakKeyDictionary[object, MemoryStore] = weakref.WeakKeyDictionary()
@@ -95,15 +98,19 @@ def family(kind: str) -> str:
 
 
 def normal(kind: str, value: str) -> str:
-    """``value`` as a place of ``kind`` is known (see the module's docstring)."""
-    text = " ".join(unicodedata.normalize("NFKC", value).casefold().split())[:MAX_VALUE]
+    """``value`` as a place of ``kind`` is known (see the module's docstring): normalised
+    first, then cut to ``MAX_VALUE`` characters (a path keeps its end, as a relative path)."""
+    if len(value) > MAX_READ:  # more than a place's name: it may name any place
+        return "/" if kind in PATH_KINDS else value[:MAX_VALUE]
+    text = " ".join(unicodedata.normalize("NFKC", value).casefold().split())
     if kind in URL_KINDS:
-        return _link(text)
+        return _link(text)[:MAX_VALUE]
     if kind not in PATH_KINDS:
-        return text.rstrip("/") or text
+        return (text.rstrip("/") or text)[:MAX_VALUE]
     text = text.replace("\\", "/").removeprefix("file://")
     text = posixpath.normpath(text) if text else text
-    return "/" + text.lstrip("/") if text.startswith("/") else text.removeprefix("./")
+    text = "/" + text.lstrip("/") if text.startswith("/") else text.removeprefix("./")
+    return text if len(text) <= MAX_VALUE else text[-MAX_VALUE:].partition("/")[2]
 
 
 def _link(text: str) -> str:
@@ -115,9 +122,19 @@ def _link(text: str) -> str:
     text = text.partition("://")[2] if "://" in text else text.removeprefix("//")
     host, _, path = text.partition("/")
     host = host.rpartition("@")[2].removeprefix("www.")
-    host = host.removesuffix(":443").removesuffix(":80").rstrip(".")
+    host = _ascii_host(host.removesuffix(":443").removesuffix(":80").rstrip("."))
     path = posixpath.normpath("/" + unquote(path)).lstrip("/")
     return f"{host}/{path}".rstrip("/")
+
+
+def _ascii_host(host: str) -> str:
+    """An internationalised host name as its ASCII (punycode) form, which also names it."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
 
 
 def _parts(path: str) -> list[str]:
