@@ -101,6 +101,19 @@ def shown_text(name: str, text: str) -> str:
     return f"{text[:PREVIEW_LIMIT]}\n    [... not shown: the rest of {whole}]"
 
 
+#: How the task scope's check words a plan to confirm and a call outside it (``toolkit.task``).
+PLAN_REASON = "confirm the plan: "
+OUTSIDE_REASON = "outside what you asked for: "
+
+
+def confirms_a_plan_only(reasons: Sequence[str]) -> bool:
+    """Whether a request asks its user only about their own task (confirm the plan drafted
+    from their request, or a call outside what they asked for): the user may answer it,
+    where any other reason needs another person (``self_approval`` aside)."""
+    mine = (PLAN_REASON, OUTSIDE_REASON)
+    return bool(reasons) and all(str(r).startswith(mine) for r in reasons)
+
+
 class ApprovalRequest:
     """One call waiting for (or holding) a person's decision.
 
@@ -557,6 +570,8 @@ class ApprovalQueue:
     def _may_approve(self, by: str, req: ApprovalRequest) -> bool:
         """Whether ``by`` may approve ``req`` (as routed now): one of its approvers (any
         person when it has none), and not its user unless ``self_approval``."""
+        if same_person(by, req.user) and confirms_a_plan_only(req.reasons):
+            return True  # the user confirms the plan drafted from their own request
         routed = not req.approvers or by in req.approvers
         return routed and (self.self_approval or not same_person(by, req.user))
 
@@ -618,10 +633,15 @@ class ApprovalQueue:
 
         def decide(record: dict[str, Any]) -> None:
             problem[:] = [] if record["status"] == "pending" else [record["status"]]
-            if not problem and status != "denied" and not self.self_approval:
+            own_plan = same_person(by, record["user"]) and confirms_a_plan_only(
+                record.get("reasons") or ()
+            )
+            if own_plan and not problem:
+                pass  # the user confirms (or edits) the plan drafted from their own request
+            elif not problem and status != "denied" and not self.self_approval:
                 problem[:] = ["self"] if same_person(by, record["user"]) else []
             approvers = record.get("approvers") or ()
-            if not problem and approvers and by not in approvers:
+            if not problem and approvers and by not in approvers and not own_plan:
                 withdrawn = status == "denied" and same_person(by, record["user"])
                 problem[:] = [] if withdrawn else ["approvers"]
             if problem:
