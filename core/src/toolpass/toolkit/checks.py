@@ -527,7 +527,9 @@ def places(c: CallState) -> None:
     if hit is not None:
         why = f"it names {hit[0][0]} {hit[0][2]}, marked earlier ({hit[1]})"
     else:
-        why = _untrusted_content(c, {argument for argument, _ in c.spec.places}) or ""
+        why = _untrusted_content(c, {argument for argument, _ in c.spec.places}) or (
+            "it writes what it reads from untrusted content" if c.spec.untrusted_output else ""
+        )
     if why:
         planted.mark(store, user, named, why, c.kit.places_ttl)
         marked = ({"marked": f"{k} {shown}", "because": why} for k, _, shown in named)
