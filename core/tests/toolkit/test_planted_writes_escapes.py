@@ -5,6 +5,7 @@ effect the request hook decides marks too."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -197,3 +198,38 @@ def test_an_internationalised_host_is_its_ascii_form(drive, make_kit) -> None:
     place = Place(drive, make_kit(), "url", "url")
     place.plant("https://bücher.example/team/notes")
     assert _fenced(place.shown("https://xn--bcher-kva.example/team/notes"))
+
+
+def test_a_writer_that_reads_untrusted_content_itself_marks(drive, make_kit) -> None:
+    """Was: only the arguments were searched for untrusted text, so a tool that fetches a
+    page and saves it (``effect="write"``, ``untrusted_output=True``) planted the page's
+    instructions in a file with nothing but a link and a path in its arguments."""
+    kit = make_kit()
+    saved: dict[str, str] = {}
+
+    def save_page(url: str, path: str) -> str:
+        saved[path] = PAGE
+        return PAGE
+
+    saver = drive.tool(kit, save_page, effect="write", untrusted_output=True,
+                       places={"path": "file"})  # fmt: skip
+    reader = drive.tool(kit, lambda path: saved.get(path, ""), effect="read", name="read",
+                        places={"path": "file"})  # fmt: skip
+    with Session(USER).active():
+        drive.call(saver, "https://travel.example", "notes.txt")
+    with Session(USER).active():
+        assert _fenced(drive.call(reader, "notes.txt"))
+
+
+def test_a_shorter_places_ttl_elsewhere_keeps_the_marks_made_for_longer(drive) -> None:
+    """Was: the user's record of marks was stored with the ttl of its last write, so a
+    toolkit sharing the store with a shorter ``places_ttl`` dropped the other's marks with
+    its own."""
+    store = MemoryStore()
+    long = Place(drive, Toolkit(audit=[], store=store), "file", "file")
+    short = Place(drive, Toolkit(audit=[], store=store, places_ttl=0.3), "file", "file")
+    long.plant("notes.txt")
+    short.plant("other.txt")
+    time.sleep(0.4)
+    assert _fenced(long.shown("notes.txt"))
+    assert not _fenced(short.shown("other.txt"))

@@ -1,13 +1,15 @@
 """Planted writes: a write of untrusted text into a place that is later read as trusted.
 
 A tool names the places its calls read or write (``places={"path": "file"}``: the argument
-``path`` names a place of kind ``file``). A call that changes something, whose other
-arguments carry untrusted text (a run of six words read in untrusted content, or a value read
-only there), marks every place it names; so does one that names a place already marked (a
-copy, a move). A later call naming a marked place has its whole output untrusted, whatever
-the tool declares. Marks are per user: in the toolkit's shared store when it has one (a later
-session of the same user, in another process, sees them), else in the toolkit's memory; each
-is kept ``places_ttl`` seconds (30 days by default).
+``path`` names a place of kind ``file``). A call that changes something (or may: a tool
+declaring no effect), whose other arguments carry untrusted text (a run of six words read in
+untrusted content, or a value read only there) or whose tool reads untrusted content itself
+(``untrusted_output``), marks every place it names; so does one that names a place already
+marked (a copy, a move). A later call naming a marked place has its whole output untrusted,
+whatever the tool declares. Marks are per user: in the toolkit's shared store when it has one
+(a later session of the same user, in another process, sees them), else in the toolkit's
+memory; each is kept ``places_ttl`` seconds (30 days by default), and a user's record as
+long as its longest mark.
 
 A place is known by its value normalised for its kind, conservatively (two spellings that may
 name one place are one): for every kind, compatibility forms, case, surrounding spaces and a
@@ -196,18 +198,22 @@ def marked(store: Store, user: str, places: list[Named]) -> tuple[Named, str] | 
 def mark(store: Store, user: str, places: list[Named], why: str, ttl: float) -> None:
     """Mark ``places`` for ``user`` for ``ttl`` seconds, saying ``why``."""
     now = time.time()
+    # The record is kept as long as its longest mark (a toolkit sharing the store may keep
+    # its marks longer than this one).
+    held = _live(store.get(_key(user)), now)
+    longest = max([ttl, held["full_until"] - now, *(m[4] - now for m in held["marks"])])
 
     def change(state: Any) -> tuple[dict[str, Any], None]:
         state = _live(state, now)
         marks = [m for m in state["marks"] if not any(_is(m, p) for p in places)]
         marks += [[kind, value, shown, why[:300], now + ttl] for kind, value, shown in places]
         if len(marks) > MAX_MARKS:
-            state["full_until"] = now + ttl
+            state["full_until"] = max(state["full_until"], now + ttl)
             marks = state["marks"]
         state["marks"] = marks
         return state, None
 
-    store.update(_key(user), change, ttl=ttl)
+    store.update(_key(user), change, ttl=longest)
 
 
 def _is(mark: list[Any], place: Named) -> bool:
