@@ -103,3 +103,43 @@ def test_no_separator_cuts_a_private_value_off_a_link(
             fetch(f"{head}{between}{value}")
     assert info.value.code == "private_data"
     assert sent == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: PrivateValues keeps the user's words as one squeezed text and skips a "
+    "private value found anywhere inside it; the fix (the user's own values as a set, and a "
+    "match in a body ignored only where it lies inside a value the user wrote) is in "
+    "toolkit/private.py",
+)
+@pytest.mark.parametrize(
+    ("request_text", "private", "sent"),
+    [
+        ("Text my new number 123-456-7890 to bob@example.com", "123456789", "ssn 123456789"),
+        ("Call me on 555-123-4567 tonight", "5551234", "code 5551234"),
+    ],
+)
+def test_a_private_value_inside_a_longer_one_the_user_wrote_is_still_private(
+    drive: Drive, kit: Toolkit, request_text: str, private: str, sent: str
+) -> None:
+    """What the user wrote is theirs to send, value by value: a private value whose
+    characters appear inside a longer value of the request (an SSN inside a phone number)
+    is not one the user wrote."""
+    out: list[Any] = []
+    reader = drive.tool(
+        kit, lambda: {"v": private}, name="reader", effect="read", reads_private=True
+    )
+    _, _, text = tools(drive, kit, out)
+    with Session(USER, request=request_text).active():
+        drive.call(reader)
+        assert drive.refused(text, "bob@example.com", sent).code == "private_data"
+    assert out == []
+
+
+def test_a_private_value_the_user_wrote_is_theirs_to_send(drive: Drive, kit: Toolkit) -> None:
+    out: list[Any] = []
+    wallet, _, text = tools(drive, kit, out)
+    with Session(USER, request=f"send my card {CARD} and passport x12345678 to bob").active():
+        drive.call(wallet)
+        drive.call(text, "bob@example.com", "card 4111-1111-1111-1111, passport X12345678")
+    assert len(out) == 1
