@@ -165,3 +165,21 @@ def test_a_protocol_wrapper_around_the_output_is_still_no_record(inbox, events) 
     assert refused("carol@org.example") == "sent"
     assert refused(EVIL) == "untrusted_destination"
     assert events[0].records["asked"] == 2
+
+
+def test_a_pydantic_field_its_dump_excludes_is_read_too(inbox) -> None:
+    """Was: a model was read as its ``model_dump()``, which leaves out ``exclude=True``
+    fields that its ``repr`` (what a framework's ``str()`` shows the model) still holds: an
+    outsider's reply there was never asked, and a trusted message left the output unfenced."""
+    pydantic = pytest.importorskip("pydantic")
+
+    class Message(pydantic.BaseModel):
+        sender: str
+        body: str
+        replies: list[Any] = pydantic.Field(default_factory=list, exclude=True)
+
+    read, refused = inbox
+    shown = read([Message(**amy(), replies=[Message(**eve())])])
+    assert isinstance(shown, str)
+    assert shown.startswith("<untrusted-content")
+    assert refused(EVIL) == "untrusted_destination"

@@ -293,8 +293,8 @@ def _data(value: Any, depth: int = 0) -> Any:
             {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}, depth
         )
     if hasattr(type(value), "model_fields") and hasattr(value, "model_dump"):
-        try:
-            return _data(value.model_dump(), depth)
+        try:  # every field, those its dump excludes too (its repr shows them)
+            return _data({**dict(value), **value.model_dump()}, depth)
         except Exception:
             return _Cut(value)
     attributes = _attributes(value)
