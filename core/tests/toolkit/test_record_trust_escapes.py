@@ -183,3 +183,34 @@ def test_a_pydantic_field_its_dump_excludes_is_read_too(inbox) -> None:
     assert isinstance(shown, str)
     assert shown.startswith("<untrusted-content")
     assert refused(EVIL) == "untrusted_destination"
+
+
+class Private:
+    """A record class keeping its fields private, and showing them in its ``repr``."""
+
+    __slots__ = ("_body", "_sender")
+
+    def __init__(self, sender: str, body: str) -> None:
+        self._sender, self._body = sender, body
+
+    def __repr__(self) -> str:
+        return f"{self._sender}: {self._body}"
+
+
+def test_an_object_of_private_fields_in_a_trusted_record_is_asked_on_its_own(inbox) -> None:
+    """Was: an object with no public attribute was read as its ``repr``, text of the record
+    holding it, so an outsider's message kept in private slots was trusted."""
+    read, refused = inbox
+    read([amy("the channel", messages=[Private(**eve())])])
+    assert refused(EVIL) == "untrusted_destination"
+
+
+def test_values_of_the_standard_library_stay_their_holders_text(inbox) -> None:
+    import datetime
+    import uuid
+    from pathlib import PurePosixPath
+
+    read, _ = inbox
+    when = datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc)
+    record = amy(at=when, id=uuid.UUID(int=7), file=PurePosixPath("/srv/a.txt"))
+    assert read([record]) == [record]  # trusted whole: not fenced

@@ -301,21 +301,34 @@ def _data(value: Any, depth: int = 0) -> Any:
     return plain(value) if attributes is None else _data(attributes, depth)
 
 
+#: Modules whose objects are values read as their ``repr`` (a date, a UUID, a path), not
+#: records, though they keep attributes.
+_VALUE_MODULES = frozenset(
+    {"datetime", "decimal", "enum", "fractions", "ipaddress", "pathlib", "re", "uuid"}
+)
+
+
 def _attributes(value: Any) -> dict[str, Any] | None:
-    """The public attributes of an object that has them (in ``__dict__`` or slots), or None
-    for one that does not (a date, a UUID, an enum member: read as its ``repr``)."""
-    if isinstance(value, (type, enum.Enum)) or callable(value) or type(value).__module__ == "uuid":
+    """The attributes of an object that has them (in ``__dict__`` or slots): its public ones,
+    or every one when none is public (its ``repr`` may show them); None for a value that has
+    none, or is of ``_VALUE_MODULES`` (read as its ``repr``)."""
+    kind = type(value)
+    if isinstance(value, (type, enum.Enum)) or callable(value):
+        return None
+    if kind.__module__.partition(".")[0].lstrip("_") in _VALUE_MODULES:
         return None
     found = {}
     attributes = getattr(value, "__dict__", None)
     if isinstance(attributes, dict):
         found.update(attributes)
-    for cls in type(value).__mro__:
-        for slot in cls.__dict__.get("__slots__", ()):
-            if isinstance(slot, str) and hasattr(value, slot):
+    for cls in kind.__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            named = isinstance(slot, str) and slot not in ("__dict__", "__weakref__")
+            if named and hasattr(value, slot):
                 found[slot] = getattr(value, slot)
     public = {k: v for k, v in found.items() if not k.startswith("_")}
-    return public or None
+    return public or found or None
 
 
 class _Wrapped:
