@@ -233,3 +233,20 @@ def test_a_shorter_places_ttl_elsewhere_keeps_the_marks_made_for_longer(drive) -
     time.sleep(0.4)
     assert _fenced(long.shown("notes.txt"))
     assert not _fenced(short.shown("other.txt"))
+
+
+def test_a_writer_whose_fields_say_what_is_untrusted_marks_only_for_its_arguments(
+    drive, make_kit, events
+) -> None:
+    """A tool that returns the thread it posted to, its comments declared untrusted by field,
+    does not mark the thread for what it returns: only its arguments decide."""
+    kit = make_kit()
+    thread = {"author": "dana", "comments": [{"author": "eve", "body": PAGE}]}
+    post = drive.tool(kit, lambda url, text: thread, effect="write", name="post",
+                      untrusted_fields=("comments.*.body",), places={"url": "url"})  # fmt: skip
+    view = drive.tool(kit, lambda url: thread, effect="read", name="view",
+                      untrusted_fields=("comments.*.body",), places={"url": "url"})  # fmt: skip
+    with Session(USER).active():
+        drive.call(post, "https://issues.example/1", "Thanks, merged.")
+        drive.call(view, "https://issues.example/1")
+    assert [e.planted for e in events] == [(), ()]

@@ -528,12 +528,18 @@ def places(c: CallState) -> None:
         why = f"it names {hit[0][0]} {hit[0][2]}, marked earlier ({hit[1]})"
     else:
         why = _untrusted_content(c, {argument for argument, _ in c.spec.places}) or (
-            "it writes what it reads from untrusted content" if c.spec.untrusted_output else ""
+            "it writes what it reads from untrusted content" if _reads_untrusted(c.spec) else ""
         )
     if why:
         planted.mark(store, user, named, why, c.kit.places_ttl)
         marked = ({"marked": f"{k} {shown}", "because": why} for k, _, shown in named)
         c.event.planted += tuple(marked)
+
+
+def _reads_untrusted(spec: ToolSpec) -> bool:
+    """Whether ``spec`` reads untrusted content itself, wholly (``untrusted_output`` with no
+    field or record vouching): what it writes may be that content."""
+    return spec.untrusted_output and spec.untrusted_fields is None and spec.trust is None
 
 
 def _untrusted_content(c: CallState, places: set[str]) -> str | None:
