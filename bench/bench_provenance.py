@@ -62,6 +62,23 @@ def private_read_then_send(n: int) -> None:
         send("bob@example.com", body)
 
 
+def private_reads_between_sends(n: int) -> None:
+    """Private pages of 4,000 characters read, ``n`` characters in all, with a send after
+    each: each send looks for the values of every page read so far (their index is kept up
+    to date, not built again)."""
+    kit = Toolkit(audit=[], untrusted_inputs="ignore", private_data="refuse")
+    page = kit.secured_tool(
+        lambda k: "\n".join(f"{k:04d}{i:04d} user{k}x{i}@corp.example" for i in range(100)),
+        effect="read",
+        reads_private=True,
+    )
+    send = kit.secured_tool(lambda to, body: "sent", sends_out=True, destinations=("to",))
+    with Session(USER, request="hi").active():
+        for k in range(n // 4_000):
+            page(k)
+            send("bob@example.com", "the weekly status, nothing private in it " * 5)
+
+
 def sends(calls: int = 1_000, rounds: int = 15) -> tuple[float, float]:
     """Seconds per call of a tool that sends out, nothing private read: with the private
     data check, and with it off (``private_data="ignore"``), in turns (the least of each)."""
@@ -93,6 +110,7 @@ def main() -> None:
         ),
         "values of one destination": lambda n: many_values(n // 100),
         "private values looked for in a body": private_read_then_send,
+        "private reads between sends": private_reads_between_sends,
     }
     print(f"{'case':44} {'n':>8} {'10n':>8}  ratio (linear ~10)")
     for name, case in cases.items():

@@ -143,3 +143,25 @@ def test_a_private_value_the_user_wrote_is_theirs_to_send(drive: Drive, kit: Too
         drive.call(wallet)
         drive.call(text, "bob@example.com", "card 4111-1111-1111-1111, passport X12345678")
     assert len(out) == 1
+
+
+def test_values_read_after_a_send_are_found_among_many(drive: Drive, kit: Toolkit) -> None:
+    """Thousands of private values (looked for by their first characters, not one by one),
+    some read after a send already looked: each is found wherever it is in a body."""
+    page = drive.tool(
+        kit,
+        lambda k: "\n".join(f"{k:03d}{i:05d} C{k}X{i}" for i in range(3000)),
+        name="page",
+        effect="read",
+        reads_private=True,
+    )
+    out: list[Any] = []
+    _, _, text = tools(drive, kit, out)
+    with Session(USER).active():
+        drive.call(page, 1)
+        drive.call(text, "bob@example.com", "x" * 300)
+        drive.call(page, 2)
+        for body in ("y" * 300 + " 00202999", "z" * 300 + " C2X2999", "00100007 first"):
+            assert drive.refused(text, "bob@example.com", body).code == "private_data"
+        drive.call(text, "bob@example.com", "nothing of them " * 20)
+    assert len(out) == 2

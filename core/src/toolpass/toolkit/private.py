@@ -140,7 +140,8 @@ class _Needles:
     def add(self, needle: str, held: Held) -> None:
         if needle not in self.found:
             self.found[needle] = held
-            self._by_start = None
+            if self._by_start is not None:  # kept up to date: never built again
+                self._by_start.setdefault(needle[:SHORTEST], []).append(needle)
 
     def first_in(self, text: str) -> Held | None:
         if len(self.found) * len(text) <= DIRECT:
@@ -150,11 +151,16 @@ class _Needles:
             for needle in self.found:
                 self._by_start.setdefault(needle[:SHORTEST], []).append(needle)
         by_start = self._by_start
-        for at in range(len(text) - SHORTEST + 1):
-            for needle in by_start.get(text[at : at + SHORTEST], ()):
-                if text.startswith(needle, at):
-                    return self.found[needle]
-        return None
+        # The text's runs of SHORTEST characters that start a value, then where each is.
+        starts = {text[at : at + SHORTEST] for at in range(len(text) - SHORTEST + 1)}
+        found = (
+            (at, needle)
+            for start in starts.intersection(by_start)
+            for needle in by_start[start]
+            if (at := text.find(needle)) >= 0
+        )
+        first = min(found, default=None)
+        return None if first is None else self.found[first[1]]
 
 
 #: Below this many (values x characters), each value is looked for in turn.
