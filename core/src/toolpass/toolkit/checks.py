@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Generator, Mapping
+from decimal import Decimal
 from typing import Any
 
 from toolpass.intercept.entitlements import EntitledCheck, entitled_user_actions, entitlement
@@ -438,9 +439,13 @@ def private_data(c: CallState) -> None:
     held = c.seen().private_values
     if not held:
         return
-    sent = (v for n, v in c.arguments.items() if n not in spec.destinations)
+    # Where the call goes: a destination written as text, a number or a list of them; a
+    # structure (a request object, its params or body) is searched as data sent.
+    goes = [n for n in spec.destinations if _flat(c.arguments.get(n))]
+    sent = (v for n, v in c.arguments.items() if n not in goes)
+    to = [t for n in goes for t in destination_values(c.arguments.get(n))]
     found = held.found_in(t for v in sent for t in destination_values(v)) or next(
-        filter(None, map(held.found_in_destination, _destination_texts(c))), None
+        filter(None, map(held.found_in_destination, to)), None
     )
     if found is None or _private_allowed(c):
         return
@@ -455,6 +460,12 @@ def private_data(c: CallState) -> None:
         "was not sent. Do not send private data the user did not ask to send; tell the user.",
         detail=f"{found.kind} {found.shown}{where}",
     )
+
+
+def _flat(value: Any) -> bool:
+    """Whether ``value`` is text, a number, or a list of them (not a structure)."""
+    items = value if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+    return all(v is None or isinstance(v, (str, int, float, Decimal)) for v in items)
 
 
 def _destination_texts(c: CallState) -> list[str]:
