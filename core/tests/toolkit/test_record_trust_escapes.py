@@ -214,3 +214,26 @@ def test_values_of_the_standard_library_stay_their_holders_text(inbox) -> None:
     when = datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc)
     record = amy(at=when, id=uuid.UUID(int=7), file=PurePosixPath("/srv/a.txt"))
     assert read([record]) == [record]  # trusted whole: not fenced
+
+
+class Backed:
+    """A record whose body is a property over a private attribute."""
+
+    def __init__(self, sender: str, body: str) -> None:
+        self.sender, self._body = sender, body
+
+    @property
+    def body(self) -> str:
+        return self._body
+
+    def __repr__(self) -> str:
+        return f"{self.sender}: {self.body}"
+
+
+def test_a_private_attribute_of_an_outsiders_record_is_untrusted(inbox, session) -> None:
+    """Was: a record was its public attributes only, so an outsider's body kept in ``_body``
+    (shown through a property and the ``repr``) was never recorded as untrusted: an address
+    in it passed as never read."""
+    read, refused = inbox
+    read([Backed(**amy()), Backed(**eve())])
+    assert refused(EVIL) == "untrusted_destination"

@@ -7,16 +7,17 @@ mapping or any item of a list (``"body"``, ``"reviews.*"``: every value of the m
 output, at any depth, in JSON text too; a key that itself holds dots is matched whole as well.
 
 A *record* is a mapping of the output as toolpass reads it: a dict, or a dataclass, pydantic
-model, named tuple or other object with attributes (their fields, as a dict, whatever its
-``repr``); JSON text that no record holds (the whole output as text, a protocol's text block)
-is read for records too. The protocol wrappers around a result (a ``{"type": "text", "text":
-...}`` block, an MCP result's ``content``) are not records where no record holds them (inside
-one, they are records too). Each text belongs to the innermost record that holds it, and
-``trust(record)`` is asked of that record alone: ``True`` (exactly) makes its text trusted;
-anything else, or an exception, leaves it to ``untrusted_fields`` (or untrusted whole). A
-record inside another is asked on its own (trust never flows down), and JSON text inside a
-record is that record's content: records written in it are never asked (an attacker writes
-text, not structure). What lies deeper than ``MAX_DEPTH`` is untrusted, never any record's.
+model, named tuple or other object with attributes (its fields, or every attribute, private
+ones too, as a dict, whatever its ``repr``); JSON text that no record holds (the whole output
+as text, a protocol's text block) is read for records too. The protocol wrappers around a
+result (a ``{"type": "text", "text": ...}`` block, an MCP result's ``content``) are not
+records where no record holds them (inside one, they are records too). Each text belongs to
+the innermost record that holds it, and ``trust(record)`` is asked of that record alone:
+``True`` (exactly) makes its text trusted; anything else, or an exception, leaves it to
+``untrusted_fields`` (or untrusted whole). A record inside another is asked on its own (trust
+never flows down), and JSON text inside a record is that record's content: records written in
+it are never asked (an attacker writes text, not structure). What lies deeper than
+``MAX_DEPTH`` is untrusted, never any record's.
 """
 
 from __future__ import annotations
@@ -309,9 +310,9 @@ _VALUE_MODULES = frozenset(
 
 
 def _attributes(value: Any) -> dict[str, Any] | None:
-    """The attributes of an object that has them (in ``__dict__`` or slots): its public ones,
-    or every one when none is public (its ``repr`` may show them); None for a value that has
-    none, or is of ``_VALUE_MODULES`` (read as its ``repr``)."""
+    """The attributes of an object that has them (in ``__dict__`` or slots), private ones
+    too (a property or its ``repr`` may show them); None for a value that has none, or is of
+    ``_VALUE_MODULES`` (read as its ``repr``)."""
     kind = type(value)
     if isinstance(value, (type, enum.Enum)) or callable(value):
         return None
@@ -327,8 +328,7 @@ def _attributes(value: Any) -> dict[str, Any] | None:
             named = isinstance(slot, str) and slot not in ("__dict__", "__weakref__")
             if named and hasattr(value, slot):
                 found[slot] = getattr(value, slot)
-    public = {k: v for k, v in found.items() if not k.startswith("_")}
-    return public or found or None
+    return found or None
 
 
 class _Wrapped:
