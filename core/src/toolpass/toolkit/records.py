@@ -290,9 +290,8 @@ def _data(value: Any, depth: int = 0) -> Any:
     if isinstance(value, _SEQUENCES) or type(value).__name__ == "deque":
         return [_data(v, d) for v in list(value)]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _data(
-            {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}, depth
-        )
+        fields = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
+        return _data({**(_attributes(value) or {}), **fields}, depth)  # attributes set later too
     if hasattr(type(value), "model_fields") and hasattr(value, "model_dump"):
         try:  # every field, those its dump excludes too (its repr shows them)
             return _data({**dict(value), **value.model_dump()}, depth)
