@@ -105,18 +105,12 @@ def test_no_separator_cuts_a_private_value_off_a_link(
     assert sent == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: PrivateValues keeps the user's words as one squeezed text and skips a "
-    "private value found anywhere inside it; the fix (the user's own values as a set, and a "
-    "match in a body ignored only where it lies inside a value the user wrote) is in "
-    "toolkit/private.py",
-)
 @pytest.mark.parametrize(
     ("request_text", "private", "sent"),
     [
         ("Text my new number 123-456-7890 to bob@example.com", "123456789", "ssn 123456789"),
         ("Call me on 555-123-4567 tonight", "5551234", "code 5551234"),
+        ("Send my passport X12345678 to the embassy", "123456789", "passport X123456789"),
     ],
 )
 def test_a_private_value_inside_a_longer_one_the_user_wrote_is_still_private(

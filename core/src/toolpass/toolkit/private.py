@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -104,6 +104,29 @@ def _spellings(written: str) -> set[str]:
     return {f for f in forms if len(f) >= SHORTEST}
 
 
+def _values_in(texts: Iterable[str]) -> set[str]:
+    """The spellings of each private-shaped value the user wrote in ``texts``: a value read
+    is theirs only when they wrote that value, not when its characters appear inside a
+    longer one they wrote (``123456789`` inside ``123-456-7890``)."""
+    found: set[str] = set()
+    for text in texts:
+        readings = {text} if text.isascii() else {text, _plain(text)}
+        for _, written in {shape for reading in readings for shape in _shapes(reading)}:
+            found |= _spellings(written) | {squeezed(written)}
+    return found
+
+
+def _spans(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
+    """Where ``text`` holds each of ``values``."""
+    spans = []
+    for value in values:
+        at = text.find(value) if value else -1
+        while at >= 0:
+            spans.append((at, at + len(value)))
+            at = text.find(value, at + 1)
+    return spans
+
+
 def _needles(written: str) -> set[str]:
     """What ``written`` is looked for as: its spellings (``_spellings``), hex of it, and
     the middle of its base64 at each offset."""
@@ -143,9 +166,19 @@ class _Needles:
             if self._by_start is not None:  # kept up to date: never built again
                 self._by_start.setdefault(needle[:SHORTEST], []).append(needle)
 
-    def first_in(self, text: str) -> Held | None:
+    def first_in(self, text: str, mine: Sequence[tuple[int, int]] = ()) -> Held | None:
+        """The first value in ``text`` not lying inside one of the spans ``mine`` (where
+        ``text`` holds a value the user wrote)."""
+
+        def where(needle: str) -> int:
+            at = text.find(needle)
+            while at >= 0 and any(s <= at and at + len(needle) <= e for s, e in mine):
+                at = text.find(needle, at + 1)
+            return at
+
         if len(self.found) * len(text) <= DIRECT:
-            return next((h for n, h in self.found.items() if n in text), None)
+            hits = ((n, h) for n, h in self.found.items() if n in text)
+            return next((h for n, h in hits if not mine or where(n) >= 0), None)
         if self._by_start is None:
             self._by_start = {}
             for needle in self.found:
@@ -157,7 +190,7 @@ class _Needles:
             (at, needle)
             for start in starts.intersection(by_start)
             for needle in by_start[start]
-            if (at := text.find(needle)) >= 0
+            if (at := where(needle)) >= 0
         )
         first = min(found, default=None)
         return None if first is None else self.found[first[1]]
@@ -177,7 +210,7 @@ class PrivateValues:
         self._plain = _Needles()  # letters and digits, and hex: in the squeezed text
         self._encoded = _Needles()  # base64: in the text without spaces
         self._written: set[str] = set()  # each value's letters and digits, as written
-        self._said = "\n".join(squeezed(t) for t in said)  # the user's own words
+        self._said = _values_in(said)  # the user's own values, as they wrote them
         self._chars = 0
         self._lock = threading.Lock()
         #: More was read than is kept: every send with text is taken to carry private data.
@@ -230,9 +263,10 @@ class PrivateValues:
             + "".join(squeezed(_refanged(t)) for t in texts)
         )
         compact = "".join(re.sub(r"\s+", "", t).translate(_URLSAFE) for t in texts)
+        backwards = plain[::-1]
         return (
-            self._plain.first_in(plain)
-            or self._plain.first_in(plain[::-1])
+            self._plain.first_in(plain, _spans(plain, self._said))
+            or self._plain.first_in(backwards, _spans(backwards, {v[::-1] for v in self._said}))
             or self._encoded.first_in(compact)
         )
 
