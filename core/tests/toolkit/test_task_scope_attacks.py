@@ -154,3 +154,25 @@ def test_a_denied_call_stays_denied_after_a_later_confirmation_too(
         with_reason = drive.refused(delete, "docs/keep")
         assert with_reason.code == "approval_denied"
     assert ran == ["read docs/a"]
+
+
+def test_many_calls_asking_at_once_cannot_make_the_session_forget_a_denied_one(
+    drive: Drive, make_kit: Callable[..., Toolkit], state: Store | None
+) -> None:
+    """The session remembers its last 16 requests to confirm the plan. A model that asks with
+    the dangerous call first and then with 16 harmless ones would push it out, and the denied
+    call would run once the plan is confirmed: past 16 unanswered, a call is not asked."""
+    ran: list[str] = []
+    queue = ApprovalQueue()
+    plan = TaskScope(tools={"read_file", "delete_file"}, summary="tidy the docs")
+    read, delete = tools(drive, make_kit(planner=lambda *_: plan, approver=queue), ran)
+    with Session(USER, id="flood", store=state, request="tidy the docs").active():
+        asks(drive, delete, "docs/keep")
+        for i in range(15):
+            asks(drive, read, f"docs/{i}")
+        assert drive.refused(read, "docs/16").code == "limit_exceeded"
+        denied, first, *_ = queue.pending()
+        queue.deny(denied.id, by="lee", reason="keep that file")
+        queue.approve(first.id, by="lee")
+        assert drive.refused(delete, "docs/keep").code == "approval_denied"
+    assert "delete docs/keep" not in ran

@@ -378,6 +378,14 @@ def _confirmation(
         if not _still_approved(c, record):
             session.change_task(lambda kept: {**kept, "open": None})
             return scope
+    asked = record.get("asked") or {}
+    if record.get("status") is None and len(asked) >= _MAX_ASKED and ident not in asked.values():
+        raise ToolRefused(  # asking too would push an earlier one (maybe denied) out
+            "limit_exceeded",
+            "Many calls of this task already wait for the user to confirm its plan, so this "
+            "one was not asked too. Wait for their answer, then call it again.",
+            detail=f"{len(asked)} requests to confirm the plan unanswered",
+        )
     c.reasons += (plan_reason(scope),)
     c.confirming = scope
     c.event.task = "confirm the plan"
