@@ -547,6 +547,22 @@ def places(c: CallState) -> None:
         c.event.planted += tuple(marked)
 
 
+def places_read_by_body(c: CallState) -> None:
+    """A call that changes something and whose body read untrusted content through the
+    request hook (a page fetched, then saved) marks the places it names: what it wrote may be
+    that content. Run after the body; a store that fails then refuses saying the tool ran."""
+    named = planted.named(c.spec.places, c.arguments)
+    if not named or not (_changes_or_sends(c) or c.effect is None):
+        return
+    why = "its body read untrusted content (through the request hook) as it wrote"
+    try:
+        store = planted.store_of(c.spec.toolkit, c.kit.store)
+        planted.mark(store, c.session.user, named, why, c.kit.places_ttl)
+    except StoreUnavailable as exc:
+        raise check_error("marking the places a planted write names", exc, ran=True) from None
+    c.event.planted += tuple({"marked": f"{k} {shown}", "because": why} for k, _, shown in named)
+
+
 def _reads_untrusted(spec: ToolSpec) -> bool:
     """Whether ``spec`` reads untrusted content itself, wholly (``untrusted_output`` with no
     field or record vouching): what it writes may be that content."""

@@ -237,6 +237,8 @@ def _body(c: CallState) -> Generator[Step, Any, Any]:
         raise scope.refused  # a refused request decides the call, caught or not
     untrusted = spec.untrusted_output or (scope is not None and scope.read_untrusted)
     untrusted = untrusted or c.planted_read
+    if spec.places and scope is not None and scope.read_untrusted:
+        checks.places_read_by_body(c)
     if failure is not None:
         if isinstance(failure, ToolRefused):
             refused = redacted_refusal(failure, event.secrets)
