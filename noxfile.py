@@ -301,6 +301,7 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         # error: the newest versions (the wheels run) are where deprecations must be met.
         *(["-W", "default::DeprecationWarning"] if pins else []),
         *session.posargs,
+        env=own_data(session),
     )
     if pins:
         return
@@ -308,6 +309,14 @@ def adapter(session: nox.Session, name: str, install: str) -> None:
         session.run("pytest", VALIDATE_SECTIONS, "-q", "-p", "no:cacheprovider", "--noconftest")
     session.install("mypy>=1.11")
     mypy(session, "--strict", "-p", f"toolpass.{module}")
+
+
+def own_data(session: nox.Session) -> dict[str, str]:
+    """An environment whose user data folder (XDG_DATA_HOME) is this session's own: a
+    framework keeping files there (CrewAI's SQLite store of a crew's task outputs, named after
+    the working folder) shares them with no other session, such as the same framework at
+    another version in the next lane, whose schema differs."""
+    return {"XDG_DATA_HOME": str(Path(session.create_tmp()) / "data")}
 
 
 @nox.session(python=PYTHON)
