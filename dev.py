@@ -41,8 +41,8 @@ LANES = 3
 LOGS = ROOT / ".nox" / ".logs"
 #: How long each session took last time (seconds), to start the longest first.
 TIMES = ROOT / ".nox" / ".times.json"
-#: Before any run here (a fresh clone, CI): each session's time as measured on a 2-core
-#: machine and committed, so that the longest still start first.
+#: Before any run here (a fresh clone, CI): each session's time in a run of `test` on the
+#: 2-core machine (.nox/.times.json, committed), so that the longest still start first.
 FIRST_GUESS = ROOT / ".ci" / "times.json"
 #: Programs the tests run beside Python: (Debian package, commands that provide it, who needs it).
 SYSTEM_NEEDS = [
