@@ -100,7 +100,9 @@ def test_a_url_has_the_path_urllib3_sends(url):
         theirs = urllib3_parse(_with_scheme(url))
     except LocationParseError:
         return
-    if ours is None or not theirs.host:
+    if ours is None or not theirs.host or len(ours.hosts) > 1:
+        # Read two ways (``evil.example://x``: a scheme with a dot, or a host), a URL goes to
+        # every host of either reading, and its path is that of one of them.
         return
     path = (theirs.path or "").rstrip("/")
     assert ours.path.rstrip("/") == parse_url(f"http://x.example{path}").path.rstrip("/")
