@@ -13,6 +13,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from toolpass.outcome.errors import ApprovalPending, ToolRefused
@@ -49,8 +50,8 @@ class TaskScope:
     to the person confirming it.
     """
 
-    tools: frozenset[str] | None = None
-    effects: frozenset[str] | None = None
+    tools: AbstractSet[str] | None = None  # a frozenset once made
+    effects: AbstractSet[str] | None = None
     arguments: Mapping[str, Mapping[str, ScopeRule]] = dataclasses.field(default_factory=dict)
     destinations: tuple[str, ...] = ()
     calls: Mapping[str, int] = dataclasses.field(default_factory=dict)
@@ -236,7 +237,7 @@ def planner_from_rules(
 
 
 def _joined(a: TaskScope, b: TaskScope) -> TaskScope:
-    def union(x: frozenset[str] | None, y: frozenset[str] | None) -> frozenset[str] | None:
+    def union(x: AbstractSet[str] | None, y: AbstractSet[str] | None) -> AbstractSet[str] | None:
         return None if x is None or y is None else x | y
 
     arguments: dict[str, dict[str, Any]] = {t: dict(r) for t, r in a.arguments.items()}
@@ -468,7 +469,7 @@ def _unless_settled(change: dict[str, Any]) -> Callable[[dict[str, Any]], dict[s
     return lambda kept: kept if kept.get("status") else {**kept, **change}
 
 
-def _listed(names: frozenset[str]) -> str:
+def _listed(names: AbstractSet[str]) -> str:
     return ", ".join(sorted(names)) or "none"
 
 

@@ -135,7 +135,7 @@ class KitTools:
             self._record("write_file", path=path, content=content)
             return f"wrote {path}"
 
-        more = [read_inbox, write_file] if self.more else []
+        more: list[Callable[..., str]] = [read_inbox, write_file] if self.more else []
         kit = self.secured
         if kit is None:
             return [read_file, delete_issue, whoami, *more]
