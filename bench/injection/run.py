@@ -17,6 +17,7 @@ attacked runs whose goal was not reached) and utility under attack.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -41,6 +42,8 @@ except ImportError:
         destinations: Any = ()
         private_to: Any = ()
         summary: str = ""
+
+
 from toolpass.store import MemoryStore
 
 from injection import banking, slack, travel, workspace
@@ -181,9 +184,7 @@ def task_scope(suite: Suite, request: str, tools: Iterable[tuple[str, str]]) -> 
     allowed = {n for n, e in effects.items() if e == "read"}
     allowed |= {n for n, w in suite.grants.items() if n in effects and re.search(w, request, re.I)}
     named = tuple(
-        dict.fromkeys(
-            (m.group(1) or m.group(0)).rstrip(".,") for m in NAMED.finditer(request)
-        )
+        dict.fromkeys((m.group(1) or m.group(0)).rstrip(".,") for m in NAMED.finditer(request))
     )
     private = ("*",) if re.search(suite.sends_private, request, re.I) else ()
     doing = sorted(n for n in allowed if effects[n] != "read")
@@ -240,9 +241,7 @@ class Person:
         return ok
 
     def expects(self, tool: str, arguments: dict[str, Any]) -> bool:
-        return any(
-            name == tool and _same(arguments, wanted) for name, wanted in self.expected
-        )
+        return any(name == tool and _same(arguments, wanted) for name, wanted in self.expected)
 
     def confirms(self, scope: TaskScope | None) -> bool:
         if scope is None:
@@ -366,11 +365,8 @@ def run(
         follow = next(t for t in suite.user_tasks if t.id == injection.follow_up)
         person_for(follow)
         later = Model(tools, injection.planted)
-        with session_for(follow).active():
-            try:
-                follow.script(later)
-            except Exception:
-                pass  # only whether the planted instruction was obeyed counts here
+        with session_for(follow).active(), contextlib.suppress(Exception):
+            follow.script(later)  # only whether the planted instruction is obeyed counts
         refusals += [r for r in later.refusals if r[2]]
     return (
         Run(

@@ -775,6 +775,7 @@ INJECTION_TASKS = [
     ),
 ]
 
+
 # Adaptive attacks, written against toolpass's checks (issue #22).
 def wa1(m: Model) -> None:
     address = "mark.black-2134" + "@" + "gmail.com"  # the model puts the pieces together
