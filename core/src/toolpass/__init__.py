@@ -39,6 +39,7 @@ from toolpass.toolkit import (
 )
 from toolpass.toolkit.guarded import guarded
 from toolpass.toolkit.standing import Standing
+from toolpass.toolkit.task import TaskScope, ToolInfo, planner_from_rules
 from toolpass.wire.decision import Decision
 from toolpass.wire.errors import ConfigError, PermissionDenied
 from toolpass.wire.secrets import env, file, literal
@@ -95,8 +96,10 @@ __all__ = [
     "SlackNotifier",
     "Standing",
     "StderrSink",
+    "TaskScope",
     "ToolCall",
     "ToolError",
+    "ToolInfo",
     "ToolRefused",
     "Toolkit",
     "Toolpass",
@@ -114,6 +117,7 @@ __all__ = [
     "literal",
     "load_config",
     "permission_check",
+    "planner_from_rules",
     "secured_tool",
     "tool",
 ]

@@ -51,6 +51,7 @@ from toolpass.toolkit.pipeline import adecided, decided, steps
 from toolpass.toolkit.session import Conversations, Session, current_session, session_for
 from toolpass.toolkit.settings import Mode, check_mode, configured_mode
 from toolpass.toolkit.spec import Declared, ToolCall, ToolSpec
+from toolpass.toolkit.task import ToolInfo
 from toolpass.toolkit.toolkit import Toolkit, default_toolkit
 
 __all__ = [
@@ -256,6 +257,7 @@ class Traits:
     provenance: Literal["check", "approve", "ignore"] | None = None
     rule: Rule | None = None
     approve: bool = False
+    outside_task: Literal["ask", "refuse"] | None = None
 
     def __post_init__(self) -> None:
         for name in ("sends_out", "reads_private", "untrusted_output", "approve"):
@@ -273,6 +275,7 @@ class Traits:
             )
         if self.rule is not None and not isinstance(self.rule, Rule):
             raise TypeError(f"Traits.rule is a Rule, not {self.rule!r}")
+        check_mode("outside_task", self.outside_task)
 
     def declared(self, **adapter: Any) -> Declared:
         """What these traits declare, as a ``secured_tool``'s options are declared, with
@@ -467,6 +470,7 @@ class Guard:
             known = None if arguments is None else frozenset(arguments)
             if self.tools.get(name) is None:
                 self.tools[name] = known
+            self.toolkit.know_tool(_tool_info(name, self.traits.get(name, _NO_TRAITS)))
         self.tools_complete = self.tools_complete or complete
         problems = _template_problems(self._checks, self.tools)
         if complete:
@@ -982,6 +986,18 @@ def _rules(rules: Rules | None) -> tuple[dict[str, Rule], dict[str, Traits]]:
 
 
 _NO_TRAITS = Traits()
+
+
+def _tool_info(name: str, traits: Traits) -> ToolInfo:
+    """What a task planner is told of a framework's tool: its traits."""
+    return ToolInfo(
+        name=name,
+        effect=traits.effect,
+        destinations=traits.destinations,
+        sends_out=traits.sends_out,
+        reads_private=traits.reads_private,
+        untrusted_output=traits.untrusted_output or bool(traits.untrusted_fields),
+    )
 
 
 def _check_effects(traits: Mapping[str, Traits], known: Collection[str]) -> None:

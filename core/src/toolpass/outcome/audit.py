@@ -49,6 +49,7 @@ class AuditEvent:
     secrets: tuple[str, ...] = ()
     mode = "enforce"  # "observe": nothing was refused; ``would_refuse`` says what would be
     would_refuse: tuple[dict[str, str | None], ...] = ()  # each code, message and detail
+    task: str | None = None  # which rule of the task scope decided (``toolkit.task``)
 
     def __init__(self, tool: str, effect: str | None) -> None:
         #: When the call ended (``finish``; until then, when it began): events are written
@@ -119,6 +120,8 @@ class AuditEvent:
             ],
             "duration_ms": round(self.duration * 1000, 3),
         }
+        if self.task is not None:
+            record["task"] = self.task
         if self.mode == "observe":
             record["mode"] = self.mode
             record["would_refuse"] = [_clean(dict(w), secrets) for w in self.would_refuse]

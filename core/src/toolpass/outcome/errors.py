@@ -30,6 +30,7 @@ CODES: dict[str, str] = {
     "unentitled_action": "a request is not among the tool's recorded actions",
     "unknown_host": "a request goes to a host toolpass does not know",
     "effect_mismatch": "the tool does more than its declared effect",
+    "outside_task": "the call is outside the task the user asked for",
 }
 
 

@@ -35,6 +35,8 @@ from toolpass.toolkit.provenance import destination_values
 from toolpass.toolkit.session import Seen, Session, _current
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
+from toolpass.toolkit.task import TaskScope, confirming
+from toolpass.toolkit.task import check as task_check
 from toolpass.wire.errors import ConfigError
 
 Steps = Generator[Step, Any, None]
@@ -65,6 +67,8 @@ class CallState:
     ended = False  # its event is written (the adapter's) or handed over (the tool's)
     #: A hook's decision whose event waits for its body's (``toolkit.one_event``): [taken].
     waiting: list[bool] | None = None
+    #: The task scope this call asks the person to confirm (``toolkit.task``).
+    confirming: TaskScope | None = None
 
     def __init__(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any], body: Any
@@ -221,6 +225,12 @@ def _not_granted(what: str, detail: str) -> ToolRefused:
     )
 
 
+def task(c: CallState) -> Steps | None:
+    """The call is inside the session's task scope (``Session(task=)``, or drafted by a
+    planner and confirmed by the person); outside it asks or refuses (``outside_task``)."""
+    return task_check(c)
+
+
 def limits(c: CallState) -> None:
     """Limits: a slot under each cap now, given back if the body never runs."""
     spec, kit, effect = c.spec, c.kit, c.effect
@@ -246,7 +256,7 @@ def limits(c: CallState) -> None:
             "tell the user the limit was reached.",
             detail=f"limit on {full}",
         )
-    c.held = keys
+    c.held = (*(c.held or ()), *keys)  # after the task's counts, if any
 
 
 def _with_session_caps(
@@ -400,8 +410,10 @@ def approval(c: CallState) -> Steps | None:
     if approve is True:
         c.reasons += ("this tool always needs approval",)
     elif approve:
-        return _approval(c, approve)
-    return _ask(c) if c.reasons else None
+        steps = _approval(c, approve)
+        return steps if c.confirming is None else confirming(c, steps)
+    asked = _ask(c) if c.reasons else None
+    return asked if c.confirming is None else confirming(c, asked)
 
 
 def _approval(c: CallState, rule: Callable[..., Any]) -> Steps:
@@ -445,6 +457,8 @@ def _ask(c: CallState) -> Steps:
             raise check_error("the preview", exc)
         own = "\n".join(map(printable, own.split("\n")))  # its lines, nothing invisible
         preview = f"{preview}\nThe tool's preview:\n{own}" if preview else own
+    if c.confirming is not None:  # the plan the person confirms, whole
+        preview = f"{preview}\nThe plan to confirm:\n{c.confirming.shown()}"
 
     def make(now: float) -> ApprovalRequest:
         return ApprovalRequest(

@@ -1,7 +1,7 @@
 """The pipeline every tool call goes through, written once.
 
 ``steps`` runs ``CHECKS`` in order (``toolkit.checks``: session, arguments, scope, effect,
-grants, limits, authorization, entitlements, untrusted_input, destinations, exfiltration,
+grants, task, limits, authorization, entitlements, untrusted_input, destinations, exfiltration,
 approval), then the credential and the body, and writes exactly one audit event whatever
 happened (one with the other layer's, when an adapter's call and a secured tool's are one
 call: ``toolkit.one_event``). Where a step needs user
@@ -47,6 +47,7 @@ CHECKS: tuple[Check, ...] = (
     checks.scope,
     checks.effect,
     checks.grants,
+    checks.task,
     checks.limits,
     checks.authorization,
     checks.entitlements,

@@ -8,13 +8,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from contextvars import ContextVar, Token
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import has_control
 from toolpass.store import Store, update_reading
 from toolpass.toolkit.provenance import Label, Provenance
 from toolpass.toolkit.untrusted import MAX_TEXT, UntrustedIndex
+
+if TYPE_CHECKING:
+    from toolpass.toolkit.task import TaskScope
 
 #: How long a shared session's state is kept after its last change: a day.
 SESSION_TTL = 24 * 3600.0
@@ -55,16 +58,20 @@ class Session:
         "_since",
         "_store",
         "_tainted",
+        "_task_record",
         "_ttl",
         "_values_read",
         "allow_effects",
         "allow_tools",
         "attributes",
+        "confirm_task",
         "counts",
         "grant",
         "id",
         "limits",
+        "planner",
         "request",
+        "task",
         "user",
     )
 
@@ -82,6 +89,9 @@ class Session:
         allow_tools: Iterable[str] | None = None,
         grant: Callable[[Any], Any] | None = None,
         limits: Mapping[str, int] | None = None,
+        task: TaskScope | None = None,
+        planner: Callable[..., Any] | None = None,
+        confirm_task: bool | None = None,
         **attributes: Any,
     ) -> None:
         if not isinstance(user, str) or not user.strip() or has_control(user):
@@ -133,6 +143,38 @@ class Session:
         vouched = ([request] if request else []) + list(trusted)
         if vouched:
             self._provenance.add(vouched, "trusted", "the user")
+        self._set_task(task, planner, confirm_task)
+
+    def _set_task(self, task: Any, planner: Any, confirm_task: Any) -> None:
+        from toolpass.toolkit.task import TaskScope
+
+        if task is not None and not isinstance(task, TaskScope):
+            raise TypeError(f"a session's task is a toolpass.TaskScope, not {type(task).__name__}")
+        if planner is not None and not callable(planner):
+            raise TypeError("a session's planner is a callable (request, tools) -> TaskScope")
+        if confirm_task is not None and not isinstance(confirm_task, bool):
+            raise TypeError(f"confirm_task is True, False or None, not {confirm_task!r}")
+        self.task, self.planner, self.confirm_task = task, planner, confirm_task
+        self._task_record: dict[str, Any] = {}
+
+    # The task scope: drafted, asked, confirmed or denied, kept with the session's state.
+    def task_record(self) -> dict[str, Any]:
+        """What the session keeps of its task scope (its store's, with one)."""
+        return self.change_task(lambda kept: kept)
+
+    def change_task(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Replace the task record by ``change(record)``, at once; the new record."""
+        if self._store is None:
+            with self._lock:
+                self._task_record = dict(change(dict(self._task_record)))
+                return dict(self._task_record)
+
+        def apply(state: dict[str, Any]) -> dict[str, Any]:
+            state["task"] = dict(change(dict(state.get("task") or {})))
+            return dict(state["task"])
+
+        record: dict[str, Any] = self._change(apply)
+        return record
 
     def __repr__(self) -> str:
         return f"Session({self.user!r}, id={self.id!r})"
@@ -435,6 +477,9 @@ _KEYWORDS = (
     "allow_tools",
     "grant",
     "limits",
+    "task",
+    "planner",
+    "confirm_task",
 )
 #: Names that read as a keyword under another name.
 _ALIASES = {"session_id": "id", "conversation_id": "id", "thread_id": "id"}

@@ -34,6 +34,7 @@ CustomEffect = NewType("CustomEffect", str)
 UntrustedInputs = Literal["check", "approve", "ignore"]
 Exfiltration = Literal["approve", "refuse", "ignore"]
 ProvenanceMode = Literal["check", "approve", "ignore"]
+OutsideTask = Literal["ask", "refuse"]
 OutputHook = Callable[..., Any]
 UnknownHost = Literal["allow", "refuse_writes", "refuse"]
 ActAs = Literal["user", "agent"]
@@ -52,6 +53,7 @@ MODES: dict[str, tuple[str, ...]] = {
     "unknown_host": ("allow", "refuse_writes", "refuse"),
     "act_as": ("user", "agent"),
     "mode": ("enforce", "observe"),
+    "outside_task": ("ask", "refuse"),
 }
 
 
@@ -90,6 +92,8 @@ class ToolkitOptions(TypedDict, total=False):
     provenance: ProvenanceMode
     on_output: OutputHook | Iterable[OutputHook] | None
     mode: Mode | None
+    planner: Callable[..., Any] | None
+    outside_task: OutsideTask
 
 
 class ToolOptions(TypedDict, total=False):
@@ -118,6 +122,7 @@ class ToolOptions(TypedDict, total=False):
     provenance: ProvenanceMode | None
     on_output: OutputHook | None
     mode: Mode | None
+    outside_task: OutsideTask | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -146,6 +151,10 @@ class Settings:
     on_output: tuple[OutputHook, ...] = ()
     #: None: what the permission engine's configuration says (``mode:``), else enforce.
     mode: Mode | None = None
+    #: Drafts a session's task scope from its request (``(request, tools) -> TaskScope``).
+    planner: Callable[..., Any] | None = None
+    #: A call outside the task scope: a person is asked, or it is refused.
+    outside_task: OutsideTask = "ask"
 
     def change(self, **options: Any) -> Settings:
         """These settings with ``options`` (as ``ToolkitOptions`` names them) changed."""
@@ -356,4 +365,12 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "provenance": _mode("provenance"),
     "on_output": lambda v: {"on_output": _hooks("on_output", v)},
     "mode": _run_mode,
+    "planner": lambda v: {"planner": _planner(v)},
+    "outside_task": _mode("outside_task"),
 }
+
+
+def _planner(value: Any) -> Callable[..., Any] | None:
+    if value is not None and not callable(value):
+        raise TypeError("planner is a callable (request, tools) -> TaskScope")
+    return value  # type: ignore[no-any-return]

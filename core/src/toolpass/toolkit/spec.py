@@ -81,6 +81,8 @@ class Declared:
     #: Seconds a call waiting in the approval queue blocks for a person's answer, within its
     #: one check (a framework with no pause); None: it is refused ``approval_pending`` now.
     approval_wait: float | None = None
+    #: A call outside the session's task scope: ``ask`` or ``refuse`` (None: the toolkit's).
+    outside_task: str | None = None
 
 
 _DECLARED = tuple(f.name for f in dataclasses.fields(Declared))
@@ -131,6 +133,9 @@ class ToolSpec(Declared):
         self.plan: tuple[Any, tuple[Any, ...], bool] = (None, (), False)
         self.effect_key = f"effect:{self.effect}"
         self.tool_key = f"tool:{self.key}"
+        know = getattr(toolkit, "know_tool", None)
+        if callable(know):  # what a task planner is told of the toolkit's tools
+            know(self)
 
     def __repr__(self) -> str:
         return f"<toolpass tool {self.name} effect={self.effect}>"

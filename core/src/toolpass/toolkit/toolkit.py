@@ -26,6 +26,7 @@ from toolpass.toolkit.settings import (
     untrusted_mode,
 )
 from toolpass.toolkit.spec import Declared, ToolSpec
+from toolpass.toolkit.task import ToolInfo
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -86,6 +87,8 @@ class Toolkit:
         #: Sessions of conversations (an adapter's ``session="conversation"``), shared by
         #: every agent and adapter on this toolkit.
         self.conversations = Conversations()
+        #: Every tool declared on it, as a task planner is told of them, by name.
+        self.known_tools: dict[str, ToolInfo] = {}
         self._apply(Settings().change(**options))
         self.conversations.use(self.settings.store)
 
@@ -116,6 +119,14 @@ class Toolkit:
         if settings is None:
             raise AttributeError(name)
         return getattr(settings, _ALIASES.get(name, name))
+
+    def know_tool(self, tool: ToolSpec | ToolInfo) -> None:
+        """Tell task planners of ``tool`` (a declared tool, or what an adapter knows of one);
+        what was known of it with a description stays unless this one has one."""
+        info = tool if isinstance(tool, ToolInfo) else ToolInfo.of(tool)
+        known = self.known_tools.get(info.name)
+        if known is None or info.description or not known.description:
+            self.known_tools[info.name] = info
 
     # Read on every call: plain properties, faster than the look-up above.
     @property
@@ -288,6 +299,7 @@ def _declared(
     check_mode("exfiltration", options.get("exfiltration"))
     check_mode("provenance", options.get("provenance"))
     check_mode("mode", options.get("mode"))
+    check_mode("outside_task", options.get("outside_task"))
     on_output = options.get("on_output")
     if on_output is not None and not callable(on_output):
         raise TypeError(f"{tool_name}: on_output is a callable (call, output)")
@@ -338,6 +350,7 @@ def _declared(
         provenance=options.get("provenance"),
         on_output=on_output,
         mode=options.get("mode"),
+        outside_task=options.get("outside_task"),
     )
 
 
