@@ -18,6 +18,7 @@ attacked runs whose goal was not reached) and utility under attack.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sys
 import time
@@ -29,21 +30,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toolpass import Session, Toolkit
-
-try:  # TEMP until h1 lands
-    from toolpass import TaskScope
-except ImportError:
-    from dataclasses import dataclass as _dc
-
-    @_dc(frozen=True)
-    class TaskScope:  # type: ignore[no-redef]
-        tools: Any = None
-        destinations: Any = ()
-        private_to: Any = ()
-        summary: str = ""
-
-
+from toolpass import Session, TaskScope, Toolkit
 from toolpass.store import MemoryStore
 
 from injection import banking, slack, travel, workspace
@@ -92,7 +79,12 @@ class Policy:
         return options
 
 
-OFF = {"untrusted_inputs": "ignore", "exfiltration": "ignore", "provenance": "ignore"}
+OFF = {
+    "untrusted_inputs": "ignore",
+    "exfiltration": "ignore",
+    "provenance": "ignore",
+    "private_data": "ignore",
+}
 PROVENANCE = {**OFF, "provenance": "check"}
 #: The task scope policies: every check asks the person rather than refusing, so that what
 #: the task does not say is decided by the one who asked for it.
@@ -178,11 +170,15 @@ NAMED = re.compile(
 
 def task_scope(suite: Suite, request: str, tools: Iterable[tuple[str, str]]) -> TaskScope:
     """The task scope the suite's rules derive from ``request`` alone (``tools``: name and
-    effect of each): every read, each tool whose words the request uses, the values it
-    names as destinations, and, when it asks to send private data, that data may go to them."""
+    effect of each): every read, each tool whose words the request uses (none for a
+    question), the values it names as destinations, and, when it asks to send private data,
+    that data may go to them."""
     effects = dict(tools)
     allowed = {n for n, e in effects.items() if e == "read"}
-    allowed |= {n for n, w in suite.grants.items() if n in effects and re.search(w, request, re.I)}
+    if not _question(request):  # a question asks to read, whatever words it uses
+        allowed |= {
+            n for n, w in suite.grants.items() if n in effects and re.search(w, request, re.I)
+        }
     named = tuple(
         dict.fromkeys((m.group(1) or m.group(0)).rstrip(".,") for m in NAMED.finditer(request))
     )
@@ -196,6 +192,12 @@ def task_scope(suite: Suite, request: str, tools: Iterable[tuple[str, str]]) -> 
         + (f"; destinations {', '.join(named)}" if named else "")
         + ("; private data may go to them" if private else ""),
     )
+
+
+def _question(request: str) -> bool:
+    """Every sentence of the request is a question."""
+    sentences = [x for x in re.split(r"(?<=[.?!])\s+", request.strip()) if x]
+    return all(x.endswith("?") for x in sentences)
 
 
 def planner(suite: Suite) -> Callable[[str, Sequence[Any]], TaskScope]:
@@ -252,18 +254,17 @@ class Person:
 
 
 def _scope_of(request: Any) -> TaskScope | None:
-    """The drafted task scope an approval request asks the person to confirm."""
-    for name in ("task", "scope", "plan"):
-        value = getattr(request, name, None)
-        if isinstance(value, TaskScope):
-            return value
-        if isinstance(value, dict):
-            return TaskScope.from_dict(value)
-    arguments = getattr(request, "arguments", None) or {}
-    for value in arguments.values() if isinstance(arguments, dict) else ():
-        if isinstance(value, TaskScope):
-            return value
-    return None
+    """The drafted task scope an approval request asks the person to confirm, as its
+    preview shows it ("The plan to confirm:", then a line per part, JSON values)."""
+    _, found, plan = str(request.preview).partition("The plan to confirm:\n")
+    if not found:
+        return None
+    parts: dict[str, Any] = {}
+    for line in plan.splitlines():
+        name, colon, value = line.strip().partition(": ")
+        if colon and name in ("tools", "effects", "destinations", "private_to"):
+            parts[name] = json.loads(value)
+    return TaskScope.from_dict(parts)
 
 
 def _same(given: dict[str, Any], wanted: dict[str, Any]) -> bool:

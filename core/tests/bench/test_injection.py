@@ -92,7 +92,9 @@ def test_the_provenance_policies_beat_the_trifecta(bench: ModuleType, results: A
 def test_trusted_fields_alone_prevent_more_than_the_trifecta(
     bench: ModuleType, results: Any
 ) -> None:
+    # On the original attacks: the adaptive ones (#22) are written against provenance and
+    # trusted fields, and the trifecta's blunt refusal of any send stops most of them.
     rows = {p.name: results.row(p) for p in bench.POLICIES}
-    assert share(rows["provenance + trusted fields"], "prevented") > share(
-        rows["trifecta"], "prevented"
+    assert share(rows["provenance + trusted fields"], "original prevented") > share(
+        rows["trifecta"], "original prevented"
     )
