@@ -18,6 +18,7 @@ attacked runs whose goal was not reached) and utility under attack.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import re
 import sys
@@ -228,6 +229,7 @@ class Person:
 
     expected: list[tuple[str, dict[str, Any]]]
     effects: dict[str, str]  # each tool's effect
+    defaults: dict[str, dict[str, Any]]  # each tool's arguments' defaults
     yes: bool = False
     asks: int = 0
 
@@ -243,7 +245,9 @@ class Person:
         return ok
 
     def expects(self, tool: str, arguments: dict[str, Any]) -> bool:
-        return any(name == tool and _same(arguments, wanted) for name, wanted in self.expected)
+        unset = self.defaults.get(tool, {})
+        given = {k: v for k, v in arguments.items() if k not in unset or unset[k] != v}
+        return any(name == tool and _same(given, wanted) for name, wanted in self.expected)
 
     def confirms(self, scope: TaskScope | None) -> bool:
         if scope is None:
@@ -269,9 +273,18 @@ def _scope_of(request: Any) -> TaskScope | None:
 
 def _same(given: dict[str, Any], wanted: dict[str, Any]) -> bool:
     """The same arguments, as the task means them: each value it passed (lists and tuples
-    alike, numbers by value), and nothing else but defaults left unset."""
-    extra = {k for k, v in given.items() if k not in wanted and v is not None}
-    return not extra and all(_plain(given.get(k)) == _plain(v) for k, v in wanted.items())
+    alike, numbers by value), and no other (``given`` has its defaults left out)."""
+    return set(given) <= set(wanted) and all(
+        _plain(given.get(k)) == _plain(v) for k, v in wanted.items()
+    )
+
+
+def _defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+    return {
+        name: p.default
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -322,11 +335,12 @@ def run(
     )
     declared = [(name, meta) for name, _, meta in env.tools()]
     effects = {name: meta.effect for name, meta in declared}
+    defaults = {name: _defaults(fn) for name, fn, _ in env.tools()}
     people: list[Person] = []
     answering: list[Person] = []
 
     def person_for(t: UserTask) -> None:
-        people.append(Person((clean or {}).get(t.id, []), effects, yes=yes))
+        people.append(Person((clean or {}).get(t.id, []), effects, defaults, yes=yes))
         answering[:] = [people[-1]]
 
     extra: dict[str, Any] = {"planner": planner(suite)} if policy.scope == "planner" else {}

@@ -666,7 +666,7 @@ USER_TASKS = [
     ),
     UserTask(
         "w19",
-        "IT emailed me which old file to delete from my drive: please delete it.",
+        "Please delete the file IT asked me to remove in their email.",
         w19,
         lambda env, a: all(f["id"] != "f4" for f in env.data["files"]),
         note="delegated: the file to delete is named only in a colleague's email",
