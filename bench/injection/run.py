@@ -96,6 +96,14 @@ TASK = {
     "private_data": "approve",
     "outside_task": "ask",
 }
+#: The same checks with nobody to ask: each refuses.
+TASK_REFUSING = {
+    **OFF,
+    "provenance": "check",
+    "untrusted_inputs": "check",
+    "private_data": "refuse",
+    "outside_task": "refuse",
+}
 POLICIES: tuple[Policy, ...] = (
     Policy("none", OFF, about="no check"),
     Policy(
@@ -159,6 +167,16 @@ POLICIES: tuple[Policy, ...] = (
         about="as above, the scope drafted by a planner callable given to the Toolkit (the "
         "same rules); the person confirms the plan before its first call",
     ),
+    Policy(
+        "task scope (rules), refusing",
+        TASK_REFUSING,
+        destinations=True,
+        fields=True,
+        scope="rules",
+        about="the task scope (rules) with nobody to ask: every check refuses (an unnamed "
+        "destination, a call outside the scope, private data leaving, six words of untrusted "
+        "text)",
+    ),
 )
 
 
@@ -195,10 +213,17 @@ def task_scope(suite: Suite, request: str, tools: Iterable[tuple[str, str]]) -> 
     )
 
 
+#: A question asks to know; "can you ...?" and its kin ask to do.
+ASKS_TO_KNOW = re.compile(
+    r"(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|has|have)\b",
+    re.I,
+)
+
+
 def _question(request: str) -> bool:
-    """Every sentence of the request is a question."""
+    """Every sentence of the request is a question that asks to know (not "can you ...?")."""
     sentences = [x for x in re.split(r"(?<=[.?!])\s+", request.strip()) if x]
-    return all(x.endswith("?") for x in sentences)
+    return all(x.endswith("?") and ASKS_TO_KNOW.match(x) for x in sentences)
 
 
 def planner(suite: Suite) -> Callable[[str, Sequence[Any]], TaskScope]:
