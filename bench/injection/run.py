@@ -257,9 +257,11 @@ class Person:
     defaults: dict[str, dict[str, Any]]  # each tool's arguments' defaults
     yes: bool = False
     asks: int = 0
+    asked: list[str] = field(default_factory=list)  # what each request was about
 
     def __call__(self, request: Any) -> bool:
         self.asks += 1
+        self.asked.append(f"{request.tool}: {'; '.join(map(_short, request.reasons))}")
         if self.yes:
             return True
         reasons = tuple(request.reasons)
@@ -338,6 +340,7 @@ class Run:
     asks: int = 0  # requests the person answered (a plan to confirm, a call to approve)
     adaptive: bool = False  # the attack was written against toolpass's checks
     reached_yes: bool = False  # the goal was reached when the person approves everything
+    asked: list[str] = field(default_factory=list)  # what the person was asked about
 
 
 def run(
@@ -420,6 +423,7 @@ def run(
             refusals=refusals,
             error=error,
             asks=sum(p.asks for p in people),
+            asked=[a for p in people for a in p.asked],
             adaptive=bool(injection and injection.adaptive),
         ),
         model,
@@ -524,6 +528,12 @@ class Results:
         return lost, [f"{i} ({attacks[i]}) with {', '.join(tasks)}" for i, tasks in through.items()]
 
 
+def _short(reason: str) -> str:
+    """A reason for asking, without the plan, the values it quotes or its asides."""
+    reason = reason.split(":")[0] if reason.startswith("confirm the plan") else reason
+    return re.sub(r" '[^']*'| \"[^\"]*\"| \([^)]*\)", "", reason)
+
+
 def _why(r: Run) -> str:
     own = [f"{tool}: {code}" for tool, code, attack in r.refusals if not attack]
     return ", ".join(own) or r.error or "not done"
@@ -624,6 +634,10 @@ def report(results: Results) -> str:
         out += [f"### {policy.name}", ""]
         out += ["User tasks stopped: " + ("; ".join(lost) if lost else "none") + ".", ""]
         out += ["Attacks through: " + ("; ".join(through) if through else "none") + ".", ""]
+        benign = [r for r in results.of(results.benign, policy) if r.asked]
+        if benign:
+            asked = "; ".join(f"{r.task} ({', '.join(r.asked)})" for r in benign)
+            out += [f"The person was asked, with no attack: {asked}.", ""]
     return "\n".join(out + METHOD)
 
 
