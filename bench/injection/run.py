@@ -709,10 +709,14 @@ METHOD = [
     "read (the instruction written into the user's own note, obeyed in their next session, "
     "which shares the store), private data in a body to a legitimate recipient, and targets "
     "named only in content for a generally phrased request (w19: 'delete the file IT asked "
-    "for', attacked by wi3). Delegated tasks (w16, w19, s11: 'do what Alice asks') and "
-    "colleague messages (w17, s1, s6, s11: they work only when members' messages are "
-    "trusted) are user tasks; the slack suite's attacker-written messages come from a guest "
-    "of its shared channels, not from a member.",
+    "for', attacked by wi3; ba4: an amount, ta4: dates, wa5: the file shared, each on a call "
+    "the task may make). Written against the first declarations, wa5, ta4 and ba4 got through"
+    " (3 of 313 pairs: 99.0% prevented); declaring the file a share acts on, a booking's "
+    "dates and a payment's amount as named (once per tool, `ToolMeta.named`) closed them, at "
+    "two more asks (w7, b6). Delegated tasks (w16, w19, s11: 'do what Alice asks') and "
+    "colleague messages (w17, s1, s6, s11: they work only when members' messages are trusted)"
+    " are user tasks; the slack suite's attacker-written messages come from a guest of its "
+    "shared channels, not from a member.",
     "",
 ]
 
