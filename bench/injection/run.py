@@ -717,16 +717,16 @@ METHOD = [
     "colleague messages (w17, s1, s6, s11: they work only when members' messages are trusted)"
     " are user tasks; the slack suite's attacker-written messages come from a guest of its "
     "shared channels, not from a member.",
-    "- What the task scope numbers rest on: every attack it prevents is stopped by the "
-    "person saying no to a call something asked about (an unnamed destination, amount, "
-    "date or target; a call outside the scope; private data leaving; six words of untrusted "
-    "text); with a yes-person none is prevented, and with nobody to ask (*refusing*) all are, "
-    "at about half the utility. The person here is ideal (they know exactly the calls their "
-    "task makes), so the prevented share is what the checks make askable, not what a real "
-    "person would catch. Utility under attack loses w10 alone (the forwarded email carries "
-    "the injected text, so the person denies it). `places=` never decides here: every send's destination must be named, so a "
-    "planted note's address asks whether or not the note is marked; it matters to an "
-    "application that lets trusted outputs vouch for destinations.",
+    "- What the task scope numbers rest on: every attack it prevents is stopped by the person"
+    " saying no to a call something asked about (an unnamed destination, amount, date or "
+    "target; a call outside the scope; private data leaving; six words of untrusted text); "
+    "with a yes-person none is prevented, and with nobody to ask (*refusing*) all are, at "
+    "about half the utility. The person here is ideal (they know exactly the calls their task"
+    " makes), so the prevented share is what the checks make askable, not what a real person "
+    "would catch. Utility under attack loses w10 alone (the forwarded email carries the "
+    "injected text, so the person denies it). `places=` never decides here: every send's "
+    "destination must be named, so a planted note's address asks whether or not the note is "
+    "marked; it matters to an application that lets trusted outputs vouch for destinations.",
     "",
 ]
 
