@@ -245,8 +245,9 @@ class Traits:
     ``untrusted_fields`` of its result); its ``destinations`` (argument names); what happens
     to a destination read only in untrusted content (``provenance``: check, approve, ignore);
     whether every call needs a person's approval (``approve``, as ``secured_tool``'s);
-    and its permission ``rule``, if any. Untrusted output is recorded for the checks, not
-    fenced: the framework owns the tool's result."""
+    its permission ``rule``, if any; and what a call outside the session's task scope does
+    (``outside_task``: ask or refuse; None: the toolkit's). Untrusted output is recorded for
+    the checks, not fenced: the framework owns the tool's result."""
 
     effect: str | None = None
     sends_out: bool = False

@@ -69,6 +69,9 @@ class CallState:
     waiting: list[bool] | None = None
     #: The task scope this call asks the person to confirm (``toolkit.task``).
     confirming: TaskScope | None = None
+    #: The session's task scope as it holds for this call (set, drafted or confirmed), for
+    #: the checks after ``task`` (its ``destinations``, ``private_to``); None: no scope.
+    task_scope: TaskScope | None = None
 
     def __init__(
         self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any], body: Any

@@ -254,11 +254,12 @@ def _joined(a: TaskScope, b: TaskScope) -> TaskScope:
     )
 
 
-_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s\"'<>]+", re.UNICODE)
+#: Addresses and links a request names (compiled on first use, by ``re``'s cache).
+_ADDRESS = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s\"'<>]+"
 
 
 def _named_in(request: str) -> list[str]:
-    return [m.rstrip(".,;:!?)") for m in _ADDRESS.findall(request)]
+    return [m.rstrip(".,;:!?)") for m in re.findall(_ADDRESS, request)]
 
 
 def _globs(rule: Any) -> list[str]:
@@ -282,6 +283,7 @@ def _check(c: CallState) -> Steps:
     confirm = session.confirm_task if session.confirm_task is not None else session.task is None
     if confirm:
         scope = yield from _confirmation(c, scope, record)
+    c.task_scope = scope
     why = scope.outside(spec, c.effect, c.arguments)
     rule = "inside" if why is None else why
     if why is None and (keys := scope.count_keys(spec.name, c.effect)):
@@ -406,7 +408,8 @@ def _settle(c: CallState, record: dict[str, Any]) -> dict[str, Any]:
             continue
         change = _answered(queue, request, ident)
         if change is not None:
-            return c.session.change_task(_unless_settled(change))
+            settled: dict[str, Any] = c.session.change_task(_unless_settled(change))
+            return settled
     return record
 
 

@@ -65,6 +65,10 @@ class Toolkit:
     (a check that fails refuses the call) or ``"observe"`` (every check runs, what it would
     refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode`` wins);
     None: the ``mode:`` of the permission engine's configuration, else enforce.
+    ``planner``: drafts each session's task scope from its request on its first call
+    (``(request, tools) -> TaskScope``, see ``toolpass.TaskScope``; a session's own wins);
+    ``outside_task``: what happens to a call outside its session's task scope: ``"ask"`` (a
+    person approves it; the default) or ``"refuse"`` (``outside_task``).
 
     The request hook: ``permissions`` (a ``Toolpass``) checks every HTTP request a tool's body
     sends; ``act_as`` (``"user"`` or ``"agent"``) is whose authority requests are made on
@@ -398,7 +402,8 @@ def secured_tool(
     ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on
     top; a refusal then becomes the tool's result unless ``on_refuse`` says otherwise),
     ``resources=`` (globs on what the body's requests act on), ``name``, ``mode``
-    (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's).
+    (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's), ``outside_task``
+    (``"ask"`` or ``"refuse"`` a call outside the session's task scope; None: the toolkit's).
 
     The decorated function keeps its type (parameters and result) for type checkers.
     """

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import pytest
-from toolpass import ApprovalQueue, Decision, Session, Toolkit, current_session
+from toolpass import ApprovalQueue, Decision, Session, TaskScope, Toolkit, current_session
 from toolpass.adapting import APPROVAL, Answer, Rule, Traits
 
 from pytest_toolpass.engine import ScriptedEngine
@@ -639,6 +639,80 @@ class AdapterConformance:
             with pytest.raises((TypeError, ValueError)):
                 self.build(ScriptedEngine(), rules, tools=tools, script=[], **chosen)
             assert tools.ran == []
+
+    # --- task scope (H1)
+
+    def test_a_call_outside_the_task_is_refused_with_the_reason(self, mode: str) -> None:
+        """A tool declared ``outside_task="refuse"``, called outside the session's task scope,
+        does not run, and the model reads that the user did not ask for it."""
+        task = TaskScope(effects={"read"}, summary="read a.md")  # names differ by framework
+        rules = {
+            "read_file": Traits(effect="read"),
+            "delete_issue": Traits(effect="destructive", outside_task="refuse"),
+        }
+        script = [Call("read_file", {"path": "a.md"}), Call("delete_issue", {"key": "PAY-1"})]
+        session = f"conversation-{secrets.token_hex(4)}"
+        out, tools = self._go(
+            mode,
+            ScriptedEngine(),
+            rules,
+            script,
+            DANA,
+            session=lambda _: Session(DANA, id=session, task=task),
+        )
+        assert tools.names() == ["read_file"]
+        assert "outside_task" in out.outputs[1]
+        assert "did not ask for this" in out.outputs[1]
+
+    def test_a_call_outside_the_task_asks_a_person(self, mode: str) -> None:
+        """By default a call outside the task scope waits for a person (the framework's pause,
+        or the refusal its retry clears), with the reason "outside what you asked for"."""
+        queue = ApprovalQueue()
+        session = f"conversation-{secrets.token_hex(4)}"
+        task = TaskScope(effects={"read"}, summary="read a.md")
+        run = self._approving(mode, queue, session=lambda _: Session(DANA, id=session, task=task))
+        paused = run.start(DELETE_PAY_1)
+        [request] = queue.pending()
+        assert request.reasons[0].startswith("outside what you asked for")
+        if self.pauses == "native":
+            [payload] = paused.pending
+            assert payload["reasons"] == list(request.reasons)
+        else:
+            assert "approval_pending" in paused.outputs[0]
+        assert run.tools.ran == []
+        out = run.answer(paused, Answer("approve", by="lee"), request)
+        assert run.tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        assert "deleted PAY-1" in out.outputs[-1]
+
+    def test_a_drafted_task_asks_to_confirm_its_plan_at_its_first_call(self, mode: str) -> None:
+        """A planner drafts the task from the request; its first call asks the person to
+        confirm the plan (in the same pause as any other approval), and once confirmed the
+        plan is not asked again."""
+        planned: list[str] = []
+
+        def planner(request: str, tools: Any) -> TaskScope:
+            planned.append(request)
+            return TaskScope(effects={"destructive"}, summary="delete PAY-1 and PAY-2")
+
+        queue = ApprovalQueue()
+        shared = Session(
+            DANA, id=f"conversation-{secrets.token_hex(4)}", planner=planner, request="delete"
+        )
+        run = self._approving(mode, queue, session=lambda _: shared)
+        paused = run.start(DELETE_PAY_1)
+        [request] = queue.pending()
+        assert request.reasons[0] == "confirm the plan: delete PAY-1 and PAY-2"
+        assert "The plan to confirm:" in request.preview
+        if self.pauses == "native":
+            [payload] = paused.pending
+            assert payload["reasons"] == list(request.reasons)
+        out = run.answer(paused, Answer("approve", by="lee"), request)
+        assert run.tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        assert "deleted PAY-1" in out.outputs[-1]
+        run.start(Call("delete_issue", {"key": "PAY-2"}))  # it asks still (it sends out)...
+        [second] = queue.pending()
+        assert not any(r.startswith("confirm the plan") for r in second.reasons)  # not the plan
+        assert planned == ["delete"]
 
     def test_no_test_is_overridden(self) -> None:
         """A subclass may not replace the suite's tests, not even with one marked ``xfail``
