@@ -10,8 +10,9 @@ It keeps nox and uv in .venv-dev/ (made on first use), then hands over to nox, w
 one environment per session. `test` first makes sure of the programs its tests run beside
 Python (SYSTEM_NEEDS): it installs a missing one with apt-get when run as root, and
 otherwise stops, saying what to install. It runs the sessions in LANES parallel lanes, the
-longest first (as timed by the last run), each session's output in .nox/.logs/, and prints
-the output of each one that failed at the end.
+longest first (as timed by the last run here, else as .ci/times.json says), each session's
+output in .nox/.logs/ (every line stamped with the seconds since the session started), and
+prints the output of each one that failed at the end.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ LANES = 2
 LOGS = ROOT / ".nox" / ".logs"
 #: How long each session took last time (seconds), to start the longest first.
 TIMES = ROOT / ".nox" / ".times.json"
-#: Before any run: the sessions known to be long (the Claude Agent SDK's runs its real CLI
-#: for each conformance test), the rest in the noxfile's order.
-FIRST_GUESS = {"adapter(name='claude-agent-sdk', install='wheels')": 600, "core": 300}
+#: Before any run here (a fresh clone, CI): each session's time as measured on a 2-core
+#: machine and committed, so that the longest still start first.
+FIRST_GUESS = ROOT / ".ci" / "times.json"
 #: Programs the tests run beside Python: (Debian package, commands that provide it, who needs it).
 SYSTEM_NEEDS = [
     ("redis-server", ("redis-server",), "the shared-state tests start a real redis-server"),
@@ -104,13 +105,26 @@ def ensure_system_needs() -> bool:
     return not missing
 
 
+def nox_command(*args: str) -> tuple[list[str], dict[str, str]]:
+    """nox (from .venv-dev, with uv on its PATH) on the noxfile: its command and environment."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return [str(BIN / "python"), "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args], env
+
+
 def nox(
     *args: str, stdout: Output = None, stderr: Output = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run nox (from .venv-dev, with uv on its PATH) on the noxfile."""
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    command = [str(BIN / "python"), "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args]
+    """Run nox on the noxfile."""
+    command, env = nox_command(*args)
     return subprocess.run(command, cwd=ROOT, env=env, text=True, stdout=stdout, stderr=stderr)
+
+
+def nox_process(*args: str) -> subprocess.Popen[str]:
+    """Start nox on the noxfile, its output (stdout and stderr, unbuffered) in a pipe."""
+    command, env = nox_command(*args)
+    env["PYTHONUNBUFFERED"] = "1"  # each line stamped when it is written, not when flushed
+    pipe, both = subprocess.PIPE, subprocess.STDOUT
+    return subprocess.Popen(command, cwd=ROOT, env=env, text=True, stdout=pipe, stderr=both)
 
 
 def default_sessions() -> list[str]:
@@ -119,18 +133,31 @@ def default_sessions() -> list[str]:
     if listed.returncode:
         raise SystemExit(listed.returncode)
     names = [entry["session"] for entry in json.loads(listed.stdout)]
-    times = last_times()
-    return sorted(names, key=lambda name: -times.get(name, FIRST_GUESS.get(name, 0)))
+    times = {**read_times(FIRST_GUESS), **read_times(TIMES)}
+    return sorted(names, key=lambda name: -times.get(name, 0))
 
 
-def last_times() -> dict[str, float]:
-    return json.loads(TIMES.read_text()) if TIMES.exists() else {}
+def read_times(path: Path) -> dict[str, float]:
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def skip_reason(log: str) -> str | None:
     """Why nox skipped the session whose output is ``log``, if it did."""
-    found = re.search(r"^nox > Session .* skipped: (.*)$", log, re.MULTILINE)
+    found = re.search(r"^ *[\d.]+ nox > Session .* skipped: (.*)$", log, re.MULTILINE)
     return found[1] if found else None
+
+
+def run_stamped(name: str, log: Path) -> int:
+    """Run session ``name`` with its output in ``log``, each line led by the seconds since
+    the session started (how long each of its steps took, read from the log)."""
+    start = time.monotonic()
+    with log.open("w") as out:
+        with nox_process("-s", name) as process:
+            assert process.stdout is not None
+            for line in process.stdout:
+                out.write(f"{time.monotonic() - start:7.1f} {line}")
+                out.flush()
+        return process.returncode
 
 
 def run_in_lanes(names: list[str]) -> int:
@@ -147,14 +174,13 @@ def run_in_lanes(names: list[str]) -> int:
                 name = pending.pop(0)
             log = LOGS / f"{name}.log"
             start = time.monotonic()
-            with log.open("w") as out:
-                done = nox("-s", name, stdout=out, stderr=subprocess.STDOUT)
+            returncode = run_stamped(name, log)
             why = skip_reason(log.read_text())
             with lock:
                 times[name] = round(time.monotonic() - start, 1)
-                status = "failed" if done.returncode else f"skipped ({why})" if why else "passed"
+                status = "failed" if returncode else f"skipped ({why})" if why else "passed"
                 print(f"dev.py: {name} {status} in {times[name]:.0f} s", flush=True)
-                if done.returncode:
+                if returncode:
                     failed.append((name, log))
                 elif why:
                     skipped.append(name)
@@ -165,7 +191,7 @@ def run_in_lanes(names: list[str]) -> int:
         thread.start()
     for thread in lanes:
         thread.join()
-    TIMES.write_text(json.dumps({**last_times(), **times}, indent=1, sort_keys=True) + "\n")
+    TIMES.write_text(json.dumps({**read_times(TIMES), **times}, indent=1, sort_keys=True) + "\n")
     for name, log in failed:
         print(f"\n===== {name} ({log.relative_to(ROOT)}) =====\n{log.read_text()}", flush=True)
     took = time.monotonic() - start

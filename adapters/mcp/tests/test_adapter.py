@@ -488,7 +488,7 @@ async def test_fastmcp_refusals_errors_and_on_refuse_none() -> None:
     strict.add_middleware(FastMCPGuard(engine, {"delete_issue": DELETE}, on_refuse=None))
     auth_context_var.set(token_for(DANA))
     async with FastMCPClient(strict) as client:
-        with pytest.raises(Exception, match=r"Refused by toolpass \(not_authorized\)"):
+        with pytest.raises(MCPError, match=r"Refused by toolpass \(not_authorized\)"):
             await client.call_tool("delete_issue", {"key": "PAY-1"})
 
 

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from fakes.github import FakeGitHub
 from fastmcp import Client, FastMCP
+from fastmcp.exceptions import FastMCPError
 from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.shared.exceptions import MCPError
 from mcp_client import token_for
 from pytest_toolpass import ScriptedEngine
 from toolpass import AuditEvent, Decision, Toolkit, Toolpass
@@ -72,7 +74,7 @@ async def session(server: FastMCP, user: str, go: Any) -> Any:
         async with Client(server) as client:
             try:
                 return await go(client)
-            except Exception as error:  # fastmcp raises McpError / its own errors
+            except (MCPError, FastMCPError) as error:  # the server's refusal, as fastmcp reads it
                 return error
 
     return await asyncio.create_task(run(), context=contextvars.copy_context())

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakes.github import FakeGitHub
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 from test_proxy import TOKEN, audit, config, environment, github, proxy
@@ -93,3 +94,23 @@ async def test_nothing_but_results_carries_the_connections_secrets_either(
     assert len(said) == 4
     assert all("the token is" in text for text in said)
     assert not any(TOKEN in text for text in said)
+
+
+@pytest.mark.asyncio
+async def test_strict_refuses_watching_a_resource_through_a_listen_stream_too(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    """On 2026-07-28 a resource is watched with ``subscriptions/listen``
+    (``resourceSubscriptions``): checked as ``resources/subscribe`` is, each resource a call;
+    a stream that watches no resource (list changes only) is a listing, not checked."""
+    env = environment(tmp_path)
+    cfg = config(tmp_path, github, section(tmp_path, "  strict: true\n"))
+    server = proxy(cfg, env, "--", sys.executable, UPSTREAM)
+    async with Client(server, mode="2026-07-28") as client:
+        with pytest.raises(MCPError, match="Refused by toolpass"):
+            async with client.listen(resource_subscriptions=["note://readme"]):
+                pass
+        async with client.listen(tools_list_changed=True) as stream:
+            assert stream.honored.tools_list_changed
+    refused = [(e["tool"], e["outcome"], e.get("code")) for e in audit(tmp_path)]
+    assert refused == [("resources/subscribe", "refused", "not_configured")]

@@ -15,10 +15,12 @@ from urllib.parse import quote
 import pytest
 from fastmcp import Client as FastMCPClient
 from fastmcp import FastMCP
+from fastmcp.exceptions import FastMCPError
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.server import MCPServer
+from mcp.shared.exceptions import MCPError
 from pytest_toolpass import ScriptedEngine
 from toolpass import Decision
 from toolpass.mcp import Rule, guard
@@ -57,9 +59,11 @@ async def read(server: Any, uri: str) -> str:
                     return str((await client.read_resource(uri))[0].text)
             async with Client(server) as client:
                 return str((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
-        except Exception as error:
+        except Exception as error:  # the server's refusal, in anyio's exception groups
             while isinstance(getattr(error, "exceptions", None), tuple):
                 error = error.exceptions[0]  # type: ignore[attr-defined]
+            if not isinstance(error, (MCPError, FastMCPError)):
+                raise
             return f"[error] {error}"
 
     return await asyncio.create_task(go(), context=contextvars.copy_context())

@@ -243,7 +243,9 @@ class Traits:
     beside or instead of a ``Rule``): its ``effect``; whether it ``sends_out`` data,
     ``reads_private`` data, or returns untrusted content (``untrusted_output``, or only the
     ``untrusted_fields`` of its result); its ``destinations`` (argument names); what happens
-    to a destination read only in untrusted content (``provenance``: check, approve, ignore);
+    to a destination read only in untrusted content (``provenance``: check, approve, ignore,
+    or ``request``: the user must have named it; or ``{argument: mode}``); what happens to
+    private data in what it sends out (``private_data``: approve, refuse, ignore);
     whether every call needs a person's approval (``approve``, as ``secured_tool``'s);
     its permission ``rule``, if any; and what a call outside the session's task scope does
     (``outside_task``: ask or refuse; None: the toolkit's). Untrusted output is recorded for
@@ -255,9 +257,15 @@ class Traits:
     untrusted_output: bool = False
     untrusted_fields: tuple[str, ...] = ()
     destinations: tuple[str, ...] = ()
-    provenance: Literal["check", "approve", "ignore"] | None = None
+    provenance: (
+        Literal["check", "approve", "ignore", "request"]
+        | Mapping[str, str]
+        | tuple[tuple[str, str], ...]
+        | None
+    ) = None
     rule: Rule | None = None
     approve: bool = False
+    private_data: Literal["approve", "refuse", "ignore"] | None = None
     outside_task: Literal["ask", "refuse"] | None = None
 
     def __post_init__(self) -> None:
@@ -270,9 +278,23 @@ class Traits:
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
                 raise TypeError(f"Traits.{name} is a tuple of names, not {value!r}")
-        if self.provenance not in (None, "check", "approve", "ignore"):
+        modes = ("check", "approve", "ignore", "request")
+        given = self.provenance
+        if isinstance(given, Mapping):
+            given = tuple(given.items())
+            object.__setattr__(self, "provenance", given)  # frozen: kept hashable
+        if isinstance(given, tuple):
+            if not all(isinstance(n, str) and m in modes for n, m in given):
+                raise ValueError(f"Traits.provenance maps arguments to {modes}, not {given!r}")
+            extra = tuple(n for n, _ in given if n not in self.destinations)
+            object.__setattr__(self, "destinations", (*self.destinations, *extra))
+        elif given not in (None, *modes):
             raise ValueError(
-                f"Traits.provenance is check, approve or ignore, not {self.provenance!r}"
+                f"Traits.provenance is check, approve, ignore or request, not {given!r}"
+            )
+        if self.private_data not in (None, "approve", "refuse", "ignore"):
+            raise ValueError(
+                f"Traits.private_data is approve, refuse or ignore, not {self.private_data!r}"
             )
         if self.rule is not None and not isinstance(self.rule, Rule):
             raise TypeError(f"Traits.rule is a Rule, not {self.rule!r}")

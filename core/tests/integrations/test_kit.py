@@ -268,7 +268,7 @@ def test_a_next_page_on_another_host_is_never_asked(server: FakeServer, style: A
 
     found = paged(system(server), "/items", what="list items", items="items", style=style,
                   too_many="")  # fmt: skip
-    with pytest.raises(LookupFailed, match="kit's next page for list items is on another host"):
+    with pytest.raises(LookupFailed, match="kit's next page for list items links to another origin"):
         list(found)
     assert len(server.requests) == 1
 

@@ -4,7 +4,6 @@ own audit event says what would have been refused (the call's event is written a
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import requests
@@ -18,11 +17,11 @@ def test_a_late_request_of_an_observed_call_is_sent_and_audited_apart(
     kit: Toolkit, github: FakeGitHub, events: list[Any]
 ) -> None:
     kit.configure(mode="observe")
-    done = threading.Event()
+    returned, done = threading.Event(), threading.Event()
     url = f"{github.api_url}/repos/acme/widgets"
 
     def later() -> None:
-        time.sleep(0.1)
+        assert returned.wait(5)  # the call has returned (its event is written)
         requests.delete(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5)
         done.set()
 
@@ -33,6 +32,7 @@ def test_a_late_request_of_an_observed_call_is_sent_and_audited_apart(
 
     with Session("rory@example.com").active():
         assert start() == "started"
+    returned.set()
     assert done.wait(5)
     assert [r.method for r in github.requests if r.method == "DELETE"] == ["DELETE"]
     call, late = events

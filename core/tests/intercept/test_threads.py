@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -41,7 +40,7 @@ def in_timer(base: str) -> Any:
     def send() -> None:
         try:
             done.append(with_requests(base))
-        except Exception as e:  # the refusal stays in the timer's thread
+        except ActionRefused as e:  # the refusal stays in the timer's thread
             done.append(e)
 
     timer = threading.Timer(0, send)
@@ -102,11 +101,11 @@ def test_a_request_from_a_thread_that_outlives_its_call_is_checked_and_audited(
 ) -> None:
     """The call's event is written when it returns; a thread it started sends later: the
     request is still checked as the call's, and audited in an event of its own."""
-    done = threading.Event()
+    returned, done = threading.Event(), threading.Event()
     url = f"{github.api_url}/repos/acme/widgets"
 
     def later() -> None:
-        time.sleep(0.1)
+        assert returned.wait(5)  # the call has returned (its event is written)
         with contextlib.suppress(ActionRefused):
             requests.delete(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5)
         done.set()
@@ -118,6 +117,7 @@ def test_a_request_from_a_thread_that_outlives_its_call_is_checked_and_audited(
 
     with Session("rory@example.com").active():
         assert start() == "started"
+    returned.set()
     assert done.wait(5)
     assert [r.method for r in github.requests if r.method == "DELETE"] == []
     late = events[-1]

@@ -67,10 +67,17 @@ URLS = st.builds(
 )
 
 
+#: How the clients refuse a URL they cannot parse: a ValueError (urllib3's
+#: LocationParseError, requests' InvalidURL, yarl, an IDNA error passing through httpx),
+#: httpx's InvalidURL or http.client's; yarl raises IndexError on an empty bracketed host
+#: (``http://[]@``).
+REFUSALS = (ValueError, httpx.InvalidURL, http.client.InvalidURL, IndexError)
+
+
 def _connects_to(client: Callable[[str], str | None], url: str) -> set[str]:
     try:
         host = client(url)
-    except Exception:
+    except REFUSALS:
         return set()  # the client refuses it: it connects nowhere
     return set(normalize_host((host or "").strip("[]")))
 

@@ -86,7 +86,7 @@ def test_a_new_thread_does_not_inherit_the_session(session, kit):
     def run() -> None:
         try:
             results.append(tool())
-        except Exception as exc:
+        except ToolRefused as exc:
             results.append(exc.code)
 
     t = threading.Thread(target=run)

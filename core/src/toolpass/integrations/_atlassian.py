@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import re
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -123,7 +122,7 @@ class AtlassianSite(Integration):
 
     def _access_token(self) -> str:
         with self._token_lock:
-            if self.issued is not None and time.monotonic() < self.issued[1]:
+            if self.issued is not None and self.clock() < self.issued[1]:
                 return self.issued[0]
             body = {
                 "grant_type": "client_credentials",
@@ -132,7 +131,7 @@ class AtlassianSite(Integration):
             }
             url, what = str(self.options["token_url"]), "issue an OAuth access token"
             data = self.fetch_json("POST", url, what=what, json=body, kind=None)
-            self.issued = issued_token(data, f"{self.name}'s OAuth token endpoint")
+            self.issued = issued_token(data, f"{self.name}'s OAuth token endpoint", self.clock)
             return self.issued[0]
 
     def _forget_token(self, used: str) -> None:

@@ -4,9 +4,11 @@
   members), its lifetime read from the connection's options, with :meth:`Cache.get` loading
   what it does not hold.
 - :func:`paged`: one paginator for the styles systems use: ``offset`` (``limit``/``offset``
-  and a ``more`` flag), ``cursor`` (a cursor in the body sent back as a parameter),
-  ``next_url`` (the next page's URL in the body) and ``link`` (RFC 8288 ``Link: <...>;
-  rel="next"``); a next page's URL must be on the connection's URL.
+  and a ``more`` flag), ``cursor`` (a cursor or page token in the body sent back as a
+  parameter), ``next_url`` (the next page's URL or path in the body: ``next``,
+  ``@odata.nextLink``, ``nextRecordsUrl``), ``link`` (RFC 8288 ``Link: <...>;
+  rel="next"``) and ``page`` (page numbers: until a short page, a total, or as a header
+  says); a next page's URL must be on the system's URL.
 - :class:`IssuedToken`: a token the engine is issued (OAuth client credentials, a JWT
   exchange): fetched once at a time under its lock, kept until shortly before it expires
   (:func:`~toolpass.integrations.base.issued_token`), dropped when the system rejects it.
@@ -23,9 +25,9 @@ from __future__ import annotations
 import base64
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlencode
 
@@ -39,6 +41,7 @@ from toolpass.integrations.base import (
 )
 
 __all__ = [
+    "Absent",
     "Cache",
     "IssuedToken",
     "Target",
@@ -52,7 +55,7 @@ __all__ = [
 
 K = TypeVar("K")
 V = TypeVar("V")
-Style = Literal["offset", "cursor", "next_url", "link"]
+Style = Literal["offset", "cursor", "next_url", "link", "page"]
 _NEXT_LINK = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?(?=[\s;,]|$)', re.I)
 
 
@@ -89,74 +92,188 @@ def ttl_option(options: Mapping[str, Any], key: str, default: float) -> Callable
 
 
 # --- the paginator -----------------------------------------------------------------------
+class Absent(LookupFailed):
+    """The list asked with ``absent=True`` is not there: its first page answered 404."""
+
+
 def paged(
     system: Integration,
     path: str,
     *,
     what: str,
-    items: str,
-    style: Style,
-    params: Mapping[str, str] | None = None,
-    size: int = 100,
-    size_param: str = "limit",
-    pages: int = 20,
     too_many: str,
+    style: Style,
+    items: str | None,
+    params: Mapping[str, str | None] | None = None,
+    pages: int = 20,
+    size: int = 100,
+    size_param: str | None = "limit",
     cursor: str = "cursor",
-    next_at: str = "next",
+    next_at: str | tuple[str, ...] = "next",
+    more_at: str | None = None,
+    total_at: str | None = None,
+    next_header: str | None = None,
+    done_at: str | None = None,
+    origin: str | None = None,
+    each: type = object,
+    optional: bool = False,
+    absent: bool = False,
+    headers: Mapping[str, str] | None = None,
+    get: Callable[..., Any] | None = None,
 ) -> Iterator[Any]:
-    """The items (the list at key ``items`` of each page) of the list at ``path``, read
-    page by page in ``style``, at most ``pages`` pages (then :class:`LookupFailed` with
-    ``too_many``, never a guess); a next page's URL must be on the connection's URL (the
-    engine's credential goes nowhere else). ``size`` items a page are asked for with ``size_param``
-    (``offset`` and ``cursor`` styles); ``cursor`` names the cursor parameter; ``next_at``
-    is the dotted path of the next cursor or URL in a page's body."""
+    """The items of the list at ``path``, read page by page in ``style``, at most ``pages``
+    pages (then :class:`LookupFailed` with ``too_many``, never a guess).
+
+    Each page's items are the list at the dotted path ``items`` of its body (None: the body
+    is the list; ``optional``: a body without it has none), each an ``each`` (else the
+    list fails). ``size`` items a page are asked for with ``size_param`` (None: not asked).
+    The styles:
+
+    - ``offset``: ``size_param``/``offset`` parameters, more pages while the flag at
+      ``more_at`` (default ``more``) is true (PagerDuty).
+    - ``cursor``: the cursor at ``next_at`` (a dotted path, or a tuple of keys) sent back as
+      parameter ``cursor`` (Slack's ``next_cursor``, Google's ``nextPageToken``, AWS's
+      ``NextToken``; with ``more_at``, only while that flag is true: GraphQL's
+      ``pageInfo``). A ``get`` may send the parameters in a request body instead.
+    - ``next_url``: the next page's URL at ``next_at``; one written as a path (``/...``) is
+      on ``origin``; ``done_at`` names a flag true on the last page (Salesforce's ``done``:
+      a page not done without a next URL fails).
+    - ``link``: RFC 8288 ``Link: <...>; rel="next"``.
+    - ``page``: page numbers (1, 2, ...) in ``cursor``, ``size`` items a page; more pages
+      while a page is full, or while fewer than the total at ``total_at`` were asked, or as
+      the header ``next_header`` says (GitLab's ``X-Next-Page``).
+
+    A next page's URL must be on ``origin`` (default: the connection's URL), so the
+    engine's credential goes nowhere else. ``get(url, what=, params=, absent=)`` reads a
+    page's JSON body (default :meth:`Integration.get_json`, with ``headers``); with
+    ``absent``, a first page answering 404 raises :class:`Absent`."""
     base = dict(params or {})
+    home = (origin or system.config.url).rstrip("/")
+    read = get or partial(system.get_json, headers=headers, kind=None)
+
+    def body(where: str, query: Mapping[str, str | None], first: bool) -> tuple[Any, str | None]:
+        if style == "link" or next_header:
+            answer = system.answer("GET", where, what=what, params=query, headers=headers)
+            if answer.status == 404 and absent and first:
+                raise Absent(f"{system.name} has no list to {what}")
+            if answer.status != 200:
+                raise system.failure(answer, what)
+            said = answer.header("link" if style == "link" else next_header or "") or ""
+            return system.parse(answer, what, None), said
+        data = read(where, what=what, params=query, absent=(404,) if absent and first else ())
+        if data is None:
+            raise Absent(f"{system.name} has no list to {what}")
+        return data, None
 
     def page(token: str | None) -> tuple[list[Any], str | None]:
         query: dict[str, str | None] = dict(base)
         where = path
+        if size_param is not None and style in ("offset", "cursor", "page"):
+            query[size_param] = str(size)
         if style == "offset":
-            query |= {size_param: str(size), "offset": token or "0"}
-        elif style == "cursor":
-            query |= {size_param: str(size), cursor: token or None}
+            query["offset"] = token or "0"
+        elif style in ("cursor", "page"):
+            query[cursor] = token or ("1" if style == "page" else None)
         elif token:
-            if not token.startswith(system.config.url.rstrip("/") + "/"):
-                raise LookupFailed(f"{system.name}'s next page for {what} is on another host")
             where, query = token, {}
-        if style == "link":
-            answer = system.answer("GET", where, what=what, params=query)
-            if answer.status != 200:
-                raise system.failure(answer, what)
-            data, after = system.parse(answer, what), _next_link(answer.header("link"))
-        else:
-            data = system.get_json(where, what=what, params=query)
-            after = None
-        found = data.get(items)
-        if not isinstance(found, list):
-            raise LookupFailed(f"{system.name}'s answer to {what} has no {items} list")
+        data, said = body(where, query, token is None)
+        found = _items(system, data, items, what, optional)
+        if not all(isinstance(item, each) for item in found):
+            raise LookupFailed(f"{system.name}'s answer to {what} has a malformed item")
+        return found, following(data, found, token, said)
+
+    def following(data: Any, found: list[Any], token: str | None, said: str | None) -> str | None:
+        """The next page's token: an offset, a page number, a cursor or a URL."""
         if style == "offset":
-            offset = int(token or 0) + len(found)
-            after = str(offset) if data.get("more") and found else None
-        elif style != "link":
-            after = _dotted(system, data, next_at, what)
-        return found, after
+            more = bool(_at(data, more_at or "more"))
+            return str(int(token or 0) + len(found)) if more and found else None
+        if style == "page":
+            return _next_page(system, int(token or 1), size, data, found, total_at, said, what)
+        if done_at is not None and data.get(done_at) is not False:
+            return None
+        if more_at is not None and not _at(data, more_at):
+            return None
+        url = _next_link(said) if style == "link" else _dotted(system, data, next_at, what)
+        if (done_at or more_at) is not None and not url:
+            raise LookupFailed(f"{system.name}'s answer to {what} is cut without a next page")
+        return _on(system, home, url, what) if url and style != "cursor" else url
 
     return system.pages(page, limit=pages, too_many=too_many)
 
 
-def _dotted(system: Integration, data: Any, path: str, what: str) -> str | None:
-    """The string at the dotted ``path`` of ``data``: None when absent or empty,
-    :class:`LookupFailed` when it is there but not a string (never a silent last page)."""
+def _items(
+    system: Integration, data: Any, items: str | None, what: str, optional: bool
+) -> list[Any]:
+    """A page's items: its body, or the list at its key ``items`` (``optional``: [] when
+    the body has none)."""
+    found = data if items is None else _at(data, items)
+    if found is None and optional and isinstance(data, dict):
+        return []
+    if not isinstance(found, list):
+        raise LookupFailed(f"{system.name}'s answer to {what} has no {items or 'item'} list")
+    return found
+
+
+def _at(data: Any, path: str) -> Any:
+    """The value at the dotted ``path`` of ``data``, None when any step is missing."""
     for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _next_page(
+    system: Integration,
+    number: int,
+    size: int,
+    data: Any,
+    found: list[Any],
+    total_at: str | None,
+    said: str | None,
+    what: str,
+) -> str | None:
+    """The page after page ``number``: as the header ``said``, while fewer than the total
+    at ``total_at`` were asked, or while pages are full."""
+    if said is not None:
+        said = said.strip()
+        if said and not said.isdigit():
+            raise LookupFailed(f"{system.name}'s next page number for {what} is not a number")
+        return said or None
+    if total_at is not None:
+        total = data.get(total_at) if isinstance(data, dict) else None
+        if not isinstance(total, int):
+            raise LookupFailed(f"{system.name}'s answer to {what} has no {total_at}")
+        return str(number + 1) if number * size < total and found else None
+    return str(number + 1) if len(found) == size else None
+
+
+def _on(system: Integration, home: str, url: str, what: str) -> str:
+    """``url`` (a path: on ``home``), if it is on ``home``."""
+    if url.startswith("/") and not url.startswith("//"):
+        return home + url
+    if not url.startswith(home + "/"):
+        raise LookupFailed(
+            f"{system.name}'s next page for {what} links to another origin (another host, "
+            "scheme or port)"
+        )
+    return url
+
+
+def _dotted(system: Integration, data: Any, path: str | tuple[str, ...], what: str) -> str | None:
+    """The string at ``path`` (dotted, or a tuple of keys) of ``data``: None when absent or
+    empty, :class:`LookupFailed` when it is there but not a string (never a silent last
+    page)."""
+    keys = path.split(".") if isinstance(path, str) else path
+    named = ".".join(keys)
+    for part in keys:
         if data is None:
             return None
         if not isinstance(data, dict):
-            raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {path}")
+            raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {named}")
         data = data.get(part)
     if data is None or data == "":
         return None
     if not isinstance(data, str):
-        raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {path}")
+        raise LookupFailed(f"{system.name}'s answer to {what} has a malformed {named}")
     return data
 
 
@@ -169,7 +286,7 @@ def _next_link(header: str | None) -> str | None:
 # --- issued tokens -----------------------------------------------------------------------
 class IssuedToken:
     """The token ``fetch`` issues the engine, as ``(token, when to refresh it)`` on the
-    ``time.monotonic()`` clock: one fetch at a time (callers meanwhile wait for its
+    owner's ``clock``: one fetch at a time (callers meanwhile wait for its
     token), kept on ``owner.issued`` (so reasons never carry it) until it is due."""
 
     def __init__(self, owner: Integration, fetch: Callable[[], tuple[str, float]]) -> None:
@@ -181,7 +298,7 @@ class IssuedToken:
         """A token that is not due for refresh, fetched when there is none."""
         with self._lock:
             held = self._owner.issued
-            if held is not None and time.monotonic() < held[1]:
+            if held is not None and self._owner.clock() < held[1]:
                 return held[0]
             self._owner.issued = self._fetch()
             return self._owner.issued[0]
@@ -213,7 +330,7 @@ def token_from(
     answer = system.answer("POST", path, what=what, body=body, headers=sent)
     if answer.status != 200:
         raise system.failure(answer, what)
-    return issued_token(system.parse(answer, what), who)
+    return issued_token(system.parse(answer, what), who, system.clock)
 
 
 # --- resources ---------------------------------------------------------------------------

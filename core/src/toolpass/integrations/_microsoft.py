@@ -31,10 +31,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
 
+from toolpass.integrations._kit import Absent, paged
 from toolpass.integrations.base import (
     ConfigKey,
     Decision,
@@ -260,30 +262,24 @@ class MicrosoftCloud(Integration):
     ) -> list[dict[str, Any]] | None:
         """Every item of a Graph collection, page by page (``@odata.nextLink`` on Graph's own
         host only); None when the collection's owner is not found (404)."""
-        base = f"{self._graph}/v1.0{path}"
-
-        def page(link: str | None) -> tuple[list[dict[str, Any]], str | None]:
-            if link and not link.startswith(self._graph + "/"):
-                raise LookupFailed(f"{self.name}: Graph's list to {what} points to another host")
-            data = self.api_json(
-                "GET",
-                link or base,
-                api="graph",
-                what=what,
-                params=None if link else params,
-                absent=() if link else (404,),
-            )
-            if data is None:
-                raise _Absent
-            items, nxt = data.get("value"), data.get("@odata.nextLink")
-            if not isinstance(items, list) or (nxt is not None and not isinstance(nxt, str)):
-                raise LookupFailed(f"{self.name}: Graph's answer to {what} has no value list")
-            return [i for i in items if isinstance(i, dict)], nxt
-
-        too_many = f"{self.name}: {what}: too many pages"
+        listing = paged(
+            self,
+            f"{self._graph}/v1.0{path}",
+            what=what,
+            too_many=f"{self.name}: {what}: too many pages",
+            style="next_url",
+            items="value",
+            each=dict,
+            params=params,
+            pages=50,
+            next_at=("@odata.nextLink",),
+            origin=self._graph,
+            absent=True,
+            get=partial(self.api_json, "GET", api="graph"),
+        )
         try:
-            return list(self.pages(page, limit=50, too_many=too_many))
-        except _Absent:
+            return list(listing)
+        except Absent:
             return None
 
     def error_detail(self, data: Any) -> str | None:
@@ -365,10 +361,6 @@ class MicrosoftCloud(Integration):
                 "engine's app needs the User.Read.All application permission)"
             )
         return None
-
-
-class _Absent(Exception):
-    """A collection's first page answered 404."""
 
 
 def thumbprint(pem: str) -> str:

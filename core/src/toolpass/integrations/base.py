@@ -137,9 +137,11 @@ def _declared_kinds(table: Any, where: str) -> list[Any]:
     return rows
 
 
-def issued_token(data: Any, who: str) -> tuple[str, float]:
-    """An OAuth token endpoint's answer as ``(access token, when to refresh it)`` on the
-    ``time.monotonic()`` clock: a minute before it expires, or a tenth of its lifetime early
+def issued_token(
+    data: Any, who: str, clock: Callable[[], float] = time.monotonic
+) -> tuple[str, float]:
+    """An OAuth token endpoint's answer as ``(access token, when to refresh it)`` on
+    ``clock``: a minute before it expires, or a tenth of its lifetime early
     for short ones (an hour when ``expires_in`` is missing); ``LookupFailed`` naming ``who``
     when the answer holds no token or an expired one."""
     token = data.get("access_token") if isinstance(data, dict) else None
@@ -150,7 +152,7 @@ def issued_token(data: Any, who: str) -> tuple[str, float]:
         lifetime = 3600
     if lifetime <= 0:
         raise LookupFailed(f"{who} issued an expired token")
-    return token, time.monotonic() + lifetime - min(60.0, lifetime / 10)
+    return token, clock() + lifetime - min(60.0, lifetime / 10)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +213,8 @@ class Integration(ABC):
     #: A token the engine was issued and uses now (``issued_token``: the token, and when to
     #: refresh it), kept out of reasons like the connection's own secrets.
     issued: tuple[str, float] | None = None
+    #: The clock ``issued`` tokens are refreshed on (a test may set one it controls).
+    clock: Callable[[], float] = time.monotonic
     identity_modes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: ConnectionConfig, http: HTTPClient | None = None) -> None:

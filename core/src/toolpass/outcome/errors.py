@@ -25,6 +25,8 @@ CODES: dict[str, str] = {
     "credential_unavailable": "the credential the tool needs could not be had",
     "check_error": "a check failed unexpectedly, so the call was refused",
     "store_unavailable": "the shared store of sessions, limits and approvals failed",
+    "unrequested_destination": "a destination of the call is not one the user named",
+    "private_data": "the call sends out private data read in this session",
     "unmapped_action": "a write request matches no known action",
     "unresolved_resource": "a request does not name the resource it acts on",
     "unentitled_action": "a request is not among the tool's recorded actions",

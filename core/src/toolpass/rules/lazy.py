@@ -24,9 +24,15 @@ class _LazyPattern:
         return re.compile(self._source, self._flags)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # its own fields (not yet set in a copy): never the pattern's
+            raise AttributeError(name)
         value = getattr(self._compiled, name)
         setattr(self, name, value)  # found directly from now on
         return value
+
+    def __reduce__(self) -> tuple[Any, tuple[str, int]]:
+        """Copied and pickled as what it is: the same source and flags, compiled on use."""
+        return lazy_pattern, (self._source, self._flags)
 
     def __repr__(self) -> str:
         return f"lazy_pattern({self._source!r}, {self._flags!r})"

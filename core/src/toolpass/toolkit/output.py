@@ -47,6 +47,8 @@ def output(
     echoes of the call's ``arguments`` vouches for nothing."""
     kind = type(result)
     if kind in PLAIN and not secrets and not untrusted:
+        if spec.reads_private and wanted.private:
+            session.record_private(destination_values(result), spec.name)
         if not wanted.now or kind is bool or result is None:
             return result
         session.record_values(
@@ -57,6 +59,8 @@ def output(
         result = list(result)  # a generator's chunks, checked (and joined) as a whole
     if secrets:
         result = redact(result, secrets)
+    if spec.reads_private and wanted.private:
+        session.record_private(destination_values(result), spec.name)
     if not untrusted:
         if wanted.now:
             values = _vouching(destination_values(result), arguments)

@@ -1,11 +1,11 @@
 """The pipeline every tool call goes through, written once.
 
 ``steps`` runs ``CHECKS`` in order (``toolkit.checks``: session, arguments, scope, effect,
-grants, task, limits, authorization, entitlements, untrusted_input, destinations, exfiltration,
-approval), then the credential and the body, and writes exactly one audit event whatever
-happened (one with the other layer's, when an adapter's call and a secured tool's are one
-call: ``toolkit.one_event``). Where a step needs user
-code (an authorizer, an approver, a credentials callable, the body itself) it yields a
+grants, task, limits, authorization, entitlements, untrusted_input, destinations,
+private_data, exfiltration, approval), then the credential and the body, and writes exactly
+one audit event whatever happened (one with the other layer's, when an adapter's call and a
+secured tool's are one call: ``toolkit.one_event``). Where a step needs user code (an
+authorizer, an approver, a credentials callable, the body itself) it yields a
 ``Step`` and the driver (``toolkit.drivers``) runs it: ``run_sync`` calls it; ``run_async``
 awaits a coroutine function and runs a plain function in a worker thread with the caller's
 context. The result (or the exception) is sent back into the generator, which carries on.
@@ -53,6 +53,7 @@ CHECKS: tuple[Check, ...] = (
     checks.entitlements,
     checks.untrusted_input,
     checks.destinations,
+    checks.private_data,
     checks.exfiltration,
     checks.approval,
 )
@@ -75,6 +76,7 @@ def plan(spec: ToolSpec, kit: Settings) -> tuple[tuple[Check, ...], bool]:
         skip.add(checks.authorization)
     if not spec.sends_out:
         skip.add(checks.exfiltration)
+        skip.add(checks.private_data)
     if not spec.destinations:
         skip.add(checks.destinations)
     if not spec.scope:

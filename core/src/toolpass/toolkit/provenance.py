@@ -41,9 +41,11 @@ Label = Literal["trusted", "private", "untrusted"]
 
 class _Wanted:
     """Whether any tool in this process declares a destination: until one does, nothing
-    consults the record, so trusted output is not kept (a call pays nothing for it)."""
+    consults the record, so trusted output is not kept (a call pays nothing for it). And
+    (``private``) whether any sends out: until one does, private output is not kept."""
 
     now = False
+    private = False
 
 
 wanted = _Wanted()
@@ -78,10 +80,11 @@ _LINK = lazy_pattern(
     r"\.?(?::\d{1,5})?(?:[/?#\\][^\s<>\"'`)\]]*)?(?![\w@-])",
     re.IGNORECASE,
 )
-# Groups of four after the country and check digits, as IBANs are written (a following word
-# is never taken for a last group: that one is at most three characters).
+# Groups of four after the country and check digits, as IBANs are written; a last group of
+# one to three holds a digit (a following word, ``to`` or ``for``, is never taken for one).
 _IBAN = lazy_pattern(
-    r"\b([A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?)\b", re.IGNORECASE
+    r"\b([A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?(?=[A-Z]{0,2}\d)[A-Z0-9]{1,3})?)\b",
+    re.IGNORECASE,
 )
 _DIGITS = lazy_pattern(r"\+?\d(?:[ .,/-]?\d){5,}")
 _SPACES = lazy_pattern(r"\s+")
@@ -493,6 +496,31 @@ class Provenance:
         for index in min(postings, key=len):
             yield self._read[index]
 
+    def unvouched(self, text: str, *others: Provenance) -> str | None:
+        """The first value of the destination ``text`` that neither this record nor
+        ``others`` vouch for (as a trusted or private read: a value never read is not
+        vouched for), else None. Used on records of what the user named
+        (``provenance="request"``); a full record vouches for nothing."""
+        records = (self, *others)
+        for record in records:
+            if record._pending:
+                record._flush()
+        for value in _values(text):
+            if not any(record._vouches(value) for record in records):
+                return value.shown
+        return None
+
+    def _vouches(self, value: _Value) -> bool:
+        if any(self._keys.get(key, 0) & _VOUCHED for key in value.keys):
+            return True
+        if value.words is None:
+            return False
+        whole = _as_words(value.words)[1]
+        return any(
+            bit & _VOUCHED and whole.search(read)
+            for read, bit, _ in self._texts_holding(value.words)
+        )
+
     def _judged_by_parents(self, value: _Value) -> tuple[str, str] | None:
         """A value never read: the nearest of its parents that was read decides."""
         for key in value.parents:
@@ -518,3 +546,12 @@ def _as_words(value: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 _UNTRUSTED = 4
 _VOUCHED = 1 | 2  # trusted or private
 _BITS: dict[str, int] = {"trusted": 1, "private": 2, "untrusted": _UNTRUSTED}
+
+
+@lru_cache(maxsize=256)
+def vouched_by(values: tuple[str, ...]) -> Provenance:
+    """A record of ``values`` as the user named them (a task scope's destinations), made
+    once per set of values."""
+    record = Provenance()
+    record.add(values, "trusted", "the user")
+    return record

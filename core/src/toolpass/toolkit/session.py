@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolpass.outcome.errors import ToolRefused
 from toolpass.rules.scope import has_control
 from toolpass.store import Store, update_reading
+from toolpass.toolkit.private import PrivateValues
 from toolpass.toolkit.provenance import Label, Provenance
 from toolpass.toolkit.untrusted import MAX_TEXT, UntrustedIndex
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 #: How long a shared session's state is kept after its last change: a day.
 SESSION_TTL = 24 * 3600.0
+#: The label of a private tool's output texts in a shared session's list of values read.
+PRIVATE_VALUES = "private_values"
 
 _current: ContextVar[Session | None] = ContextVar("toolpass_session", default=None)
 
@@ -53,8 +56,10 @@ class Session:
         "_local",
         "_lock",
         "_private_from",
+        "_private_values",
         "_provenance",
         "_read",
+        "_requested",
         "_since",
         "_store",
         "_tainted",
@@ -143,6 +148,9 @@ class Session:
         vouched = ([request] if request else []) + list(trusted)
         if vouched:
             self._provenance.add(vouched, "trusted", "the user")
+        self._requested = Provenance()  # the user's own words alone
+        self._requested.add(vouched, "trusted", "the user")
+        self._private_values = PrivateValues(said=vouched)
         self._set_task(task, planner, confirm_task)
 
     def _set_task(self, task: Any, planner: Any, confirm_task: Any) -> None:
@@ -210,7 +218,9 @@ class Session:
     def seen(self) -> Seen:
         """What the session had read as of the last :meth:`sync` (or change), without asking
         the store; without a store, as it is now."""
-        return Seen(self._local, self._provenance, self._private_from, self._tainted)
+        return Seen(
+            self._local, self._provenance, self._private_from, self._tainted, self._private_values
+        )
 
     # Data flow: what the session has read.
     def note_private(self, source: str = "*") -> None:
@@ -291,6 +301,22 @@ class Session:
             entry = json.dumps([label, source, listed])
             self._store.append(self._key + ":values", entry, ttl=self._ttl)
 
+    @property
+    def requested(self) -> Provenance:
+        """The values the user vouched for in their own words (the request and the trusted
+        values), apart from anything a tool returned."""
+        return self._requested
+
+    def record_private(self, texts: Iterable[str], source: str) -> None:
+        """Remember the texts of a private tool's output (``source``), for the private-data
+        check to look for what they hold in what is sent out."""
+        listed = [t for t in texts if t]
+        if self._store is None:
+            self._private_values.add(listed, source)
+        elif listed:
+            entry = json.dumps([PRIVATE_VALUES, source, listed])
+            self._store.append(self._key + ":values", entry, ttl=self._ttl)
+
     def _change(self, change: Callable[[dict[str, Any]], Any]) -> Any:
         """Change the session's state in the store (counts and data flow) by ``change``,
         which edits it in place and returns the result; one round trip."""
@@ -333,7 +359,10 @@ class Session:
             self._read = max(self._read, starts[0] + len(texts))
             for entry in entries[self._values_read - starts[1] :]:
                 label, source, listed = json.loads(entry)
-                self._provenance.add(listed, label, source)
+                if label == PRIVATE_VALUES:
+                    self._private_values.add(listed, source)
+                else:
+                    self._provenance.add(listed, label, source)
             self._values_read = max(self._values_read, starts[1] + len(entries))
             state = state or _new_state()
             if state["full"] and not self._local.full:
@@ -349,6 +378,7 @@ class Seen(NamedTuple):
     provenance: Provenance
     private_from: AbstractSet[str]
     tainted: bool
+    private_values: PrivateValues
 
     @property
     def private(self) -> bool:

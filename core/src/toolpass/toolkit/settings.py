@@ -34,6 +34,11 @@ CustomEffect = NewType("CustomEffect", str)
 UntrustedInputs = Literal["check", "approve", "ignore"]
 Exfiltration = Literal["approve", "refuse", "ignore"]
 ProvenanceMode = Literal["check", "approve", "ignore"]
+#: A tool's provenance, for all its destinations or one of them: ``request`` means the user
+#: must have named the value (a miss is refused, or sent for approval when the tool's or
+#: toolkit's provenance is ``approve``).
+ArgumentProvenance = Literal["check", "approve", "ignore", "request"]
+PrivateData = Literal["approve", "refuse", "ignore"]
 OutsideTask = Literal["ask", "refuse"]
 OutputHook = Callable[..., Any]
 UnknownHost = Literal["allow", "refuse_writes", "refuse"]
@@ -53,6 +58,8 @@ MODES: dict[str, tuple[str, ...]] = {
     "unknown_host": ("allow", "refuse_writes", "refuse"),
     "act_as": ("user", "agent"),
     "mode": ("enforce", "observe"),
+    "private_data": ("approve", "refuse", "ignore"),
+    "argument_provenance": ("check", "approve", "ignore", "request"),
     "outside_task": ("ask", "refuse"),
 }
 
@@ -92,6 +99,7 @@ class ToolkitOptions(TypedDict, total=False):
     provenance: ProvenanceMode
     on_output: OutputHook | Iterable[OutputHook] | None
     mode: Mode | None
+    private_data: PrivateData
     planner: Callable[..., Any] | None
     outside_task: OutsideTask
 
@@ -119,9 +127,10 @@ class ToolOptions(TypedDict, total=False):
     as_tool: Callable[[Callable[..., Any]], Any] | None
     destinations: Iterable[str] | None
     untrusted_fields: Iterable[str] | None
-    provenance: ProvenanceMode | None
+    provenance: ArgumentProvenance | Mapping[str, ArgumentProvenance] | None
     on_output: OutputHook | None
     mode: Mode | None
+    private_data: PrivateData | None
     outside_task: OutsideTask | None
 
 
@@ -151,6 +160,8 @@ class Settings:
     on_output: tuple[OutputHook, ...] = ()
     #: None: what the permission engine's configuration says (``mode:``), else enforce.
     mode: Mode | None = None
+    #: Private data read from ``reads_private`` tools, in what a ``sends_out`` tool sends.
+    private_data: PrivateData = "approve"
     #: Drafts a session's task scope from its request (``(request, tools) -> TaskScope``).
     planner: Callable[..., Any] | None = None
     #: A call outside the task scope: a person is asked, or it is refused.
@@ -365,6 +376,7 @@ _CHECKS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "provenance": _mode("provenance"),
     "on_output": lambda v: {"on_output": _hooks("on_output", v)},
     "mode": _run_mode,
+    "private_data": _mode("private_data"),
     "planner": lambda v: {"planner": _planner(v)},
     "outside_task": _mode("outside_task"),
 }

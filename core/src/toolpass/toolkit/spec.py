@@ -64,7 +64,8 @@ class Declared:
     destinations: tuple[str, ...] = ()
     #: None: all the output, when untrusted.
     untrusted_fields: frozenset[str] | None = None
-    provenance: str | None = None  # None: the toolkit's
+    #: One mode for every destination, or ``((argument, mode), ...)``; None: the toolkit's.
+    provenance: str | tuple[tuple[str, str], ...] | None = None
     on_output: Callable[..., Any] | None = None
     #: Untrusted output is fenced (False: recorded only, as a framework owns its result).
     fences: bool = True
@@ -81,6 +82,9 @@ class Declared:
     #: Seconds a call waiting in the approval queue blocks for a person's answer, within its
     #: one check (a framework with no pause); None: it is refused ``approval_pending`` now.
     approval_wait: float | None = None
+    #: Private data in what it sends out: ``approve``, ``refuse``, ``ignore`` (None: the
+    #: toolkit's).
+    private_data: str | None = None
     #: A call outside the session's task scope: ``ask`` or ``refuse`` (None: the toolkit's).
     outside_task: str | None = None
 
@@ -126,6 +130,8 @@ class ToolSpec(Declared):
         self.authorize_async = getattr(self.authorize, "acall", None)
         if self.destinations:
             wanted.now = True
+        if self.sends_out:
+            wanted.private = True
         #: How the values of its trusted output are labelled.
         self.trust: Label = "private" if self.reads_private else "trusted"
         self._types: tuple[tuple[str, TypeCheck, Any], ...] | None = None

@@ -17,6 +17,7 @@ from toolpass.toolkit.drivers import run_async, run_sync
 from toolpass.toolkit.pipeline import steps
 from toolpass.toolkit.session import Conversations
 from toolpass.toolkit.settings import (
+    MODES,
     AuditSink,
     Settings,
     ToolkitOptions,
@@ -301,7 +302,9 @@ def _declared(
         )
     inputs = untrusted_mode(options.get("untrusted_inputs"), options.get("on_untrusted_input"))
     check_mode("exfiltration", options.get("exfiltration"))
-    check_mode("provenance", options.get("provenance"))
+    provenance = _provenance(tool_name, binder, options.get("provenance"))
+    by_argument = provenance if isinstance(provenance, tuple) else ()
+    check_mode("private_data", options.get("private_data"))
     check_mode("mode", options.get("mode"))
     check_mode("outside_task", options.get("outside_task"))
     on_output = options.get("on_output")
@@ -319,11 +322,16 @@ def _declared(
             raise TypeError(
                 f"{tool_name}: {label} names {', '.join(unknown)}, which it does not take"
             )
-    chosen = _names(options.get("destinations") or ())
+    chosen = _names(options.get("destinations") or ()) + tuple(n for n, _ in by_argument)
     unknown = [n for n in chosen if n not in binder.names]
     if unknown:
         raise TypeError(f"{tool_name}: destinations names {', '.join(unknown)}, not its argument")
     inferred = [n for n, v in validators.items() if is_destination(v)]
+    if provenance == "request" and not (chosen or inferred):
+        raise ValueError(
+            f"{tool_name}: provenance='request' checks its destinations; name them with "
+            "destinations=[...]"
+        )
     _check_validators(tool_name, validators, inspect.iscoroutinefunction(fn))
     authorize, approve, preview = (
         _by_call_or_arguments(hook, binder.names)
@@ -351,11 +359,29 @@ def _declared(
         resources=None if resources is None else compile_scope(resources),
         destinations=tuple(dict.fromkeys([*chosen, *inferred])),
         untrusted_fields=fields,
-        provenance=options.get("provenance"),
+        provenance=provenance,
         on_output=on_output,
         mode=options.get("mode"),
+        private_data=options.get("private_data"),
         outside_task=options.get("outside_task"),
     )
+
+
+def _provenance(
+    tool_name: str, binder: Binder, given: Any
+) -> str | tuple[tuple[str, str], ...] | None:
+    """``provenance=``: one mode for every destination, or ``{argument: mode}`` (each named
+    argument is a destination)."""
+    modes = MODES["argument_provenance"]
+    by_argument = given.items() if isinstance(given, Mapping) else (("", given),)
+    for name, mode in by_argument:
+        if name and name not in binder.names:
+            raise TypeError(f"{tool_name}: provenance names {name!r}, not its argument")
+        if (mode is not None or name) and mode not in modes:
+            raise ValueError(
+                f"{tool_name}: provenance must be one of {', '.join(modes)}, not {mode!r}"
+            )
+    return tuple(given.items()) if isinstance(given, Mapping) else given
 
 
 def _check_validators(

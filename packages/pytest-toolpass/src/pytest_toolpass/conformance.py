@@ -724,6 +724,44 @@ class AdapterConformance:
         ]
         assert overridden == [], f"{type(self).__name__} overrides {', '.join(overridden)}"
 
+    # --- provenance request / private data (H2)
+
+    def test_a_destination_the_user_did_not_name_is_refused(self, mode: str) -> None:
+        """``provenance="request"``: the key must be one the user's request names; the model
+        reads why the other was refused, and the named one runs."""
+        asked = Session(DANA, request="please delete PAY-1, it is a duplicate")
+        rules = {
+            "delete_issue": Traits(
+                effect="destructive", destinations=("key",), provenance="request"
+            )
+        }
+        script = [Call("delete_issue", {"key": "PAY-2"}), Call("delete_issue", {"key": "PAY-1"})]
+        out, tools = self._go(mode, ScriptedEngine(), rules, script, DANA, session=lambda _: asked)
+        assert tools.ran == [("delete_issue", {"key": "PAY-1"})]
+        assert "unrequested_destination" in out.outputs[0]
+        assert "not one the user named" in out.outputs[0]
+        assert "deleted PAY-1" in out.outputs[1]
+
+    def test_private_data_leaving_is_refused(self, mode: str) -> None:
+        """A number read from a tool that reads private data, sent out by another in a
+        non-destination argument however it is written: refused, and the model reads why."""
+        rules = {
+            "read_file": Traits(effect="read", reads_private=True),
+            "delete_issue": Traits(effect="destructive", sends_out=True, private_data="refuse"),
+        }
+        card = "card 4111 1111 1111 1111"  # read_file's output repeats its path
+        script = [
+            Call("read_file", {"path": card}),
+            Call("delete_issue", {"key": "PAY-4111-1111-1111-1111"}),
+            Call("delete_issue", {"key": "PAY-1"}),
+        ]
+        out, tools = self._go(mode, ScriptedEngine(), rules, script, DANA, session=_one_session())
+        assert tools.ran == [("read_file", {"path": card}), ("delete_issue", {"key": "PAY-1"})]
+        assert "private_data" in out.outputs[1]
+        assert "private data" in out.outputs[1]
+        assert "4111" not in out.outputs[1]  # the refusal does not repeat the value
+        assert "deleted PAY-1" in out.outputs[2]
+
 
 #: A call that needs a person: it declares that it sends out data it read (private and
 #: untrusted), so the exfiltration check asks for approval every time.

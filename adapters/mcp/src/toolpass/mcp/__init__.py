@@ -571,6 +571,8 @@ class ToolpassMiddleware:
         if ctx.method in CHECKED or (ctx.method in GATED and self._gated(ctx.method)):
             read: HandlerResult = await self._read(ctx, call_next)
             return read
+        if ctx.method == "subscriptions/listen" and self._gated("resources/subscribe"):
+            await self._watches(ctx)
         result = await call_next(ctx)
         if ctx.method == "tools/list":
             try:
@@ -654,6 +656,24 @@ class ToolpassMiddleware:
             _as_mcp_error,
         )
 
+    async def _watches(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """A ``subscriptions/listen`` stream's ``resourceSubscriptions`` (2026-07-28), each
+        checked as a ``resources/subscribe`` of its URI, before the stream opens; a refusal
+        is a JSON-RPC error, as a subscription's."""
+        params: Any = ctx.params if isinstance(ctx.params, Mapping) else {}
+        wanted = params.get("notifications")
+        uris = wanted.get("resourceSubscriptions") if isinstance(wanted, Mapping) else None
+        for uri in uris if isinstance(uris, list) else []:
+            await self._core.call(
+                "resources/subscribe",
+                {"uri": uri},
+                ctx,
+                _connection_of(ctx.session),
+                ctx.request,
+                _nothing,
+                _as_mcp_error,
+            )
+
     def _gated(self, method: str) -> bool:
         return self.guard.strict or self.guard.rule(method) is not None
 
@@ -674,6 +694,10 @@ class ToolpassMiddleware:
             if isinstance(name, str):
                 found[name] = _arguments_of(schema)
         self._core.saw_tools(found)
+
+
+async def _nothing() -> None:
+    """The body of a check that runs nothing itself (the stream opens after it)."""
 
 
 def _completion_of(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -735,8 +759,9 @@ def guard(
     used sessions (``Guard.held_sessions``). ``resources/read`` and ``prompts/get`` are checked
     as calls of tools of those names (arguments ``uri``; ``name`` and ``arguments``): a rule
     may name them, ``strict=True`` refuses them without one. ``completion/complete``
-    (arguments ``ref``, ``argument``, ``value``) and ``resources/subscribe`` (``uri``) are
-    checked so where a rule names them or under ``strict``. Results (and errors) reach the
+    (arguments ``ref``, ``argument``, ``value``) and ``resources/subscribe`` (``uri``; also
+    each resource a 2026-07-28 ``subscriptions/listen`` stream watches) are checked so where
+    a rule names them or under ``strict``. Results (and errors) reach the
     client without the engine's connections' secrets. ``on_refuse`` makes the text the model
     reads (or a ``CallToolResult``); None makes a refusal a JSON-RPC error instead of a tool
     result.

@@ -396,6 +396,9 @@ class Proxy:
         #: The name of a request's client (the guard's ``client_of``: ``client=``, the
         #: access token's ``client_id``, or the server's one client).
         self.client_name: Callable[[ServerRequestContext[Any]], str] = lambda ctx: ONE_CLIENT
+        #: The person a request acts for (the guard's: the access token's claim, else the
+        #: configuration's user); None when it names nobody.
+        self.user_of: Callable[[ServerRequestContext[Any]], str | None] = lambda ctx: None
         self.tasks: TaskGroup | None = None  # where the upstream connections run
         #: What nothing the client gets may carry: the secrets of the engine's connections.
         self.secrets: Callable[[], tuple[str, ...]] = lambda: ()
@@ -462,15 +465,18 @@ class Proxy:
 
     def downstream_of(self, ctx: ServerRequestContext[Any]) -> _Downstream:
         """The request's client's connection to the upstream, opened on its first request.
-        A connection that outlasts the request (stdio, an MCP session) has its own; a
-        stateless client (2026-07-28, a connection per request) has one per name and
-        capabilities, the ``MAX_STATELESS`` last used kept open."""
+        A connection that outlasts the request (stdio, an MCP session) has its own, closed
+        when that connection ends; a stateless client (2026-07-28, a connection per request)
+        has one per person, name and capabilities, the ``MAX_STATELESS`` last used kept
+        open."""
         key = self._key_of(ctx)
         downstream = self.downstreams.get(key)
         if downstream is None or downstream.retired:
             downstream = self.downstreams[key] = _Downstream(ctx, self.secrets)
             assert self.tasks is not None, "serve() opens the upstream connections"
             self.tasks.start_soon(self._connect, downstream)
+            if key[0] == "connection":
+                self._close_with(key, downstream)
         if key[0] == "stateless":
             downstream.first = ctx  # where its notifications go between requests
             self.stateless[key] = downstream
@@ -481,6 +487,19 @@ class Proxy:
                 gone.retire()
         return downstream
 
+    def _close_with(self, key: tuple[Any, ...], downstream: _Downstream) -> None:
+        """Close ``downstream``'s upstream connection once the client's connection ends (an
+        MCP session closed or timed out), so none outlives its client."""
+
+        def ended() -> None:
+            if self.downstreams.get(key) is downstream:
+                del self.downstreams[key]
+            downstream.retire()
+
+        stack = getattr(key[1], "exit_stack", None)
+        if stack is not None:
+            stack.callback(ended)
+
     def _key_of(self, ctx: ServerRequestContext[Any]) -> tuple[Any, ...]:
         connection = _connection_of(ctx.session)
         session_id = getattr(connection, "session_id", None)
@@ -488,7 +507,16 @@ class Proxy:
             return ("connection", connection)
         caps = ctx.session.client_capabilities
         seen = caps.model_dump_json(exclude_none=True) if caps else ""
-        return ("stateless", self.client_name(ctx), ctx.protocol_version, seen)
+        person = self._person(ctx)
+        return ("stateless", person, self.client_name(ctx), ctx.protocol_version, seen)
+
+    def _person(self, ctx: ServerRequestContext[Any]) -> str | None:
+        """Who the request acts for: people signed in through one client application never
+        share an upstream connection (nor what it sends with their calls)."""
+        try:
+            return self.user_of(ctx)
+        except ToolRefused:  # names nobody: the guard refuses its calls
+            return None
 
     async def client_of(self, downstream: _Downstream) -> Client:
         """The upstream connection of ``downstream``, once open."""
@@ -773,6 +801,7 @@ async def serve(
         proxy = Proxy(upstream, probe, tools, lambda t: added._core.saw_tools(_schemas(t)))
     proxy.secrets = added._core.secrets  # every message to the client: without them
     proxy.client_name = added._core.client_of  # a stateless client: the guard's name of it
+    proxy.user_of = lambda ctx: added.guard.user_of(None, ctx)  # and the person it acts for
     proxy.server.instructions = redacted(proxy.server.instructions, proxy.secrets())
     added.server = proxy.server  # its serverInfo on a refusal (2026-07-28)
     added._core.known_tools = lambda: proxy.tools  # strict: an unknown tool reads as one

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import UserIds, mapped_user, paged
 from toolpass.integrations.aws import _identity_center
 from toolpass.integrations.aws import _resource_policies as policies
 from toolpass.integrations.aws import _routes as _aws_routes
@@ -497,22 +497,64 @@ class AWS(Integration):
     ) -> Iterator[ET.Element]:
         """Every ``<OperationResult>`` of a paginated IAM Query call (``Marker``)."""
 
-        def page(marker: str | None) -> tuple[list[ET.Element], str | None]:
-            asked = {**params, "Marker": marker} if marker else params
-            root = self._query(self.iam_url, "iam", self._iam_region(), asked, subject)
+        def read(url: str, *, what: str, params: Mapping[str, str | None], absent: Any) -> Any:
+            asked = {k: v for k, v in params.items() if v is not None}
+            root = self._query(url, "iam", self._iam_region(), asked, subject)
             result = root.find(f"{operation}Result")
             if result is None:
                 raise LookupFailed(f"IAM's {operation} answer has no {operation}Result")
-            if text(result, "IsTruncated") != "true":
-                return [result], None
-            marker = text(result, "Marker")
-            if not marker:
-                raise LookupFailed(f"IAM's {operation} answer is truncated without a Marker")
-            return [result], marker
+            more = text(result, "IsTruncated") == "true"
+            return {"results": [result], "more": more, "Marker": text(result, "Marker")}
 
         limit = self.options["max_pages"]
-        too_many = f"IAM's {operation} answer has more than {limit} pages"
-        return self.pages(page, limit=limit, too_many=too_many)
+        return paged(
+            self,
+            self.iam_url,
+            what=f"IAM's {operation}",
+            too_many=f"IAM's {operation} answer has more than {limit} pages",
+            style="cursor",
+            items="results",
+            params=params,
+            pages=limit,
+            size_param=None,
+            cursor="Marker",
+            next_at="Marker",
+            more_at="more",
+            get=read,
+        )
+
+    def json_pages(
+        self,
+        url: str,
+        service: str,
+        target: str,
+        payload: Mapping[str, Any],
+        field: str,
+        subject: str,
+    ) -> Iterator[Any]:
+        """The items of a paginated JSON 1.1 list (``NextToken``)."""
+        operation = target.rpartition(".")[2]
+
+        def read(url: str, *, what: str, params: Mapping[str, str | None], absent: Any) -> Any:
+            token = params.get("NextToken")
+            asked = {**payload, "NextToken": token} if token else payload
+            return self.json_api(url, service, target, asked, subject)
+
+        limit = self.options["max_pages"]
+        return paged(
+            self,
+            url,
+            what=operation,
+            too_many=f"{operation} has more than {limit} pages",
+            style="cursor",
+            items=field,
+            optional=True,
+            pages=limit,
+            size_param=None,
+            cursor="NextToken",
+            next_at="NextToken",
+            get=read,
+        )
 
     def _iam_region(self) -> str:
         return PARTITIONS[self.partition].iam_region

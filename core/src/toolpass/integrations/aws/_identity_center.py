@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 from toolpass.integrations.aws._answers import IAM_VERSION, NotFound, members, text
 from toolpass.wire.errors import LookupFailed
 
 __all__ = ["role_arns"]
-
-T = TypeVar("T")
 
 
 class AWS(Protocol):
@@ -33,13 +31,15 @@ class AWS(Protocol):
         self, operation: str, params: Mapping[str, str], subject: str
     ) -> Iterator[ET.Element]: ...
 
-    def pages(
+    def json_pages(
         self,
-        read_page: Callable[[str | None], tuple[Iterable[T], str | None]],
-        *,
-        limit: int,
-        too_many: str,
-    ) -> Iterator[T]: ...
+        url: str,
+        service: str,
+        target: str,
+        payload: Mapping[str, Any],
+        field: str,
+        subject: str,
+    ) -> Iterator[Any]: ...
 
 
 def role_arns(aws: AWS, email: str) -> list[str]:
@@ -71,8 +71,7 @@ def role_arns(aws: AWS, email: str) -> list[str]:
     if not isinstance(user_id, str) or not user_id:
         raise LookupFailed("GetUserId's answer has no UserId")
     principals = [("USER", user_id)]
-    for membership in _json_pages(
-        aws,
+    for membership in aws.json_pages(
         aws.identitystore_url,
         "identitystore",
         "AWSIdentityStore.ListGroupMembershipsForMember",
@@ -85,8 +84,7 @@ def role_arns(aws: AWS, email: str) -> list[str]:
             principals.append(("GROUP", group))
     sets: set[str] = set()
     for kind, pid in principals:
-        for item in _json_pages(
-            aws,
+        for item in aws.json_pages(
             aws.sso_admin_url,
             "sso",
             "SWBExternalService.ListAccountAssignmentsForPrincipal",
@@ -142,31 +140,3 @@ def _sso_roles(aws: AWS, account: str) -> list[tuple[str, str]]:
             if name and arn and arn.split(":")[4:5] == [account]:
                 roles.append((name, arn))
     return roles
-
-
-def _json_pages(
-    aws: AWS,
-    url: str,
-    service: str,
-    target: str,
-    payload: Mapping[str, Any],
-    field: str,
-    subject: str,
-) -> Iterator[Any]:
-    """The items of a paginated JSON 1.1 list (``NextToken``)."""
-    operation = target.rpartition(".")[2]
-
-    def page(token: str | None) -> tuple[list[Any], str | None]:
-        asked = {**payload, "NextToken": token} if token else payload
-        data = aws.json_api(url, service, target, asked, subject)
-        found = data.get(field, [])
-        if not isinstance(found, list):
-            raise LookupFailed(f"{operation}'s {field} is not a list")
-        token = data.get("NextToken")
-        if token is not None and not isinstance(token, str):
-            raise LookupFailed(f"{operation}'s NextToken is not a string")
-        return found, token
-
-    limit = aws.options["max_pages"]
-    too_many = f"{operation} has more than {limit} pages"
-    return aws.pages(page, limit=limit, too_many=too_many)

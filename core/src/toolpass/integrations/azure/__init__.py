@@ -46,10 +46,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import UserIds, mapped_user, paged
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
@@ -246,20 +247,19 @@ class Azure(MicrosoftCloud):
         query = f"assignedTo('{oid}')" if kind == "roleAssignments" else "atScope()"
         what = f"list the {kind} for {oid} at {scope}"
 
-        def page(link: str | None) -> tuple[Iterable[Any], str | None]:
-            params = None if link else {"$filter": query, "api-version": API_VERSION}
-            if link and not link.startswith(self.config.url + "/"):
-                raise LookupFailed(f"azure's {kind} list points to another host")
-            data = self.api_json("GET", link or base, api="arm", what=what, params=params)
-            items, nxt = data.get("value"), data.get("nextLink")
-            if not isinstance(items, list) or (nxt is not None and not isinstance(nxt, str)):
-                raise LookupFailed(f"azure's answer to {what} has no value list")
-            return items, nxt
-
-        found = tuple(
-            _grant(item, kind)
-            for item in self.pages(page, limit=_PAGES, too_many=f"azure: {what}: too many pages")
+        listing = paged(
+            self,
+            base,
+            what=what,
+            too_many=f"azure: {what}: too many pages",
+            style="next_url",
+            items="value",
+            params={"$filter": query, "api-version": API_VERSION},
+            pages=_PAGES,
+            next_at="nextLink",
+            get=partial(self.api_json, "GET", api="arm"),
         )
+        found = tuple(_grant(item, kind) for item in listing)
         self._kept.put(key, found, self._ttl("permission_cache_ttl", 60.0))
         return found
 

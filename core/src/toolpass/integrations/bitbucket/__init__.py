@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, token_from
+from toolpass.integrations._kit import Absent, IssuedToken, UserIds, mapped_user, paged, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -257,33 +257,21 @@ class Bitbucket(Integration):
         hit = self._lists.get(path)
         if hit is not None:
             return hit
-        own = self.config.url.rstrip("/") + "/"
-        first = True
-
-        def page(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
-            nonlocal first
-            url = token if token is not None else _API + path
-            params = {"pagelen": _PAGELEN} if token is None else None
-            data = self.get_json(url, what=what, params=params, absent=(404,) if first else ())
-            if data is None:
-                raise _Absent
-            first = False
-            values, nxt = data.get("values"), data.get("next")
-            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
-                raise LookupFailed(f"bitbucket's answer to {what} has no list of values")
-            if nxt is not None and (not isinstance(nxt, str) or not nxt.startswith(own)):
-                raise LookupFailed(f"bitbucket's answer to {what} links to another origin")
-            return values, nxt
-
+        listing = paged(
+            self,
+            _API + path,
+            what=what,
+            too_many=f"bitbucket's list to {what} is longer than page_limit pages",
+            style="next_url",
+            items="values",
+            each=dict,
+            params={"pagelen": _PAGELEN},
+            pages=int(self.options.get("page_limit", 50)),
+            absent=True,
+        )
         try:
-            found = tuple(
-                self.pages(
-                    page,
-                    limit=int(self.options.get("page_limit", 50)),
-                    too_many=f"bitbucket's list to {what} is longer than page_limit pages",
-                )
-            )
-        except _Absent:
+            found = tuple(listing)
+        except Absent:
             return None
         self._lists.put(path, found, float(self.options.get("permission_cache_ttl", 60.0)))
         return found
@@ -577,10 +565,6 @@ class Bitbucket(Integration):
         if answer.status != 200:
             return ProbeResult(False, f"signed in as {who}, but {self.failure(answer, what)}")
         return ProbeResult(True, f"signed in as {who}, administering workspace {workspace}")
-
-
-class _Absent(Exception):
-    """The list's first page answered 404."""
 
 
 def _narrowed(found: Match, action: str, resource: str) -> Match:

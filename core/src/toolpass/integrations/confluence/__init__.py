@@ -29,13 +29,14 @@ Resources: ``content:ID`` (or ``page:``, ``blogpost:``, ``comment:``, ``attachme
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import UserIds, mapped_user, paged
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -62,8 +63,6 @@ _SPACE_KEY = re.compile(r"~?[A-Za-z0-9_]{1,255}")
 _ACCOUNT_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
 _GATEWAY = re.compile(r"/ex/confluence/([^/]+)(/.*)?")
 _PARENTS = ("pageId", "blogPostId", "attachmentId", "customContentId", "parentCommentId")
-#: Actions an archived page refuses (beside ``update``), whoever asks.
-_LIVE_ONLY = frozenset({"comment", "attach"})
 _PAGES = 20  # pages of 250 permission assignments, or of 200 groups, read at most
 
 
@@ -154,18 +153,19 @@ class Confluence(AtlassianSite):
     # --- requests (signing in, the gateway: ``AtlassianSite``) ---------------------------
     def _listing(self, path: str, params: Mapping[str, str], what: str) -> Iterator[Any]:
         """The ``results`` of a paged list, following ``_links.next`` on the same site."""
-
-        def page(token: str | None) -> tuple[Iterable[Any], str | None]:
-            data = self._api("GET", token or path, what=what, params=None if token else params)
-            results, nxt = data.get("results"), (data.get("_links") or {}).get("next")
-            if not isinstance(results, list) or (nxt is not None and not isinstance(nxt, str)):
-                raise LookupFailed(f"confluence's answer to {what} has no results list")
-            if nxt and (urlsplit(nxt).scheme or not nxt.startswith("/")):
-                raise LookupFailed(f"confluence's next page for {what} leaves the site")
-            return results, self._base() + nxt if nxt else None
-
-        too_many = f"confluence's answer to {what} has more than {_PAGES} pages"
-        return self.pages(page, limit=_PAGES, too_many=too_many)
+        return paged(
+            self,
+            path,
+            what=what,
+            too_many=f"confluence's answer to {what} has more than {_PAGES} pages",
+            style="next_url",
+            items="results",
+            params=params,
+            pages=_PAGES,
+            next_at="_links.next",
+            origin=self._base(),
+            get=partial(self._api, "GET"),
+        )
 
     # --- identity ----------------------------------------------------------------------
     def lookup_lookup(self, email: str) -> Sequence[str]:
@@ -330,16 +330,16 @@ class Confluence(AtlassianSite):
             return Decision.deny(f"the Atlassian account {account} is {status}")
         if terms["check"] == "content":
             decided = self._content(account, str(terms["operation"]), ref)
-            if not decided.allowed or action != "update":
+            if not decided.allowed or not terms.get("live_only"):
                 return decided
             archived = self._archived(ref, action)
             return decided if archived is None else archived
         if kind != "space":
-            needed = "update" if action == "attach" else "read"
+            needed = str(terms.get("parent", "read"))  # on the content it is added to
             first = self._content(account, needed, ref)
             if not first.allowed:
                 return first
-            archived = self._archived(ref, action) if action in _LIVE_ONLY else None
+            archived = self._archived(ref, action) if terms.get("live_only") else None
             if archived is not None:
                 return archived
             space = self._content_space(ref)

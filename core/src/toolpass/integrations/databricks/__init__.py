@@ -32,11 +32,11 @@ credentials at ``<url>/oidc/v1/token``, scope ``all-apis``, refreshed before it 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, IssuedToken, token_from, ttl_option
+from toolpass.integrations._kit import Absent, Cache, IssuedToken, paged, token_from, ttl_option
 from toolpass.integrations._sql import DATABRICKS, statements
 from toolpass.integrations.base import (
     Action,
@@ -301,12 +301,12 @@ class Databricks(Integration):
             what = f"read the permissions of {kind} {ref}"
             data: dict[str, Any] | None = self.get_json(path, what=what, absent=(404,))
             if data is None:
-                raise _Absent
+                raise Absent(what)
             return data
 
         try:
             data = self._permissions.get(path, read)
-        except _Absent:
+        except Absent:
             return self._not_found(f"Databricks has no {kind} {ref} the engine can see (404)")
         entries = data.get("access_control_list")
         if not isinstance(entries, list):
@@ -353,28 +353,27 @@ class Databricks(Integration):
         what = f"read the effective permissions of {securable} {full}"
 
         def read() -> tuple[dict[str, Any], ...]:
-            first = True
-
-            def page(token: str | None) -> tuple[Iterable[dict[str, Any]], str | None]:
-                nonlocal first
-                params = {"max_results": "0", "page_token": token}
-                data = self.get_json(path, what=what, params=params, absent=(404,) if first else ())
-                if data is None:
-                    raise _Absent
-                first = False
-                found, nxt = data.get("privilege_assignments", []), data.get("next_page_token")
-                if not isinstance(found, list) or not all(isinstance(a, dict) for a in found):
-                    raise LookupFailed(f"databricks' answer to {what} has no assignments list")
-                if nxt is not None and not isinstance(nxt, str):
-                    raise LookupFailed(f"databricks' answer to {what} has a bad page token")
-                return found, nxt
-
-            too_many = f"databricks: {what}: too many pages"
-            return tuple(self.pages(page, limit=_PAGES, too_many=too_many))
+            listing = paged(
+                self,
+                path,
+                what=what,
+                too_many=f"databricks: {what}: too many pages",
+                style="cursor",
+                items="privilege_assignments",
+                optional=True,
+                each=dict,
+                absent=True,
+                pages=_PAGES,
+                size=0,
+                size_param="max_results",
+                cursor="page_token",
+                next_at="next_page_token",
+            )
+            return tuple(listing)
 
         try:
             assignments = self._assignments.get(path, read)
-        except _Absent:
+        except Absent:
             return None
         held: set[str] = set()
         for a in assignments:
@@ -422,10 +421,6 @@ def plain_select(statement: object) -> str | None:
     (name,) = names
     full = ".".join(name)
     return full if len(name) == 3 and _UC_NAME["table"].fullmatch(full) else None
-
-
-class _Absent(Exception):
-    """The first page answered 404."""
 
 
 def _is_user(who: str, principals: set[str]) -> bool:

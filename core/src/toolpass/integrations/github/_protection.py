@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from toolpass.integrations._kit import paged
 from toolpass.integrations.base import Decision
 from toolpass.integrations.github import _rules as rules
 from toolpass.integrations.github._roles import RoleReads
@@ -162,19 +163,20 @@ class BranchRules(RoleReads):
 
     def _every_page(self, path: str, what: str, owner: str, repo: str) -> list[Any]:
         """Every item of a list GitHub pages by number (100 a page, at most 10 pages)."""
-
-        def page(token: str | None) -> tuple[list[Any], str | None]:
-            number = int(token or 1)
-            found = self.get_json(
+        return list(
+            paged(
+                self,
                 path,
                 what=what,
-                params={"per_page": "100", "page": str(number)},
-                kind=list,
+                too_many=f"{what} has too many pages",
+                style="page",
+                items=None,
+                pages=10,
+                size_param="per_page",
+                cursor="page",
                 headers=self.headers(owner, repo),
             )
-            return found, str(number + 1) if len(found) == 100 else None
-
-        return list(self.pages(page, limit=10, too_many=f"{what} has too many pages"))
+        )
 
     def _reviews(self, owner: str, repo: str, pull: str) -> list[Any]:
         path = f"/repos/{owner}/{repo}/pulls/{pull}/reviews"
@@ -256,17 +258,20 @@ class BranchRules(RoleReads):
             raise LookupFailed(f"toolpass cannot read all of {what}")
         what = f"the check runs of {owner}/{repo}@{sha[:12]}"
 
-        def page(token: str | None) -> tuple[list[Any], str | None]:
-            number = int(token or 1)
-            params = {"per_page": "100", "page": str(number)}
-            found = self.get_json(f"{base}/check-runs", what=what, params=params, headers=headers)
-            runs, total = found.get("check_runs"), found.get("total_count")
-            if not isinstance(runs, list) or not isinstance(total, int):
-                raise LookupFailed(f"github's answer to {what} is malformed")
-            return runs, str(number + 1) if number * 100 < total and runs else None
-
-        runs = list(self.pages(page, limit=10, too_many=f"{what} has too many pages"))
-        return statuses, runs
+        runs = paged(
+            self,
+            f"{base}/check-runs",
+            what=what,
+            too_many=f"{what} has too many pages",
+            style="page",
+            items="check_runs",
+            pages=10,
+            size_param="per_page",
+            cursor="page",
+            total_at="total_count",
+            headers=headers,
+        )
+        return statuses, list(runs)
 
     def _rules(self, owner: str, repo: str, branch: str) -> list[Any]:
         path = f"/repos/{owner}/{repo}/rules/branches/{quote(branch, safe='')}"

@@ -365,7 +365,7 @@ class GitLab(ProtectedRefs):
             confidential = self._confidential(target, uid, level)
             if confidential is not None:
                 return confidential
-        locked = action == "issue.comment" and target.kind == "issue" and level < REPORTER
+        locked = rule.locked_by_discussion and target.kind == "issue" and level < REPORTER
         if locked and self._issue(target).get("discussion_locked") is True:
             return Decision.deny(
                 f"the discussion of issue {target.path}#{target.iid} is locked: only "
@@ -385,7 +385,7 @@ class GitLab(ProtectedRefs):
         declared = self.action(action)
         if target.kind == "group" or declared is None or declared.effect == "read":
             return None
-        if action in ("project.archive", "project.delete"):
+        if RULES[action].on_archived:
             return None
         archived = self._project(target, place).get("archived")
         if archived is True:

@@ -59,6 +59,8 @@ class Rule:
     ``issue`` (on ``issue:`` resources): ``confidential`` issues need Reporter, the author or
     an assignee; ``own``: the author or an assignee (at least Guest) may, whatever the role.
     ``tag``: protected-tag semantics apply (the resource must name a tag).
+    ``locked_by_discussion``: an issue whose discussion is locked refuses it below Reporter.
+    ``on_archived``: an archived (read-only) project still takes it (archive, delete).
     """
 
     level: int
@@ -68,6 +70,8 @@ class Rule:
     scope: Scope = "project"
     issue: Literal["confidential", "own"] | None = None
     tag: TagOp | None = None
+    locked_by_discussion: bool = False
+    on_archived: bool = False
 
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__.rpartition(".")[0])

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
 from toolpass.integrations._google import GoogleIntegration, auth_keys
+from toolpass.integrations._kit import paged
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -190,7 +192,8 @@ class GoogleWorkspace(GoogleIntegration):
             return Decision.unknown(f"{uid} is not a user of the domain", cause="identity")
         if person.get("suspended") or person.get("archived"):
             return Decision.deny(f"{uid} is suspended")
-        if action == "drive.list" and self.options["drive_tokens"] != "user":
+        sender = terms.terms.get("answers_for") == "sender"  # what the credential sees
+        if sender and self.options["drive_tokens"] != "user":
             return Decision.unknown(
                 "Drive lists and searches answer what the sending credential can see, not "
                 "what this user can (set drive_tokens: user when the agent sends them with "
@@ -316,24 +319,22 @@ class GoogleWorkspace(GoogleIntegration):
         if hit is not None:
             return hit
         customer = quote(str(self.options.get("customer", "my_customer")), safe="")
-        what = f"list {uid}'s admin role assignments"
-
-        def page(token: str | None) -> tuple[list[Any], str | None]:
-            params = {
-                "userKey": uid,
-                "includeIndirectRoleAssignments": "true",
-                "maxResults": "100",
-                "pageToken": token,
-            }
-            path = self._admin(f"/customer/{customer}/roleassignments")
-            data = self.google("GET", path, what=what, params=params)
-            items = data.get("items", [])
-            if not isinstance(items, list):
-                raise LookupFailed(f"google_workspace's answer to {what} has no items list")
-            return items, data.get("nextPageToken")
-
+        assignments = paged(
+            self,
+            self._admin(f"/customer/{customer}/roleassignments"),
+            what=f"list {uid}'s admin role assignments",
+            too_many=f"{uid} has too many role assignments",
+            style="cursor",
+            items="items",
+            optional=True,
+            params={"userKey": uid, "includeIndirectRoleAssignments": "true"},
+            size_param="maxResults",
+            cursor="pageToken",
+            next_at="nextPageToken",
+            get=partial(self.google, "GET"),
+        )
         scopes: dict[str, set[str]] = {}
-        for a in self.pages(page, limit=20, too_many=f"{uid} has too many role assignments"):
+        for a in assignments:
             if isinstance(a, dict) and a.get("roleId") is not None:
                 # an assignment with a condition binds only the resources meeting it: partial
                 scope = "CONDITION" if a.get("condition") else str(a.get("scopeType", ""))

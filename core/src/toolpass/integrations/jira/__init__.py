@@ -413,7 +413,9 @@ class Jira(AtlassianSite):
         cannot tell whose they are), so it is denied; ``level IS EMPTY`` narrows it."""
         kind, _, ref = resource.partition(":")
         if kind == "search":
-            if action != "BROWSE_PROJECTS" or not _PROJECT.fullmatch(ref):
+            declared = self.action(action)
+            searches = declared is not None and declared.terms.get("searches") is True
+            if not searches or not _PROJECT.fullmatch(ref):
                 return Decision.unknown(
                     f"search:KEY is asked with BROWSE_PROJECTS only, not {action} on {resource!r}",
                     cause="resource",

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, target, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, paged, target, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -250,8 +250,9 @@ class Linear(Integration):
         if me.get("active") is not True:
             return Decision.deny(f"{who} is suspended")
         team, author = (None, None) if scope == "workspace" else self._target(kind, rid)
+        needs = terms.terms.get("needs")  # admin, team_owner, author, author_or_admin, or None
         if team is None:  # the workspace, or a workspace-wide label or template
-            if action in ("workspace.admin", "team.manage"):
+            if needs in ("admin", "team_owner"):
                 if admin:
                     return Decision.allow(f"{who} is a workspace admin or owner")
                 return Decision.deny(f"{who} is not a workspace admin or owner")
@@ -264,11 +265,11 @@ class Linear(Integration):
                 return Decision.deny(f"{who} is a guest and not a member of team {key}")
             if team.get("visibility", "private" if team.get("private") else "public") != "public":
                 return Decision.deny(f"{who} is not a member of the private team {key}")
-        if action == "team.manage" and not (teams.get(team["id"]) or admin):
+        if needs == "team_owner" and not (teams.get(team["id"]) or admin):
             return Decision.deny(f"{who} is neither an owner of team {key} nor a workspace admin")
-        if action == "comment.edit" and author != uid:
+        if needs == "author" and author != uid:
             return Decision.deny(f"{who} did not write {resource}")
-        if action == "comment.delete" and author != uid and not admin:
+        if needs == "author_or_admin" and author != uid and not admin:
             return Decision.deny(f"{who} did not write {resource} and is not a workspace admin")
         return Decision.allow(f"{who} may {action} in team {key}")
 
@@ -286,19 +287,27 @@ class Linear(Integration):
         me: dict[str, Any] = {}
         teams: dict[str, bool] = {}
 
-        def page(after: str | None) -> tuple[list[Any], str | None]:
-            data = self.graphql(query, {"id": uid, "after": after}, what).get("user")
-            memberships = data.get("teamMemberships") if isinstance(data, dict) else None
-            nodes = memberships.get("nodes") if isinstance(memberships, dict) else None
-            if not (isinstance(data, dict) and isinstance(memberships, dict)) or not isinstance(
-                nodes, list
-            ):
-                raise LookupFailed(f"linear's answer to {what} has no user or memberships")
-            me.update({k: data.get(k) for k in ("active", "admin", "owner", "guest")})
-            info = memberships.get("pageInfo") or {}
-            return nodes, info.get("endCursor") if info.get("hasNextPage") else None
+        def read(url: str, *, what: str, params: Mapping[str, str | None], absent: Any) -> Any:
+            data = self.graphql(query, {"id": uid, "after": params.get("after")}, what)
+            user = data.get("user")
+            if isinstance(user, dict):
+                me.update({k: user.get(k) for k in ("active", "admin", "owner", "guest")})
+            return data
 
-        for node in self.pages(page, limit=20, too_many=f"{uid} is in too many teams"):
+        memberships = paged(
+            self,
+            "/graphql",
+            what=what,
+            too_many=f"{uid} is in too many teams",
+            style="cursor",
+            items="user.teamMemberships.nodes",
+            size_param=None,
+            cursor="after",
+            next_at="user.teamMemberships.pageInfo.endCursor",
+            more_at="user.teamMemberships.pageInfo.hasNextPage",
+            get=read,
+        )
+        for node in memberships:
             team = node.get("team") if isinstance(node, dict) else None
             if not (isinstance(team, dict) and isinstance(team.get("id"), str)):
                 raise LookupFailed(f"linear's answer to {what} has a malformed membership")

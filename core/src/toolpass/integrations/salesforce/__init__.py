@@ -25,10 +25,10 @@ token is refreshed once when Salesforce rejects it).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, paged, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -204,24 +204,21 @@ class Salesforce(Integration):
 
     def query(self, soql: str, what: str) -> list[dict[str, Any]]:
         """Every record a SOQL query answers, following ``nextRecordsUrl`` (bounded)."""
-
-        def page(token: str | None) -> tuple[Iterable[dict[str, Any]], str | None]:
-            if token is None:
-                data = self._get(f"{self._data}/query", what, {"q": soql})
-            else:
-                data = self._get(token, what)
-            records = data.get("records")
-            if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-                raise LookupFailed(f"salesforce's answer to {what} has no records list")
-            done = data.get("done")
-            following = data.get("nextRecordsUrl")
-            if done is False and not (
-                isinstance(following, str) and following.startswith("/services/data/")
-            ):
-                raise LookupFailed(f"salesforce's answer to {what} is cut without a next page")
-            return records, None if done is not False else following
-
-        return list(self.pages(page, limit=_PAGES, too_many=f"salesforce: {what}: too many pages"))
+        records = paged(
+            self,
+            f"{self._data}/query",
+            what=what,
+            too_many=f"salesforce: {what}: too many pages",
+            style="next_url",
+            items="records",
+            each=dict,
+            params={"q": soql},
+            pages=_PAGES,
+            next_at="nextRecordsUrl",
+            done_at="done",
+            get=lambda url, what, params, absent: self._get(url, what, params),
+        )
+        return list(records)
 
     def error_detail(self, data: Any) -> str | None:
         """Salesforce's errors are a list of ``{"message", "errorCode"}``; OAuth's are
@@ -307,13 +304,13 @@ class Salesforce(Integration):
             return Decision.deny(f"{user}'s Salesforce user {uid} is inactive")
         if self.options.get("frozen_users") and self._frozen(uid):
             return Decision.deny(f"{user}'s Salesforce user {uid} is frozen")
-        if action == "org.access":
+        if declared.terms.get("needs") == "active":
             return Decision.allow(f"{user}'s Salesforce user {uid} is active")
         assigned = (
             "(SELECT PermissionSetId FROM PermissionSetAssignment WHERE AssigneeId = "  # noqa: S608 - SOQL; values quoted
             f"{_quote(uid)})"
         )
-        if action == "org.admin":
+        if declared.terms.get("needs") == "modify_all_data":
             soql = (
                 "SELECT Id FROM PermissionSet WHERE PermissionsModifyAllData = true AND Id IN "  # noqa: S608 - SOQL; values quoted
                 + assigned

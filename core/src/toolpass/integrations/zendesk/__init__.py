@@ -75,8 +75,6 @@ _OWN = frozenset(
 )
 _RESTRICTED = Route("PUT", _PROFILE, "user.manage_restricted", "user:{user_id}", "write")
 _PROFILE_EDIT = ("edit", "full")
-#: What a closed ticket refuses to everyone (an admin may still delete it).
-_CLOSED_REFUSES = frozenset({"ticket.edit", "ticket.comment_public", "ticket.merge"})
 CREDENTIAL = (
     "Least privilege: an API token (Admin Center > Apps and integrations > Zendesk API > "
     "API tokens) used with the email of an agent who sees every ticket (no ticket "
@@ -266,7 +264,8 @@ class Zendesk(Integration):
         admin, agent = role == "admin", role in ("agent", "admin")
         role_id = me.get("custom_role_id")
         cfg = self._custom_role(role_id) if agent and not admin and role_id else None
-        if action == "ticket.view_all":
+        needs = terms.terms.get("needs")
+        if needs == "every_ticket":
             restricted = me.get("ticket_restriction")
             return _said(
                 admin or (agent and restricted is None),
@@ -275,11 +274,11 @@ class Zendesk(Integration):
                 "or list within what they may see, or open tickets by id",
             )
         if scope == "account":
-            if action == "ticket.create" or (admin or (agent and action != "account.admin")):
+            if needs == "active" or admin or (agent and needs == "agent"):
                 return Decision.allow(f"{who} may {action}")
             return Decision.deny(f"{who} may not {action}")
         if scope == "user":
-            return self._on_user(uid, me, cfg, action, rid, who)
+            return self._on_user(uid, me, cfg, terms, rid, who)
         ticket = self._ticket(rid)
         own = int(uid) == ticket.get("requester_id") or int(uid) in _ids(
             ticket, "collaborator_ids", "email_cc_ids"
@@ -287,21 +286,21 @@ class Zendesk(Integration):
         followed = int(uid) in _ids(ticket, "follower_ids")
         if not (admin or own or followed or (agent and self._sees(uid, me, cfg, groups, ticket))):
             return Decision.deny(f"ticket {rid} is not visible to {who}")
-        if action == "ticket.view":
+        if needs == "visible":
             return Decision.allow(f"ticket {rid} is visible to {who}")
-        if action in _CLOSED_REFUSES and _closed(ticket):
+        if terms.terms.get("open") and _closed(ticket):
             return Decision.deny(
                 f"ticket {rid} is closed: Zendesk takes no change, public comment or merge on "
                 "a closed ticket, whoever asks (a follow-up ticket can be created instead)"
             )
         if not agent:
-            if action == "ticket.comment_public" and own:
+            if terms.terms.get("requester") and own:
                 return Decision.allow(f"{who} is the requester or a CC of ticket {rid}")
             return Decision.deny(f"{who} may only view and comment on their own tickets")
         edits = admin or cfg is None or cfg.get("ticket_editing") is True
-        if action == "ticket.edit":
+        if needs == "ticket_editing":
             return _said(edits, f"{who} may edit tickets", f"{who}'s role lacks ticket_editing")
-        if action == "ticket.comment_public":
+        if needs == "public_comment":
             private = me.get("only_private_comments") is True or (
                 cfg is not None and cfg.get("ticket_comment_access") != "public"
             )
@@ -310,9 +309,11 @@ class Zendesk(Integration):
             return _said(
                 not private, f"{who} may comment publicly", f"{who} may only comment privately"
             )
-        if action == "ticket.merge":
+        if needs == "ticket_merge":
             merges = admin or cfg is None or cfg.get("ticket_merge") is True
             return _said(merges, f"{who} may merge tickets", f"{who}'s role lacks ticket_merge")
+        if needs != "ticket_deletion":
+            return Decision.unknown(f"zendesk cannot evaluate {action}", cause="resource")
         if admin:
             return Decision.allow(f"{who} may delete tickets")
         if cfg is not None:
@@ -332,24 +333,24 @@ class Zendesk(Integration):
         uid: str,
         me: dict[str, Any],
         cfg: dict[str, Any] | None,
-        action: str,
+        terms: Action,
         rid: str,
         who: str,
     ) -> Decision:
-        role = me.get("role")
-        if role == "admin" or (rid == uid and action in ("user.view", "user.manage")):
+        role, action, needs = me.get("role"), terms.name, terms.terms.get("needs")
+        if role == "admin" or (rid == uid and terms.terms.get("themself")):
             return Decision.allow(f"{who} may {action} user {rid}")
         if role != "agent" and rid == uid:
             return Decision.deny(f"{who} may not {action} on their own account (admins may)")
         if role != "agent":
             return Decision.deny(f"{who} may {action} only themself")
-        if action == "user.view":
+        if needs == "agent":
             return Decision.allow(f"{who} may view users")
         target, _ = self._user(rid)
         if target.get("role") != "end-user":
             return Decision.deny(f"user {rid} is not an end user: only admins change them")
         access = None if cfg is None else cfg.get("end_user_profile_access")
-        if action == "user.delete":
+        if needs == "profile_full":
             return _said(
                 access == "full",
                 f"{who}'s role has full end-user access",
@@ -358,6 +359,8 @@ class Zendesk(Integration):
         same_org = target.get("organization_id") is not None and target.get(
             "organization_id"
         ) == me.get("organization_id")
+        if needs != "profile_edit":
+            return Decision.unknown(f"zendesk cannot evaluate {action}", cause="resource")
         ok = cfg is None or access in _PROFILE_EDIT or (access == "edit-within-org" and same_org)
         return _said(
             ok,

@@ -429,7 +429,7 @@ def test_atlassian_python_api_reads_and_edits_the_fake(fake: FakeConfluence) -> 
     assert fake.pages[runbook].title == "Runbook v2"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(Exception, match="no content"):
+        with pytest.raises(atlassian.errors.ApiError, match="no content"):  # the fake's 404
             client.get_page_by_id("999")
 
 

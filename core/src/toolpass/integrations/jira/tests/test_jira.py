@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -635,14 +634,18 @@ def test_oauth_client_credentials_token_is_cached(fake: FakeJira) -> None:
 
 
 def test_oauth_token_is_refreshed_before_it_expires(fake: FakeJira) -> None:
-    fake.oauth_clients["client-1"].lifetime = 1  # refreshed a tenth early: after 0.9 s
+    fake.oauth_clients["client-1"].lifetime = 100  # refreshed a tenth early: after 90 s
+    now = [1000.0]
     with Toolpass([oauth(fake, cloud_id=fake.cloud_id)]) as tp:
+        tp.integration("jira-main").clock = lambda: now[0]
         assert check(tp, "dana@example.com", "EDIT_ISSUES", "issue:PAY-123").allowed
-        time.sleep(0.95)
+        now[0] += 89.9
         assert check(tp, "dana@example.com", "DELETE_ISSUES", "issue:PAY-9").allowed
+        now[0] += 0.2
+        assert check(tp, "dana@example.com", "DELETE_ISSUES", "issue:PAY-9", fresh=True).allowed
     assert len(fake.seen("POST", "/oauth/token")) == 2
     tokens = [r.headers["authorization"] for r in fake.seen("POST", CHECK)]
-    assert tokens == ["Bearer oauth-token-1", "Bearer oauth-token-2"]
+    assert tokens == ["Bearer oauth-token-1", "Bearer oauth-token-1", "Bearer oauth-token-2"]
 
 
 def test_oauth_revoked_token_is_replaced_once(fake: FakeJira) -> None:

@@ -1,0 +1,238 @@
+"""Private data leaving: the identifiers, numbers and secrets a session read from tools that
+read private data, looked for in what a call sends out.
+
+A value is private by its shape, read from a ``reads_private`` tool's output: an email
+address, an IBAN, a number of six or more digits however it is grouped (a card, a phone, an
+account), an id mixing letters and digits (a passport, a customer number), a token (an API
+key). Dates and amounts with thousands separators are not identifiers.
+
+A value is found however it is written: case, width, other scripts' digits, invisible
+characters, any spaces or punctuation between its characters (``4111 1111 1111 1111``,
+``4111-1111-1111-1111``), defanged (``alice (at) corp dot com``), an address's domain in
+punycode or Unicode, percent-encoded, reversed, or in hex or
+base64 (of the value as read, or of its characters alone, at any offset of a longer
+encoding). What the user wrote themselves (the session's request and trusted values) is
+theirs to send and is not looked for.
+
+Texts are kept as they are read; values are drawn from them only when a call sends out.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from toolpass.rules.lazy import lazy_pattern
+from toolpass.rules.urls import host_of_email
+from toolpass.toolkit.provenance import _plain, _refanged
+
+#: Fewest characters (letters and digits) a private value has: shorter ones are not looked for.
+SHORTEST = 6
+#: How many characters of private output a session keeps; past it, every send with any
+#: argument text is taken to carry private data (fail closed).
+MAX_TEXT = 8_000_000
+
+# Each pattern starts only where a run of its characters starts: tried at every position of
+# a long run, it would cost the square of the text's length.
+_EMAIL = lazy_pattern(r"(?<![\w.+%-])[\w.+%-]+@[\w-]+(?:\.[\w-]+)+")
+_IBAN = lazy_pattern(
+    r"\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?(?=[A-Z]{0,2}\d)[A-Z0-9]{1,3})?\b", re.I
+)
+# Digits grouped any way a number is written: spaces, dots, dashes, slashes, brackets, a plus.
+_NUMBER = lazy_pattern(r"(?<![\d+(])\+?\(?\d(?:[ ().,/-]{0,3}\d)+")
+# A token of letters and digits (``_`` and ``-`` inside): an id or a key when it holds digits.
+_TOKEN = lazy_pattern(r"(?<![\w-])[A-Za-z0-9][\w-]{4,}[A-Za-z0-9](?![\w-])")
+_DATE = lazy_pattern(
+    r"(?<![\d.,/-])(?:\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{2,4}"
+    r"|\d{1,2}:\d{2}(?::\d{2})?)(?![\d.,/-]*\d)"
+)
+_AMOUNT = lazy_pattern(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+(?:,\d+)?|\d+[.,]\d{1,2}")
+# Where one number written in groups may end and another begin.
+_BETWEEN = lazy_pattern(r"\s*[,;/()]\s*|\s{2,}")
+_NOT_ALNUM = lazy_pattern(r"[\W_]+")
+
+
+def squeezed(text: str) -> str:
+    """``text`` as its letters and digits alone (NFKC, case-folded, other scripts' digits as
+    ASCII, invisible characters dropped, percent-decoded)."""
+    return _NOT_ALNUM.sub("", _plain(unquote(text) if "%" in text else text))
+
+
+@dataclass(frozen=True)
+class Held:
+    """One private value: what it is, where it was read, and how it is shown (masked)."""
+
+    kind: str
+    source: str
+    shown: str
+
+
+def _shapes(text: str) -> Iterator[tuple[str, str]]:
+    """``(kind, value as written)`` of each private-shaped value in ``text``."""
+    for match in _EMAIL.finditer(text) if "@" in text else ():
+        yield "an email address", match.group(0)
+    if not any(c.isdigit() for c in text):
+        return
+    for match in _IBAN.finditer(text):
+        yield "an account number (IBAN)", match.group(0)
+    for match in _NUMBER.finditer(_DATE.sub(" ; ", text)):
+        written = match.group(0).strip("( ")
+        for number in {written, *_BETWEEN.split(written)}:
+            if _digits(number) >= SHORTEST and not _AMOUNT.fullmatch(number):
+                yield "a number (a card, phone or account)", number
+    for match in _TOKEN.finditer(text):
+        token = match.group(0)
+        if _digits(token) >= 2 and any(c.isalpha() for c in token):
+            yield "an id or a key", token
+
+
+def _digits(text: str) -> int:
+    return sum(c.isdigit() for c in text)
+
+
+def _needles(written: str) -> set[str]:
+    """What ``written`` is looked for as: its letters and digits (for an address, with its
+    domain in each spelling), hex of it, and the middle of its base64 at each offset."""
+    forms = {squeezed(written)}
+    if "@" in written:
+        local = written.rpartition("@")[0]
+        forms |= {squeezed(f"{local}@{host}") for host in host_of_email(written)}
+    forms = {f for f in forms if len(f) >= SHORTEST}
+    raw = {written, written.strip(), *forms}
+    found = set(forms)
+    for text in raw:
+        data = text.encode()
+        found.add(data.hex())
+        found |= {"b64:" + part for part in _base64_middles(data)}
+    return {f for f in found if len(f.removeprefix("b64:")) >= SHORTEST}
+
+
+def _base64_middles(data: bytes) -> Iterator[str]:
+    """The base64 characters that encode only ``data``, at each of the three offsets it may
+    start at inside a longer encoding."""
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + data).decode().rstrip("=")
+        first = -(-offset * 8 // 6)  # the first character holding none of the filler
+        last = (offset + len(data)) * 8 // 6  # past the last character whole inside data
+        yield encoded[first:last]
+
+
+class _Needles:
+    """Values to look for in a text: each tried in turn while that is cheap, else found
+    by their first ``SHORTEST`` characters at each position (linear in the text)."""
+
+    __slots__ = ("_by_start", "found")
+
+    def __init__(self) -> None:
+        self.found: dict[str, Held] = {}
+        self._by_start: dict[str, list[str]] | None = None
+
+    def add(self, needle: str, held: Held) -> None:
+        if needle not in self.found:
+            self.found[needle] = held
+            self._by_start = None
+
+    def first_in(self, text: str) -> Held | None:
+        if len(self.found) * len(text) <= DIRECT:
+            return next((h for n, h in self.found.items() if n in text), None)
+        if self._by_start is None:
+            self._by_start = {}
+            for needle in self.found:
+                self._by_start.setdefault(needle[:SHORTEST], []).append(needle)
+        by_start = self._by_start
+        for at in range(len(text) - SHORTEST + 1):
+            for needle in by_start.get(text[at : at + SHORTEST], ()):
+                if text.startswith(needle, at):
+                    return self.found[needle]
+        return None
+
+
+#: Below this many (values x characters), each value is looked for in turn.
+DIRECT = 2_000_000
+
+
+class PrivateValues:
+    """The private values one session read, kept as texts until a send asks."""
+
+    __slots__ = ("_chars", "_encoded", "_lock", "_pending", "_plain", "_said", "full")
+
+    def __init__(self, said: Iterable[str] = ()) -> None:
+        self._pending: list[tuple[tuple[str, ...], str]] = []
+        self._plain = _Needles()  # letters and digits, and hex: in the squeezed text
+        self._encoded = _Needles()  # base64: in the text without spaces
+        self._said = "\n".join(squeezed(t) for t in said)  # the user's own words
+        self._chars = 0
+        self._lock = threading.Lock()
+        #: More was read than is kept: every send with text is taken to carry private data.
+        self.full = False
+
+    def __bool__(self) -> bool:
+        """Whether any private output was read."""
+        return self.full or bool(self._pending or self._plain.found)
+
+    def add(self, texts: Iterable[str], source: str) -> None:
+        """Remember ``texts`` read from the private tool ``source``."""
+        texts = tuple(t for t in texts if t)
+        self._chars += sum(map(len, texts))
+        if self._chars > MAX_TEXT:
+            self.full, self._pending = True, []
+            self._plain, self._encoded = _Needles(), _Needles()
+        elif texts and not self.full:
+            self._pending.append((texts, source))
+
+    def _flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+            for texts, source in pending:
+                for text in texts:
+                    readings = {text} if text.isascii() else {text, _plain(text)}
+                    for kind, written in {s for t in readings for s in _shapes(t)}:
+                        if squeezed(written) in self._said:
+                            continue  # the user wrote it: theirs to send
+                        held = Held(kind, source, _masked(written))
+                        for needle in _needles(written):
+                            if needle.startswith("b64:"):
+                                self._encoded.add(needle[4:], held)
+                            else:
+                                self._plain.add(needle, held)
+
+    def found_in(self, texts: Iterable[str]) -> Held | None:
+        """The first private value ``texts`` carry, however written (see the module)."""
+        if self._pending:
+            self._flush()
+        texts = [t for t in texts if t]
+        if self.full:
+            return Held("private data", "", "(too much read to tell)") if texts else None
+        if not self._plain.found or not texts:
+            return None
+        plain = "\n".join(squeezed(r) for t in texts for r in {t, _refanged(t)})
+        compact = "\n".join(re.sub(r"\s+", "", t).translate(_URLSAFE) for t in texts)
+        return (
+            self._plain.first_in(plain)
+            or self._plain.first_in(plain[::-1])
+            or self._encoded.first_in(compact)
+        )
+
+    def found_in_destination(self, text: str) -> Held | None:
+        """A private value carried by the destination ``text`` beyond being it: a whole
+        piece of it (between commas, semicolons, lines) that is a private value is where
+        the call goes (a contact's address), not data leaving; what a link's path or query,
+        or an address's local part, holds is."""
+        pieces = [p for p in re.split(r"[,;\n]+", text) if p.strip()]
+        if self._pending:
+            self._flush()
+        return self.found_in(p for p in pieces if squeezed(p) not in self._plain.found)
+
+
+_URLSAFE = str.maketrans("-_", "+/")
+
+
+def _masked(written: str) -> str:
+    """A value as the audit shows it: its kind's shape, with all but its last few
+    characters hidden."""
+    keep = 4 if len(written) > 8 else 2
+    return "*" * min(len(written) - keep, 12) + written[-keep:]
