@@ -277,3 +277,53 @@ def test_many_private_values_in_a_long_body_are_found_alike(drive, make_kit):
         leaked = filler + "5000-0000-0000-1999" + filler
         assert drive.refused(post, leaked).code == "private_data"
         assert drive.refused(post, filler + "00001234" + filler).code == "private_data"
+
+
+def test_a_value_split_over_two_arguments_is_found(drive, wallet):
+    tools = wallet(private_data="refuse")
+    with Session(USER).active():
+        drive.call(tools["wallet"])
+        refused = drive.refused(tools["mail"], "bob@example.com", "4111 1111", "1111 1111")
+        assert refused.code == "private_data"
+        split = ["4111 1111", "1111 1111"]
+        assert drive.refused(tools["mail"], "bob@example.com", "x", split).code == "private_data"
+
+
+_NAMES = st.text("abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=10)
+
+
+@st.composite
+def _address_written(draw: Any) -> tuple[str, str]:
+    """A private address, and the same address as an attacker may write it."""
+    local, domain = draw(_NAMES), draw(_NAMES)
+    address = f"{local}@{domain}.example"
+    flips = draw(st.lists(st.booleans(), min_size=len(address), max_size=len(address)))
+    written = "".join(c.upper() if f else c for c, f in zip(address, flips, strict=True))
+    how = draw(st.sampled_from(["as is", "defanged", "spaced", "mailto", "url", "hex", "b64"]))
+    if how == "defanged":
+        written = written.replace("@", " (at) ").replace(".", " [dot] ")
+    elif how == "spaced":
+        written = " ".join(written)
+    elif how == "mailto":
+        written = f"<mailto:{written}>"
+    elif how == "url":
+        written = quote(written, safe="")
+    elif how == "hex":
+        written = address.encode().hex()
+    elif how == "b64":
+        written = base64.b64encode(f"to: {address}".encode()).decode()
+    return address, written
+
+
+@_FAST
+@given(pair=_address_written())
+def test_a_private_address_is_found_however_it_is_written(pair):
+    address, written = pair
+    kit = toolpass.Toolkit(audit=[], private_data="refuse", exfiltration="ignore")
+    contacts = kit.secured_tool(lambda: [address], effect="read", reads_private=True)
+    post = kit.secured_tool(lambda text: "posted", sends_out=True)
+    with Session(USER).active():
+        contacts()
+        with pytest.raises(ToolRefused) as refused:
+            post(f"contact: {written}")
+    assert refused.value.code == "private_data"

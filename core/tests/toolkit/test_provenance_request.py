@@ -159,7 +159,7 @@ def test_under_approve_a_person_decides_and_their_approval_vouches(drive, make_k
         refused = drive.refused(mail, "team@example.com")
         assert refused.code == "approval_pending"
         [request] = queue.pending()
-        assert "its to 'team@example.com' was not named by the user" in request.describe()
+        assert "its to is not one the user named" in request.describe()
         queue.approve(request.id, by="lee")
         assert drive.call(mail, "team@example.com") == "sent"  # this very call, approved
 
@@ -182,7 +182,7 @@ def test_a_call_a_person_is_asked_about_anyway_shows_the_destination(drive, make
         [request] = queue.pending()
         assert request.reasons == (
             "its approval rule asks for it",
-            "its iban 'gb33bukb20201555555555' was not named by the user",
+            "its iban is not one the user named",
         )
         queue.deny(request.id, by="lee", reason="not our landlord")
         assert drive.refused(pay, "GB33BUKB20201555555555", 5000).code == "approval_denied"
@@ -335,5 +335,17 @@ def test_a_drafted_scope_vouches_once_confirmed_and_shows_what_it_does_not(drive
         [plan] = queue.pending()
         assert plan.reasons == (
             "confirm the plan: mail carol the lease",
-            "its to 'eve@evil.example' was not named by the user",
+            "its to is not one the user named",
         )
+
+
+def test_a_destination_a_person_wrote_in_an_edit_runs(drive, make_kit):
+    queue = ApprovalQueue()
+    kit = make_kit(approver=queue, provenance="approve")
+    mail = drive.tool(kit, lambda to: f"sent to {to}", destinations=["to"], provenance="request")
+    with Session(USER, request="mail the minutes").active():
+        assert drive.refused(mail, "eve@evil.example").code == "approval_pending"
+        [request] = queue.pending()
+        queue.edit(request.id, by="lee", arguments={"to": "carol@example.com"})
+        assert drive.refused(mail, "eve@evil.example").code == "approval_edited"
+        assert drive.call(mail, "carol@example.com") == "sent to carol@example.com"

@@ -406,7 +406,8 @@ def _requested(c: CallState, name: str) -> None:
         value = c.session.requested.unvouched(text, *others)
         if value is None:
             continue
-        reason = f"its {name} {value!r} was not named by the user"
+        # Without the value (the arguments show it): a person's edit of it is covered.
+        reason = f"its {name} is not one the user named"
         given = c.spec.provenance
         fallback = given if isinstance(given, str) and given != "request" else None
         if (fallback or c.kit.provenance) == "approve":

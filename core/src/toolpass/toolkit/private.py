@@ -209,8 +209,13 @@ class PrivateValues:
             return Held("private data", "", "(too much read to tell)") if texts else None
         if not self._plain.found or not texts:
             return None
-        plain = "\n".join(squeezed(r) for t in texts for r in {t, _refanged(t)})
-        compact = "\n".join(re.sub(r"\s+", "", t).translate(_URLSAFE) for t in texts)
+        # One stream: a value split over two arguments (or list items) is found as well.
+        plain = (
+            "".join(squeezed(t) for t in texts)
+            + "\n"
+            + "".join(squeezed(_refanged(t)) for t in texts)
+        )
+        compact = "".join(re.sub(r"\s+", "", t).translate(_URLSAFE) for t in texts)
         return (
             self._plain.first_in(plain)
             or self._plain.first_in(plain[::-1])

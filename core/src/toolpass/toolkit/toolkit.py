@@ -58,14 +58,18 @@ class Toolkit:
     (a person must approve) or ``"ignore"`` (``on_untrusted_input`` is its older name:
     ``"refuse"`` or ``"approve"``). ``provenance``: what happens when a tool's destination
     argument holds a value read only in untrusted content: ``"check"`` (refused),
-    ``"approve"`` or ``"ignore"``. ``on_output``: callables ``(call, output)`` that see every
-    tool's output (redacted), in order. ``effects``: effects of its own beside read, write and
-    destructive (``["payment"]``). ``store``: where conversations' sessions (limits, data
-    flow, untrusted record) are kept, so that the worker processes of one deployment share
-    them (a ``toolpass.store`` URL or ``Store``; memory by default). ``mode``: ``"enforce"``
-    (a check that fails refuses the call) or ``"observe"`` (every check runs, what it would
-    refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode`` wins);
-    None: the ``mode:`` of the permission engine's configuration, else enforce.
+    ``"approve"`` or ``"ignore"`` (a tool's own ``provenance`` may also be ``"request"``: the
+    value must be one the user named). ``private_data``: what happens when a tool that sends
+    out carries, beyond its destinations, an identifier, number or secret read from a
+    ``reads_private`` tool: ``"approve"`` (the default), ``"refuse"`` or ``"ignore"`` (the
+    task scope's ``private_to`` lets it go there). ``on_output``: callables ``(call, output)``
+    that see every tool's output (redacted), in order. ``effects``: effects of its own beside
+    read, write and destructive (``["payment"]``). ``store``: where conversations' sessions
+    (limits, data flow, untrusted record) are kept, so that the worker processes of one
+    deployment share them (a ``toolpass.store`` URL or ``Store``; memory by default). ``mode``:
+    ``"enforce"`` (a check that fails refuses the call) or ``"observe"`` (every check runs, what
+    it would refuse is audited as ``would_refuse``, and the body runs; a tool's own ``mode``
+    wins); None: the ``mode:`` of the permission engine's configuration, else enforce.
     ``planner``: drafts each session's task scope from its request on its first call
     (``(request, tools) -> TaskScope``, see ``toolpass.TaskScope``; a session's own wins);
     ``outside_task``: what happens to a call outside its session's task scope: ``"ask"`` (a
@@ -427,7 +431,9 @@ def secured_tool(
     ``sends_out``, ``untrusted_inputs`` (``"check"``, ``"approve"`` or ``"ignore"``),
     ``exfiltration``, ``on_refuse``, ``as_tool=`` (a framework's tool decorator applied on
     top; a refusal then becomes the tool's result unless ``on_refuse`` says otherwise),
-    ``resources=`` (globs on what the body's requests act on), ``name``, ``mode``
+    ``resources=`` (globs on what the body's requests act on), ``destinations``,
+    ``provenance`` (``"check"``, ``"approve"``, ``"ignore"`` or ``"request"``, or
+    ``{argument: mode}``), ``private_data``, ``name``, ``mode``
     (``"enforce"`` or ``"observe"`` for this tool; None: the toolkit's), ``outside_task``
     (``"ask"`` or ``"refuse"`` a call outside the session's task scope; None: the toolkit's).
 
