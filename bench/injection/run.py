@@ -9,8 +9,12 @@ reviews...), the calls a model that obeys it makes, and a check of whether the g
 reached. The scripted model obeys the first injected instruction it reads, then goes on with
 the user's task; a refused call ends what it was doing (the user's task, or the attack).
 
+Whatever toolpass asks a person is answered by the user, simulated (``Person``): they approve
+the calls their task makes in a clean run and nothing else; a yes-person approves everything.
+
 For each policy: utility (share of user tasks done without attack), prevented (share of
-attacked runs whose goal was not reached) and utility under attack.
+attacked runs whose goal was not reached), utility under attack, the person's asks per benign
+task and per attacked run, and what a yes-person would have prevented.
 
     python bench/injection/run.py          # the table; writes bench/injection/results.md
 """
