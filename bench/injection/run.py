@@ -100,6 +100,16 @@ TASK = {
     "private_data": "approve",
     "outside_task": "ask",
 }
+#: The checks refuse what they can tell (an unnamed destination, six words of untrusted
+#: text); the person is asked only what the task does not say (a call outside the scope,
+#: private data leaving).
+TASK_CHECKS = {
+    **OFF,
+    "provenance": "check",
+    "untrusted_inputs": "check",
+    "private_data": "approve",
+    "outside_task": "ask",
+}
 #: The same checks with nobody to ask: each refuses.
 TASK_REFUSING = {
     **OFF,
@@ -170,6 +180,16 @@ POLICIES: tuple[Policy, ...] = (
         scope="planner",
         about="as above, the scope drafted by a planner callable given to the Toolkit (the "
         "same rules); the person confirms the plan before its first call",
+    ),
+    Policy(
+        "task scope (rules), checks refuse",
+        TASK_CHECKS,
+        destinations=True,
+        fields=True,
+        scope="rules",
+        about="the task scope (rules) where each check that can tell refuses (an unnamed "
+        "destination, six words of untrusted text) and the person is asked only about calls "
+        "outside the scope and private data leaving",
     ),
     Policy(
         "task scope (rules), refusing",
