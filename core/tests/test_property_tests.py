@@ -40,9 +40,10 @@ def test_a_property_test_that_rejects_most_inputs_fails(pytester: pytest.Pyteste
     pytester.makepyfile(test_properties=PROPERTIES)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist")
     result.assert_outcomes(passed=2, failed=2)
-    failed = {line.split()[1] for line in result.outlines if line.startswith("FAILED")}
-    assert failed == {
+    failed = [line for line in result.outlines if line.startswith("FAILED")]
+    assert {line.split()[1] for line in failed} == {
         "test_properties.py::test_a_filter_that_rejects_most",
         "test_properties.py::test_an_assumption_that_rejects_most",
     }
-    assert str(result.stdout).count("AssertionError: the property test accepted") == 2
+    # Each fails for the rule's reason (however often a report repeats it).
+    assert all("the property test accepted" in line for line in failed), failed
