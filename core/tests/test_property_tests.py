@@ -45,5 +45,5 @@ def test_a_property_test_that_rejects_most_inputs_fails(pytester: pytest.Pyteste
         "test_properties.py::test_a_filter_that_rejects_most",
         "test_properties.py::test_an_assumption_that_rejects_most",
     }
-    # Each fails for the rule's reason (however often a report repeats it).
-    assert all("the property test accepted" in line for line in failed), failed
+    # Each fails for the rule's reason (a report may repeat it, or cut its summary line).
+    assert str(result.stdout).count("AssertionError: the property test accepted") >= 2
