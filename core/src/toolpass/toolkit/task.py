@@ -295,11 +295,13 @@ def _check(c: CallState) -> Steps:
     why = scope.outside(spec, c.effect, c.arguments)
     rule = "inside" if why is None else why
     if why is None and (keys := scope.count_keys(spec.name, c.effect)):
-        full = session.take(keys)
+        # Counted per request: a later request of a kept session counts its own calls.
+        per_request = tuple((f"{key}@{record.get('for', '')}", cap) for key, cap in keys)
+        full = session.take(per_request)
         if full is None:
-            c.held = (*(c.held or ()), *keys)
+            c.held = (*(c.held or ()), *per_request)
         else:
-            why = rule = f"the task's {full[5:]} calls are used up"
+            why = rule = f"the task's {full[5:].rpartition('@')[0]} calls are used up"
     c.event.task = rule if c.event.task is None else f"{c.event.task}; {rule}"
     if why is None:
         return
