@@ -75,7 +75,7 @@ def _shapes(text: str) -> Iterator[tuple[str, str]]:
     """``(kind, value as written)`` of each private-shaped value in ``text``."""
     for match in _EMAIL.finditer(text) if "@" in text else ():
         yield "an email address", match.group(0)
-    if not any(c.isdigit() for c in text):
+    if not any(map(str.isdigit, text)):
         return
     for match in _IBAN.finditer(text):
         yield "an account number (IBAN)", match.group(0)
@@ -91,7 +91,7 @@ def _shapes(text: str) -> Iterator[tuple[str, str]]:
 
 
 def _digits(text: str) -> int:
-    return sum(c.isdigit() for c in text)
+    return sum(map(str.isdigit, text))
 
 
 def _spellings(written: str) -> set[str]:
@@ -127,27 +127,42 @@ def _spans(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def _needles(written: str) -> set[str]:
-    """What ``written`` is looked for as: its spellings (``_spellings``), hex of it, and
-    the middle of its base64 at each offset."""
-    forms = _spellings(written)
-    raw = {written, written.strip(), *forms}
-    found = set(forms)
-    for text in raw:
-        data = text.encode()
-        found.add(data.hex())
-        found |= {"b64:" + part for part in _base64_middles(data)}
-    return {f for f in found if len(f.removeprefix("b64:")) >= SHORTEST}
+def _cores(needles: Iterable[str]) -> set[str]:
+    """What is left of each of ``needles`` without its first and last character, as long as
+    a needle (a base64 run cut inside a value's first or last byte loses those two), or the
+    needle itself when that is too short."""
+    return {n[1:-1] if len(n) >= SHORTEST + 2 else n for n in needles}
 
 
-def _base64_middles(data: bytes) -> Iterator[str]:
-    """The base64 characters that encode only ``data``, at each of the three offsets it may
-    start at inside a longer encoding."""
-    for offset in range(3):
-        encoded = base64.b64encode(bytes(offset) + data).decode().rstrip("=")
-        first = -(-offset * 8 // 6)  # the first character holding none of the filler
-        last = (offset + len(data)) * 8 // 6  # past the last character whole inside data
-        yield encoded[first:last]
+def _hex_decoded(text: str) -> str:
+    """The runs of hex digits in the squeezed ``text``, decoded at both alignments, each
+    squeezed, one a line."""
+    decoded = []
+    for match in _HEX.finditer(text):
+        run = match.group(0)
+        for at in (0, 1):
+            chunk = run[at : at + (len(run) - at) // 2 * 2]
+            decoded.append(squeezed(bytes.fromhex(chunk).decode("utf-8", "replace")))
+    return "\n".join(decoded)
+
+
+def _base64_decoded(text: str) -> str:
+    """The runs of base64 characters in ``text`` (standard alphabet), decoded at each of
+    the four places a run may start inside an encoding's group, with or without padding,
+    each squeezed, one a line."""
+    decoded = []
+    for match in _BASE64.finditer(text):
+        run = match.group(0)
+        for at in range(4):
+            chunk = run[at:]
+            chunk = chunk[: len(chunk) - (len(chunk) % 4 == 1)]
+            data = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
+            decoded.append(squeezed(data.decode("utf-8", "replace")))
+    return "\n".join(decoded)
+
+
+_HEX = lazy_pattern(rf"[0-9a-f]{{{2 * SHORTEST},}}")
+_BASE64 = lazy_pattern(rf"[A-Za-z0-9+/]{{{SHORTEST},}}")
 
 
 class _Needles:
@@ -176,7 +191,7 @@ class _Needles:
                 at = text.find(needle, at + 1)
             return at
 
-        if len(self.found) * len(text) <= DIRECT:
+        if len(self.found) <= DIRECT:
             hits = ((n, h) for n, h in self.found.items() if n in text)
             return next((h for n, h in hits if not mine or where(n) >= 0), None)
         if self._by_start is None:
@@ -196,19 +211,20 @@ class _Needles:
         return None if first is None else self.found[first[1]]
 
 
-#: Below this many (values x characters), each value is looked for in turn.
-DIRECT = 2_000_000
+#: Up to this many values, each is looked for in turn (past it, the text's runs of
+#: ``SHORTEST`` characters are indexed: one pass over the text, whatever its length).
+DIRECT = 100
 
 
 class PrivateValues:
     """The private values one session read, kept as texts until a send asks."""
 
-    __slots__ = ("_chars", "_encoded", "_lock", "_pending", "_plain", "_said", "_written", "full")
+    __slots__ = ("_chars", "_cores", "_lock", "_pending", "_plain", "_said", "_written", "full")
 
     def __init__(self, said: Iterable[str] = ()) -> None:
         self._pending: list[tuple[tuple[str, ...], str]] = []
-        self._plain = _Needles()  # letters and digits, and hex: in the squeezed text
-        self._encoded = _Needles()  # base64: in the text without spaces
+        self._plain = _Needles()  # letters and digits: in the squeezed (or hex-decoded) text
+        self._cores = _Needles()  # the same less their ends: in the base64-decoded text
         self._written: set[str] = set()  # each value's letters and digits, as written
         self._said = _values_in(said)  # the user's own values, as they wrote them
         self._chars = 0
@@ -226,7 +242,7 @@ class PrivateValues:
         self._chars += sum(map(len, texts))
         if self._chars > MAX_TEXT:
             self.full, self._pending = True, []
-            self._plain, self._encoded, self._written = _Needles(), _Needles(), set()
+            self._plain, self._cores, self._written = _Needles(), _Needles(), set()
         elif texts and not self.full:
             self._pending.append((texts, source))
 
@@ -240,12 +256,12 @@ class PrivateValues:
                         if squeezed(written) in self._said:
                             continue  # the user wrote it: theirs to send
                         held = Held(kind, source, _masked(written))
-                        self._written |= _spellings(written)
-                        for needle in _needles(written):
-                            if needle.startswith("b64:"):
-                                self._encoded.add(needle[4:], held)
-                            else:
-                                self._plain.add(needle, held)
+                        spellings = _spellings(written)
+                        self._written |= spellings
+                        for needle in spellings:
+                            self._plain.add(needle, held)
+                        for core in _cores(spellings):
+                            self._cores.add(core, held)
 
     def found_in(self, texts: Iterable[str]) -> Held | None:
         """The first private value ``texts`` carry, however written (see the module)."""
@@ -264,10 +280,12 @@ class PrivateValues:
         )
         compact = "".join(re.sub(r"\s+", "", t).translate(_URLSAFE) for t in texts)
         backwards = plain[::-1]
+        hexed = _hex_decoded(plain + "\n" + backwards)
         return (
             self._plain.first_in(plain, _spans(plain, self._said))
             or self._plain.first_in(backwards, _spans(backwards, {v[::-1] for v in self._said}))
-            or self._encoded.first_in(compact)
+            or self._plain.first_in(hexed, _spans(hexed, self._said))
+            or self._cores.first_in(_base64_decoded(compact))
         )
 
     def found_in_destination(self, text: str) -> Held | None:
