@@ -9,10 +9,10 @@ key). Dates and amounts with thousands separators are not identifiers.
 A value is found however it is written: case, width, other scripts' digits, invisible
 characters, any spaces or punctuation between its characters (``4111 1111 1111 1111``,
 ``4111-1111-1111-1111``), defanged (``alice (at) corp dot com``), an address's domain in
-punycode or Unicode, percent-encoded, reversed, or in hex or
-base64 (of the value as read, or of its characters alone, at any offset of a longer
-encoding). What the user wrote themselves (the session's request and trusted values) is
-theirs to send and is not looked for.
+punycode or Unicode, percent-encoded, reversed, or in hex or base64 (of any of those
+spellings, at any offset of a longer encoding, cut anywhere, with or without padding: the
+runs of hex and base64 sent are decoded and looked in). What the user wrote themselves
+(the session's request and trusted values) is theirs to send and is not looked for.
 
 Texts are kept as they are read; values are drawn from them only when a call sends out.
 """
@@ -148,13 +148,12 @@ def _hex_decoded(text: str) -> str:
 
 def _base64_decoded(text: str) -> str:
     """The runs of base64 characters in ``text`` (standard alphabet), decoded at each of
-    the four places a run may start inside an encoding's group, with or without padding,
-    each squeezed, one a line."""
+    the four places a run may start inside an encoding's group (the group's missing
+    characters filled in), with or without padding, each squeezed, one a line."""
     decoded = []
     for match in _BASE64.finditer(text):
-        run = match.group(0)
-        for at in range(4):
-            chunk = run[at:]
+        for missing in range(4):
+            chunk = "A" * missing + match.group(0)
             chunk = chunk[: len(chunk) - (len(chunk) % 4 == 1)]
             data = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
             decoded.append(squeezed(data.decode("utf-8", "replace")))
