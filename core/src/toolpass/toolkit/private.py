@@ -59,7 +59,10 @@ _NOT_ALNUM = lazy_pattern(r"[\W_]+")
 def squeezed(text: str) -> str:
     """``text`` as its letters and digits alone (NFKC, case-folded, other scripts' digits as
     ASCII, invisible characters dropped, percent-decoded)."""
-    return _NOT_ALNUM.sub("", _plain(unquote(text) if "%" in text else text))
+    text = unquote(text) if "%" in text else text
+    if text.isascii():  # nothing to normalize: only the case
+        return _NOT_ALNUM.sub("", text).lower()
+    return _NOT_ALNUM.sub("", _plain(text))
 
 
 @dataclass(frozen=True)
