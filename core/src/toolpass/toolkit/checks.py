@@ -34,6 +34,7 @@ from toolpass.toolkit.arguments import invalid, show, snapshot, type_name
 from toolpass.toolkit.authorize import PermissionCheck, refusal, verdict
 from toolpass.toolkit.drivers import NO_KWARGS, AsyncHookError, Step
 from toolpass.toolkit.provenance import destination_values, vouched_by
+from toolpass.toolkit.refusals import check_error
 from toolpass.toolkit.session import Seen, Session, _current
 from toolpass.toolkit.settings import Settings
 from toolpass.toolkit.spec import ToolCall, ToolSpec
@@ -96,31 +97,6 @@ class CallState:
             self.session.sync()
             self.synced = True
         return self.session.seen
-
-
-def check_error(what: str, exc: BaseException, *, ran: bool = False) -> ToolRefused:
-    """The refusal of a check that failed (``ran``: after the tool's body ran)."""
-    if isinstance(exc, StoreUnavailable) and ran:
-        return ToolRefused(
-            "store_unavailable",
-            "The tool ran, but toolpass could not record what it read in the state it shares "
-            "between processes, so its result is withheld. Do not run it again; tell the user "
-            "it ran and its result could not be shown.",
-            detail=f"{what} (after the body ran): {exc}",
-        )
-    if isinstance(exc, StoreUnavailable):
-        return ToolRefused(
-            "store_unavailable",
-            "toolpass could not reach the state it shares between processes, so the call was "
-            "not allowed. Try again later, or tell the user.",
-            detail=f"{what}: {exc}",
-        )
-    return ToolRefused(
-        "check_error",
-        "A safety check could not be completed, so the call was not made. "
-        "Try again later, or tell the user.",
-        detail=f"{what} raised {type(exc).__name__}: {exc}",
-    )
 
 
 def session(c: CallState) -> None:

@@ -26,9 +26,10 @@ from toolpass.outcome.errors import ToolError, ToolRefused
 from toolpass.rules.redact import redact, usable
 from toolpass.store import StoreUnavailable
 from toolpass.toolkit import checks, one_event
-from toolpass.toolkit.checks import EXFILTRATION_REASON, CallState, check_error, credential
+from toolpass.toolkit.checks import EXFILTRATION_REASON, CallState, credential
 from toolpass.toolkit.drivers import NO_KWARGS, PLAIN, Step
 from toolpass.toolkit.output import body_error, clear_frames, output, redacted_refusal
+from toolpass.toolkit.refusals import check_error
 from toolpass.toolkit.settings import Settings, configured_mode
 from toolpass.toolkit.spec import ToolSpec
 

@@ -27,6 +27,7 @@ from toolpass.toolkit.approval import (
     quoted,
 )
 from toolpass.toolkit.drivers import Step
+from toolpass.toolkit.refusals import check_error
 
 #: A call as the checks see it (``toolkit.checks.CallState``, which imports this module).
 CallState = Any
@@ -328,7 +329,7 @@ def _scope(c: CallState) -> Generator[Step, Any, tuple[TaskScope, dict[str, Any]
         try:
             return TaskScope.from_dict(record["scope"]), record
         except (TypeError, ValueError) as exc:
-            raise _failed("the session's kept task scope", exc)
+            raise check_error("the session's kept task scope", exc)
     planner = session.planner or c.kit.planner
     assert planner is not None
     try:
@@ -336,15 +337,15 @@ def _scope(c: CallState) -> Generator[Step, Any, tuple[TaskScope, dict[str, Any]
     except ToolRefused:
         raise
     except Exception as exc:
-        raise _failed("the planner", exc)
+        raise check_error("the planner", exc)
     if not isinstance(drafted, TaskScope):
-        raise _failed(
+        raise check_error(
             "the planner", TypeError(f"returned {type(drafted).__name__}, not a TaskScope")
         )
     try:
         written = drafted.to_dict()
     except ValueError as exc:
-        raise _failed("the planner", exc)
+        raise check_error("the planner", exc)
     record = session.change_task(
         lambda kept: kept if "scope" in kept else {**kept, "scope": written}
     )
@@ -525,15 +526,6 @@ def _denied(record: Mapping[str, Any]) -> ToolRefused:
         f"{printable(by)} did not confirm the plan for this task, so no call of it is made."
         f"{why} Do not retry; tell the user.",
         detail=f"task plan denied by {by}: {reason}",
-    )
-
-
-def _failed(what: str, exc: BaseException) -> ToolRefused:
-    return ToolRefused(
-        "check_error",
-        "A safety check could not be completed, so the call was not made. "
-        "Try again later, or tell the user.",
-        detail=f"{what}: {type(exc).__name__}: {exc}",
     )
 
 
