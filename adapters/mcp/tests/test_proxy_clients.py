@@ -8,11 +8,9 @@ only. The proxy runs as a real process in front of a real MCP server on stdio
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,18 +23,10 @@ from http_server import token_of
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_client import text_of
+from upstream_processes import COUNTED_UPSTREAM, settled, started
 
 HERE = Path(__file__).resolve().parent
-UPSTREAM = str(HERE / "full_upstream.py")
 
-# The upstream: full_upstream.py, recording each start (its pid) first.
-COUNTED_UPSTREAM = f"""
-import json, os, runpy, sys
-with open(os.environ["UPSTREAM_LOG"], "a") as log:
-    log.write(json.dumps({{"event": "started", "pid": os.getpid()}}) + "\\n")
-sys.argv = [{UPSTREAM!r}]
-runpy.run_path({UPSTREAM!r}, run_name="__main__")
-"""
 
 # The proxy (``serve``, as ``toolpass mcp-proxy`` runs it) on streamable HTTP; with "auth",
 # behind the SDK's bearer middleware whose tokens name their user (``http_server.Verifier``:
@@ -101,31 +91,9 @@ def signed_in(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     yield from serve_proxy(tmp_path, auth=True)
 
 
-def started(log: Path) -> list[int]:
-    """The process ids of the upstream's starts, the proxy's first look at it left out."""
-    events = [json.loads(line) for line in log.read_text().splitlines()]
-    return [e["pid"] for e in events if e["event"] == "started"][1:]
-
-
-def running(pids: list[int]) -> list[int]:
-    """Those of ``pids`` still running (not exited, nor a zombie)."""
-    alive = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(pid)
-    return alive
-
-
-def settled(pids: list[int], seconds: float = 10.0) -> list[int]:
-    """Those of ``pids`` still running once the closed ones had ``seconds`` to exit."""
-    deadline = time.monotonic() + seconds
-    while running(pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return running(pids)
+def connections(log: Path) -> list[int]:
+    """The upstream processes started for clients: the proxy's own first look left out."""
+    return started(log)[1:]
 
 
 @asynccontextmanager
@@ -150,9 +118,9 @@ async def test_a_client_session_that_ends_closes_its_upstream_connection(
     for _ in range(3):
         async with Client(url, mode="legacy") as client:  # an MCP session (Mcp-Session-Id)
             assert text_of(await client.call_tool("capabilities", {})) == "none"
-    connections = started(log)
-    assert len(connections) == 3  # one per session
-    assert settled(connections) == []  # each closed with its session, none left behind
+    started_for_clients = connections(log)
+    assert len(started_for_clients) == 3  # one per session
+    assert settled(started_for_clients) == []  # each closed with its session, none left behind
 
 
 @pytest.mark.asyncio
@@ -168,4 +136,4 @@ async def test_two_people_of_one_client_application_never_share_an_upstream_conn
         for person in ("dana@example.com", "rory@example.com"):
             async with signed_in_client(url, person) as client:
                 assert text_of(await client.call_tool("capabilities", {})) == "none"
-    assert len(started(log)) == 2  # one upstream connection per person, kept for the next
+    assert len(connections(log)) == 2  # one upstream connection per person, kept for the next

@@ -6,7 +6,6 @@ server on stdio (``full_upstream.py``) whose every start is counted, by its proc
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,19 +18,11 @@ from conformance_run import free_port, wait_listening
 from mcp import Client
 from mcp_client import text_of
 from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
+from upstream_processes import COUNTED_UPSTREAM, running, started
 
 HERE = Path(__file__).resolve().parent
-UPSTREAM = str(HERE / "full_upstream.py")
 MAX_STATELESS = 2  # the proxy's bound, set low to see it close what it evicts
 
-# The upstream: full_upstream.py, recording each start (its pid) first.
-COUNTED_UPSTREAM = f"""
-import json, os, runpy, sys
-with open(os.environ["UPSTREAM_LOG"], "a") as log:
-    log.write(json.dumps({{"event": "started", "pid": os.getpid()}}) + "\\n")
-sys.argv = [{UPSTREAM!r}]
-runpy.run_path({UPSTREAM!r}, run_name="__main__")
-"""
 
 # The proxy (``serve``, as ``toolpass mcp-proxy`` runs it) on streamable HTTP.
 PROXY = f"""
@@ -71,25 +62,6 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     finally:
         process.terminate()
         process.wait(10)
-
-
-def started(log: Path) -> list[int]:
-    """The process ids of the upstream's starts."""
-    events = [json.loads(line) for line in log.read_text().splitlines()]
-    return [e["pid"] for e in events if e["event"] == "started"]
-
-
-def running(pids: list[int]) -> list[int]:
-    """Those of ``pids`` still running (not exited, nor a zombie)."""
-    alive = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(pid)
-    return alive
 
 
 async def sample(context: Any, params: Any) -> CreateMessageResult:
