@@ -137,7 +137,15 @@ def run_spec(
             return harness(command, f"http://127.0.0.1:{ports[mode]}/mcp", spec, where)
 
         with ThreadPoolExecutor(len(MODES)) as pool:  # the three runs side by side
-            return dict(zip(MODES, pool.map(outcomes, MODES), strict=True))
+            results = dict(zip(MODES, pool.map(outcomes, MODES), strict=True))
+        # A scenario that failed only through toolpass while three harnesses shared two
+        # cores is run again, that mode alone: it is judged on the second run (each of its
+        # checks has a time bound the shared machine can miss; a real failure fails twice).
+        for mode in MODES[1:]:
+            if any(not ok and results["direct"].get(s) for s, ok in results[mode].items()):
+                print(f"  {label} {mode}: a scenario failed only with toolpass; run again alone")
+                results[mode] = outcomes(mode)
+        return results
     finally:
         for process in servers.values():
             process.terminate()
