@@ -17,6 +17,7 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 import nox
 from packaging.requirements import Requirement
@@ -461,9 +462,13 @@ SOURCES = ROOT / ".nox" / ".sources"
 @nox.session(python=PYTHON)
 def routes(session: nox.Session) -> None:
     """Every generated route table regenerated from its source and compared with the
-    committed one: the npm packages (fetched once into .nox/.sources) and the PyPI
-    distributions at the versions each table names ("source"). A source that cannot be had
-    from a registry leaves its test a skip, listed with its reason at the end (-rs)."""
+    committed one: the npm packages (fetched once into .nox/.sources), the PyPI
+    distributions at the versions each table names ("source"), and the files of public
+    repositories no registry ships, pinned by git object id (integrations/_generate/
+    sources.py: read from TOOLPASS_ROUTE_SOURCES, else shared/route-sources beside the
+    checkout). In CI (CI=true) a regeneration that cannot run fails: a missing pinned source
+    fails its test, and any other skip fails the session; elsewhere a skip is listed with
+    its reason at the end (-rs) and counted."""
     env = {variable: fetched(session, packages) for variable, packages in NPM_SOURCES.items()}
     session.install(
         "-e",
@@ -479,7 +484,25 @@ def routes(session: nox.Session) -> None:
         map(str, (ROOT / "core/src/toolpass/integrations").glob("*/tests/test_routes_*.py"))
     )
     # The regenerations only: the rest of these files runs in the core session.
-    session.run("pytest", *tests, "-q", "-rs", "-k", REGENERATIONS, *session.posargs, env=env)
+    report = Path(session.create_tmp()) / "routes.xml"
+    session.run(
+        "pytest",
+        *tests,
+        "-q",
+        "-rs",
+        "-k",
+        REGENERATIONS,
+        f"--junitxml={report}",
+        *session.posargs,
+        env=env,
+    )
+    suites = ElementTree.parse(report).iter("testsuite")  # noqa: S314 - pytest's own report
+    skipped = sum(int(suite.get("skipped", 0)) for suite in suites)
+    if skipped:
+        message = f"{skipped} route-table regenerations skipped (listed above)"
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            session.error(f"{message}: in CI every one must run")
+        session.warn(message)
 
 
 def fetched(session: nox.Session, packages: list[str]) -> str:

@@ -3,7 +3,8 @@
 Linear's API is GraphQL only (``POST /graphql``). Its schema is published as
 ``packages/sdk/src/schema.graphql`` in the public repository ``linear/linear`` (the source of
 the npm package ``@linear/sdk``, whose tarball ships generated TypeScript, not the schema).
-This script reads that file (``TOOLPASS_LINEAR_SCHEMA``, default ``/tmp/linear/schema.graphql``)
+This script reads that file (the one ``TOOLPASS_LINEAR_SCHEMA`` names; take it with ``git show
+<commit>:packages/sdk/src/schema.graphql``, or from the pinned sources, ``_generate/sources.py``)
 with graphql-core and writes one row per top-level field, keyed ``POST
 /graphql#query.<field>`` or ``POST /graphql#mutation.<field>`` (a name can be both: the query
 ``projectUpdate`` reads a project update, the mutation changes a project):
@@ -28,8 +29,8 @@ a schema with new mutations needs a decision here. ``types`` holds, for every ob
 interface type, its fields whose type is an object (``{type: {field: type}}``), so that the
 matcher can tell where a query's nested fields lead.
 
-Run ``python -m toolpass.integrations.linear.generate`` (with graphql-core installed); it writes
-``routes.json`` beside this file.
+Run ``TOOLPASS_LINEAR_SCHEMA=schema.graphql python -m toolpass.integrations.linear.generate``
+(with graphql-core installed); it writes ``routes.json`` beside this file.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from typing import Any
 from toolpass.integrations._generate.table import dump
 
 OUT = Path(__file__).resolve().parents[5] / "core/src/toolpass/integrations/linear/routes.json"
-SCHEMA = os.environ.get("TOOLPASS_LINEAR_SCHEMA", "/tmp/linear/schema.graphql")  # noqa: S108
 SOURCE = (
     "GitHub linear/linear packages/sdk/src/schema.graphql at 8335e09a17dd (2026-07-22, "
     "@linear/sdk 88.3.0)"
@@ -203,7 +203,8 @@ def _check_template(schema: Any, name: str, template: str) -> None:
             kind = get_named_type(kind.fields[part].type)
 
 
-def build() -> dict[str, Any]:
+def build(schema_file: Path | None = None) -> dict[str, Any]:
+    """The table from ``schema_file`` (default: the file ``TOOLPASS_LINEAR_SCHEMA`` names)."""
     from graphql import (
         GraphQLInterfaceType,
         GraphQLObjectType,
@@ -212,7 +213,12 @@ def build() -> dict[str, Any]:
         get_named_type,
     )
 
-    schema = build_schema(Path(SCHEMA).read_text("utf-8"))
+    if schema_file is None:
+        given = os.environ.get("TOOLPASS_LINEAR_SCHEMA")
+        if not given:
+            raise SystemExit("set TOOLPASS_LINEAR_SCHEMA to Linear's schema.graphql")
+        schema_file = Path(given)
+    schema = build_schema(schema_file.read_text("utf-8"))
     assert schema.query_type is not None
     assert schema.mutation_type is not None
     rows: list[list[str]] = []

@@ -4,9 +4,10 @@ Zendesk publishes the Support API as one OpenAPI document (developer.zendesk.com
 oas.yaml). The public repository ``api-evangelist/zendesk`` carries it split by resource in
 ``openapi/_original/*-openapi-original.yml`` (Zendesk's paths, parameter names and operation
 ids; ``zendesk-support-openapi.yml`` there is that project's own summary and is not read).
-This script reads those files from ``TOOLPASS_ZENDESK_OAS`` (a folder, default
-``/tmp/zd/orig``) and adds the documented alternate paths the document describes in prose
-only (``ALTERNATES``: a user's or group's memberships, a user's or organization's tickets).
+This script reads those files from the folder ``TOOLPASS_ZENDESK_OAS`` names (take it with
+``git archive <commit> openapi/_original``, or from the pinned sources, ``_generate/sources.py``)
+and adds the documented alternate paths the document describes in prose only (``ALTERNATES``:
+a user's or group's memberships, a user's or organization's tickets).
 
 Each operation is placed by its path:
 
@@ -37,8 +38,8 @@ Each operation is placed by its path:
 Flags: every read ``u`` (tickets, comments, users' and organizations' notes are others' text);
 ``s`` for ticket creation, public comments and verification or sign-up e-mail.
 
-Run ``python -m toolpass.integrations.zendesk.generate``; it writes
-``routes.json`` beside this file, sorted.
+Run ``TOOLPASS_ZENDESK_OAS=<folder> python -m toolpass.integrations.zendesk.generate``; it
+writes ``routes.json`` beside this file, sorted.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ from typing import Any
 from toolpass.integrations._generate.table import dump
 
 OUT = Path(__file__).resolve().parents[5] / "core/src/toolpass/integrations/zendesk/routes.json"
-OAS = os.environ.get("TOOLPASS_ZENDESK_OAS", "/tmp/zd/orig")  # noqa: S108
 SOURCE = (
     "Zendesk's OpenAPI description (developer.zendesk.com/zendesk/oas.yaml) as split in "
     "GitHub api-evangelist/zendesk openapi/_original at aaa548006c2a (2026-08-22)"
@@ -208,11 +208,17 @@ def place(method: str, path: str) -> tuple[str, str, str, str]:
     return "account.write", "account", effect, sends
 
 
-def build() -> dict[str, Any]:
+def build(oas: Path | None = None) -> dict[str, Any]:
+    """The table from the folder ``oas`` (default: the one ``TOOLPASS_ZENDESK_OAS`` names)."""
     import yaml
 
+    if oas is None:
+        given = os.environ.get("TOOLPASS_ZENDESK_OAS")
+        if not given:
+            raise SystemExit("set TOOLPASS_ZENDESK_OAS to the openapi/_original folder")
+        oas = Path(given)
     operations: set[tuple[str, str]] = set(ALTERNATES)
-    for file in sorted(Path(OAS).glob("*-openapi-original.yml")):
+    for file in sorted(oas.glob("*-openapi-original.yml")):
         document = yaml.safe_load(file.read_text("utf-8"))
         for path, item in (document.get("paths") or {}).items():
             if not path.startswith(("/api/", "/oauth/")):

@@ -4,7 +4,6 @@ hook's completion of its resources (integrations/_argocd_routes.py)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,12 @@ import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations._generate import generator as load_generator
+from toolpass.integrations._generate.sources import pinned_source
 from toolpass.integrations.argocd import ArgoCD
 from toolpass.integrations.routes import Request, load
 
 REPO = Path(__file__).resolve().parents[6]
 TABLE = REPO / "core/src/toolpass/integrations/argocd/routes.json"
-SWAGGER = os.environ.get("TOOLPASS_ARGOCD_SWAGGER", "/tmp/argocd-swagger.json")
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +48,9 @@ def test_every_routed_action_is_declared() -> None:
     assert deletes == {"destructive"}
 
 
-def test_regenerating_from_the_swagger_gives_the_committed_table() -> None:
-    if not Path(SWAGGER).exists():
-        pytest.skip(f"Argo CD's swagger.json is not at {SWAGGER} (TOOLPASS_ARGOCD_SWAGGER)")
-    built = load_generator("argocd").build(json.loads(Path(SWAGGER).read_text()))
+def test_regenerating_from_the_swagger_gives_the_committed_table(tmp_path: Path) -> None:
+    swagger = pinned_source("argocd", tmp_path)
+    built = load_generator("argocd").build(json.loads(swagger.read_text()))
     assert built["routes"] == json.loads(TABLE.read_text())["routes"]
 
 

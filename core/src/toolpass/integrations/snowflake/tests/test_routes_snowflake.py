@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from toolpass.engine import literal
 from toolpass.engine.config import parse_connections
 from toolpass.integrations._generate import generator as load_generator
+from toolpass.integrations._generate.sources import pinned_source
 from toolpass.integrations.routes import Request, fields, load
 from toolpass.integrations.snowflake import Snowflake, names
 
@@ -76,24 +75,8 @@ def test_writes_never_take_a_read_action() -> None:
 
 
 def test_regenerating_from_the_specs_gives_the_committed_table(tmp_path: Path) -> None:
-    """From a copy of the specs repository (the ``fetch`` mirror, or TOOLPASS_SNOWFLAKE_SPECS
-    naming an unpacked one), when this machine has one."""
-    pytest.importorskip("yaml")
-    given = os.environ.get("TOOLPASS_SNOWFLAKE_SPECS")
-    mirror = Path("/work/.mirror/snowflakedb+snowflake-rest-api-specs/repo")
-    if given:
-        source = Path(given)
-    elif mirror.is_dir():
-        archive = subprocess.run(
-            ["git", "-C", str(mirror), "archive", COMMIT, "specifications"],
-            capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
-        source = tmp_path
-    else:
-        pytest.skip("snowflake-rest-api-specs is not on this machine")
-    rows, count = load_generator("snowflake").build(source)
+    pinned_source("snowflake", tmp_path)  # tmp_path/specifications
+    rows, count = load_generator("snowflake").build(tmp_path)
     assert count == 408
     assert rows == json.loads(TABLE.read_text())["routes"]
 
