@@ -983,22 +983,42 @@ def test_deployments_sharing_a_store_never_answer_from_each_others_cache(
             assert third.check("dana@example.com", "aws-main", "s3:GetObject", REPORT).cached
 
 
+#: A connection's settings; each test below changes one of them.
+SETTINGS: dict[str, Any] = {
+    "id": "aws-main",
+    "integration": "aws",
+    "url": "https://iam.amazonaws.com",
+    "credentials": "static",
+    "access_key_id": literal(KEY),
+    "secret_access_key": literal(SECRET),
+    "account_id": ACCOUNT,
+    "identity": TEMPLATE,
+}
+
+
+def scope_of(connection: dict[str, Any]) -> str:
+    """The cache scope of a deployment that has the one ``connection``."""
+    with Toolpass([connection]) as engine:
+        return engine.integration("aws-main").cache_scope()
+
+
+@pytest.fixture(scope="module")
+def base_scope() -> str:
+    return scope_of(SETTINGS)
+
+
+def test_the_same_settings_share_the_cache(base_scope: str) -> None:
+    assert scope_of({**SETTINGS}) == base_scope
+
+
 @settings(max_examples=40)
 @given(
     key=st.sampled_from(["url", "account_id", "implicit_deny", "identity", "access_key_id"]),
     value=st.integers(min_value=0, max_value=10**11),
 )
-def test_any_setting_that_differs_separates_the_cache(key: str, value: int) -> None:
-    base: dict[str, Any] = {
-        "id": "aws-main",
-        "integration": "aws",
-        "url": "https://iam.amazonaws.com",
-        "credentials": "static",
-        "access_key_id": literal(KEY),
-        "secret_access_key": literal(SECRET),
-        "account_id": ACCOUNT,
-        "identity": TEMPLATE,
-    }
+def test_any_setting_that_differs_separates_the_cache(
+    base_scope: str, key: str, value: int
+) -> None:
     changed = {
         "url": f"https://iam-{value}.example.com",
         "account_id": f"{value:012d}" if f"{value:012d}" != ACCOUNT else "000000000000",
@@ -1006,14 +1026,7 @@ def test_any_setting_that_differs_separates_the_cache(key: str, value: int) -> N
         "identity": {**TEMPLATE, "template": f"arn:aws:iam::{value:012d}x:role/{{local}}"},
         "access_key_id": f"env:KEY_{value}",
     }
-    with (
-        Toolpass([base]) as a,
-        Toolpass([base]) as same,
-        Toolpass([{**base, key: changed[key]}]) as b,
-    ):
-        scope = a.integration("aws-main").cache_scope()
-        assert same.integration("aws-main").cache_scope() == scope
-        assert b.integration("aws-main").cache_scope() != scope
+    assert scope_of({**SETTINGS, key: changed[key]}) != base_scope
 
 
 # --- probe ---------------------------------------------------------------------------------

@@ -140,8 +140,8 @@ def test_every_path_under_v1_takes_a_route(v: Vault, method: str) -> None:
 
 
 @given(st.text(alphabet="ab/.%2F+*-_ ", max_size=30))
-def test_a_resolved_resource_never_climbs(tail: str) -> None:
-    found = vault().match_request(Request("GET", "/v1/" + tail, "", None, b""))
+def test_a_resolved_resource_never_climbs(v: Vault, tail: str) -> None:
+    found = v.match_request(Request("GET", "/v1/" + tail, "", None, b""))
     if found is None or found.resource is None:
         return
     assert found.resource.startswith("path:")
