@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import statistics
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -173,33 +174,30 @@ def main() -> None:
     show(rows, shared, args.markdown)
 
 
-def show(
-    rows: list[tuple[str, int, dict[str, int]]],
-    shared: list[tuple[str, int, dict[str, int]]],
-    markdown: bool,
-) -> None:
-    head = ("system", "lines", *COLUMNS)
-    line = "| {} |".format if markdown else "{}".format
-    sep = " | " if markdown else "  "
+Row = tuple[str, int, dict[str, int]]
+
+
+def show(rows: list[Row], shared: list[Row], markdown: bool) -> None:
+    """The table of systems, their median, then the shared modules."""
     widths = (18, 6, 12, 14, 6, 6, 5)
 
-    def row(cells: tuple[object, ...]) -> str:
-        padded = (
-            str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        )
-        return line(sep.join(padded))
+    def row(*cells: object) -> str:
+        padded = [str(c).rjust(w) for c, w in zip(cells, widths, strict=True)]
+        padded[0] = str(cells[0]).ljust(widths[0])
+        return f"| {' | '.join(padded)} |" if markdown else "  ".join(padded)
 
-    print(row(head))
-    if markdown:
-        print(line(sep.join("-" * w for w in widths)))
-    for name, total, split in rows:
-        print(row((name, total, *(split[c] for c in COLUMNS))))
-    print(row(("median", int(statistics.median(r[1] for r in rows)), *(
-        int(statistics.median(r[2][c] for r in rows)) for c in COLUMNS))))  # fmt: skip
-    print()
-    print(row(("shared module", "lines", *COLUMNS)))
-    for name, total, split in shared:
-        print(row((name, total, *(split[c] for c in COLUMNS))))
+    def table(title: str, found: list[Row]) -> list[str]:
+        out = [row(title, "lines", *COLUMNS)]
+        if markdown:
+            out.append(row(*("-" * w for w in widths)))
+        return out + [
+            row(name, total, *(split[c] for c in COLUMNS)) for name, total, split in found
+        ]
+
+    middle = [int(statistics.median(r[2][c] for r in rows)) for c in COLUMNS]
+    median = row("median", int(statistics.median(r[1] for r in rows)), *middle)
+    lines = [*table("system", rows), median, "", *table("shared module", shared)]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
