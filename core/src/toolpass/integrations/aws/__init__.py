@@ -218,6 +218,8 @@ class AWS(Integration):
             "credential_refresh_seconds",
             "Temporary credentials are refreshed this many seconds before they expire.",
             default=300.0,
+            minimum=0.0,
+            unit="seconds",
         ),
         ConfigKey(
             "context",
@@ -243,7 +245,9 @@ class AWS(Integration):
             "An IAM user ARN to simulate as the caller (CallerArn) of identity-only "
             "simulations; a simulation with a resource policy is always the user's own.",
         ),
-        ConfigKey("max_pages", "Most result pages followed for one request.", default=20),
+        ConfigKey(
+            "max_pages", "Most result pages followed for one request.", default=20, minimum=1
+        ),
         ConfigKey("identity_store_id", "IAM Identity Center identity store id (d-...)."),
         ConfigKey(
             "identity_center_attribute",
@@ -305,15 +309,11 @@ class AWS(Integration):
             raise ConfigError("must be a role ARN", "role_arn")
         if not 900 <= options["role_duration_seconds"] <= 43200:
             raise ConfigError("must be between 900 and 43200 seconds", "role_duration_seconds")
-        if options["credential_refresh_seconds"] < 0:
-            raise ConfigError("must be 0 or more seconds", "credential_refresh_seconds")
         if not re.fullmatch(r"[\w+=,.@-]{2,64}", options["role_session_name"]):
             raise ConfigError("2-64 letters, digits or +=,.@_-", "role_session_name")
         sources = options["ambient_sources"]
         if not sources or any(s not in AMBIENT for s in sources):
             raise ConfigError(f"a list of {', '.join(AMBIENT)}", "ambient_sources")
-        if options["max_pages"] < 1:
-            raise ConfigError("must be 1 or more", "max_pages")
         account = options.get("account_id")
         if account is not None and not _ACCOUNT.fullmatch(account):
             raise ConfigError("must be a 12-digit account id", "account_id")
