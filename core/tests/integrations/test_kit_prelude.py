@@ -13,7 +13,7 @@ from fakes.server import FakeServer
 from hypothesis import given
 from hypothesis import strategies as st
 from toolpass.engine.config import parse_connections
-from toolpass.integrations._kit import Asked, Cache, Target, UserIds, asked, ttl_key
+from toolpass.integrations._kit import Asked, Cache, Target, UserIds, asked, kinds_of, ttl_key
 from toolpass.integrations.base import Action, Decision, Integration, ProbeResult
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.identity import IdentitySettings
@@ -114,3 +114,12 @@ def test_a_cache_lives_as_long_as_its_option_says(kit: Kit) -> None:
     never.http.close()
     with pytest.raises(ValueError, match="kit declares no option role_cache_ttl"):
         Cache.option(kit, "role_cache_ttl")
+
+
+def test_every_declared_kind_is_read_before_the_action_is_known() -> None:
+    kinds = kinds_of("toolpass.integrations.pagerduty")
+    assert kinds["account"] is None
+    incident = kinds["incident"]
+    assert incident is not None
+    assert incident.fullmatch("PABC123")
+    assert not incident.fullmatch("pabc")
