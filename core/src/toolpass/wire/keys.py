@@ -20,7 +20,7 @@ KeyType = Literal["str", "int", "float", "bool", "list", "map", "any"]
 @dataclass(frozen=True)
 class ConfigKey:
     """One configuration key: documented, optionally secret, required, defaulted or limited
-    (to ``choices``, or to numbers of at least ``minimum``, counted in ``unit``).
+    (to ``choices``, or to numbers from ``minimum`` to ``maximum``, counted in ``unit``).
 
     ``type`` is inferred from ``default`` when not given (``str`` without a default).
     """
@@ -34,6 +34,7 @@ class ConfigKey:
     type: KeyType | None = None
     minimum: float | None = None
     unit: str = ""
+    maximum: float | None = None
 
     @property
     def kind(self) -> KeyType:

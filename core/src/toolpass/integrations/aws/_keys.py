@@ -77,7 +77,14 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey("external_id", "The ExternalId the role's trust policy requires."),
     ConfigKey("role_session_name", "The assumed role's session name.", default="toolpass"),
-    ConfigKey("role_duration_seconds", "Lifetime asked for assumed credentials.", default=3600),
+    ConfigKey(
+        "role_duration_seconds",
+        "Lifetime asked for assumed credentials.",
+        default=3600,
+        minimum=900,
+        maximum=43200,
+        unit="seconds",
+    ),
     ConfigKey(
         "credential_refresh_seconds",
         "Temporary credentials are refreshed this many seconds before they expire.",
@@ -153,8 +160,6 @@ def validate(options: Mapping[str, Any]) -> None:
         raise ConfigError("must be a role ARN (arn:aws:iam::<account>:role/<name>)", "role_arn")
     if role is not None and ":role/" not in role:
         raise ConfigError("must be a role ARN", "role_arn")
-    if not 900 <= options["role_duration_seconds"] <= 43200:
-        raise ConfigError("must be between 900 and 43200 seconds", "role_duration_seconds")
     if not re.fullmatch(r"[\w+=,.@-]{2,64}", options["role_session_name"]):
         raise ConfigError("2-64 letters, digits or +=,.@_-", "role_session_name")
     sources = options["ambient_sources"]

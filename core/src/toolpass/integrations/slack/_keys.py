@@ -113,6 +113,8 @@ KEYS: tuple[ConfigKey, ...] = (
         "page_size",
         "The limit sent with conversations.members and conversations.list (1-1000).",
         default=200,
+        minimum=1,
+        maximum=1000,
     ),
     ConfigKey(
         "max_pages",
@@ -134,5 +136,3 @@ def validate(options: Mapping[str, Any]) -> None:
     team = options.get("team_id")
     if team is not None and not TEAM_ID.fullmatch(team):
         raise ConfigError("must be a Slack workspace id such as T0123ABCD", "team_id")
-    if not 1 <= options["page_size"] <= 1000:
-        raise ConfigError("must be between 1 and 1000", "page_size")
