@@ -32,6 +32,16 @@ class Kit(Integration):
     keys = (
         ttl_key("user", "a user's role and groups", 300.0),
         ConfigKey("page_size", "Items a page.", default=100, minimum=1, maximum=1000),
+        ConfigKey(
+            "auth",
+            "How the engine signs in.",
+            default="none",
+            choices=("none", "token", "oauth"),
+            needs={"token": ("token",), "oauth": ("client_id", "client_secret")},
+        ),
+        ConfigKey("token", "A token.", secret=True),
+        ConfigKey("client_id", "A client id."),
+        ConfigKey("client_secret", "A client secret.", secret=True),
     )
 
     def check(self, user: str, action: str, resource: str) -> Decision:
@@ -136,3 +146,22 @@ def test_the_engine_refuses_a_number_outside_its_keys_bounds(size: int) -> None:
     else:
         with pytest.raises(ConfigError, match=r"key 'page_size': must be between 1 and 1000$"):
             parse_connections([connection(page_size=size)])
+
+
+@pytest.mark.parametrize(
+    ("options", "missing"),
+    [
+        ({"auth": "token"}, "auth token needs token"),
+        ({"auth": "oauth", "client_secret": "env:S"}, "'client_id': auth oauth needs client_id"),
+        ({"auth": "oauth", "client_id": "c"}, "'client_secret': auth oauth needs client_secret"),
+    ],
+)
+def test_a_choice_without_a_key_it_needs_is_refused(options: dict[str, Any], missing: str) -> None:
+    with pytest.raises(ConfigError, match=missing):
+        parse_connections([connection(**options)])
+
+
+def test_a_choice_with_the_keys_it_needs_is_taken() -> None:
+    for options in ({}, {"auth": "token", "token": "env:T"}):
+        (parsed,) = parse_connections([connection(**options)])
+        assert parsed.options["auth"] == options.get("auth", "none")

@@ -280,6 +280,7 @@ def _parse_one(
             )
     try:
         options = {k.name: _value(k, item.get(k.name), in_code, base_dir) for k in cls.keys}
+        _needed(cls.keys, options)
         cls.validate(options)
         identity = parse_identity(
             item.get("identity"), cls.identity_modes, in_code=in_code, base_dir=base_dir
@@ -334,6 +335,17 @@ def _value(key: ConfigKey, value: Any, in_code: bool, base_dir: str | None) -> A
     if kind == "float":
         return float(value)
     return tuple(value) if kind == "list" else value
+
+
+def _needed(keys: Iterable[ConfigKey], options: Mapping[str, Any]) -> None:
+    """Refuse a choice (``auth: oauth``) without a key it ``needs`` (``client_id``)."""
+    for key in keys:
+        chosen = options.get(key.name)
+        if key.needs is None or not isinstance(chosen, str):
+            continue
+        for needed in key.needs.get(chosen, ()):
+            if options.get(needed) is None:
+                raise ConfigError(f"{key.name} {chosen} needs {needed}", needed)
 
 
 def _within(key: ConfigKey, value: float) -> None:

@@ -39,6 +39,7 @@ def auth_keys(product: str, email: str = "") -> tuple[ConfigKey, ...]:
             "account's OAuth 2.0 client credentials, against the API gateway).",
             default="basic",
             choices=tuple(_NEEDS),
+            needs=_NEEDS,
         ),
         ConfigKey("email", f"The engine account's email (auth basic and scoped).{email}"),
         ConfigKey(
@@ -80,10 +81,6 @@ class AtlassianSite(Integration):
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "basic")
-        for key in _NEEDS[auth]:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         for key in ("gateway_url", "token_url"):
             check_url(options.get(key), key)
         cloud_id = options.get("cloud_id")

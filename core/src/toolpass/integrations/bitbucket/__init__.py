@@ -138,6 +138,11 @@ class Bitbucket(Integration):
             "consumer's client_id + client_secret, client credentials grant).",
             default="basic",
             choices=("basic", "bearer", "oauth"),
+            needs={
+                "basic": ("username", "api_token"),
+                "bearer": ("access_token",),
+                "oauth": ("client_id", "client_secret"),
+            },
         ),
         ConfigKey("username", "The engine account's email (API token) or username (auth basic)."),
         ConfigKey("api_token", "The API token or app password (auth basic).", secret=True),
@@ -216,15 +221,6 @@ class Bitbucket(Integration):
     # --- configuration ---------------------------------------------------------------
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "basic")
-        needs = {
-            "basic": ("username", "api_token"),
-            "bearer": ("access_token",),
-            "oauth": ("client_id", "client_secret"),
-        }[auth]
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         check_url(options.get("token_url", "https://bitbucket.org"), "token_url")
         workspace = options.get("workspace")
         if workspace is not None and not _WORKSPACE.fullmatch(workspace):

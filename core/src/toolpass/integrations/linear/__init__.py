@@ -51,7 +51,6 @@ from toolpass.integrations.base import (
 )
 from toolpass.integrations.linear._graphql import match_graphql
 from toolpass.integrations.routes import Match, Request, normal_path
-from toolpass.wire.errors import ConfigError
 
 __all__ = ["Linear"]
 
@@ -106,6 +105,11 @@ class Linear(Integration):
             "token) or client_credentials (client_id + client_secret at /oauth/token).",
             default="api_key",
             choices=("api_key", "bearer", "client_credentials"),
+            needs={
+                "api_key": ("api_key",),
+                "bearer": ("access_token",),
+                "client_credentials": ("client_id", "client_secret"),
+            },
         ),
         ConfigKey(
             "api_key", "A personal API key with the Read permission (auth api_key).", secret=True
@@ -132,18 +136,6 @@ class Linear(Integration):
             self, "resource_cache_ttl"
         )
         self._tokens = IssuedToken(self, self._client_credentials)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "api_key")
-        needed = {
-            "api_key": ("api_key",),
-            "bearer": ("access_token",),
-            "client_credentials": ("client_id", "client_secret"),
-        }[auth]
-        for key in needed:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
 
     # --- requests ------------------------------------------------------------------------
     def auth_headers(self) -> Mapping[str, str]:

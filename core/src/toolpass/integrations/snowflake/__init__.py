@@ -122,6 +122,11 @@ class Snowflake(Integration):
             "the account's, https://<orgname>-<account_name>.snowflakecomputing.com.",
             default="keypair",
             choices=("keypair", "oauth", "pat"),
+            needs={
+                "keypair": ("account", "user", "private_key"),
+                "oauth": ("access_token",),
+                "pat": ("access_token",),
+            },
         ),
         ConfigKey(
             "account",
@@ -159,14 +164,6 @@ class Snowflake(Integration):
         super().__init__(*args, **kwargs)
         self._tokens = IssuedToken(self, self._new_jwt)
         self._reads: Cache[str, Any] = Cache.option(self, "grant_cache_ttl")
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "keypair")
-        needs = ("account", "user", "private_key") if auth == "keypair" else ("access_token",)
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
 
     # --- the request hook ----------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
