@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, IssuedToken, asked, ttl_key
+from toolpass.integrations._kit import Cache, IssuedToken, asked, kinds_of, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -66,8 +66,7 @@ PUBLIC = "PUBLIC"
 _PART = r'"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*'
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _UPPER = re.compile(r"[A-Z_][A-Z0-9_$]*")
-_DEPTH = {"warehouse": 1, "database": 1, "schema": 2, "table": 3}
-_DOTTED = {k: re.compile(rf"(?:{_PART})(?:\.(?:{_PART})){{{n - 1}}}") for k, n in _DEPTH.items()}
+_DOTTED = kinds_of(__name__)  # DB, DB.SCHEMA, DB.SCHEMA.TABLE, as actions.json declares them
 _SPLIT = re.compile(_PART)
 _TABLES = frozenset(
     {
