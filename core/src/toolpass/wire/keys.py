@@ -19,7 +19,9 @@ KeyType = Literal["str", "int", "float", "bool", "list", "map", "any"]
 
 @dataclass(frozen=True)
 class ConfigKey:
-    """One configuration key: documented, optionally secret, required, defaulted or limited.
+    """One configuration key: documented, optionally secret, required, defaulted or limited
+    (to ``choices``, or to numbers from ``minimum`` to ``maximum``, counted in ``unit``);
+    ``needs``: the other keys each choice needs set (``{"oauth": ("client_id", ...)}``).
 
     ``type`` is inferred from ``default`` when not given (``str`` without a default).
     """
@@ -31,6 +33,10 @@ class ConfigKey:
     default: Any = None
     choices: tuple[Any, ...] | None = None
     type: KeyType | None = None
+    minimum: float | None = None
+    unit: str = ""
+    maximum: float | None = None
+    needs: Mapping[str, tuple[str, ...]] | None = None
 
     @property
     def kind(self) -> KeyType:
