@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +30,30 @@ KEY2 = "tp-second-key-fedcba9876543210"  # env TP_TEST_KEY2, name "ci-bot"
 SECRETS = (KEY, KEY2, GH_TOKEN)
 
 
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    gh = FakeGitHub()
-    with gh:
+@contextmanager
+def fake_github() -> Iterator[FakeGitHub]:
+    """A fake GitHub on 127.0.0.1 with acme/widgets (dana writes, rory reads)."""
+    with FakeGitHub() as gh:
         gh.add_repo("acme/widgets", {"dana": "write", "rory": "read"})
         gh.add_token(GH_TOKEN)
         yield gh
 
 
 @pytest.fixture
-def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+def github() -> Iterator[FakeGitHub]:
+    with fake_github() as gh:
+        yield gh
+
+
+def set_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TP_TEST_KEY", KEY)
     monkeypatch.setenv("TP_TEST_KEY2", KEY2)
     monkeypatch.setenv("TP_GH_TOKEN", GH_TOKEN)
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_keys(monkeypatch)
 
 
 def write_config(path: Path, github_url: str, server: str) -> Path:
@@ -63,6 +74,26 @@ def write_config(path: Path, github_url: str, server: str) -> Path:
         + textwrap.indent(textwrap.dedent(server), "  ")
     )
     return path
+
+
+def approvals_config(directory: Path, approvals: str) -> tuple[Path, str]:
+    """A toolpass.yaml in ``directory`` for ``toolpass serve`` with the approvals page: no
+    connection, a SQLite store, the service key env:TP_SERVICE_KEY and ``approvals`` as the
+    ``server.approvals`` section. Returns the file and the store's URL."""
+    store = f"sqlite:///{directory}/state.db"
+    path = directory / "toolpass.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+            connections: []
+            store: {store}
+            server:
+              api_keys: [env:TP_SERVICE_KEY]
+              shutdown_timeout: 5
+              approvals:
+            """)
+        + textwrap.indent(textwrap.dedent(approvals), "    ")
+    )
+    return path, store
 
 
 DEFAULT_SERVER = textwrap.dedent("""\

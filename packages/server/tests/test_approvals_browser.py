@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ServerProcess
+from conftest import ServerProcess, approvals_config
 from toolpass import ApprovalPending, ApprovalQueue, Session, Toolkit
 
 APPROVER_KEY = "approver-lee-browser-0123456789"
@@ -51,22 +50,15 @@ def served(
 ) -> tuple[ServerProcess, str, Path]:
     monkeypatch.setenv("TP_SERVICE_KEY", SERVICE_KEY)
     monkeypatch.setenv("TP_APPROVER_LEE", APPROVER_KEY)
-    store = f"sqlite:///{tmp_path}/state.db"
     audit = tmp_path / "audit.jsonl"
-    config = tmp_path / "toolpass.yaml"
-    config.write_text(
-        textwrap.dedent(f"""\
-            connections: []
-            store: {store}
-            server:
-              api_keys: [env:TP_SERVICE_KEY]
-              shutdown_timeout: 5
-              approvals:
-                api_keys:
-                  - name: lee@example.com
-                    key: env:TP_APPROVER_LEE
-                audit_file: {audit}
-            """)
+    config, store = approvals_config(
+        tmp_path,
+        f"""\
+        api_keys:
+          - name: lee@example.com
+            key: env:TP_APPROVER_LEE
+        audit_file: {audit}
+        """,
     )
     return start("-config", str(config), "--port", "0"), store, audit
 

@@ -6,14 +6,13 @@ its sessions."""
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import ServerProcess
+from conftest import ServerProcess, approvals_config
 from test_approvals_page import LEE_KEY, ORIGIN, Tool, client_for, csrf_of, server_config, sign_in
 from toolpass import ApprovalQueue, Session, Toolkit, ToolRefused
 from toolpass.adapting import Guard, Traits
@@ -47,23 +46,16 @@ def served(
     127.0.0.1, over the SQLite store a real secured tool asks through."""
     monkeypatch.setenv("TP_SERVICE_KEY", "tp-service-key-0123456789abcdef")
     monkeypatch.setenv("TP_APPROVER_LEE", LEE_KEY)
-    url = f"sqlite:///{tmp_path}/state.db"
-    config = tmp_path / "toolpass.yaml"
-    config.write_text(
-        textwrap.dedent(f"""\
-            connections: []
-            store: {url}
-            server:
-              api_keys: [env:TP_SERVICE_KEY]
-              shutdown_timeout: 5
-              approvals:
-                api_keys:
-                  - name: lee@example.com
-                    key: env:TP_APPROVER_LEE
-                proxy:
-                  user_header: X-Forwarded-User
-                trusted_proxies: [10.1.0.0/16]
-            """)
+    config, url = approvals_config(
+        tmp_path,
+        """\
+        api_keys:
+          - name: lee@example.com
+            key: env:TP_APPROVER_LEE
+        proxy:
+          user_header: X-Forwarded-User
+        trusted_proxies: [10.1.0.0/16]
+        """,
     )
     return start("-config", str(config), "--port", "0"), Tool(url, tmp_path / "audit.jsonl")
 

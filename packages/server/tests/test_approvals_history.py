@@ -8,14 +8,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import textwrap
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from conftest import ServerProcess
+from conftest import ServerProcess, approvals_config
 from hypothesis import given
 from hypothesis import strategies as st
 from test_approvals_page import LEE_KEY, ORIGIN, Tool, client_for, csrf_of, server_config, sign_in
@@ -296,21 +295,14 @@ def served(
     """``toolpass serve`` with the page, over a SQLite store, in its own process."""
     monkeypatch.setenv("TP_SERVICE_KEY", "tp-service-key-0123456789abcdef")
     monkeypatch.setenv("TP_APPROVER_LEE", LEE_KEY)
-    url = f"sqlite:///{tmp_path}/state.db"
-    config = tmp_path / "toolpass.yaml"
-    config.write_text(
-        textwrap.dedent(f"""\
-            connections: []
-            store: {url}
-            server:
-              api_keys: [env:TP_SERVICE_KEY]
-              shutdown_timeout: 5
-              approvals:
-                api_keys:
-                  - name: lee@example.com
-                    key: env:TP_APPROVER_LEE
-                history_days: 2
-            """)
+    config, url = approvals_config(
+        tmp_path,
+        """\
+        api_keys:
+          - name: lee@example.com
+            key: env:TP_APPROVER_LEE
+        history_days: 2
+        """,
     )
     return start("-config", str(config), "--port", "0"), url
 

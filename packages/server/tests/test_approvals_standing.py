@@ -10,14 +10,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ServerProcess
+from conftest import ServerProcess, approvals_config
 from hypothesis import given
 from hypothesis import strategies as st
 from test_approvals_page import LEE_KEY, csrf_of
@@ -59,30 +58,49 @@ class Tool:
         return [json.loads(line) for line in self.audit.read_text().splitlines()]
 
 
+def standing_config(directory: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """The server's configuration (lee and kim approve), its keys in the environment."""
+    monkeypatch.setenv("TP_SERVICE_KEY", "tp-service-key-0123456789abcdef")
+    monkeypatch.setenv("TP_APPROVER_LEE", LEE_KEY)
+    monkeypatch.setenv("TP_APPROVER_KIM", KIM_KEY)
+    return approvals_config(
+        directory,
+        f"""\
+        api_keys:
+          - {{name: lee@example.com, key: env:TP_APPROVER_LEE}}
+          - {{name: kim@example.com, key: env:TP_APPROVER_KIM}}
+        max_standing_minutes: {BOUND}
+        """,
+    )
+
+
 @pytest.fixture
 def served(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Callable[..., ServerProcess]
 ) -> tuple[ServerProcess, Tool]:
-    monkeypatch.setenv("TP_SERVICE_KEY", "tp-service-key-0123456789abcdef")
-    monkeypatch.setenv("TP_APPROVER_LEE", LEE_KEY)
-    monkeypatch.setenv("TP_APPROVER_KIM", KIM_KEY)
-    url = f"sqlite:///{tmp_path}/state.db"
-    config = tmp_path / "toolpass.yaml"
-    config.write_text(
-        textwrap.dedent(f"""\
-            connections: []
-            store: {url}
-            server:
-              api_keys: [env:TP_SERVICE_KEY]
-              shutdown_timeout: 5
-              approvals:
-                api_keys:
-                  - {{name: lee@example.com, key: env:TP_APPROVER_LEE}}
-                  - {{name: kim@example.com, key: env:TP_APPROVER_KIM}}
-                max_standing_minutes: {BOUND}
-            """)
-    )
+    config, url = standing_config(tmp_path, monkeypatch)
     server = start("-config", str(config), "--port", "0")
+    return server, Tool(url, tmp_path / "audit.jsonl")
+
+
+@pytest.fixture(scope="module")
+def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
+    """One server and its store for the tests after which no approval stands (each asks its
+    own request): the server and the store's URL."""
+    directory = tmp_path_factory.mktemp("standing")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        config, url = standing_config(directory, monkeypatch)
+        server = ServerProcess(directory, "-config", str(config), "--port", "0")
+        try:
+            yield server.wait_ready(), url
+        finally:
+            server.close()
+
+
+@pytest.fixture
+def shared(one_server: tuple[ServerProcess, str], tmp_path: Path) -> tuple[ServerProcess, Tool]:
+    """``one_server``, and a tool of this test's own asking through its store."""
+    server, url = one_server
     return server, Tool(url, tmp_path / "audit.jsonl")
 
 
@@ -174,9 +192,9 @@ def test_an_approval_for_the_same_arguments_covers_only_those(
 
 @pytest.mark.parametrize("minutes", [str(BOUND + 1), "0", "-5", "1e3", "", "10.5", "٣"])
 def test_minutes_beyond_the_bound_or_not_a_number_are_refused(
-    served: tuple[ServerProcess, Tool], minutes: str
+    shared: tuple[ServerProcess, Tool], minutes: str
 ) -> None:
-    server, tool = served
+    server, tool = shared
     request_id = tool.call("a").removeprefix("asked ")
     with person(server) as lee:
         answer = approve(lee, server, request_id, "minutes", minutes)
@@ -186,8 +204,8 @@ def test_minutes_beyond_the_bound_or_not_a_number_are_refused(
     assert tool.queue.standing() == []
 
 
-def test_a_denial_reaches_its_call_only(served: tuple[ServerProcess, Tool]) -> None:
-    server, tool = served
+def test_a_denial_reaches_its_call_only(shared: tuple[ServerProcess, Tool]) -> None:
+    server, tool = shared
     request_id = tool.call("a").removeprefix("asked ")
     with person(server) as lee:
         data = {

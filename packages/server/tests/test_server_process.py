@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,9 @@ from conftest import (
     KEY2,
     SECRETS,
     ServerProcess,
+    fake_github,
     free_port,
+    set_keys,
     write_config,
 )
 from fakes.github import FakeGitHub
@@ -30,6 +34,27 @@ from toolpass import Session, Toolkit, ToolRefused, permission_check
 from toolpass.engine import Decision, RemoteToolpass, Toolpass
 
 REPO = "repo:acme/widgets"
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[tuple[ServerProcess, FakeGitHub]]:
+    """One server (and its GitHub) for the tests that only read its answers to requests it
+    refuses: none reaches GitHub, fills the decision cache or stops the server."""
+    with fake_github() as github, pytest.MonkeyPatch.context() as monkeypatch:
+        set_keys(monkeypatch)
+        directory = Path(tempfile.mkdtemp())
+        config = write_config(directory / "toolpass.yaml", github.api_url, DEFAULT_SERVER)
+        server = ServerProcess(directory, "-config", str(config), "--port", "0")
+        try:
+            yield server.wait_ready(), github
+        finally:
+            server.close()
+            shutil.rmtree(directory)
+
+
+@pytest.fixture
+def shared_server(shared: tuple[ServerProcess, FakeGitHub]) -> ServerProcess:
+    return shared[0]
 
 
 def test_allow_deny_and_unknown_match_the_engine_in_process(
@@ -89,7 +114,8 @@ def test_a_wrong_key_is_a_401_and_the_client_decides_unknown(
     assert server.access_log(at_least=2)[-1]["status"] == 401  # after the healthz
 
 
-def test_a_missing_key_is_a_401(server: ServerProcess) -> None:
+def test_a_missing_key_is_a_401(shared_server: ServerProcess) -> None:
+    server = shared_server
     body = {"user": "dana@example.com", "connection": "gh", "action": "pr.merge"}
     answer = httpx.post(f"{server.url}/check", json={**body, "resource": REPO})
     assert answer.status_code == 401
@@ -102,7 +128,8 @@ def post(server: ServerProcess, content: bytes, **headers: str) -> httpx.Respons
     return httpx.post(f"{server.url}/check", content=content, headers=headers)
 
 
-def test_body_size_limit(server: ServerProcess, github: FakeGitHub) -> None:
+def test_body_size_limit(shared: tuple[ServerProcess, FakeGitHub]) -> None:
+    server, github = shared
     big = json.dumps(
         {"user": "dana@example.com", "connection": "gh", "action": "a", "resource": "r" * 2000}
     ).encode()
@@ -136,15 +163,17 @@ def test_body_size_limit(server: ServerProcess, github: FakeGitHub) -> None:
     ],
 )
 def test_bad_bodies_get_json_errors(
-    server: ServerProcess, content: bytes, headers: dict[str, str], status: int, message: str
+    shared_server: ServerProcess, content: bytes, headers: dict[str, str], status: int, message: str
 ) -> None:
+    server = shared_server
     answer = post(server, content, **headers)
     assert answer.status_code == status
     assert answer.headers["content-type"] == "application/json"
     assert answer.json()["error"].startswith(message)
 
 
-def test_unknown_paths_and_methods(server: ServerProcess) -> None:
+def test_unknown_paths_and_methods(shared_server: ServerProcess) -> None:
+    server = shared_server
     answer = httpx.get(f"{server.url}/nope")
     assert (answer.status_code, answer.json()) == (404, {"error": "no such path"})
     answer = httpx.get(f"{server.url}/check")
@@ -153,7 +182,8 @@ def test_unknown_paths_and_methods(server: ServerProcess) -> None:
     assert httpx.post(f"{server.url}/check/", json={}).status_code == 404  # no redirect
 
 
-def test_healthz(server: ServerProcess) -> None:
+def test_healthz(shared_server: ServerProcess) -> None:
+    server = shared_server
     answer = httpx.get(f"{server.url}/healthz")
     assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
     assert "server" not in answer.headers
@@ -312,7 +342,8 @@ def run_serve(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_github_token_is_used_only_by_the_engine(server: ServerProcess) -> None:
+def test_the_github_token_is_used_only_by_the_engine(shared_server: ServerProcess) -> None:
+    server = shared_server
     answer = httpx.post(
         f"{server.url}/check",
         headers={"Authorization": f"Bearer {GH_TOKEN}"},
