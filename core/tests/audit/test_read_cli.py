@@ -1,9 +1,11 @@
-"""``toolpass audit tail | filter | summary`` over audit files the pipeline itself wrote,
-run as a real command in its own process."""
+"""``toolpass audit tail | filter | summary`` over audit files the pipeline itself wrote:
+the command's ``main`` with its output and exit status, and ``tail --follow`` as a real
+command in its own process."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from toolpass import JsonlSink, Session, Toolkit, ToolRefused
+from toolpass.cli import main
 
 SECRET = "s3cr3t-password-value"
 
@@ -59,13 +62,15 @@ def audit(tmp_path: Path) -> Path:
 
 
 def toolpass(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolpass.cli", "audit", *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """``toolpass audit ARGV``: what the command prints and its exit status (its ``main``,
+    in this process: a new one would spend most of its time importing)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(["audit", *argv])
+        except SystemExit as exit:  # argparse's own errors
+            status = exit.code if isinstance(exit.code, int) else 1
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
 def test_tail_prints_the_last_events_readably(audit: Path) -> None:
