@@ -1,5 +1,5 @@
 """``toolpass audit summary`` and ``audit filter --would-refuse`` over an audit file written
-by observed calls (and enforced ones), run as a real command in its own process."""
+by observed calls (and enforced ones), through the command's ``main`` (test_read_cli)."""
 
 from __future__ import annotations
 
