@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -88,6 +89,35 @@ def test_apply_checks_the_rules_against_the_in_process_tools() -> None:
     assert "tools known only as the agent runs" in str(explained)
     with pytest.raises(TypeError, match="ClaudeAgentOptions"):
         guard.apply({"mcp_servers": {}})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("more", "environ"),
+    [
+        ({"extra_args": {"bare": None}}, None),
+        ({"extra_args": {"--bare": None}}, None),
+        ({"extra_args": {"BARE": None}}, None),
+        ({"env": {"CLAUDE_CODE_SIMPLE": "1"}}, None),
+        ({"env": {"CLAUDE_CODE_SIMPLE": "false"}}, None),
+        ({"env": {"CLAUDE_CODE_SIMPLE": "1"}}, "1"),
+        ({}, "1"),
+    ],
+)
+def test_claude_codes_minimal_mode_is_refused_when_applied(
+    more: dict[str, Any], environ: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under --bare or CLAUDE_CODE_SIMPLE the CLI runs a built-in tool the hook denied.
+    if environ is None:
+        monkeypatch.delenv("CLAUDE_CODE_SIMPLE", raising=False)
+    else:
+        monkeypatch.setenv("CLAUDE_CODE_SIMPLE", environ)
+    guard = ToolpassHooks(ScriptedEngine(), {"Bash": BASH}, user=DANA)
+    base = options("ops", [delete_issue], tools=["Bash"])
+    env = {**base.env, **more.get("env", {})}
+    with pytest.raises(ValueError, match="minimal mode"):
+        guard.apply(replace(base, env=env, extra_args=more.get("extra_args", {})))
+    monkeypatch.delenv("CLAUDE_CODE_SIMPLE", raising=False)
+    guard.apply(options("ops", [delete_issue], tools=["Bash"], extra_args={"debug": None}))
 
 
 def test_the_hook_says_no_objection_only_for_an_allowed_call() -> None:

@@ -46,6 +46,7 @@ import contextvars
 import inspect
 import logging
 import math
+import os
 import threading
 import warnings
 from collections import OrderedDict
@@ -242,9 +243,12 @@ class ToolpassHooks:
         does not take is a ``ValueError``; so is, when these are all the tools the session has
         (``tools=[]``, ``setting_sources=[]``, no plugins, every server copied), a rule for a
         tool it does not have. An SDK server toolpass cannot copy (one not made by
-        ``create_sdk_mcp_server``) is left as it is: the hook decides for its tools."""
+        ``create_sdk_mcp_server``) is left as it is: the hook decides for its tools. Options
+        starting Claude Code in its minimal mode (``--bare``, ``CLAUDE_CODE_SIMPLE``), which
+        runs a built-in tool whose ``PreToolUse`` hook denied it, are a ``ValueError``."""
         if not isinstance(options, ClaudeAgentOptions):
             raise TypeError(f"apply takes ClaudeAgentOptions, not {type(options).__name__}")
+        _refuse_minimal_mode(options)
         pending = _Pending()
         wrapped: dict[str, frozenset[str]] = {}  # a copied server -> its tools' full names
         servers = options.mcp_servers
@@ -718,3 +722,17 @@ def _late(seconds: float) -> ToolRefused:
         "The permission check did not answer in time, so the call was not made. Try again later.",
         detail=f"the check took longer than the hook's {seconds:g} s",
     )
+
+
+def _refuse_minimal_mode(options: ClaudeAgentOptions) -> None:
+    """A ``ValueError`` when ``options`` start Claude Code in its minimal mode: ``--bare``
+    or ``CLAUDE_CODE_SIMPLE`` (in the options' environment or this process's, which the CLI
+    inherits) set to anything. Claude Code 2.1.317 and 2.1.332 run a built-in tool there
+    even when a ``PreToolUse`` hook denied it."""
+    flags = {str(flag).lstrip("-").lower() for flag in (options.extra_args or {})}
+    simple = (options.env or {}).get("CLAUDE_CODE_SIMPLE", os.environ.get("CLAUDE_CODE_SIMPLE"))
+    if "bare" in flags or simple:
+        raise ValueError(
+            "Claude Code's minimal mode (--bare, CLAUDE_CODE_SIMPLE) does not enforce a "
+            "PreToolUse hook's deny for built-in tools: start it without that mode"
+        )
