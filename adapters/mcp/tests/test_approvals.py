@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ from toolpass.mcp.proxy import (
     serve,
     upstream_environment,
 )
+from warm_python import python
 
 DANA = "dana@example.com"
 PAGE = "https://toolpass.example.com/approvals"
@@ -513,7 +513,8 @@ async def test_the_proxy_sends_the_client_to_the_page_and_the_approval_decides(
 ) -> None:
     log = tmp_path / "upstream.jsonl"
     env = {**upstream_environment(()), "UPSTREAM_LOG": str(log), "OTEL_SDK_DISABLED": "true"}
-    upstream = StdioServerParameters(command=sys.executable, args=[UPSTREAM], env=env)
+    command, *args = python(UPSTREAM)
+    upstream = StdioServerParameters(command=command, args=args, env=env)
     queue = ApprovalQueue()
     allowed = ScriptedEngine({(DANA, "pr.merge", "pr:acme/widgets#7"): Decision.allow()})
     config = ProxyConfig(user=DANA, rules={"merge_pr": MERGE}, approvals_url=PAGE)  # type: ignore[dict-item]
@@ -639,7 +640,7 @@ def test_the_proxy_needs_the_store_the_page_reads_for_approvals_url(
 ) -> None:
     path = tmp_path / "toolpass.yaml"
     path.write_text(f"connections: []\nmcp:\n  user: {DANA}\n  approvals_url: {PAGE}\n")
-    assert main(["-config", str(path), "--", sys.executable, UPSTREAM]) == 3
+    assert main(["-config", str(path), "--", *python(UPSTREAM)]) == 3
     assert "mcp.approvals_url needs the store:" in capsys.readouterr().err
 
 

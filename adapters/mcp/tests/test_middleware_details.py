@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolpass import AuditEvent, Toolkit
 from toolpass.mcp import REFUSED, guard
+from warm_python import python
 
 DANA = "dana@example.com"
 LEGACY = "2025-11-25"
@@ -49,7 +49,7 @@ def raw_call(kind: str, version: str) -> dict[str, Any]:
         ]
     lines.append({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
     with subprocess.Popen(
-        [sys.executable, SERVER, kind],
+        python(SERVER, kind),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -23,6 +23,7 @@ from mcp_client import text_of
 from toolpass import ConfigError
 from toolpass.engine.config import load_config
 from toolpass.mcp.proxy import main, parse_mcp_section, secret_variables
+from warm_python import python
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM = str(HERE / "upstream_server.py")
@@ -114,7 +115,7 @@ async def test_the_proxy_refuses_before_the_upstream_and_audits_every_call(
 ) -> None:
     cfg = config(tmp_path, github, MCP.format(user=RORY, audit=tmp_path / "audit.jsonl"))
     env = environment(tmp_path)
-    listed, outputs = await session(proxy(cfg, env, "--", sys.executable, UPSTREAM))
+    listed, outputs = await session(proxy(cfg, env, "--", *python(UPSTREAM)))
     assert listed[:3] == ["merge_pr", "read_file", "explode"]  # the upstream's, as they are
     assert outputs[0].startswith("[error] Refused by toolpass (not_authorized)")
     assert outputs[1] == "contents of README.md"  # no rule, not strict: runs (audited)
@@ -134,7 +135,7 @@ def http_upstream(tmp_path: Path) -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, UPSTREAM, "http", str(port)],
+        python(UPSTREAM, "http", str(port)),
         env=environment(tmp_path),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -225,7 +226,7 @@ def test_a_rule_for_a_tool_the_upstream_lacks_stops_the_proxy(
     cfg = config(tmp_path, github, section)
     for name, value in environment(tmp_path).items():
         monkeypatch.setenv(name, value)
-    assert main(["-config", str(cfg), "--", sys.executable, UPSTREAM]) == 3
+    assert main(["-config", str(cfg), "--", *python(UPSTREAM)]) == 3
     err = capsys.readouterr().err
     assert "names num, which the tool does not take" in err
     assert "rules for tools the agent does not have: close_pr" in err
@@ -271,7 +272,7 @@ async def test_the_upstream_gets_a_minimal_environment_never_the_engines_token(
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
     env = {**environment(tmp_path), "PROXY_TEST_UNLISTED": "the proxy's own"}
     outputs = await calls(
-        proxy(cfg, env, "--", sys.executable, UPSTREAM),
+        proxy(cfg, env, "--", *python(UPSTREAM)),
         *(
             ("getenv", {"name": name})
             for name in ("PROXY_TEST_GITHUB_TOKEN", "PROXY_TEST_UNLISTED")
@@ -313,7 +314,7 @@ async def test_output_never_carries_the_connections_secrets(
     dump.write_text(f"github token: {TOKEN}\n", encoding="utf-8")
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
     [shown] = await calls(
-        proxy(cfg, environment(tmp_path), "--", sys.executable, UPSTREAM),
+        proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM)),
         ("show", {"path": str(dump)}),
     )
     assert shown == "github token: [REDACTED]\n"
@@ -324,7 +325,7 @@ async def test_only_the_tools_the_upstream_listed_are_passed_on(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
-    params = proxy(cfg, environment(tmp_path), "--", sys.executable, UPSTREAM)
+    params = proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM))
     async with Client(params) as client:
         listed = [t.name for t in (await client.list_tools()).tools]
         [dropped] = [text_of(await client.call_tool("drop_database", {}))]
@@ -342,7 +343,7 @@ async def test_the_clients_calls_share_one_session(tmp_path: Path, github: FakeG
     own: the proxy's one client keeps one session across them."""
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
     await calls(
-        proxy(cfg, environment(tmp_path), "--", sys.executable, UPSTREAM),
+        proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM)),
         *[("read_file", {"path": "README.md"})] * 3,
     )
     sessions = {e["session"] for e in audit(tmp_path)}
@@ -361,7 +362,7 @@ def test_a_variable_holding_a_connections_secret_under_another_name_stops_the_pr
     for name, value in environment(tmp_path).items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("GH_TOKEN", copy)  # the same token, read by the upstream's own CLI
-    assert main(["-config", str(cfg), "--", sys.executable, UPSTREAM]) == 3
+    assert main(["-config", str(cfg), "--", *python(UPSTREAM)]) == 3
     err = capsys.readouterr().err
     assert "GH_TOKEN holds a connection's secret" in err
     assert TOKEN not in err

@@ -5,7 +5,6 @@ subprocess in front of ``full_upstream.py``, driven by the mcp ``Client``."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 from test_proxy import TOKEN, audit, config, environment, github, proxy
 from test_proxy_passthrough import UPSTREAM, Host, events, section
+from warm_python import python
 
 __all__ = ["github"]  # the fixture, shared with test_proxy
 
@@ -28,7 +28,7 @@ async def test_strict_refuses_completions_and_subscriptions_without_a_rule(
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, "  strict: true\n"))
     template = ResourceTemplateReference(uri="note://{name}/text")
-    async with Host().client(proxy(cfg, env, "--", sys.executable, UPSTREAM)) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM))) as client:
         with pytest.raises(MCPError, match="Refused by toolpass"):
             await client.complete(template, {"name": "name", "value": ""})
         with pytest.raises(MCPError, match="Refused by toolpass"):
@@ -59,7 +59,7 @@ async def test_a_rule_for_completions_and_subscriptions_is_asked(
     )
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, rules))
-    async with Host().client(proxy(cfg, env, "--", sys.executable, UPSTREAM)) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM))) as client:
         done = await client.complete(PromptReference(name="greet"), {"name": "name", "value": "A"})
         assert done.completion.values == ["Ada", "Alan"]
         await client.subscribe_resource("note://readme")
@@ -83,7 +83,7 @@ async def test_nothing_but_results_carries_the_connections_secrets_either(
     env = {**environment(tmp_path), "LEAK_FILE": str(secret)}
     cfg = config(tmp_path, github, section(tmp_path).replace("UPSTREAM_LOG", "LEAK_FILE"))
     said: list[str] = []
-    async with Host().client(proxy(cfg, env, "--", sys.executable, LEAKY)) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(LEAKY))) as client:
         said.append(client.instructions or "")
         with pytest.raises(MCPError) as completing:
             await client.complete(PromptReference(name="greet"), {"name": "name", "value": ""})
@@ -105,7 +105,7 @@ async def test_strict_refuses_watching_a_resource_through_a_listen_stream_too(
     a stream that watches no resource (list changes only) is a listing, not checked."""
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, "  strict: true\n"))
-    server = proxy(cfg, env, "--", sys.executable, UPSTREAM)
+    server = proxy(cfg, env, "--", *python(UPSTREAM))
     async with Client(server, mode="2026-07-28") as client:
         with pytest.raises(MCPError, match="Refused by toolpass"):
             async with client.listen(resource_subscriptions=["note://readme"]):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_client import text_of
 from upstream_processes import COUNTED_UPSTREAM, settled, started
+from warm_python import python
 
 HERE = Path(__file__).resolve().parent
 
@@ -40,8 +40,9 @@ from http_server import ISSUER, Verifier
 from toolpass.mcp import proxy as module
 
 port, log, auth = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "auth"
+command = {python("-c", COUNTED_UPSTREAM)!r}
 upstream = StdioServerParameters(
-    command=sys.executable, args=["-c", {COUNTED_UPSTREAM!r}], env={{"UPSTREAM_LOG": log}}
+    command=command[0], args=command[1:], env={{"UPSTREAM_LOG": log}}
 )
 options = dict(
     auth=AuthSettings(
@@ -67,7 +68,7 @@ def serve_proxy(tmp_path: Path, auth: bool) -> Iterator[tuple[str, Path]]:
     port, log = free_port(), tmp_path / "upstream.jsonl"
     env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
     process = subprocess.Popen(
-        [sys.executable, "-c", PROXY, str(port), str(log), "auth" if auth else "-"],
+        python("-c", PROXY, str(port), str(log), "auth" if auth else "-"),
         env=env,
         stderr=subprocess.DEVNULL,
     )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from mcp_types import (
     TextContent,
 )
 from test_proxy import TOKEN, audit, config, environment, github, proxy
+from warm_python import python
 
 __all__ = ["github"]  # the fixture, shared with test_proxy
 
@@ -94,12 +94,12 @@ async def test_every_method_and_notification_passes_both_ways(
 ) -> None:
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path))
-    upstream: list[str] = ["--", sys.executable, UPSTREAM]
+    upstream: list[str] = ["--", *python(UPSTREAM)]
     web: subprocess.Popen[bytes] | None = None
     if transport == "http":
         port = free_port()
         web = subprocess.Popen(
-            [sys.executable, UPSTREAM, "http", str(port)], env=env, stderr=subprocess.DEVNULL
+            python(UPSTREAM, "http", str(port)), env=env, stderr=subprocess.DEVNULL
         )
         wait_listening(port, web)
         upstream = ["--url", f"http://127.0.0.1:{port}/mcp"]
@@ -168,7 +168,7 @@ async def test_the_upstream_sees_the_clients_capabilities(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     env = environment(tmp_path)
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", sys.executable, UPSTREAM)
+    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
     async with Host().client(params) as client:
         assert text_of(await client.call_tool("capabilities", {})) == "sampling,elicitation,roots"
     async with Client(params, mode="legacy") as bare:
@@ -178,7 +178,7 @@ async def test_the_upstream_sees_the_clients_capabilities(
 @pytest.mark.asyncio
 async def test_a_cancelled_call_is_cancelled_upstream(tmp_path: Path, github: FakeGitHub) -> None:
     env = environment(tmp_path)
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", sys.executable, UPSTREAM)
+    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
     async with Host().client(params) as client:
         with anyio.move_on_after(30):
             async with anyio.create_task_group() as tasks:
@@ -196,7 +196,7 @@ async def test_a_tool_the_upstream_adds_is_served_once_it_says_so(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     env = environment(tmp_path)
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", sys.executable, UPSTREAM)
+    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
     host = Host()
     async with host.client(params) as client:
         assert "grown" not in [t.name for t in (await client.list_tools()).tools]
@@ -214,7 +214,7 @@ async def test_strict_refuses_resources_and_prompts_without_a_rule(
 ) -> None:
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, "  strict: true\n"))
-    async with Host().client(proxy(cfg, env, "--", sys.executable, UPSTREAM)) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM))) as client:
         with pytest.raises(MCPError, match="Refused by toolpass"):
             await client.read_resource("note://readme")
         with pytest.raises(MCPError, match="Refused by toolpass"):
@@ -233,7 +233,7 @@ async def test_nothing_the_upstream_sends_carries_the_connections_secrets(
     env = environment(tmp_path)
     secret = tmp_path / "secret.txt"
     secret.write_text(f"the token is {TOKEN}", encoding="utf-8")
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", sys.executable, UPSTREAM)
+    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
     host, said = Host(), []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ from conformance_run import free_port, wait_listening
 from mcp import Client
 from mcp_client import text_of
 from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
-from upstream_processes import COUNTED_UPSTREAM, running, started
+from upstream_processes import COUNTED_UPSTREAM, running, settled, started
+from warm_python import python
 
 HERE = Path(__file__).resolve().parent
 MAX_STATELESS = 2  # the proxy's bound, set low to see it close what it evicts
@@ -32,8 +32,9 @@ from toolpass.mcp import proxy as module
 
 module.MAX_STATELESS = {MAX_STATELESS}
 port, log = int(sys.argv[1]), sys.argv[2]
+command = {python("-c", COUNTED_UPSTREAM)!r}
 upstream = StdioServerParameters(
-    command=sys.executable, args=["-c", {COUNTED_UPSTREAM!r}], env={{"UPSTREAM_LOG": log}}
+    command=command[0], args=command[1:], env={{"UPSTREAM_LOG": log}}
 )
 
 async def on_http(proxy):
@@ -54,7 +55,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     port, log = free_port(), tmp_path / "upstream.jsonl"
     env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
     process = subprocess.Popen(
-        [sys.executable, "-c", PROXY, str(port), str(log)], env=env, stderr=subprocess.DEVNULL
+        python("-c", PROXY, str(port), str(log)), env=env, stderr=subprocess.DEVNULL
     )
     try:
         wait_listening(port, process)
@@ -112,7 +113,7 @@ async def test_clients_of_other_capabilities_get_their_own_connection_bounded(
                     assert text_of(await client.call_tool("capabilities", {})) == seen
     _probe, *connections = started(log)
     assert len(connections) <= 2 * len(CLIENTS)  # one per client's turn, not per call
-    assert len(running(connections)) <= MAX_STATELESS  # the least recently used: closed
+    assert len(settled(connections)) <= MAX_STATELESS  # the least recently used: closed
 
 
 @pytest.mark.asyncio

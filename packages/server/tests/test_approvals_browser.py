@@ -27,8 +27,9 @@ def _needed(what: str) -> None:
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium for the module: each test's page is in a context of its own."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
