@@ -6,6 +6,7 @@ its own package), and one that cannot be loaded breaks only its own connections.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,6 +90,19 @@ def desk() -> Iterator[FakeServer]:
             return {"allowed": request.query["user"] == ["dana"]}
 
         yield server
+
+
+def test_a_distribution_installed_or_removed_while_running_is_seen_at_the_next_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Into a folder already on the path, after a first lookup (what a cache of the installed
+    distributions must not miss)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "tickets" not in integrations.available()
+    distribution(tmp_path, "acme-tickets", "tickets = acme_tickets:INTEGRATION", {})
+    assert "tickets" in integrations.available()
+    shutil.rmtree(tmp_path / "acme_tickets-1.0.dist-info")
+    assert "tickets" not in integrations.available()
 
 
 def test_catalog_lists_a_third_party_integration_and_names_a_broken_one(
