@@ -106,3 +106,6 @@ class TestRefusingHooks(TestHooks):
 
     pauses: ClassVar[Literal["native", "refuses"]] = "refuses"
     approvals = "refuse"
+    # The same hooks as TestHooks but for approvals: each run starts the CLI (about 1 s of
+    # CPU), so the tests no approvals mode changes run there only.
+    approvals_variant = True

@@ -6,6 +6,7 @@ through ``toolpass.adapting.Guard`` and hands the result (or the refusal) back.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -183,3 +184,50 @@ def test_overriding_or_skipping_a_test_fails(pytester: pytest.Pytester) -> None:
         ["*TestBroken overrides test_no_user_refuses, test_unknown_is_refused*"]
     )
     result.stdout.fnmatch_lines(["*conformance tests may not be skipped (inconvenient)*"])
+
+
+def test_an_approvals_variant_runs_only_the_tests_its_mode_changes(
+    pytester: pytest.Pytester,
+) -> None:
+    """A class that is its parent's agent with only another approvals mode runs the tests
+    where that mode matters; the rest are allowed skips, counted, run in the parent."""
+    pytester.makepyfile(
+        BROKEN % CHECKS
+        + """
+
+class TestVariant(TestBroken):
+    approvals_variant = True
+"""
+    )
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider", "-rs")
+    parent = pytester.runpytest("-q", "-p", "no:cacheprovider", "-k", "not TestVariant")
+    every = parent.parseoutcomes()
+    both = result.parseoutcomes()
+    ran_in_variant = (
+        both["passed"] + both.get("failed", 0) - every["passed"] - every.get("failed", 0)
+    )
+    counted = re.search(r"(\d+)  runs in the parent class", result.stdout.str())
+    assert counted is not None
+    assert int(counted[1]) > ran_in_variant  # the tests no approvals mode changes
+    assert ran_in_variant == 13  # the approval tests and those that run no agent
+
+
+def test_an_approvals_variant_of_the_suite_itself_fails(pytester: pytest.Pytester) -> None:
+    """A variant leaves tests to its parent: the suite's own class runs none."""
+    pytester.makepyfile(
+        """
+from pytest_toolpass import AdapterConformance
+
+
+class TestVariant(AdapterConformance):
+    approvals_variant = True
+"""
+    )
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 0
+    assert outcomes.get("skipped", 0) == 0
+    assert outcomes["errors"] > 0  # each test's setup fails
+    result.stdout.fnmatch_lines(
+        ["*TestVariant is an approvals_variant of AdapterConformance, which does not run*"]
+    )

@@ -17,7 +17,9 @@ the queue. The approval tests drive each style through the same cases.
 
 A subclass may not override or skip these tests (the plugin fails a skipped one, and
 ``test_no_test_is_overridden`` fails an overridden one), except by declaring that its
-framework has no sync or no async run.
+framework has no sync or no async run, or that it is its parent's agent with only another
+approvals mode (``approvals_variant``): then only the tests where that mode matters run in
+it, the rest in the parent.
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ from toolpass.adapting import APPROVAL, Answer, Rule, Traits
 from pytest_toolpass.engine import ScriptedEngine
 
 DANA, ERIN = "dana@example.com", "erin@example.com"
+#: The skip of a test an approvals variant leaves to its parent (an allowed, counted skip).
+IN_THE_PARENT = "runs in the parent class: this one differs only in how a person is asked"
+
+
+def _each_approvals_mode(test: Callable[..., None]) -> Callable[..., None]:
+    """Mark a test whose outcome depends on how a call waiting for a person reaches the
+    framework (or that runs no agent): it runs in an ``approvals_variant`` too."""
+    test.each_approvals_mode = True  # type: ignore[attr-defined]
+    return test
 
 
 def _one_session() -> Callable[[Any], str]:
@@ -160,6 +171,9 @@ class AdapterConformance:
     #: (``pauses = "native"``) Where the person's answer is given: in the framework's resume
     #: value (``"resume"``), or on the approvals page, by request id, before the run resumes.
     answered_on: ClassVar[Literal["resume", "page"]] = "resume"
+    #: This class is its parent's agent (a subclass of a class that runs the whole suite)
+    #: with only another approvals mode: only the tests where that mode matters run here.
+    approvals_variant: ClassVar[bool] = False
 
     # What a subclass provides.
 
@@ -223,6 +237,22 @@ class AdapterConformance:
         if request.param == "async" and not self.async_run:
             pytest.skip("the framework has no async run")
         return str(request.param)
+
+    @pytest.fixture(autouse=True)
+    def _left_to_the_parent(self, request: pytest.FixtureRequest) -> None:
+        """In an ``approvals_variant``, skip a test whose outcome no approvals mode changes
+        (it runs in the parent); a variant whose parent does not run it fails."""
+        if not type(self).approvals_variant:
+            return
+        parent = type(self).__mro__[1]
+        if parent is AdapterConformance or getattr(parent, "approvals_variant", True):
+            pytest.fail(
+                f"{type(self).__name__} is an approvals_variant of {parent.__name__}, which "
+                "does not run the whole suite",
+                pytrace=False,
+            )
+        if not getattr(request.function, "each_approvals_mode", False):
+            pytest.skip(IN_THE_PARENT)
 
     # The suite.
 
@@ -477,6 +507,7 @@ class AdapterConformance:
             assert events[0].tool.endswith("delete_issue")
             assert engine.asked == []
 
+    @_each_approvals_mode
     def test_a_call_waiting_for_approval_shows_its_arguments(self, mode: str) -> None:
         """The person asked reads what the call would do: every argument, in the request's
         preview and ``describe()`` (which the adapter's own prompt, if any, shows)."""
@@ -506,6 +537,7 @@ class AdapterConformance:
         )
         return Approvals(self, mode, queue, engine, options)
 
+    @_each_approvals_mode
     def test_approval_pauses_and_an_approved_call_runs_once(self, mode: str) -> None:
         queue = ApprovalQueue()
         run = self._approving(mode, queue)
@@ -526,6 +558,7 @@ class AdapterConformance:
         assert run.tools.ran == [("delete_issue", {"key": "PAY-1"})]
         assert "deleted PAY-1" in out.outputs[-1]
 
+    @_each_approvals_mode
     def test_approval_denied_tells_the_model_the_persons_reason(self, mode: str) -> None:
         queue = ApprovalQueue()
         run = self._approving(mode, queue)
@@ -536,6 +569,7 @@ class AdapterConformance:
         assert "approval_denied" in out.outputs[-1]
         assert "wrong project" in out.outputs[-1]
 
+    @_each_approvals_mode
     def test_approval_with_edited_arguments_checks_them_again(self, mode: str) -> None:
         engine = ScriptedEngine(
             {
@@ -560,6 +594,7 @@ class AdapterConformance:
                 assert "approval_edited" in out.outputs[-1]
                 assert run.tools.ran == []
 
+    @_each_approvals_mode
     def test_approval_answer_for_another_request_releases_nothing(self, mode: str) -> None:
         queue = ApprovalQueue()
         first, second = self._approving(mode, queue), self._approving(mode, queue)
@@ -579,6 +614,7 @@ class AdapterConformance:
         assert first.tools.ran == []
         assert paused_a is not None
 
+    @_each_approvals_mode
     def test_approval_answer_for_another_session_releases_nothing(self, mode: str) -> None:
         """The same user's same call waits in two conversations: an answer naming the first
         conversation's request, given on the second's resume, decides neither (an approval
@@ -597,6 +633,7 @@ class AdapterConformance:
         assert "deleted" not in " ".join(out.outputs)
         assert first.tools.ran == second.tools.ran == []
 
+    @_each_approvals_mode
     def test_approval_is_not_replayed(self, mode: str) -> None:
         queue = ApprovalQueue()
         run = self._approving(mode, queue)
@@ -615,6 +652,7 @@ class AdapterConformance:
         assert again.tools.ran == []
         assert [r.id for r in queue.pending()] != [request.id]
 
+    @_each_approvals_mode
     def test_approval_expired_reads_expired_not_denied(self, mode: str) -> None:
         now = [1000.0]
         queue = ApprovalQueue(clock=lambda: now[0], ttl=60)
@@ -632,6 +670,7 @@ class AdapterConformance:
         assert "approval_denied" not in " ".join(out.outputs)
         assert run.tools.ran == []
 
+    @_each_approvals_mode
     def test_approval_survives_a_restart_with_a_shared_store(
         self, mode: str, tmp_path: Any
     ) -> None:
@@ -650,6 +689,7 @@ class AdapterConformance:
         assert before.tools.ran + after.tools.ran == [("delete_issue", {"key": "PAY-1"})]
         assert "deleted PAY-1" in out.outputs[-1]
 
+    @_each_approvals_mode
     def test_bad_options_fail_when_the_adapter_is_built(self) -> None:
         bad: list[tuple[dict[str, Any], dict[str, Any]]] = [
             ({"delete_issue": "jira DELETE_ISSUES"}, {}),  # a rule that is not one
@@ -689,6 +729,7 @@ class AdapterConformance:
         assert "outside_task" in out.outputs[1]
         assert "did not ask for this" in out.outputs[1]
 
+    @_each_approvals_mode
     def test_a_call_outside_the_task_asks_a_person(self, mode: str) -> None:
         """By default a call outside the task scope waits for a person (the framework's pause,
         or the refusal its retry clears), with the reason "outside what you asked for"."""
@@ -709,6 +750,7 @@ class AdapterConformance:
         assert run.tools.ran == [("delete_issue", {"key": "PAY-1"})]
         assert "deleted PAY-1" in out.outputs[-1]
 
+    @_each_approvals_mode
     def test_a_drafted_task_asks_to_confirm_its_plan_at_its_first_call(self, mode: str) -> None:
         """A planner drafts the task from the request; its first call asks the person to
         confirm the plan (in the same pause as any other approval), and once confirmed the
@@ -739,6 +781,7 @@ class AdapterConformance:
         assert not any(r.startswith("confirm the plan") for r in second.reasons)  # not the plan
         assert planned == ["delete"]
 
+    @_each_approvals_mode
     def test_no_test_is_overridden(self) -> None:
         """A subclass may not replace the suite's tests, not even with one marked ``xfail``
         (an expected failure would pass for conformance)."""
