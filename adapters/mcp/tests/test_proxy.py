@@ -90,12 +90,14 @@ def audit(tmp_path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
 
 
-def proxy(cfg: Path, env: dict[str, str], *upstream: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "toolpass.cli", "mcp-proxy", "-config", str(cfg), *upstream],
-        env=env,
-    )
+def proxy(
+    cfg: Path, env: dict[str, str], *upstream: str, warm: bool = False
+) -> StdioServerParameters:
+    """``toolpass mcp-proxy`` (``python -m toolpass.cli``) in front of ``upstream``; ``warm``:
+    started warm (warm_python.py), where the test is not of the command's own start."""
+    run = ["-m", "toolpass.cli", "mcp-proxy", "-config", str(cfg), *upstream]
+    command, *args = python(*run) if warm else [sys.executable, *run]
+    return StdioServerParameters(command=command, args=args, env=env)
 
 
 async def session(params: StdioServerParameters) -> tuple[list[str], list[str]]:

@@ -28,7 +28,7 @@ async def test_strict_refuses_completions_and_subscriptions_without_a_rule(
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, "  strict: true\n"))
     template = ResourceTemplateReference(uri="note://{name}/text")
-    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM))) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM), warm=True)) as client:
         with pytest.raises(MCPError, match="Refused by toolpass"):
             await client.complete(template, {"name": "name", "value": ""})
         with pytest.raises(MCPError, match="Refused by toolpass"):
@@ -59,7 +59,7 @@ async def test_a_rule_for_completions_and_subscriptions_is_asked(
     )
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, rules))
-    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM))) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM), warm=True)) as client:
         done = await client.complete(PromptReference(name="greet"), {"name": "name", "value": "A"})
         assert done.completion.values == ["Ada", "Alan"]
         await client.subscribe_resource("note://readme")
@@ -83,7 +83,7 @@ async def test_nothing_but_results_carries_the_connections_secrets_either(
     env = {**environment(tmp_path), "LEAK_FILE": str(secret)}
     cfg = config(tmp_path, github, section(tmp_path).replace("UPSTREAM_LOG", "LEAK_FILE"))
     said: list[str] = []
-    async with Host().client(proxy(cfg, env, "--", *python(LEAKY))) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(LEAKY), warm=True)) as client:
         said.append(client.instructions or "")
         with pytest.raises(MCPError) as completing:
             await client.complete(PromptReference(name="greet"), {"name": "name", "value": ""})
@@ -105,7 +105,7 @@ async def test_strict_refuses_watching_a_resource_through_a_listen_stream_too(
     a stream that watches no resource (list changes only) is a listing, not checked."""
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, "  strict: true\n"))
-    server = proxy(cfg, env, "--", *python(UPSTREAM))
+    server = proxy(cfg, env, "--", *python(UPSTREAM), warm=True)
     async with Client(server, mode="2026-07-28") as client:
         with pytest.raises(MCPError, match="Refused by toolpass"):
             async with client.listen(resource_subscriptions=["note://readme"]):

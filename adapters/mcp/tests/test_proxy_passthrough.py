@@ -110,7 +110,7 @@ async def test_every_method_and_notification_passes_both_ways(
         progress.append((value, message))
 
     try:
-        async with host.client(proxy(cfg, env, *upstream)) as client:
+        async with host.client(proxy(cfg, env, *upstream, warm=True)) as client:
             assert client.instructions == "The upstream's instructions."
             resources = await client.list_resources()
             assert [str(r.uri) for r in resources.resources] == ["note://readme"]
@@ -168,7 +168,9 @@ async def test_the_upstream_sees_the_clients_capabilities(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     env = environment(tmp_path)
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
+    params = proxy(
+        config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM), warm=True
+    )
     async with Host().client(params) as client:
         assert text_of(await client.call_tool("capabilities", {})) == "sampling,elicitation,roots"
     async with Client(params, mode="legacy") as bare:
@@ -178,7 +180,9 @@ async def test_the_upstream_sees_the_clients_capabilities(
 @pytest.mark.asyncio
 async def test_a_cancelled_call_is_cancelled_upstream(tmp_path: Path, github: FakeGitHub) -> None:
     env = environment(tmp_path)
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
+    params = proxy(
+        config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM), warm=True
+    )
     async with Host().client(params) as client:
         with anyio.move_on_after(30):
             async with anyio.create_task_group() as tasks:
@@ -196,7 +200,9 @@ async def test_a_tool_the_upstream_adds_is_served_once_it_says_so(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     env = environment(tmp_path)
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
+    params = proxy(
+        config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM), warm=True
+    )
     host = Host()
     async with host.client(params) as client:
         assert "grown" not in [t.name for t in (await client.list_tools()).tools]
@@ -214,7 +220,7 @@ async def test_strict_refuses_resources_and_prompts_without_a_rule(
 ) -> None:
     env = environment(tmp_path)
     cfg = config(tmp_path, github, section(tmp_path, "  strict: true\n"))
-    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM))) as client:
+    async with Host().client(proxy(cfg, env, "--", *python(UPSTREAM), warm=True)) as client:
         with pytest.raises(MCPError, match="Refused by toolpass"):
             await client.read_resource("note://readme")
         with pytest.raises(MCPError, match="Refused by toolpass"):
@@ -233,7 +239,9 @@ async def test_nothing_the_upstream_sends_carries_the_connections_secrets(
     env = environment(tmp_path)
     secret = tmp_path / "secret.txt"
     secret.write_text(f"the token is {TOKEN}", encoding="utf-8")
-    params = proxy(config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM))
+    params = proxy(
+        config(tmp_path, github, section(tmp_path)), env, "--", *python(UPSTREAM), warm=True
+    )
     host, said = Host(), []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:

@@ -4,14 +4,15 @@ mcp once, instead of a new interpreter importing mcp, pydantic and its models ag
 1.3 s of CPU per start, the proxy tests start about eighty).
 
 ``python(script, *args)`` is the command to give where ``[sys.executable, script, *args]``
-was given (``-c CODE`` too): it runs this file as a launcher, with ``-S`` (the standard
-library only), which hands its stdin, stdout and stderr to the fork server, forwards the
-signals it is sent, and exits as the script's process did. What the preloaded modules read
-of the environment as they were imported is the fork server's (no test's secrets). Without
-the fork server (one that could not start) the launcher runs the script itself.
+was given (``-c CODE`` and ``-m MODULE`` too): it runs this file as a launcher, with ``-S``
+(the standard library only), which hands its stdin, stdout and stderr to the fork server,
+forwards the signals it is sent, and exits as the script's process did. What the preloaded
+modules read of the environment as they were imported is the fork server's (no test's
+secrets). Without the fork server (one that could not start) the launcher runs the script
+itself.
 
-    python -S warm_python.py SOCKET (SCRIPT | -c CODE) [ARG ...]   the launcher
-    python warm_python.py --serve SOCKET                           the fork server
+    python -S warm_python.py SOCKET (SCRIPT | -c CODE | -m MODULE) [ARG ...]   (launcher)
+    python warm_python.py --serve SOCKET                                     (fork server)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import runpy
 import signal
 import socket
 import struct
@@ -30,14 +32,7 @@ from pathlib import Path
 
 SOCKET = str(Path(tempfile.gettempdir()) / f"toolpass-mcp-warm-{os.getpid()}.sock")
 #: What the test servers import: loaded once, by the fork server.
-PRELOAD = (
-    "mcp",
-    "mcp.server",
-    "mcp.server.mcpserver",
-    "mcp_types",
-    "uvicorn",
-    "toolpass.mcp.proxy",
-)
+PRELOAD = ("mcp", "mcp.server.mcpserver", "mcp_types", "uvicorn", "yaml", "toolpass.mcp.proxy")
 STDIO = (0, 1, 2)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -46,8 +41,8 @@ _server: subprocess.Popen[bytes] | None = None
 
 
 def python(*args: str) -> list[str]:
-    """The command that runs ``python *args`` (a script or ``-c CODE``) warm; the first
-    call starts the fork server (``stop_server`` stops it)."""
+    """The command that runs ``python *args`` (a script, ``-c CODE`` or ``-m MODULE``)
+    warm; the first call starts the fork server (``stop_server`` stops it)."""
     global _server
     if _server is None:
         _server = start_server()
@@ -200,9 +195,10 @@ def become(conn: socket.socket, fds: list[int], request: dict[str, object]) -> N
     if args[0] == "-c":
         sys.argv, sys.path[0] = ["-c", *args[2:]], ""
         exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__"})
+    elif args[0] == "-m":
+        sys.argv, sys.path[0] = args[1:], os.getcwd()
+        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
     else:
-        import runpy
-
         sys.argv, sys.path[0] = args, os.path.dirname(os.path.abspath(args[0]))
         runpy.run_path(args[0], run_name="__main__")
     sys.exit(0)
