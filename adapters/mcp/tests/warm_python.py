@@ -17,6 +17,7 @@ itself.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -26,11 +27,10 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
-from pathlib import Path
 
-SOCKET = str(Path(tempfile.gettempdir()) / f"toolpass-mcp-warm-{os.getpid()}.sock")
+#: The fork server's address: an abstract Unix socket (Linux's: no file, no path to clean up).
+SOCKET = f"@toolpass-mcp-warm-{os.getpid()}"
 #: What the test servers import: loaded once, by the fork server.
 PRELOAD = ("mcp", "mcp.server.mcpserver", "mcp_types", "uvicorn", "yaml", "toolpass.mcp.proxy")
 STDIO = (0, 1, 2)
@@ -42,10 +42,11 @@ _server: subprocess.Popen[bytes] | None = None
 
 def python(*args: str) -> list[str]:
     """The command that runs ``python *args`` (a script, ``-c CODE`` or ``-m MODULE``)
-    warm; the first call starts the fork server (``stop_server`` stops it)."""
+    warm; the first call starts the fork server, stopped as this process exits."""
     global _server
     if _server is None:
         _server = start_server()
+        atexit.register(stop_server, _server)
     return [sys.executable, "-S", __file__, SOCKET, *args]
 
 
@@ -57,25 +58,23 @@ def start_server() -> subprocess.Popen[bytes]:
         [sys.executable, __file__, "--serve", SOCKET],
         env=env,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
     )
-    while not os.path.exists(SOCKET) and process.poll() is None:
-        threading.Event().wait(0.02)
+    assert process.stdout is not None
+    process.stdout.readline()  # "listening", or nothing: it failed (the launchers run cold)
+    process.stdout.close()
     return process
 
 
-def stop_server() -> None:
-    """Stop the fork server, if started, once the processes it started ended (killed
-    after 30 s)."""
-    if _server is None:
-        return
-    _server.terminate()
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """Stop the fork server once the processes it started ended (killed after 30 s): their
+    CPU time is then counted in this process's children's, as a cold start's is."""
+    process.terminate()
     try:
-        _server.wait(30)
+        process.wait(30)
     except subprocess.TimeoutExpired:
-        _server.kill()
-        _server.wait()
-    Path(SOCKET).unlink(missing_ok=True)
+        process.kill()
+        process.wait()
 
 
 # The launcher.
@@ -85,7 +84,7 @@ def launch(path: str, args: list[str]) -> None:
     """Run ``args`` in a process forked by the server at ``path``; exit as it did."""
     conn = socket.socket(socket.AF_UNIX)
     try:
-        conn.connect(path)
+        conn.connect(address(path))
     except OSError:  # no fork server: an ordinary start
         os.execv(sys.executable, [sys.executable, *args])
     request = json.dumps({"args": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
@@ -102,6 +101,11 @@ def launch(path: str, args: list[str]) -> None:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     sys.exit(code)
+
+
+def address(name: str) -> str:
+    """The socket address of ``SOCKET``'s spelling (``@``: the abstract namespace)."""
+    return "\0" + name[1:] if name.startswith("@") else name
 
 
 def forward(pid: int, number: int) -> None:
@@ -130,9 +134,10 @@ def serve(path: str) -> None:
     assert threading.active_count() == 1, "a fork server forks no threads"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     listener = socket.socket(socket.AF_UNIX)
-    listener.bind(path + ".tmp")
+    listener.bind(address(path))
     listener.listen(64)
-    os.rename(path + ".tmp", path)
+    print("listening", flush=True)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     try:
         while True:
             conn, _ = listener.accept()
