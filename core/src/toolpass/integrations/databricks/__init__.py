@@ -36,7 +36,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Absent, Cache, IssuedToken, paged, token_from, ttl_option
+from toolpass.integrations._kit import (
+    Absent,
+    Cache,
+    IssuedToken,
+    UserIds,
+    declared,
+    mapped_user,
+    paged,
+    target,
+    token_from,
+    ttl_option,
+)
 from toolpass.integrations._sql import DATABRICKS, statements
 from toolpass.integrations.base import (
     Action,
@@ -56,10 +67,15 @@ __all__ = ["Databricks", "plain_select"]
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
 WORKSPACE = "workspace"
 SCIM = "/api/2.0/preview/scim/v2"
-_PART = r"(?!\.\.?$)[^./\s`]{1,255}"
-_DEPTH = {"catalog": 1, "schema": 2, "table": 3, "volume": 3, "function": 3}
-_UC_NAME = {k: re.compile(r"\.".join([_PART] * n)) for k, n in _DEPTH.items()}
-_OBJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+#: The resource kinds ``actions.json`` declares: Unity Catalog names (one to three parts),
+#: workspace object ids (each action names its object type as ``kind``) and the workspace.
+KINDS: dict[str, str | None] = declared(__name__, "kinds")
+_UC_NAME = {
+    k: re.compile(str(KINDS[k])) for k in ("catalog", "schema", "table", "volume", "function")
+}
+_OBJECT_ID = re.compile(str(KINDS["jobs"]))
+#: A user is an email-shaped userName, or a service principal's application id.
+USER_IDS = UserIds(re.compile(rf"(?s:.*@.*)|{_OBJECT_ID.pattern}"), "a userName")
 _UC_OBJECTS = {
     "catalog": "catalogs",
     "schema": "schemas",
@@ -236,27 +252,14 @@ class Databricks(Integration):
         declared = self.action(action)
         if declared is None:
             return Decision.unknown(f"databricks has no action {action!r}", cause="resource")
-        scope, kind = declared.terms["scope"], declared.terms.get("kind")
-        got, _, ref = resource.partition(":")
-        fits = {
-            "workspace": resource == WORKSPACE,
-            "admin": resource == WORKSPACE,
-            "uc": got == kind and kind in _UC_NAME and bool(_UC_NAME[str(kind)].fullmatch(ref)),
-            "acl": got == kind and bool(_OBJECT_ID.fullmatch(ref)),
-        }[scope]
-        if not fits:
-            shape = {
-                "workspace": WORKSPACE,
-                "admin": WORKSPACE,
-                "uc": f"{kind}:<name>",
-                "acl": f"{kind}:<id>",
-            }[scope]
-            return Decision.unknown(
-                f"databricks' {action} is asked on {shape}, not {resource!r}", cause="resource"
-            )
-        name = self.user_id(user)
-        if "@" not in name and not _OBJECT_ID.fullmatch(name):
-            return Decision.unknown(f"{user} maps to {name!r}, not a userName", cause="identity")
+        scope = declared.terms["scope"]
+        on = target(declared, resource)
+        if isinstance(on, Decision):
+            return on
+        kind, ref = on.kind, on.id
+        name = mapped_user(self, user, USER_IDS)
+        if isinstance(name, Decision):
+            return name
         found = self._scim_user(name)
         if found is None:
             return Decision.deny(f"Databricks has no workspace user {name}")
@@ -274,9 +277,9 @@ class Databricks(Integration):
                 return Decision.allow(f"{name} is a Databricks workspace admin")
             return Decision.deny(f"{name} is not in the Databricks workspace's admins group")
         if scope == "acl":
-            return self._acl(name, groups | {_EVERYONE_WS}, declared, str(kind), ref)
+            return self._acl(name, groups | {_EVERYONE_WS}, declared, kind, ref)
         principals = {name, _EVERYONE_UC} | groups
-        return self._uc(name, principals, str(kind), ref, str(declared.terms["privilege"]))
+        return self._uc(name, principals, kind, ref, str(declared.terms["privilege"]))
 
     def _not_found(self, text: str) -> Decision:
         if self.options.get("not_found") == "deny":
