@@ -28,7 +28,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, paged, token_from
+from toolpass.integrations._kit import (
+    IssuedToken,
+    UserIds,
+    declared,
+    mapped_user,
+    paged,
+    target,
+    token_from,
+)
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -45,10 +53,9 @@ from toolpass.wire.identity import same_email
 __all__ = ["Salesforce", "soql_object"]
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
-ORG = "org"
-_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
 _USER_ID = re.compile(r"005[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?")
-_SOBJECT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,79}")
+#: An object's API name, as ``actions.json`` declares the kind ``object``.
+_SOBJECT = re.compile(str(declared(__name__, "kinds")["object"]))
 _VERSION = re.compile(r"[0-9]{2}\.[0-9]")
 _PAGES = 20
 _FROM = re.compile(r"\bFROM\s+([A-Za-z][A-Za-z0-9_]*)", re.I)
@@ -284,19 +291,10 @@ class Salesforce(Integration):
         if declared is None:
             return Decision.unknown(f"salesforce has no action {action!r}", cause="resource")
         scope = declared.terms["scope"]
-        kind, _, ref = resource.partition(":")
-        sobject, _, record = ref.partition("/")
-        shape = {
-            "record": kind == "record" and bool(_ID.fullmatch(record)),
-            "object": kind == "object" and not record,
-            "org": resource == ORG,
-        }[scope]
-        if not shape or (scope != "org" and not _SOBJECT.fullmatch(sobject)):
-            examples = {"record": "record:Account/001...", "object": "object:Account"}
-            return Decision.unknown(
-                f"salesforce's {action} takes {examples.get(scope, ORG)}, not {resource!r}",
-                cause="resource",
-            )
+        on = target(declared, resource)
+        if isinstance(on, Decision):
+            return on
+        sobject, _, record = on.id.partition("/")
         uid = mapped_user(self, user, USER_IDS)
         if isinstance(uid, Decision):
             return uid
