@@ -50,7 +50,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import UserIds, mapped_user, paged
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_option
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
@@ -59,7 +59,6 @@ from toolpass.integrations.base import (
     Effect,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route, normal_path
@@ -134,8 +133,10 @@ class Azure(MicrosoftCloud):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._kept: Remembered[str, tuple[_Grant, ...]] = Remembered(5000)
-        self._roles: Remembered[str, tuple[Mapping[str, Any], ...]] = Remembered(2000)
+        kept = ttl_option(self.options, "permission_cache_ttl", 60.0)
+        self._kept: Cache[str, tuple[_Grant, ...]] = Cache(kept)
+        roles = ttl_option(self.options, "definition_cache_ttl", 3600.0)
+        self._roles: Cache[str, tuple[Mapping[str, Any], ...]] = Cache(roles, 2000)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -231,15 +232,12 @@ class Azure(MicrosoftCloud):
             f"grants {oid} {action}"
         )
 
-    def _ttl(self, key: str, default: float) -> float:
-        return float(self.options.get(key, default))
-
     def _assignments(self, scope: str, oid: str, kind: str) -> tuple[_Grant, ...]:
         """The role (or deny) assignments of ``kind`` for the user at or above ``scope``."""
         key = f"{kind}|{scope}|{oid.lower() if kind == 'roleAssignments' else ''}"
-        hit = self._kept.get(key)
-        if hit is not None:
-            return hit
+        return self._kept.get(key, lambda: self._read_assignments(scope, oid, kind))
+
+    def _read_assignments(self, scope: str, oid: str, kind: str) -> tuple[_Grant, ...]:
         where = "" if scope == "/" else scope
         base = f"{self.config.url}{quote(where)}/providers/Microsoft.Authorization/{kind}"
         # The user's role assignments, also through groups, at, above and below the scope;
@@ -259,19 +257,16 @@ class Azure(MicrosoftCloud):
             next_at="nextLink",
             get=partial(self.api_json, "GET", api="arm"),
         )
-        found = tuple(_grant(item, kind) for item in listing)
-        self._kept.put(key, found, self._ttl("permission_cache_ttl", 60.0))
-        return found
+        return tuple(_grant(item, kind) for item in listing)
 
     def _role(self, role_id: str) -> tuple[Mapping[str, Any], ...]:
         """A role definition's ``permissions``."""
-        key = role_id.lower()
-        hit = self._roles.get(key)
-        if hit is not None:
-            return hit
+        return self._roles.get(role_id.lower(), lambda: self._read_role(role_id))
+
+    def _read_role(self, role_id: str) -> tuple[Mapping[str, Any], ...]:
         if (
             arm_scope(role_id) is None
-            or "/providers/microsoft.authorization/roledefinitions/" not in key
+            or "/providers/microsoft.authorization/roledefinitions/" not in role_id.lower()
         ):
             raise LookupFailed(f"azure names a role definition {role_id!r} that is not an ARM id")
         what = f"read the role definition {role_id.rpartition('/')[2]}"
@@ -282,9 +277,7 @@ class Azure(MicrosoftCloud):
             what=what,
             params={"api-version": API_VERSION},
         )
-        found = _permissions(data.get("properties"), what)
-        self._roles.put(key, found, self._ttl("definition_cache_ttl", 3600.0))
-        return found
+        return _permissions(data.get("properties"), what)
 
     def _denied(self, oid: str, deny: _Grant) -> bool:
         """Whether a deny assignment's principals hold the user (themselves, Everyone, or a
