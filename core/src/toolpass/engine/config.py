@@ -329,6 +329,9 @@ def _value(key: ConfigKey, value: Any, in_code: bool, base_dir: str | None) -> A
     if key.choices is not None and value not in key.choices:
         close = did_you_mean(value, map(str, key.choices))
         raise ConfigError(f"must be one of {', '.join(map(str, key.choices))}{close}", key.name)
+    if key.minimum is not None and not value >= key.minimum:  # NaN is not a number of any
+        unit = f" {key.unit}" if key.unit else ""
+        raise ConfigError(f"must be {key.minimum:g} or more{unit}", key.name)
     if kind == "float":
         return float(value)
     return tuple(value) if kind == "list" else value

@@ -1,8 +1,14 @@
 """The preludes every check wrote by hand, written once.
 
+- :func:`asked`: the prelude of a check, written once: the declared action (else
+  ``unknown``, cause ``resource``), its :func:`target` and the :func:`mapped_user`, as one
+  :class:`Asked` or the ``unknown`` decision; each step is also a function of its own
+  (:func:`known_action`, :func:`target`, :func:`mapped_user`) for checks that interleave.
 - :class:`Cache`: one typed, expiring cache per kind of value (a user's roles, a team's
-  members), its lifetime read from the connection's options, with :meth:`Cache.get` loading
-  what it does not hold.
+  members), its lifetime read from the connection's option that :func:`ttl_key` declares
+  (:meth:`Cache.option`, :func:`lifetime`: the key's default, never repeated), with
+  :meth:`Cache.get` loading what it does not hold. The engine refuses a negative lifetime
+  (the key's ``minimum``), so no system validates its own.
 - :func:`paged`: one paginator for the styles systems use: ``offset`` (``limit``/``offset``
   and a ``more`` flag), ``cursor`` (a cursor or page token in the body sent back as a
   parameter), ``next_url`` (the next page's URL or path in the body: ``next``,
@@ -36,6 +42,7 @@ from urllib.parse import urlencode
 
 from toolpass.integrations.base import (
     Action,
+    ConfigKey,
     Decision,
     Integration,
     LookupFailed,
@@ -45,15 +52,20 @@ from toolpass.integrations.base import (
 
 __all__ = [
     "Absent",
+    "Asked",
     "Cache",
     "IssuedToken",
     "Target",
     "UserIds",
+    "asked",
     "declared",
+    "known_action",
+    "lifetime",
     "mapped_user",
     "paged",
     "target",
     "token_from",
+    "ttl_key",
     "ttl_option",
 ]
 
@@ -92,9 +104,39 @@ class Cache(Generic[K, V]):
         """Forget everything."""
         self._kept.clear()
 
+    @classmethod
+    def option(
+        cls, system: Integration, key: str, size: int = 5000, *, keep_none: bool = True
+    ) -> Cache[K, V]:
+        """A cache whose lifetime is ``system``'s option ``key`` (:func:`lifetime`)."""
+        return cls(lifetime(system, key), size, keep_none=keep_none)
+
+
+def ttl_key(prefix: str, what: str, default: float, *, kept: str = "are kept") -> ConfigKey:
+    """The option ``<prefix>_cache_ttl``: "Seconds ``what`` ``kept`` (0: never).", at least
+    0 seconds (the engine refuses less), ``default`` when unset."""
+    return ConfigKey(
+        f"{prefix}_cache_ttl",
+        f"Seconds {what} {kept} (0: never).",
+        default=default,
+        minimum=0.0,
+        unit="seconds",
+    )
+
+
+def lifetime(system: Integration, key: str) -> Callable[[], float]:
+    """A lifetime read from ``system``'s option ``key``, the default its declared
+    :class:`ConfigKey` gives when unset (ValueError: ``key`` is not declared)."""
+    declared_key = next((k for k in type(system).keys if k.name == key), None)
+    if declared_key is None:
+        raise ValueError(f"{system.name} declares no option {key}")
+    options, default = system.options, declared_key.default
+    return lambda: float(options.get(key, default))
+
 
 def ttl_option(options: Mapping[str, Any], key: str, default: float) -> Callable[[], float]:
-    """A lifetime read from the connection's option ``key`` (``default`` when unset)."""
+    """A lifetime read from the connection's option ``key`` (``default`` when unset);
+    :func:`lifetime` reads the default from the key's declaration instead."""
     return lambda: float(options.get(key, default))
 
 
@@ -389,10 +431,57 @@ class UserIds:
     noun: str
 
 
-def mapped_user(system: Integration, user: str, ids: UserIds) -> str | Decision:
+def mapped_user(system: Integration, user: str, ids: UserIds | None) -> str | Decision:
     """The system user ``user`` maps to, or an ``unknown`` decision (cause ``identity``)
-    when it is not shaped as ``ids`` says."""
+    when it is not shaped as ``ids`` says (None: any shape)."""
     uid = system.user_id(user)
-    if ids.pattern.fullmatch(uid):
+    if ids is None or ids.pattern.fullmatch(uid):
         return uid
     return Decision.unknown(f"{user} maps to {uid!r}, not {ids.noun}", cause="identity")
+
+
+# --- the prelude -------------------------------------------------------------------------
+def known_action(system: Integration, action: str) -> Action | Decision:
+    """The action ``system`` declares as ``action``, or an ``unknown`` decision (cause
+    ``resource``)."""
+    found = system.action(action)
+    if found is None:
+        return Decision.unknown(f"{system.name} has no action {action!r}", cause="resource")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a check is asked, validated: the declared ``action``, the resource it is asked
+    ``on``, and the system user ``uid`` ("" when the user is not mapped yet)."""
+
+    action: Action
+    on: Target
+    uid: str
+
+    @property
+    def terms(self) -> Mapping[str, Any]:
+        """The action's own columns in ``actions.json``."""
+        return self.action.terms
+
+
+def asked(
+    system: Integration,
+    action: str,
+    resource: str,
+    user: str | None = None,
+    ids: UserIds | None = None,
+) -> Asked | Decision:
+    """The check's prelude: :func:`known_action`, then :func:`target`, then (unless
+    ``user`` is None) :func:`mapped_user` against ``ids``; the first ``unknown`` answer, or
+    what was asked. A :class:`LookupFailed` of the identity look-up propagates."""
+    found = known_action(system, action)
+    if isinstance(found, Decision):
+        return found
+    on = target(found, resource)
+    if isinstance(on, Decision):
+        return on
+    uid = "" if user is None else mapped_user(system, user, ids)
+    if isinstance(uid, Decision):
+        return uid
+    return Asked(found, on, uid)

@@ -19,7 +19,8 @@ KeyType = Literal["str", "int", "float", "bool", "list", "map", "any"]
 
 @dataclass(frozen=True)
 class ConfigKey:
-    """One configuration key: documented, optionally secret, required, defaulted or limited.
+    """One configuration key: documented, optionally secret, required, defaulted or limited
+    (to ``choices``, or to numbers of at least ``minimum``, counted in ``unit``).
 
     ``type`` is inferred from ``default`` when not given (``str`` without a default).
     """
@@ -31,6 +32,8 @@ class ConfigKey:
     default: Any = None
     choices: tuple[Any, ...] | None = None
     type: KeyType | None = None
+    minimum: float | None = None
+    unit: str = ""
 
     @property
     def kind(self) -> KeyType:
