@@ -35,15 +35,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import (
-    Cache,
-    IssuedToken,
-    UserIds,
-    declared,
-    mapped_user,
-    target,
-    ttl_option,
-)
+from toolpass.integrations._kit import Cache, IssuedToken, UserIds, asked, declared
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -130,14 +122,17 @@ class Vault(Integration):
             "Seconds a token's capabilities on a path are kept (0: never). Policy edits take "
             "effect in Vault at once.",
             default=5.0,
+            minimum=0.0,
+            unit="seconds",
         ),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        ttl = ttl_option(self.options, "capability_cache_ttl", 5.0)
-        self._caps: Cache[tuple[str, str], frozenset[str]] = Cache(ttl, 10_000)
+        self._caps: Cache[tuple[str, str], frozenset[str]] = Cache.option(
+            self, "capability_cache_ttl", 10_000
+        )
         self._tokens = IssuedToken(self, self._approle_login)
 
     # --- configuration ---------------------------------------------------------------
@@ -157,8 +152,6 @@ class Vault(Integration):
         for prefix in options.get("constrained_paths", ()):
             if not isinstance(prefix, str) or not _PATH.fullmatch(prefix):
                 raise ConfigError(f"{prefix!r} is not a Vault API path", "constrained_paths")
-        if options.get("capability_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "capability_cache_ttl")
 
     # --- requests --------------------------------------------------------------------
     def auth_headers(self) -> Mapping[str, str]:
@@ -240,18 +233,12 @@ class Vault(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"vault has no action {action!r}", cause="resource")
-        on = target(declared, resource)
-        if isinstance(on, Decision):
-            return on
-        path = on.id
-        accessor = mapped_user(self, user, USER_IDS)
-        if isinstance(accessor, Decision):
-            return accessor
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        path, accessor = got.on.id, got.uid
         held = self._capabilities(accessor, path)
-        needed = tuple(declared.terms["caps"])
+        needed = tuple(got.terms["caps"])
         if "root" in held:
             return self._allowed(path, f"the token {accessor} is a root token")
         if "deny" in held or not held:
@@ -262,7 +249,7 @@ class Vault(Integration):
                 path, f"Vault grants the token {accessor} {'+'.join(needed)} on {path}"
             )
         text = f"the token {accessor} holds {', '.join(sorted(held))} on {path}"
-        if has and declared.terms.get("partial") == "unknown":
+        if has and got.terms.get("partial") == "unknown":
             return Decision.unknown(
                 f"{text}: a write needs create for a new path and update for an existing one"
             )
