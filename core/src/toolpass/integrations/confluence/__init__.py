@@ -36,15 +36,7 @@ from urllib.parse import quote
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
-from toolpass.integrations._kit import (
-    Cache,
-    UserIds,
-    declared,
-    mapped_user,
-    paged,
-    target,
-    ttl_option,
-)
+from toolpass.integrations._kit import Cache, UserIds, declared, mapped_user, paged, target, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -112,11 +104,11 @@ class Confluence(AtlassianSite):
             default="unknown",
             choices=("user", "unknown"),
         ),
-        ConfigKey(
-            "resource_cache_ttl",
-            "Seconds a space key, a content's space and a user's groups stay known (0: never "
-            "cached).",
-            default=300.0,
+        ttl_key(
+            "resource",
+            "a space key, a content's space and a user's groups",
+            300.0,
+            kept="stay known",
         ),
     )
     actions = ACTIONS
@@ -125,11 +117,11 @@ class Confluence(AtlassianSite):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        ttl = ttl_option(self.options, "resource_cache_ttl", 300.0)
-        self._spaces: Cache[str, str | None] = Cache(ttl, keep_none=False)  # key -> id
-        self._contents: Cache[str, tuple[str, str] | None] = Cache(ttl, keep_none=False)
-        self._statuses: Cache[str, str] = Cache(ttl)  # account -> accountStatus
-        self._group_ids: Cache[str, frozenset[str]] = Cache(ttl)  # account -> group ids
+        kept = partial(Cache.option, self, "resource_cache_ttl")
+        self._spaces: Cache[str, str | None] = kept(keep_none=False)  # key -> id
+        self._contents: Cache[str, tuple[str, str] | None] = kept(keep_none=False)
+        self._statuses: Cache[str, str] = kept()  # account -> accountStatus
+        self._group_ids: Cache[str, frozenset[str]] = kept()  # account -> group ids
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
