@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -41,12 +42,11 @@ from toolpass.integrations._kit import (
     Cache,
     IssuedToken,
     UserIds,
+    asked,
     declared,
-    mapped_user,
     paged,
-    target,
     token_from,
-    ttl_option,
+    ttl_key,
 )
 from toolpass.integrations._sql import DATABRICKS, statements
 from toolpass.integrations.base import (
@@ -130,11 +130,10 @@ class Databricks(Integration):
             default="unknown",
             choices=("unknown", "deny"),
         ),
-        ConfigKey(
-            "permission_cache_ttl",
-            "Seconds an object's ACL, a securable's effective permissions and a user's groups "
-            "are kept (0: never).",
-            default=60.0,
+        ttl_key(
+            "permission",
+            "an object's ACL, a securable's effective permissions and a user's groups",
+            60.0,
         ),
     )
     actions = ACTIONS
@@ -142,10 +141,10 @@ class Databricks(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tokens = IssuedToken(self, self._client_credentials)
-        ttl = ttl_option(self.options, "permission_cache_ttl", 60.0)
-        self._users: Cache[str, dict[str, Any] | None] = Cache(ttl, size=2000)
-        self._permissions: Cache[str, dict[str, Any]] = Cache(ttl, size=2000)
-        self._assignments: Cache[str, tuple[dict[str, Any], ...]] = Cache(ttl, size=2000)
+        kept = partial(Cache.option, self, "permission_cache_ttl", 2000)
+        self._users: Cache[str, dict[str, Any] | None] = kept()
+        self._permissions: Cache[str, dict[str, Any]] = kept()
+        self._assignments: Cache[str, tuple[dict[str, Any], ...]] = kept()
 
     # --- configuration ---------------------------------------------------------------
     @classmethod
@@ -155,8 +154,6 @@ class Databricks(Integration):
         for key in needs:
             if options.get(key) is None:
                 raise ConfigError(f"auth {auth} needs {key}", key)
-        if options.get("permission_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "permission_cache_ttl")
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -249,17 +246,11 @@ class Databricks(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"databricks has no action {action!r}", cause="resource")
-        scope = declared.terms["scope"]
-        on = target(declared, resource)
-        if isinstance(on, Decision):
-            return on
-        kind, ref = on.kind, on.id
-        name = mapped_user(self, user, USER_IDS)
-        if isinstance(name, Decision):
-            return name
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        declared, scope, name = got.action, got.terms["scope"], got.uid
+        kind, ref = got.on.kind, got.on.id
         found = self._scim_user(name)
         if found is None:
             return Decision.deny(f"Databricks has no workspace user {name}")
