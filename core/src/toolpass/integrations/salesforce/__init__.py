@@ -28,15 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpass.integrations._kit import (
-    IssuedToken,
-    UserIds,
-    declared,
-    mapped_user,
-    paged,
-    target,
-    token_from,
-)
+from toolpass.integrations._kit import IssuedToken, UserIds, asked, declared, paged, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -287,17 +279,11 @@ class Salesforce(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"salesforce has no action {action!r}", cause="resource")
-        scope = declared.terms["scope"]
-        on = target(declared, resource)
-        if isinstance(on, Decision):
-            return on
-        sobject, _, record = on.id.partition("/")
-        uid = mapped_user(self, user, USER_IDS)
-        if isinstance(uid, Decision):
-            return uid
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        declared, scope, uid = got.action, got.terms["scope"], got.uid
+        sobject, _, record = got.on.id.partition("/")
         if not self._active(uid):
             return Decision.deny(f"{user}'s Salesforce user {uid} is inactive")
         if self.options.get("frozen_users") and self._frozen(uid):
