@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import quote
 
 from toolpass.integrations._google import GoogleIntegration, auth_keys
-from toolpass.integrations._kit import Cache, paged, ttl_option
+from toolpass.integrations._kit import Cache, known_action, paged, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -112,19 +112,15 @@ class GoogleWorkspace(GoogleIntegration):
             default="unknown",
             choices=("user", "unknown"),
         ),
-        ConfigKey(
-            "user_cache_ttl",
-            "Seconds a user's directory record and admin privileges are kept (0: never).",
-            default=300.0,
-        ),
+        ttl_key("user", "a user's directory record and admin privileges", 300.0),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        ttl = ttl_option(self.options, "user_cache_ttl", 300.0)
-        self._people: Cache[str, dict[str, Any] | None] = Cache(ttl, keep_none=False)
-        self._privileges: Cache[str, tuple[bool, frozenset[str], frozenset[str]]] = Cache(ttl)
+        kept = partial(Cache.option, self, "user_cache_ttl")
+        self._people: Cache[str, dict[str, Any] | None] = kept(keep_none=False)
+        self._privileges: Cache[str, tuple[bool, frozenset[str], frozenset[str]]] = kept()
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -137,8 +133,6 @@ class GoogleWorkspace(GoogleIntegration):
             check_url(options.get(key), key)
         if not _ID.fullmatch(str(options.get("customer", "my_customer"))):
             raise ConfigError("must be a customer id", "customer")
-        if options.get("user_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "user_cache_ttl")
 
     def _admin(self, path: str) -> str:
         return f"{str(self.options['admin_url']).rstrip('/')}/admin/directory/v1{path}"
@@ -169,9 +163,9 @@ class GoogleWorkspace(GoogleIntegration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        terms = self.action(action)
-        if terms is None:
-            return Decision.unknown(f"google_workspace has no action {action!r}", cause="resource")
+        terms = known_action(self, action)
+        if isinstance(terms, Decision):
+            return terms
         kind = str(terms.terms.get("kind"))
         rid = _target(kind, resource)
         if rid is None:
