@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Absent, Cache, paged, token_from, ttl_option
+from toolpass.integrations._kit import Absent, Cache, paged, token_from
 from toolpass.integrations.base import (
     ConfigKey,
     Decision,
@@ -139,8 +139,9 @@ class MicrosoftCloud(Integration):
         self._audience = {"arm": cloud[1], "graph": cloud[2]}
         self._tokens: dict[str, tuple[str, float]] = {}
         self._token_lock = threading.Lock()
-        ttl = ttl_option(self.options, "permission_cache_ttl", 60.0)
-        self._accounts: Cache[str, dict[str, Any] | None] = Cache(ttl, keep_none=False)
+        self._accounts: Cache[str, dict[str, Any] | None] = Cache.option(
+            self, "permission_cache_ttl", keep_none=False
+        )
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:

@@ -50,11 +50,10 @@ from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_option
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_key
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
-    ConfigKey,
     Decision,
     Effect,
     LookupFailed,
@@ -62,7 +61,6 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route, normal_path
-from toolpass.wire.errors import ConfigError
 
 __all__ = ["Azure", "arm_operation", "arm_scope"]
 
@@ -117,33 +115,18 @@ class Azure(MicrosoftCloud):
     default_url = "https://management.azure.com"
     keys = (
         *entra_keys("Give it Reader (Microsoft.Authorization/*/read) where it checks."),
-        ConfigKey(
-            "permission_cache_ttl",
-            "Seconds a user's role and deny assignments at a scope are kept (0: never).",
-            default=60.0,
-        ),
-        ConfigKey(
-            "definition_cache_ttl",
-            "Seconds a role definition is kept (0: never).",
-            default=3600.0,
-        ),
+        ttl_key("permission", "a user's role and deny assignments at a scope", 60.0),
+        ttl_key("definition", "a role definition", 3600.0, kept="is kept"),
     )
     actions = ACTIONS
     api = "arm"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        kept = ttl_option(self.options, "permission_cache_ttl", 60.0)
-        self._kept: Cache[str, tuple[_Grant, ...]] = Cache(kept)
-        roles = ttl_option(self.options, "definition_cache_ttl", 3600.0)
-        self._roles: Cache[str, tuple[Mapping[str, Any], ...]] = Cache(roles, 2000)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        super().validate(options)
-        for key in ("permission_cache_ttl", "definition_cache_ttl"):
-            if options.get(key, 0) < 0:
-                raise ConfigError("must be 0 or more seconds", key)
+        self._kept: Cache[str, tuple[_Grant, ...]] = Cache.option(self, "permission_cache_ttl")
+        self._roles: Cache[str, tuple[Mapping[str, Any], ...]] = Cache.option(
+            self, "definition_cache_ttl", 2000
+        )
 
     @classmethod
     def action(cls, name: str) -> Action | None:
