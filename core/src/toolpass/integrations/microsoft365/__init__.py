@@ -323,7 +323,7 @@ class Microsoft365(MicrosoftCloud):
                 if info.get("isArchived") is True:
                     return Decision.deny(f"the team of {ref} is archived, so it is read-only")
                 raise LookupFailed("Graph's team answer does not say whether it is archived")
-        if declared.name.startswith("chats."):
+        if "chat" in shape.groupdict():  # a chat's members, else a team's or channel's
             path = f"/chats/{quote(shape['chat'], safe=':@')}/members"
         else:
             path = f"/teams/{quote(shape['team'])}/members"
