@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, asked, declared, paged, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, asked, paged, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -46,8 +46,7 @@ __all__ = ["Salesforce", "soql_object"]
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
 _USER_ID = re.compile(r"005[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?")
-#: An object's API name, as ``actions.json`` declares the kind ``object``.
-_SOBJECT = re.compile(str(declared(__name__, "kinds")["object"]))
+_SOBJECT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,79}")  # an object's API name
 _VERSION = re.compile(r"[0-9]{2}\.[0-9]")
 _PAGES = 20
 _FROM = re.compile(r"\bFROM\s+([A-Za-z][A-Za-z0-9_]*)", re.I)
@@ -283,7 +282,7 @@ class Salesforce(Integration):
         if isinstance(got, Decision):
             return got
         declared, scope, uid = got.action, got.terms["scope"], got.uid
-        sobject, _, record = got.on.id.partition("/")
+        sobject, _, record = got.on.id.partition("/")  # object:Account/ is Account
         if not self._active(uid):
             return Decision.deny(f"{user}'s Salesforce user {uid} is inactive")
         if self.options.get("frozen_users") and self._frozen(uid):
