@@ -31,7 +31,6 @@ kept until shortly before its lease ends, and dropped when Vault refuses it).
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -188,7 +187,7 @@ class Vault(Integration):
         if isinstance(lease, bool) or not isinstance(lease, (int, float)) or lease < 0:
             raise LookupFailed(f"vault's answer to {what} has no lease_duration")
         life = float(lease) or 86400.0  # 0: a token that does not expire
-        return token, time.monotonic() + life - min(60.0, life / 10)
+        return token, self.clock() + life - min(60.0, life / 10)
 
     def failure(self, answer: Response, what: str) -> LookupFailed:
         """As the kit says; a refused AppRole token is dropped, so the next check logs in."""
