@@ -13,11 +13,11 @@ from fakes.server import FakeServer
 from hypothesis import given
 from hypothesis import strategies as st
 from toolpass.engine.config import parse_connections
-from toolpass.integrations._kit import Asked, Cache, Target, UserIds, asked, ttl_key
+from toolpass.integrations._kit import Asked, Cache, Target, UserIds, asked, kinds_of, ttl_key
 from toolpass.integrations.base import Action, Decision, Integration, ProbeResult
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.identity import IdentitySettings
-from toolpass.wire.keys import ConnectionConfig
+from toolpass.wire.keys import ConfigKey, ConnectionConfig
 
 ID = re.compile(r"[A-Z0-9]{2,20}")
 READ = Action("things.read", "Read a thing.", "read", terms={"kinds": {"thing": ID}, "x": 1})
@@ -29,7 +29,20 @@ class Kit(Integration):
     name = "kit"
     description = "a system for the kit's tests"
     actions = (READ,)
-    keys = (ttl_key("user", "a user's role and groups", 300.0),)
+    keys = (
+        ttl_key("user", "a user's role and groups", 300.0),
+        ConfigKey("page_size", "Items a page.", default=100, minimum=1, maximum=1000),
+        ConfigKey(
+            "auth",
+            "How the engine signs in.",
+            default="none",
+            choices=("none", "token", "oauth"),
+            needs={"token": ("token",), "oauth": ("client_id", "client_secret")},
+        ),
+        ConfigKey("token", "A token.", secret=True),
+        ConfigKey("client_id", "A client id."),
+        ConfigKey("client_secret", "A client secret.", secret=True),
+    )
 
     def check(self, user: str, action: str, resource: str) -> Decision:
         return Decision.deny("never asked")
@@ -82,7 +95,7 @@ def test_the_first_step_that_cannot_answer_is_unknown(
 
 # --- lifetimes -----------------------------------------------------------------------------
 def test_a_lifetime_key_is_written_in_one_line() -> None:
-    (key,) = Kit.keys
+    key = Kit.keys[0]
     assert key.name == "user_cache_ttl"
     assert key.description == "Seconds a user's role and groups are kept (0: never)."
     assert (key.default, key.kind, key.minimum) == (300.0, "float", 0.0)
@@ -114,3 +127,41 @@ def test_a_cache_lives_as_long_as_its_option_says(kit: Kit) -> None:
     never.http.close()
     with pytest.raises(ValueError, match="kit declares no option role_cache_ttl"):
         Cache.option(kit, "role_cache_ttl")
+
+
+def test_every_declared_kind_is_read_before_the_action_is_known() -> None:
+    kinds = kinds_of("toolpass.integrations.pagerduty")
+    assert kinds["account"] is None
+    incident = kinds["incident"]
+    assert incident is not None
+    assert incident.fullmatch("PABC123")
+    assert not incident.fullmatch("pabc")
+
+
+@given(st.integers(-5, 2000))
+def test_the_engine_refuses_a_number_outside_its_keys_bounds(size: int) -> None:
+    if 1 <= size <= 1000:
+        (parsed,) = parse_connections([connection(page_size=size)])
+        assert parsed.options["page_size"] == size
+    else:
+        with pytest.raises(ConfigError, match=r"key 'page_size': must be between 1 and 1000$"):
+            parse_connections([connection(page_size=size)])
+
+
+@pytest.mark.parametrize(
+    ("options", "missing"),
+    [
+        ({"auth": "token"}, "auth token needs token"),
+        ({"auth": "oauth", "client_secret": "env:S"}, "'client_id': auth oauth needs client_id"),
+        ({"auth": "oauth", "client_id": "c"}, "'client_secret': auth oauth needs client_secret"),
+    ],
+)
+def test_a_choice_without_a_key_it_needs_is_refused(options: dict[str, Any], missing: str) -> None:
+    with pytest.raises(ConfigError, match=missing):
+        parse_connections([connection(**options)])
+
+
+def test_a_choice_with_the_keys_it_needs_is_taken() -> None:
+    for options in ({}, {"auth": "token", "token": "env:T"}):
+        (parsed,) = parse_connections([connection(**options)])
+        assert parsed.options["auth"] == options.get("auth", "none")

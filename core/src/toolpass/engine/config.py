@@ -280,6 +280,7 @@ def _parse_one(
             )
     try:
         options = {k.name: _value(k, item.get(k.name), in_code, base_dir) for k in cls.keys}
+        _needed(cls.keys, options)
         cls.validate(options)
         identity = parse_identity(
             item.get("identity"), cls.identity_modes, in_code=in_code, base_dir=base_dir
@@ -329,12 +330,34 @@ def _value(key: ConfigKey, value: Any, in_code: bool, base_dir: str | None) -> A
     if key.choices is not None and value not in key.choices:
         close = did_you_mean(value, map(str, key.choices))
         raise ConfigError(f"must be one of {', '.join(map(str, key.choices))}{close}", key.name)
-    if key.minimum is not None and not value >= key.minimum:  # NaN is not a number of any
-        unit = f" {key.unit}" if key.unit else ""
-        raise ConfigError(f"must be {key.minimum:g} or more{unit}", key.name)
+    if kind in ("int", "float"):
+        _within(key, value)
     if kind == "float":
         return float(value)
     return tuple(value) if kind == "list" else value
+
+
+def _needed(keys: Iterable[ConfigKey], options: Mapping[str, Any]) -> None:
+    """Refuse a choice (``auth: oauth``) without a key it ``needs`` (``client_id``)."""
+    for key in keys:
+        chosen = options.get(key.name)
+        if key.needs is None or not isinstance(chosen, str):
+            continue
+        for needed in key.needs.get(chosen, ()):
+            if options.get(needed) is None:
+                raise ConfigError(f"{key.name} {chosen} needs {needed}", needed)
+
+
+def _within(key: ConfigKey, value: float) -> None:
+    """Refuse a number outside the key's ``minimum``..``maximum`` (NaN is outside any)."""
+    low, high = key.minimum, key.maximum
+    if (low is None or value >= low) and (high is None or value <= high):
+        return
+    unit = f" {key.unit}" if key.unit else ""
+    if low is not None and high is not None:
+        raise ConfigError(f"must be between {low:g} and {high:g}{unit}", key.name)
+    bound = f"{low:g} or more" if low is not None else f"{high:g} or less"
+    raise ConfigError(f"must be {bound}{unit}", key.name)
 
 
 def _is(kind: KeyType, value: object) -> bool:

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from toolpass.integrations._kit import IssuedToken
 from toolpass.integrations.base import ConfigKey, Integration, LookupFailed, issued_token
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import check_url
@@ -38,6 +39,7 @@ def auth_keys(product: str, email: str = "") -> tuple[ConfigKey, ...]:
             "account's OAuth 2.0 client credentials, against the API gateway).",
             default="basic",
             choices=tuple(_NEEDS),
+            needs=_NEEDS,
         ),
         ConfigKey("email", f"The engine account's email (auth basic and scoped).{email}"),
         ConfigKey(
@@ -75,20 +77,16 @@ class AtlassianSite(Integration):
         super().__init__(*args, **kwargs)
         self._lock = threading.Lock()
         self._cloud_id: str | None = self.options.get("cloud_id")
-        self._token_lock = threading.Lock()
+        self._tokens = IssuedToken(self, self._new_token)
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "basic")
-        for key in _NEEDS[auth]:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         for key in ("gateway_url", "token_url"):
             check_url(options.get(key), key)
         cloud_id = options.get("cloud_id")
         if cloud_id is not None and not CLOUD_ID.fullmatch(cloud_id):
             raise ConfigError("must be a cloud id (letters, digits and '-')", "cloud_id")
-        if options.get("resource_cache_ttl", 0) < 0:
+        if options.get("resource_cache_ttl", 0) < 0:  # until confluence's key has a minimum
             raise ConfigError("must be 0 or more seconds", "resource_cache_ttl")
 
     @property
@@ -121,23 +119,21 @@ class AtlassianSite(Integration):
         return "Basic " + base64.b64encode(pair).decode("ascii")
 
     def _access_token(self) -> str:
-        with self._token_lock:
-            if self.issued is not None and self.clock() < self.issued[1]:
-                return self.issued[0]
-            body = {
-                "grant_type": "client_credentials",
-                "client_id": self.options["client_id"],
-                "client_secret": self.secret("client_secret"),
-            }
-            url, what = str(self.options["token_url"]), "issue an OAuth access token"
-            data = self.fetch_json("POST", url, what=what, json=body, kind=None)
-            self.issued = issued_token(data, f"{self.name}'s OAuth token endpoint", self.clock)
-            return self.issued[0]
+        return self._tokens.get()
+
+    def _new_token(self) -> tuple[str, float]:
+        """A token for the client credentials (Atlassian takes them as JSON, not a form)."""
+        body = {
+            "grant_type": "client_credentials",
+            "client_id": self.options["client_id"],
+            "client_secret": self.secret("client_secret"),
+        }
+        url, what = str(self.options["token_url"]), "issue an OAuth access token"
+        data = self.fetch_json("POST", url, what=what, json=body, kind=None)
+        return issued_token(data, f"{self.name}'s OAuth token endpoint", self.clock)
 
     def _forget_token(self, used: str) -> None:
-        with self._token_lock:
-            if self.issued is not None and f"Bearer {self.issued[0]}" == used:
-                self.issued = None
+        self._tokens.drop(used.removeprefix("Bearer "))
 
     def _api(
         self,

@@ -59,6 +59,7 @@ __all__ = [
     "UserIds",
     "asked",
     "declared",
+    "kinds_of",
     "known_action",
     "lifetime",
     "mapped_user",
@@ -393,6 +394,13 @@ def declared(package: str, key: str) -> Any:
     if not isinstance(table, dict) or key not in table:
         raise ValueError(f"{package}/actions.json declares no {key}")
     return table[key]
+
+
+def kinds_of(package: str) -> Mapping[str, re.Pattern[str] | None]:
+    """Every resource kind ``package``'s ``actions.json`` declares, its id pattern compiled
+    (for a resource read before its action is known)."""
+    kinds: dict[str, str | None] = declared(package, "kinds")
+    return {kind: None if p is None else re.compile(p) for kind, p in kinds.items()}
 
 
 # --- resources ---------------------------------------------------------------------------

@@ -20,7 +20,8 @@ KeyType = Literal["str", "int", "float", "bool", "list", "map", "any"]
 @dataclass(frozen=True)
 class ConfigKey:
     """One configuration key: documented, optionally secret, required, defaulted or limited
-    (to ``choices``, or to numbers of at least ``minimum``, counted in ``unit``).
+    (to ``choices``, or to numbers from ``minimum`` to ``maximum``, counted in ``unit``);
+    ``needs``: the other keys each choice needs set (``{"oauth": ("client_id", ...)}``).
 
     ``type`` is inferred from ``default`` when not given (``str`` without a default).
     """
@@ -34,6 +35,8 @@ class ConfigKey:
     type: KeyType | None = None
     minimum: float | None = None
     unit: str = ""
+    maximum: float | None = None
+    needs: Mapping[str, tuple[str, ...]] | None = None
 
     @property
     def kind(self) -> KeyType:

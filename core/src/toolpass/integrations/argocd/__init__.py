@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import functools
 import os
-import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, ttl_option
+from toolpass.integrations._groups import group_list, source_groups
+from toolpass.integrations._kit import Cache, known_action, ttl_key
 from toolpass.integrations.argocd._rbac import BUILTIN_POLICY, Policy, parse_policy, parse_scopes
 from toolpass.integrations.argocd._routes import LOOKUPS, NAME, complete, rbac_name
 from toolpass.integrations.base import (
@@ -163,20 +163,16 @@ class ArgoCD(Integration):
         ConfigKey(
             "groups_resolve", "In code: resolve(email) -> list of groups or None.", type="any"
         ),
-        ConfigKey(
-            "policy_cache_ttl",
-            "Seconds the ConfigMap, a project and an object's project are kept (0: never).",
-            default=10.0,
-        ),
+        ttl_key("policy", "the ConfigMap, a project and an object's project", 10.0),
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        ttl = ttl_option(self.options, "policy_cache_ttl", 10.0)
-        self._configmap: Cache[str, dict[str, str]] = Cache(ttl, size=1)
-        self._projects: Cache[str, list[list[str]] | None] = Cache(ttl)
-        self._rbac_names: Cache[tuple[str, str], tuple[str, str]] = Cache(ttl)
-        self._group_sources: Cache[str, list[str] | None] = Cache(ttl)
+        kept = functools.partial(Cache.option, self, "policy_cache_ttl")
+        self._configmap: Cache[str, dict[str, str]] = kept(1)
+        self._projects: Cache[str, list[list[str]] | None] = kept()
+        self._rbac_names: Cache[tuple[str, str], tuple[str, str]] = kept()
+        self._group_sources: Cache[str, list[str] | None] = kept()
         path = str(self.options.get("groups_file") or "")
         self._groups_table = WatchedFile(
             path, functools.partial(_groups_table, path), "groups file"
@@ -197,8 +193,6 @@ class ArgoCD(Integration):
             raise ConfigError(f"choose one groups source, not {' and '.join(sources)}", sources[1])
         if options.get("groups_resolve") is not None and not callable(options["groups_resolve"]):
             raise ConfigError("must be a callable, given in code", "groups_resolve")
-        if options.get("policy_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "policy_cache_ttl")
         if not NAME.fullmatch(str(options.get("namespace", "argocd"))):
             raise ConfigError("must be a Kubernetes namespace", "namespace")
 
@@ -367,51 +361,20 @@ class ArgoCD(Integration):
             if given or o.get("groups_file") or o.get("groups_url") or o.get("groups_resolve"):
                 raise LookupFailed(f"the groups of {email} are not known")
             groups = []
-        if not isinstance(groups, list) or not all(
-            isinstance(g, str) and g and unicodedata.category(g[0])[0] != "C" for g in groups
-        ):
+        if not group_list(groups):
             raise LookupFailed(f"the groups of {email} are not a list of group names")
         return found + groups
 
     def _groups_source(self, email: str) -> list[str] | None:
-        return self._group_sources.get(email, lambda: self._read_groups(email))
-
-    def _read_groups(self, email: str) -> list[str] | None:
-        o = self.options
-        if o.get("groups_resolve"):
-            resolve: Callable[[str], Any] = o["groups_resolve"]
-            try:
-                found = resolve(email)
-            except Exception as e:
-                raise LookupFailed(f"the groups callable failed ({type(e).__name__}: {e})")
-        else:
-            query = urlencode({"email": email, "system": self.name, "connection": self.config.id})
-            url = str(o["groups_url"])
-            headers = {}
-            if o.get("groups_token") is not None:
-                headers["Authorization"] = f"Bearer {self.secret('groups_token')}"
-            answer = self.http.request(
-                "GET",
-                f"{url}{'&' if '?' in url else '?'}{query}",
-                headers=headers,
-                timeout=budget.remaining(self.config.timeout),
-                options=NetOptions(),
-            )
-            if answer.status not in (200, 404):
-                raise LookupFailed(f"the groups service answered HTTP {answer.status}")
-            data = answer.json() if answer.status == 200 else {"groups": None}
-            if not isinstance(data, dict) or "groups" not in data:
-                raise LookupFailed("the groups service's answer has no groups")
-            found = data["groups"]
-        return None if found is None else list(found)
+        return self._group_sources.get(email, lambda: source_groups(self, email))
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        found = self.action(action)
-        if found is None:
-            return Decision.unknown(f"argocd has no action {action!r}", cause="resource")
+        found = known_action(self, action)
+        if isinstance(found, Decision):
+            return found
         rbac, _, verb = action.partition(".")
-        if rbac == "session":
+        if found.terms.get("needs") == []:  # the agent's own session (actions.json)
             return Decision.allow("Argo CD checks no permission for the agent's own session")
         if not resource or len(resource) > 1024 or any(c.isspace() for c in resource):
             return Decision.unknown(f"{resource!r} is not an Argo CD object", cause="resource")

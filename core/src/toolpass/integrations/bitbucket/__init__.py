@@ -46,7 +46,16 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Absent, IssuedToken, UserIds, mapped_user, paged, token_from
+from toolpass.integrations._kit import (
+    Absent,
+    Cache,
+    IssuedToken,
+    UserIds,
+    asked,
+    paged,
+    token_from,
+    ttl_key,
+)
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -54,7 +63,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import UNREADABLE, Match, Request
@@ -69,8 +77,6 @@ _SLUG = r"(?!\.+(?:/|$))[A-Za-z0-9_.-]{1,128}"  # never "." or ".."
 _REPO = re.compile(rf"({_SLUG})/({_SLUG})")
 _WORKSPACE = re.compile(_SLUG)
 _ACCOUNT = re.compile(r"[A-Za-z0-9:_-]{1,128}|\{[0-9a-fA-F-]{36}\}")
-_BRANCH = re.compile(rf"({_SLUG})/({_SLUG})/([^\x00-\x1f\x7f]{{0,255}})")
-_PULL = re.compile(rf"({_SLUG})/({_SLUG})/([1-9][0-9]{{0,9}})")
 SITE = "site"
 #: The branch restriction that binds each action on a branch, and whether its users and
 #: groups are exempt from it (``delete`` and ``force`` bind everyone).
@@ -95,7 +101,6 @@ _RANK = {a.name: int(a.terms["rank"]) for a in ACTIONS if "rank" in a.terms}
 _ROLES = {a.name: frozenset(a.terms["roles"]) for a in ACTIONS if "roles" in a.terms}
 #: The branch restriction kind that binds an action on a branch or a pull request, by kind.
 _BRANCHES = {a.name: dict(a.terms.get("branches") or {}) for a in ACTIONS}
-_BRANCH_ONLY = frozenset(a.name for a in ACTIONS if a.terms.get("branch_only"))
 _PUBLIC = frozenset(a.name for a in ACTIONS if a.terms.get("public"))  # anyone on a public repo
 _SENDER = frozenset(a.name for a in ACTIONS if a.terms.get("answers_for") == "sender")
 _LEVELS = {"read": 1, "write": 2, "admin": 3}
@@ -133,6 +138,11 @@ class Bitbucket(Integration):
             "consumer's client_id + client_secret, client credentials grant).",
             default="basic",
             choices=("basic", "bearer", "oauth"),
+            needs={
+                "basic": ("username", "api_token"),
+                "bearer": ("access_token",),
+                "oauth": ("client_id", "client_secret"),
+            },
         ),
         ConfigKey("username", "The engine account's email (API token) or username (auth basic)."),
         ConfigKey("api_token", "The API token or app password (auth basic).", secret=True),
@@ -164,15 +174,14 @@ class Bitbucket(Integration):
             default="unknown",
             choices=("user", "unknown"),
         ),
-        ConfigKey(
-            "permission_cache_ttl",
-            "Seconds a repository's or workspace's permission list is kept (0: never).",
-            default=60.0,
+        ttl_key(
+            "permission", "a repository's or workspace's permission list", 60.0, kept="is kept"
         ),
         ConfigKey(
             "page_limit",
             "The most pages (of 100) of a permission list read; past it, unknown.",
             default=50,
+            minimum=1,
         ),
     )
     actions = ACTIONS
@@ -180,8 +189,10 @@ class Bitbucket(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tokens = IssuedToken(self, self._client_credentials)
-        self._lists: Remembered[str, tuple[dict[str, Any], ...]] = Remembered(1000)
-        self._reads: Remembered[str, dict[str, Any]] = Remembered(5000)
+        self._lists: Cache[str, tuple[dict[str, Any], ...] | None] = Cache.option(
+            self, "permission_cache_ttl", 1000, keep_none=False
+        )
+        self._reads: Cache[str, dict[str, Any]] = Cache.option(self, "permission_cache_ttl")
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -210,23 +221,10 @@ class Bitbucket(Integration):
     # --- configuration ---------------------------------------------------------------
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "basic")
-        needs = {
-            "basic": ("username", "api_token"),
-            "bearer": ("access_token",),
-            "oauth": ("client_id", "client_secret"),
-        }[auth]
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         check_url(options.get("token_url", "https://bitbucket.org"), "token_url")
         workspace = options.get("workspace")
         if workspace is not None and not _WORKSPACE.fullmatch(workspace):
             raise ConfigError("must be a workspace slug", "workspace")
-        if options.get("permission_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "permission_cache_ttl")
-        if options.get("page_limit", 1) < 1:
-            raise ConfigError("must be 1 or more", "page_limit")
 
     # --- requests --------------------------------------------------------------------
     def auth_headers(self) -> Mapping[str, str]:
@@ -258,9 +256,9 @@ class Bitbucket(Integration):
 
     def _list(self, path: str, what: str) -> tuple[dict[str, Any], ...] | None:
         """Every entry of a paged list (kept ``permission_cache_ttl``); None on 404."""
-        hit = self._lists.get(path)
-        if hit is not None:
-            return hit
+        return self._lists.get(path, lambda: self._read_list(path, what))
+
+    def _read_list(self, path: str, what: str) -> tuple[dict[str, Any], ...] | None:
         listing = paged(
             self,
             _API + path,
@@ -274,42 +272,22 @@ class Bitbucket(Integration):
             absent=True,
         )
         try:
-            found = tuple(listing)
+            return tuple(listing)
         except Absent:
             return None
-        self._lists.put(path, found, float(self.options.get("permission_cache_ttl", 60.0)))
-        return found
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        kind, _, ref = resource.partition(":")
+        ask = asked(self, action, resource, user, USER_IDS)
+        if isinstance(ask, Decision):
+            return ask
+        kind, ref, account = ask.on.kind, ask.on.id, ask.uid
         if kind in ("branch", "pullrequest"):
-            return self._on_branch(user, action, kind, ref)
-        if action in _BRANCH_ONLY:
-            return Decision.unknown(
-                f"{action} is asked on branch:WORKSPACE/REPO_SLUG/BRANCH, not {resource!r}",
-                cause="resource",
-            )
-        repo = _REPO.fullmatch(ref) if kind == "repo" else None
-        if action in _RANK and repo is None:
-            return Decision.unknown(
-                f"{action} is asked on repo:WORKSPACE/REPO_SLUG, not {resource!r}",
-                cause="resource",
-            )
-        if action in _ROLES and not (kind == "workspace" and _WORKSPACE.fullmatch(ref)):
-            return Decision.unknown(
-                f"{action} is asked on workspace:WORKSPACE, not {resource!r}", cause="resource"
-            )
-        if action not in _RANK and action not in _ROLES and resource != SITE:
-            return Decision.unknown(
-                f"{action} is asked on 'site', not {resource!r}", cause="resource"
-            )
-        account = mapped_user(self, user, USER_IDS)
-        if isinstance(account, Decision):
-            return account
-        if repo is not None:
-            decided = self._repository(account, action, repo.group(1), repo.group(2))
-        elif action in _ROLES:
+            return self._on_branch(account, action, kind, ref)
+        if kind == "repo":
+            ws, slug = ref.split("/")
+            decided = self._repository(account, action, ws, slug)
+        elif kind == "workspace":
             decided = self._workspace(account, action, ref)
         elif action in _SENDER and self.options.get("own_tokens") != "user":
             return Decision.unknown(
@@ -324,22 +302,11 @@ class Bitbucket(Integration):
         inactive = self._active(account)
         return decided if inactive is None else inactive
 
-    def _on_branch(self, user: str, action: str, kind: str, ref: str) -> Decision:
+    def _on_branch(self, account: str, action: str, kind: str, ref: str) -> Decision:
         """A write to a branch, a branch's deletion or a pull request's merge: the repository
         permission, then the account, then the branch restrictions that bind it."""
-        shape = _PULL if kind == "pullrequest" else _BRANCH
-        named = shape.fullmatch(ref)
-        restricts = _BRANCHES.get(action, {}).get(kind)
-        if named is None or restricts is None:
-            return Decision.unknown(
-                f"{action} is not asked on {kind}:{ref!r} (branch:WORKSPACE/REPO_SLUG/BRANCH, "
-                "pullrequest:WORKSPACE/REPO_SLUG/ID)",
-                cause="resource",
-            )
-        account = mapped_user(self, user, USER_IDS)
-        if isinstance(account, Decision):
-            return account
-        ws, slug, name = named.groups()
+        restricts = _BRANCHES[action][kind]
+        ws, slug, name = ref.split("/", 2)
         decided = self._repository(account, action, ws, slug)
         if not decided.allowed:
             return decided
@@ -362,11 +329,12 @@ class Bitbucket(Integration):
     def _account(self, account: str) -> dict[str, Any] | None:
         """The user's account (``GET /2.0/users/{id}``), kept; None when there is none."""
         path = f"{_API}/users/{quote(account, safe='')}"
-        hit = self._reads.get(path)
-        if hit is None:
+
+        def read() -> dict[str, Any]:
             found = self.get_json(path, what="fetch the user's account", absent=(404,))
-            hit = {"absent": True} if found is None else found
-            self._reads.put(path, hit, float(self.options.get("permission_cache_ttl", 60.0)))
+            return {"absent": True} if found is None else found
+
+        hit = self._reads.get(path, read)
         return None if hit == {"absent": True} else hit
 
     def _active(self, account: str) -> Decision | None:
@@ -383,11 +351,7 @@ class Bitbucket(Integration):
 
     def _read(self, path: str, what: str) -> dict[str, Any]:
         """One object, kept ``permission_cache_ttl``."""
-        hit = self._reads.get(path)
-        if hit is None:
-            hit = self.get_json(f"{_API}{path}", what=what)
-            self._reads.put(path, hit, float(self.options.get("permission_cache_ttl", 60.0)))
-        return hit
+        return self._reads.get(path, lambda: self.get_json(f"{_API}{path}", what=what))
 
     def _destination(self, ws: str, slug: str, pull: str) -> str:
         what = f"read pull request {pull} of {ws}/{slug}"

@@ -137,6 +137,7 @@ class GitLab(ProtectedRefs):
             "max_pages",
             "Most pages (100 items each) one list read may follow before giving up (unknown).",
             default=10,
+            minimum=1,
         ),
     )
 
@@ -164,9 +165,6 @@ class GitLab(ProtectedRefs):
                 raise ConfigError(
                     f"{action}: must be an access level ({', '.join(map(str, LEVELS))})", "levels"
                 )
-        pages = options.get("max_pages")
-        if not isinstance(pages, int) or pages < 1:
-            raise ConfigError("must be 1 or more", "max_pages")
 
     # --- the request hook ----------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:

@@ -37,14 +37,13 @@ from urllib.parse import quote
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
-from toolpass.integrations._kit import UserIds, mapped_user
+from toolpass.integrations._kit import Cache, UserIds, asked, mapped_user, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route, fields
@@ -175,6 +174,21 @@ def jql_bound(jql: str) -> tuple[str, str] | None:
 USER_IDS = UserIds(_ACCOUNT_ID, "an Atlassian accountId")
 
 
+def _misasked(action: str, resource: str, refused: Decision) -> Decision:
+    """Jira's own words for a resource ``action`` does not take (its kinds in
+    ``actions.json``)."""
+    declared = Jira.action(action)
+    if declared is None or refused.cause != "resource":
+        return refused
+    if resource.startswith("search:"):
+        text = f"search:KEY is asked with BROWSE_PROJECTS only, not {action} on {resource!r}"
+    elif "site" in declared.terms["kinds"]:
+        text = f"{action} is a global permission: ask it on resource 'site'"
+    else:
+        text = f"jira resources are issue:KEY-123, project:KEY or site, not {resource!r}"
+    return Decision.unknown(text, cause="resource")
+
+
 class Jira(AtlassianSite):
     """Jira Cloud, through the bulk permission check for another account."""
 
@@ -211,18 +225,18 @@ class Jira(AtlassianSite):
             default="unknown",
             choices=("user", "unknown"),
         ),
-        ConfigKey(
-            "resource_cache_ttl",
-            "Seconds an issue or project key stays resolved to its id (0: never cached).",
-            default=300.0,
-        ),
+        ttl_key("resource", "an issue or project key", 300.0, kept="stays resolved to its id"),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._ids: Remembered[tuple[str, str], tuple[str, str]] = Remembered()
-        self._accounts: Remembered[str, bool] = Remembered()
+        self._ids: Cache[tuple[str, str], tuple[str, str] | None] = Cache.option(
+            self, "resource_cache_ttl", 10_000, keep_none=False
+        )
+        self._accounts: Cache[str, bool | None] = Cache(
+            lambda: self.config.identity.cache_ttl, 10_000, keep_none=False
+        )
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -358,14 +372,14 @@ class Jira(AtlassianSite):
                 "active accounts only, and none without Browse users and groups)"
             )
         for account, active in found.items():
-            self._accounts.put(account, active, self.config.identity.cache_ttl)
+            self._accounts.put(account, active)
         return list(found)
 
     def _active(self, account: str) -> bool | None:
         """Whether ``account`` is active; None when not known and not to be verified."""
-        known = self._accounts.get(account)
-        if known is not None:
-            return known
+        return self._accounts.get(account, lambda: self._read_active(account))
+
+    def _read_active(self, account: str) -> bool | None:
         if not self.options.get("verify_account", True):
             return None
         params = {"accountId": account}
@@ -376,15 +390,14 @@ class Jira(AtlassianSite):
         active = data.get("active") if isinstance(data, dict) else None
         if not isinstance(active, bool) or data.get("accountId") != account:
             raise LookupFailed("jira's account answer has no accountId or active flag")
-        self._accounts.put(account, active, self.config.identity.cache_ttl)
         return active
 
     # --- resources ---------------------------------------------------------------------
     def _resolve(self, kind: str, ref: str) -> tuple[str, str] | None:
         """(id, label) of an issue or project; None when Jira answers 404."""
-        hit = self._ids.get((kind, ref))
-        if hit is not None:
-            return hit
+        return self._ids.get((kind, ref), lambda: self._read_id(kind, ref))
+
+    def _read_id(self, kind: str, ref: str) -> tuple[str, str] | None:
         what = f"resolve {kind} {ref}"
         params = {"fields": "project"} if kind == "issue" else None
         path = f"{_API}/{kind}/{quote(ref)}"
@@ -399,7 +412,6 @@ class Jira(AtlassianSite):
         if not found.isdigit():
             raise LookupFailed(f"jira's {kind} answer has a non-numeric id")
         label = f"{kind} {key}" if isinstance(key, str) and key else f"{kind} {ref}"
-        self._ids.put((kind, ref), (found, label), float(self.options["resource_cache_ttl"]))
         return found, label
 
     # --- the check -----------------------------------------------------------------------
@@ -408,29 +420,13 @@ class Jira(AtlassianSite):
         return) is ``BROWSE_PROJECTS`` there while the project has no issue security scheme:
         with one, the search may return issues under levels the user is not in (the engine
         cannot tell whose they are), so it is denied; ``level IS EMPTY`` narrows it."""
-        kind, _, ref = resource.partition(":")
-        declared = self.action(action)
-        terms: Mapping[str, Any] = declared.terms if declared is not None else {}
+        ask = asked(self, action, resource)
+        if isinstance(ask, Decision):
+            return _misasked(action, resource, ask)
+        kind, ref, terms = ask.on.kind, ask.on.id, ask.terms
         if kind == "search":
-            if terms.get("searches") is not True or not _PROJECT.fullmatch(ref):
-                return Decision.unknown(
-                    f"search:KEY is asked with BROWSE_PROJECTS only, not {action} on {resource!r}",
-                    cause="resource",
-                )
             decided = self.check(user, action, f"project:{ref}")
             return decided if not decided.allowed else self._unsecured(ref, decided)
-        is_global = action in _GLOBAL
-        if is_global and resource != SITE:
-            return Decision.unknown(
-                f"{action} is a global permission: ask it on resource 'site'", cause="resource"
-            )
-        if not is_global:
-            pattern = {"issue": _ISSUE, "project": _PROJECT}.get(kind)
-            if pattern is None or not pattern.fullmatch(ref):
-                return Decision.unknown(
-                    f"jira resources are issue:KEY-123, project:KEY or site, not {resource!r}",
-                    cause="resource",
-                )
         account = mapped_user(self, user, USER_IDS)
         if isinstance(account, Decision):
             return account
@@ -449,7 +445,7 @@ class Jira(AtlassianSite):
             )
         if terms.get("needs") == "active":  # JIRA_ACCESS, SENDER_LISTS
             return Decision.allow(f"{user}'s Jira account {account} is active")
-        if is_global:
+        if kind == SITE:
             body: dict[str, Any] = {"accountId": account, "globalPermissions": [action]}
             grants = self._bulk_check(body)
             held = grants.get("globalPermissions")

@@ -101,9 +101,10 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, ttl_option
+from toolpass.integrations._groups import group_list, source_groups
+from toolpass.integrations._kit import Cache, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -123,7 +124,6 @@ from toolpass.integrations.kubernetes._hook import (
 )
 from toolpass.integrations.kubernetes._resources import Target, parse_resource
 from toolpass.integrations.routes import Match, Request
-from toolpass.wire import budget
 from toolpass.wire.errors import BadResource, ConfigError, LookupFailed
 from toolpass.wire.http import HTTPClient, NetOptions, check_url
 from toolpass.wire.identity import normalize_email
@@ -209,7 +209,7 @@ def _groups_mapping(data: object) -> dict[str, list[str]]:
         raise ValueError("must map emails to lists of groups")
     table: dict[str, list[str]] = {}
     for email, groups in data.items():
-        if not isinstance(email, str) or not _group_list(groups):
+        if not isinstance(email, str) or not group_list(groups):
             raise ValueError(f"the groups of {email!r} must be a list of group names")
         try:
             key = normalize_email(email)
@@ -217,18 +217,6 @@ def _groups_mapping(data: object) -> dict[str, list[str]]:
             continue  # an address that could pose as another is no one's
         table[key] = list(groups)
     return table
-
-
-def _name_ok(name: object) -> bool:
-    return (
-        isinstance(name, str)
-        and bool(name.strip())
-        and not any(unicodedata.category(c)[0] == "C" for c in name)
-    )
-
-
-def _group_list(groups: object) -> bool:
-    return isinstance(groups, (list, tuple)) and all(_name_ok(g) for g in groups)
 
 
 # --- the integration ---------------------------------------------------------------------
@@ -311,11 +299,7 @@ class Kubernetes(Integration):
             "In code: resolve(email) -> list of groups, or None when the user is not known.",
             type="any",
         ),
-        ConfigKey(
-            "groups_cache_ttl",
-            "Seconds the groups from groups_url or groups_resolve are kept.",
-            default=300.0,
-        ),
+        ttl_key("groups", "the groups from groups_url or groups_resolve", 300.0),
         ConfigKey(
             "groups_missing",
             "A user the groups source does not know: unknown (refuse to guess) or none "
@@ -355,8 +339,6 @@ class Kubernetes(Integration):
             value = options.get(key) or ""
             if any(c.isspace() or unicodedata.category(c)[0] == "C" for c in value):
                 raise ConfigError("must not contain spaces or control characters", key)
-        if options.get("groups_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 seconds or more", "groups_cache_ttl")
 
     def __init__(self, config: ConnectionConfig, http: HTTPClient | None = None) -> None:
         super().__init__(config, http)
@@ -376,8 +358,10 @@ class Kubernetes(Integration):
             if groups_file
             else None
         )
-        ttl = ttl_option(o, "groups_cache_ttl", 300.0)  # a group source's answer, None too
-        self._groups_cache: Cache[str, list[str] | None] = Cache(ttl, size=10_000)
+        # a group source's answer, None too
+        self._groups_cache: Cache[str, list[str] | None] = Cache.option(
+            self, "groups_cache_ttl", 10_000
+        )
 
     # --- requests ------------------------------------------------------------------------
     def _token(self) -> str:
@@ -443,46 +427,7 @@ class Kubernetes(Integration):
             return table.get(email)
         if not (self.options["groups_url"] or self.options["groups_resolve"]):
             return None
-        ask = self._ask_groups_service if self.options["groups_url"] else self._ask_groups_callable
-        return self._groups_cache.get(email, lambda: ask(email))
-
-    def _ask_groups_service(self, email: str) -> list[str] | None:
-        url: str = self.options["groups_url"]
-        query = urlencode({"email": email, "system": self.name, "connection": self.config.id})
-        headers = {}
-        if self.options["groups_token"] is not None:
-            headers["Authorization"] = f"Bearer {self.secret('groups_token')}"
-        answer = self.http.request(
-            "GET",
-            f"{url}{'&' if '?' in url else '?'}{query}",
-            headers=headers,
-            timeout=budget.remaining(self.config.timeout),
-            options=NetOptions(),  # the deployment's own service, as for identity: http
-        )
-        if answer.status == 404:
-            return None
-        if answer.status != 200:
-            raise LookupFailed(f"the groups service answered HTTP {answer.status}")
-        data = answer.json()
-        if not isinstance(data, dict) or "groups" not in data:
-            raise LookupFailed("the groups service's answer has no groups")
-        if data["groups"] is None:
-            return None
-        if not _group_list(data["groups"]):
-            raise LookupFailed("the groups service's answer is not a list of group names")
-        return list(data["groups"])
-
-    def _ask_groups_callable(self, email: str) -> list[str] | None:
-        resolve: Callable[[str], Any] = self.options["groups_resolve"]
-        try:
-            found = resolve(email)
-        except Exception as e:
-            raise LookupFailed(f"the groups callable failed ({type(e).__name__}: {e})")
-        if found is None:
-            return None
-        if isinstance(found, str) or not _group_list(list(found)):
-            raise LookupFailed("the groups callable did not return a list of group names")
-        return list(found)
+        return self._groups_cache.get(email, lambda: source_groups(self, email))
 
     # --- the check -----------------------------------------------------------------------
     def review(self, user: str, action: str, resource: str) -> dict[str, Any]:

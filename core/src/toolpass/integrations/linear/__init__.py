@@ -31,7 +31,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, paged, target, token_from
+from toolpass.integrations._kit import (
+    Cache,
+    IssuedToken,
+    UserIds,
+    asked,
+    paged,
+    token_from,
+    ttl_key,
+)
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -39,12 +47,10 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.linear._graphql import match_graphql
 from toolpass.integrations.routes import Match, Request, normal_path
-from toolpass.wire.errors import ConfigError
 
 __all__ = ["Linear"]
 
@@ -99,6 +105,11 @@ class Linear(Integration):
             "token) or client_credentials (client_id + client_secret at /oauth/token).",
             default="api_key",
             choices=("api_key", "bearer", "client_credentials"),
+            needs={
+                "api_key": ("api_key",),
+                "bearer": ("access_token",),
+                "client_credentials": ("client_id", "client_secret"),
+            },
         ),
         ConfigKey(
             "api_key", "A personal API key with the Read permission (auth api_key).", secret=True
@@ -111,39 +122,20 @@ class Linear(Integration):
             secret=True,
         ),
         ConfigKey("scope", "The scopes asked with client credentials.", default="read"),
-        ConfigKey(
-            "user_cache_ttl",
-            "Seconds a user's role and team memberships are kept (0: never).",
-            default=300.0,
-        ),
-        ConfigKey(
-            "resource_cache_ttl",
-            "Seconds the team of an issue, comment, ... and its visibility are kept (0: never).",
-            default=60.0,
-        ),
+        ttl_key("user", "a user's role and team memberships", 300.0),
+        ttl_key("resource", "the team of an issue, comment, ... and its visibility", 60.0),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._users: Remembered[str, tuple[dict[str, Any], dict[str, bool]]] = Remembered(5000)
-        self._targets: Remembered[str, tuple[dict[str, Any] | None, str | None]] = Remembered(5000)
+        self._users: Cache[str, tuple[dict[str, Any], dict[str, bool]]] = Cache.option(
+            self, "user_cache_ttl"
+        )
+        self._targets: Cache[str, tuple[dict[str, Any] | None, str | None]] = Cache.option(
+            self, "resource_cache_ttl"
+        )
         self._tokens = IssuedToken(self, self._client_credentials)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "api_key")
-        needed = {
-            "api_key": ("api_key",),
-            "bearer": ("access_token",),
-            "client_credentials": ("client_id", "client_secret"),
-        }[auth]
-        for key in needed:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
-        for key in ("user_cache_ttl", "resource_cache_ttl"):
-            if options.get(key, 0) < 0:
-                raise ConfigError("must be 0 or more seconds", key)
 
     # --- requests ------------------------------------------------------------------------
     def auth_headers(self) -> Mapping[str, str]:
@@ -233,24 +225,18 @@ class Linear(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        terms = self.action(action)
-        if terms is None:
-            return Decision.unknown(f"linear has no action {action!r}", cause="resource")
-        scope = str(terms.terms.get("scope"))
-        on = target(terms, resource)
-        if isinstance(on, Decision):
-            return on
-        kind, rid = on.kind, on.id
-        uid = mapped_user(self, user, USER_IDS)
-        if isinstance(uid, Decision):
-            return uid
+        ask = asked(self, action, resource, user, USER_IDS)
+        if isinstance(ask, Decision):
+            return ask
+        scope, needs = str(ask.terms.get("scope")), ask.terms.get("needs")
+        kind, rid, uid = ask.on.kind, ask.on.id, ask.uid
         me, teams = self._user(uid)
         who = f"Linear user {uid}"
         admin = me.get("admin") is True or me.get("owner") is True
         if me.get("active") is not True:
             return Decision.deny(f"{who} is suspended")
         team, author = (None, None) if scope == "workspace" else self._target(kind, rid)
-        needs = terms.terms.get("needs")  # admin, team_owner, author, author_or_admin, or None
+        # needs: admin, team_owner, author, author_or_admin, or None
         if team is None:  # the workspace, or a workspace-wide label or template
             if needs in ("admin", "team_owner"):
                 if admin:
@@ -275,9 +261,9 @@ class Linear(Integration):
 
     def _user(self, uid: str) -> tuple[dict[str, Any], dict[str, bool]]:
         """The user's flags and their teams (team id -> whether they own it)."""
-        hit = self._users.get(uid)
-        if hit is not None:
-            return hit
+        return self._users.get(uid, lambda: self._read_user(uid))
+
+    def _read_user(self, uid: str) -> tuple[dict[str, Any], dict[str, bool]]:
         query = (
             "query($id: String!, $after: String) { user(id: $id) { id active admin owner "
             "guest teamMemberships(first: 100, after: $after) { nodes { owner team { id } } "
@@ -312,17 +298,15 @@ class Linear(Integration):
             if not (isinstance(team, dict) and isinstance(team.get("id"), str)):
                 raise LookupFailed(f"linear's answer to {what} has a malformed membership")
             teams[team["id"]] = teams.get(team["id"], False) or node.get("owner") is True
-        found = (me, teams)
-        self._users.put(uid, found, float(self.options.get("user_cache_ttl", 300.0)))
-        return found
+        return me, teams
 
     def _target(self, kind: str, rid: str) -> tuple[dict[str, Any] | None, str | None]:
         """The team a resource belongs to (None: the workspace's own), and a comment's
         author."""
+        return self._targets.get(f"{kind}:{rid}", lambda: self._read_target(kind, rid))
+
+    def _read_target(self, kind: str, rid: str) -> tuple[dict[str, Any] | None, str | None]:
         resource = f"{kind}:{rid}"
-        hit = self._targets.get(resource)
-        if hit is not None:
-            return hit
         what = f"read {resource}"
         variables: dict[str, Any] = {"id": rid}
         found: tuple[Any, str | None]
@@ -359,7 +343,6 @@ class Linear(Integration):
             pass
         elif not (isinstance(team, dict) and isinstance(team.get("id"), str)):
             raise LookupFailed(f"linear's answer to {what} has no team")
-        self._targets.put(resource, found, float(self.options.get("resource_cache_ttl", 60.0)))
         return found
 
     # --- the probe -----------------------------------------------------------------------

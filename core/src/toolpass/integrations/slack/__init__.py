@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from toolpass.integrations import _fields
-from toolpass.integrations._kit import Cache, paged, ttl_option
+from toolpass.integrations._kit import Cache, Target, asked, kinds_of, paged, target
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -56,7 +56,7 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
-from toolpass.integrations.slack._keys import KEYS, TEAM_ID, validate
+from toolpass.integrations.slack._keys import KEYS, validate
 from toolpass.integrations.slack._people import (
     admin,
     flag,
@@ -73,8 +73,6 @@ __all__ = ["INTEGRATION", "Slack", "SlackError"]
 
 _CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,30}")
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
-_TS = re.compile(r"\d{1,12}\.\d{1,9}")
-_CHANNEL_NAME = re.compile(r"[^\s#,/]{1,80}")
 _ARGUMENT = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 # what every check reads (users.lookupByEmail, users.info, conversations.info / .members)
@@ -112,10 +110,8 @@ _SEARCH_METHODS = frozenset({"/search.messages", "/search.files", "/search.all"}
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
 _KIND = {a.name: a.terms["rule"] for a in ACTIONS}
+_ANY = Action("any", "", "read", terms={"kinds": kinds_of(__name__)})
 _WORKSPACE = "workspace"
-_CHANNEL_KINDS = {
-    _READ, _POST, _MEMBER, _INVITE, _JOIN, _LEAVE, _MANAGE, _ARCHIVE, _UNARCHIVE, _EDIT, _DELETE
-}  # fmt: skip
 
 
 # Methods that take their conversation under more than one name: every one present must agree.
@@ -141,24 +137,21 @@ class _Resource:
 
 
 def _parse(resource: str) -> _Resource:
-    if resource == "workspace":
-        return _Resource("workspace")
-    kind, sep, rest = resource.partition(":")
-    if sep and kind == "team" and TEAM_ID.fullmatch(rest):
-        return _Resource("workspace", team=rest)
-    if sep and kind == "channel":
-        if _CHANNEL_ID.fullmatch(rest):
-            return _Resource("channel", rest)
-        if rest.startswith("#") and _CHANNEL_NAME.fullmatch(rest[1:]):
-            return _Resource("channel", rest)
-    if sep and kind == "message":
-        channel, slash, ts = rest.partition("/")
-        if slash and _CHANNEL_ID.fullmatch(channel) and _TS.fullmatch(ts):
-            return _Resource("message", channel, ts)
-    raise BadResource(
-        f"{resource!r} is not a Slack resource (expected channel:C…, channel:#name, "
-        "message:C…/ts, workspace or team:T…)"
-    )
+    """``resource`` as any of the kinds ``actions.json`` declares (else BadResource)."""
+    on = target(_ANY, resource)
+    if isinstance(on, Decision):
+        raise BadResource(on.reason)
+    return _resource(on)
+
+
+def _resource(on: Target) -> _Resource:
+    """A resource of one of the kinds ``actions.json`` declares."""
+    if on.kind == "team":
+        return _Resource("workspace", team=on.id)
+    if on.kind == "message":
+        channel, _, ts = on.id.partition("/")
+        return _Resource("message", channel, ts)
+    return _Resource(on.kind, on.id)
 
 
 class Slack(Integration):
@@ -183,12 +176,8 @@ class Slack(Integration):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._users: Cache[str, dict[str, Any]] = Cache(
-            ttl_option(self.options, "user_cache_ttl", 30.0), size=10_000
-        )
-        self._names: Cache[str, str] = Cache(
-            ttl_option(self.options, "name_cache_ttl", 300.0), size=10_000
-        )
+        self._users: Cache[str, dict[str, Any]] = Cache.option(self, "user_cache_ttl", 10_000)
+        self._names: Cache[str, str] = Cache.option(self, "name_cache_ttl", 10_000)
 
     # --- the request hook ----------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -350,16 +339,10 @@ class Slack(Integration):
 
     # --- the check ---------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        kind = _KIND.get(action)
-        if kind is None:
-            return Decision.unknown(f"slack has no action {action!r}")
-        where = _parse(resource)
-        if kind in _CHANNEL_KINDS and where.kind == "workspace":
-            raise BadResource(f"{action} needs a channel:… or message:… resource")
-        if kind in (_EDIT, _DELETE) and where.kind != "message":
-            raise BadResource(f"{action} needs a message:C…/ts resource")
-        if kind in (_CREATE, _SEARCH) and where.kind != "workspace":
-            raise BadResource(f"{action} needs a workspace or team:T… resource")
+        ask = asked(self, action, resource)
+        if isinstance(ask, Decision):
+            return ask
+        kind, where = ask.terms["rule"], _resource(ask.on)
         team = self.options.get("team_id")
         if where.team and team and where.team != team:
             raise LookupFailed(f"this connection checks workspace {team}, not {where.team}")

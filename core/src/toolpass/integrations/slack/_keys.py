@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from toolpass.integrations._kit import ttl_key
 from toolpass.integrations.base import ConfigKey
 from toolpass.wire.errors import ConfigError
 
@@ -112,22 +113,19 @@ KEYS: tuple[ConfigKey, ...] = (
         "page_size",
         "The limit sent with conversations.members and conversations.list (1-1000).",
         default=200,
+        minimum=1,
+        maximum=1000,
     ),
     ConfigKey(
         "max_pages",
         "The most pages one membership or name look-up may read before it is unknown.",
         default=50,
+        minimum=1,
     ),
-    ConfigKey(
-        "user_cache_ttl",
-        "Seconds a user's flags (deleted, guest, admin) are reused between checks (0: never).",
-        default=30.0,
+    ttl_key(
+        "user", "a user's flags (deleted, guest, admin)", 30.0, kept="are reused between checks"
     ),
-    ConfigKey(
-        "name_cache_ttl",
-        "Seconds a resolved channel:#name is reused (0: never).",
-        default=300.0,
-    ),
+    ttl_key("name", "a resolved channel:#name", 300.0, kept="is reused"),
 )
 
 
@@ -138,10 +136,3 @@ def validate(options: Mapping[str, Any]) -> None:
     team = options.get("team_id")
     if team is not None and not TEAM_ID.fullmatch(team):
         raise ConfigError("must be a Slack workspace id such as T0123ABCD", "team_id")
-    if not 1 <= options["page_size"] <= 1000:
-        raise ConfigError("must be between 1 and 1000", "page_size")
-    if options["max_pages"] < 1:
-        raise ConfigError("must be 1 or more", "max_pages")
-    for key in ("user_cache_ttl", "name_cache_ttl"):
-        if options[key] < 0:
-            raise ConfigError("must be 0 or more seconds", key)

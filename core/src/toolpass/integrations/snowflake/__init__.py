@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, IssuedToken, ttl_option
+from toolpass.integrations._kit import Cache, IssuedToken, asked, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -122,6 +122,11 @@ class Snowflake(Integration):
             "the account's, https://<orgname>-<account_name>.snowflakecomputing.com.",
             default="keypair",
             choices=("keypair", "oauth", "pat"),
+            needs={
+                "keypair": ("account", "user", "private_key"),
+                "oauth": ("access_token",),
+                "pat": ("access_token",),
+            },
         ),
         ConfigKey(
             "account",
@@ -151,28 +156,14 @@ class Snowflake(Integration):
             default="unknown",
             choices=("unknown", "deny"),
         ),
-        ConfigKey(
-            "grant_cache_ttl",
-            "Seconds a user, their grants and a role's grants are kept (0: never).",
-            default=60.0,
-        ),
+        ttl_key("grant", "a user, their grants and a role's grants", 60.0),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tokens = IssuedToken(self, self._new_jwt)
-        self._reads: Cache[str, Any] = Cache(ttl_option(self.options, "grant_cache_ttl", 60.0))
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "keypair")
-        needs = ("account", "user", "private_key") if auth == "keypair" else ("access_token",)
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
-        if options.get("grant_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "grant_cache_ttl")
+        self._reads: Cache[str, Any] = Cache.option(self, "grant_cache_ttl")
 
     # --- the request hook ----------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -299,17 +290,11 @@ class Snowflake(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"snowflake has no action {action!r}", cause="resource")
-        kind = str(declared.terms["kind"])
-        got, _, ref = resource.partition(":")
-        target = () if resource == kind == "account" else names(ref, kind) if got == kind else None
-        if target is None:
-            shape = "account" if kind == "account" else f"{kind}:<name>"
-            return Decision.unknown(
-                f"snowflake's {action} is asked on {shape}, not {resource!r}", cause="resource"
-            )
+        ask = asked(self, action, resource)
+        if isinstance(ask, Decision):
+            return ask
+        declared, kind = ask.action, str(ask.terms["kind"])
+        target = names(ask.on.id, kind) or ()
         name = canonical(self.user_id(user))
         info = self._kept_read(f"/api/v2/users/{_path(name)}", f"read the user {name}")
         if info is None:
