@@ -50,6 +50,7 @@ def auth_keys(scopes: tuple[str, ...], subject: str = "") -> tuple[ConfigKey, ..
             "service account: GCE, GKE workload identity, Cloud Run) or token (access_token).",
             default="service_account",
             choices=_AUTHS,
+            needs={"service_account": ("credentials",), "token": ("access_token",)},
         ),
         ConfigKey(
             "credentials",
@@ -89,10 +90,6 @@ class GoogleIntegration(Integration):
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "service_account")
-        needs = {"service_account": "credentials", "token": "access_token"}.get(auth)
-        if needs and options.get(needs) is None:
-            raise ConfigError(f"auth {auth} needs {needs}", needs)
         if options.get("token_uri") is not None:
             check_url(options.get("token_uri"), "token_uri")
         metadata = urlsplit(str(options.get("metadata_url", METADATA_URL)))

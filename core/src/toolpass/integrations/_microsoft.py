@@ -93,6 +93,7 @@ def entra_keys(credential: str, graph_url: bool = True) -> tuple[ConfigKey, ...]
             "AZURE_FEDERATED_TOKEN_FILE).",
             default="secret",
             choices=tuple(_NEEDS),
+            needs={auth: (key,) for auth, key in _NEEDS.items()},
         ),
         ConfigKey("client_secret", "The application's client secret (auth secret).", secret=True),
         ConfigKey(
@@ -145,9 +146,6 @@ class MicrosoftCloud(Integration):
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = str(options.get("auth") or "secret")
-        if options.get(_NEEDS[auth]) is None:
-            raise ConfigError(f"auth {auth} needs {_NEEDS[auth]}", _NEEDS[auth])
         if not _TENANT.fullmatch(str(options.get("tenant_id"))):
             raise ConfigError("must be a tenant id or domain", "tenant_id")
         for key in ("authority_host", "graph_url"):

@@ -59,7 +59,6 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
-from toolpass.wire.errors import ConfigError
 from toolpass.wire.identity import same_email
 
 __all__ = ["Databricks", "plain_select"]
@@ -117,6 +116,7 @@ class Databricks(Integration):
             "<url>/oidc/v1/token).",
             default="token",
             choices=("token", "oauth"),
+            needs={"token": ("access_token",), "oauth": ("client_id", "client_secret")},
         ),
         ConfigKey("access_token", "The engine's access token (auth token).", secret=True),
         ConfigKey("client_id", "The service principal's application id (auth oauth)."),
@@ -145,15 +145,6 @@ class Databricks(Integration):
         self._users: Cache[str, dict[str, Any] | None] = kept()
         self._permissions: Cache[str, dict[str, Any]] = kept()
         self._assignments: Cache[str, tuple[dict[str, Any], ...]] = kept()
-
-    # --- configuration ---------------------------------------------------------------
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        needs = ("access_token",) if auth == "token" else ("client_id", "client_secret")
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:

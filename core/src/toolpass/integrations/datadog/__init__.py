@@ -42,7 +42,6 @@ from toolpass.integrations.base import (
     ProbeResult,
     load_actions,
 )
-from toolpass.wire.errors import ConfigError
 
 __all__ = ["Datadog"]
 
@@ -94,6 +93,7 @@ class Datadog(Integration):
             "api.ddog-gov.com).",
             default="keys",
             choices=("keys", "bearer"),
+            needs={"keys": ("api_key", "app_key"), "bearer": ("access_token",)},
         ),
         ConfigKey("api_key", "An API key of the organization (auth keys).", secret=True),
         ConfigKey("app_key", "The service account's application key (auth keys).", secret=True),
@@ -110,13 +110,6 @@ class Datadog(Integration):
             self, "policy_cache_ttl"
         )
         self._restricted: Cache[str, _Restricted] = Cache.option(self, "policy_cache_ttl")
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "keys")
-        for key in ("api_key", "app_key") if auth == "keys" else ("access_token",):
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
 
     def auth_headers(self) -> Mapping[str, str]:
         if self.options.get("auth", "keys") == "bearer":

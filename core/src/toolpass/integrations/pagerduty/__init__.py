@@ -58,7 +58,6 @@ from toolpass.integrations.base import (
     ProbeResult,
     load_actions,
 )
-from toolpass.wire.errors import ConfigError
 from toolpass.wire.identity import same_email
 
 __all__ = ["PagerDuty"]
@@ -109,6 +108,7 @@ class PagerDuty(Integration):
             "token). The url names the service region (https://api.eu.pagerduty.com).",
             default="token",
             choices=("token", "bearer"),
+            needs={"token": ("api_key",), "bearer": ("access_token",)},
         ),
         ConfigKey("api_key", "A read-only REST API key (auth token).", secret=True),
         ConfigKey("access_token", "An OAuth access token (auth bearer).", secret=True),
@@ -128,13 +128,6 @@ class PagerDuty(Integration):
         self._objects: Cache[tuple[str, str], dict[str, list[str]]] = kept()
         self._private_teams: Cache[str, bool] = kept()
         self._members: Cache[str, dict[str, str]] = kept()
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        key = "api_key" if auth == "token" else "access_token"
-        if options.get(key) is None:
-            raise ConfigError(f"auth {auth} needs {key}", key)
 
     def auth_headers(self) -> Mapping[str, str]:
         if self.options.get("auth", "token") == "bearer":

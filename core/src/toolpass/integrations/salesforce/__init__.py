@@ -96,6 +96,10 @@ class Salesforce(Integration):
             "<url>/services/oauth2/token, run as its integration user).",
             default="token",
             choices=("token", "client_credentials"),
+            needs={
+                "token": ("access_token",),
+                "client_credentials": ("client_id", "client_secret"),
+            },
         ),
         ConfigKey("access_token", "The engine's access token (auth token).", secret=True),
         ConfigKey("client_id", "The client app's consumer key (auth client_credentials)."),
@@ -136,11 +140,6 @@ class Salesforce(Integration):
     # --- configuration -----------------------------------------------------------------
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        needs = ("access_token",) if auth == "token" else ("client_id", "client_secret")
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         if not _VERSION.fullmatch(str(options.get("api_version", "62.0"))):
             raise ConfigError("must be an API version such as 62.0", "api_version")
         rules = options.get("restriction_rules", [])

@@ -93,6 +93,7 @@ class Vault(Integration):
             "is kept until shortly before its lease ends).",
             default="token",
             choices=("token", "approle"),
+            needs={"token": ("token",), "approle": ("role_id", "secret_id")},
         ),
         ConfigKey(
             "token",
@@ -137,10 +138,6 @@ class Vault(Integration):
     # --- configuration ---------------------------------------------------------------
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        for key in ("token",) if auth == "token" else ("role_id", "secret_id"):
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         if not re.fullmatch(
             _SEGMENT + r"(?:/" + _SEGMENT + ")*", options.get("approle_mount", "approle")
         ):

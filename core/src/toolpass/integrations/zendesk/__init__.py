@@ -92,6 +92,7 @@ class Zendesk(Integration):
             "https://<subdomain>.zendesk.com.",
             default="token",
             choices=("token", "bearer"),
+            needs={"token": ("email", "api_token"), "bearer": ("access_token",)},
         ),
         ConfigKey("email", "The email of the agent whose API token is used (auth token)."),
         ConfigKey("api_token", "A Zendesk API token (auth token).", secret=True),
@@ -110,13 +111,6 @@ class Zendesk(Integration):
         self._tickets: Cache[str, dict[str, Any]] = Cache.option(self, "ticket_cache_ttl")
         self._roles: Cache[str, dict[Any, Any]] = Cache.option(self, "role_cache_ttl", 1)
         self._agents_deleting: Cache[str, bool] = Cache.option(self, "role_cache_ttl", 1)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        for key in ("email", "api_token") if auth == "token" else ("access_token",):
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
 
     def auth_headers(self) -> Mapping[str, str]:
         if self.options.get("auth", "token") == "bearer":
