@@ -21,8 +21,9 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
+from toolpass.integrations._kit import token_from
 from toolpass.integrations.base import ConfigKey, Integration, LookupFailed, issued_token
 from toolpass.integrations.routes import Match, Request, Route, RouteTable
 from toolpass.wire.errors import ConfigError
@@ -49,6 +50,7 @@ def auth_keys(scopes: tuple[str, ...], subject: str = "") -> tuple[ConfigKey, ..
             "service account: GCE, GKE workload identity, Cloud Run) or token (access_token).",
             default="service_account",
             choices=_AUTHS,
+            needs={"service_account": ("credentials",), "token": ("access_token",)},
         ),
         ConfigKey(
             "credentials",
@@ -88,10 +90,6 @@ class GoogleIntegration(Integration):
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "service_account")
-        needs = {"service_account": "credentials", "token": "access_token"}.get(auth)
-        if needs and options.get(needs) is None:
-            raise ConfigError(f"auth {auth} needs {needs}", needs)
         if options.get("token_uri") is not None:
             check_url(options.get("token_uri"), "token_uri")
         metadata = urlsplit(str(options.get("metadata_url", METADATA_URL)))
@@ -188,7 +186,7 @@ class GoogleIntegration(Integration):
                 self.options.get("scopes") or ()
             )
             held = self.issued if own else self._delegated.get((subject or "", scopes))
-            if held is not None and time.monotonic() < held[1]:
+            if held is not None and self.clock() < held[1]:
                 return held[0]
             if self._auth == "metadata":
                 url = str(self.options.get("metadata_url", METADATA_URL))
@@ -198,7 +196,7 @@ class GoogleIntegration(Integration):
                     what="get the engine's token from the metadata server",
                     headers={"Metadata-Flavor": "Google"},
                 )
-                found = issued_token(data, "the metadata server")
+                found = issued_token(data, "the metadata server", self.clock)
             else:
                 found = self._jwt_token(subject, scopes)
             if own:
@@ -224,13 +222,9 @@ class GoogleIntegration(Integration):
         if subject:
             claims["sub"] = subject
         assertion = rs256(claims, key["private_key"])
-        body = urlencode({"grant_type": _JWT_BEARER, "assertion": assertion}).encode()
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        form = {"grant_type": _JWT_BEARER, "assertion": assertion}
         what = "issue the engine's access token" + (f" as {subject}" if subject else "")
-        answer = self.answer("POST", uri, what=what, headers=headers, body=body)
-        if answer.status != 200:
-            raise self.failure(answer, what)
-        return issued_token(self.parse(answer, what), "Google's token endpoint")
+        return token_from(self, uri, form, who="Google's token endpoint", what=what)
 
     def forget_token(self, token: str) -> None:
         """Drop ``token`` (Google rejected it: revoked, or expired early)."""

@@ -36,14 +36,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Absent, paged
+from toolpass.integrations._kit import Absent, Cache, paged, token_from
 from toolpass.integrations.base import (
     ConfigKey,
     Decision,
     Integration,
     LookupFailed,
-    Remembered,
-    issued_token,
 )
 from toolpass.wire.errors import ConfigError
 from toolpass.wire.http import Response, check_url
@@ -95,6 +93,7 @@ def entra_keys(credential: str, graph_url: bool = True) -> tuple[ConfigKey, ...]
             "AZURE_FEDERATED_TOKEN_FILE).",
             default="secret",
             choices=tuple(_NEEDS),
+            needs={auth: (key,) for auth, key in _NEEDS.items()},
         ),
         ConfigKey("client_secret", "The application's client secret (auth secret).", secret=True),
         ConfigKey(
@@ -141,13 +140,12 @@ class MicrosoftCloud(Integration):
         self._audience = {"arm": cloud[1], "graph": cloud[2]}
         self._tokens: dict[str, tuple[str, float]] = {}
         self._token_lock = threading.Lock()
-        self._accounts: Remembered[str, dict[str, Any]] = Remembered(5000)
+        self._accounts: Cache[str, dict[str, Any] | None] = Cache.option(
+            self, "permission_cache_ttl", keep_none=False
+        )
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = str(options.get("auth") or "secret")
-        if options.get(_NEEDS[auth]) is None:
-            raise ConfigError(f"auth {auth} needs {_NEEDS[auth]}", _NEEDS[auth])
         if not _TENANT.fullmatch(str(options.get("tenant_id"))):
             raise ConfigError("must be a tenant id or domain", "tenant_id")
         for key in ("authority_host", "graph_url"):
@@ -160,7 +158,7 @@ class MicrosoftCloud(Integration):
         expires."""
         with self._token_lock:
             held = self._tokens.get(api)
-            if held is not None and time.monotonic() < held[1]:
+            if held is not None and self.clock() < held[1]:
                 return held[0]
             url = f"{self._authority}/{quote(str(self.options['tenant_id']))}/oauth2/v2.0/token"
             form = {
@@ -169,13 +167,8 @@ class MicrosoftCloud(Integration):
                 "scope": self._audience[api] + "/.default",
                 **self._proof(url),
             }
-            body = "&".join(f"{k}={quote(v, safe='')}" for k, v in form.items()).encode()
-            headers = {"Content-Type": "application/x-www-form-urlencoded"}
-            what = "take an access token from Entra ID"
-            answer = self.answer("POST", url, what=what, headers=headers, body=body)
-            if answer.status != 200:
-                raise self.failure(answer, what)
-            got = issued_token(self.parse(answer, what), "Entra ID's token endpoint")
+            who, what = "Entra ID's token endpoint", "take an access token from Entra ID"
+            got = token_from(self, url, form, who=who, what=what)
             self._tokens[api] = got
             self.issued = got
             return got[0]
@@ -336,16 +329,11 @@ class MicrosoftCloud(Integration):
     def account(self, oid: str) -> dict[str, Any] | None:
         """The user's directory entry (``accountEnabled``, ``userType``, ``userPrincipalName``,
         ``mail``), kept ``permission_cache_ttl`` seconds; None when Entra ID has no such user."""
-        key = oid.lower()
-        hit = self._accounts.get(key)
-        if hit is not None:
-            return hit
         select = {"$select": "id,accountEnabled,userType,userPrincipalName,mail"}
-        found = self.graph(f"/users/{oid}", what="read the user", params=select, absent=(404,))
-        if found is not None:
-            ttl = float(self.options.get("permission_cache_ttl", 60.0))
-            self._accounts.put(key, found, ttl)
-        return found  # type: ignore[no-any-return]
+        return self._accounts.get(
+            oid.lower(),
+            lambda: self.graph(f"/users/{oid}", what="read the user", params=select, absent=(404,)),
+        )
 
     def account_refusal(self, oid: str, account: Mapping[str, Any] | None) -> Decision | None:
         """A deny for an absent or disabled account, unknown when Graph does not say whether

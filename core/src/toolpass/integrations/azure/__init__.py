@@ -50,20 +50,17 @@ from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import UserIds, mapped_user, paged
+from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_key
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
-    ConfigKey,
     Decision,
     Effect,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route, normal_path
-from toolpass.wire.errors import ConfigError
 
 __all__ = ["Azure", "arm_operation", "arm_scope"]
 
@@ -118,31 +115,18 @@ class Azure(MicrosoftCloud):
     default_url = "https://management.azure.com"
     keys = (
         *entra_keys("Give it Reader (Microsoft.Authorization/*/read) where it checks."),
-        ConfigKey(
-            "permission_cache_ttl",
-            "Seconds a user's role and deny assignments at a scope are kept (0: never).",
-            default=60.0,
-        ),
-        ConfigKey(
-            "definition_cache_ttl",
-            "Seconds a role definition is kept (0: never).",
-            default=3600.0,
-        ),
+        ttl_key("permission", "a user's role and deny assignments at a scope", 60.0),
+        ttl_key("definition", "a role definition", 3600.0, kept="is kept"),
     )
     actions = ACTIONS
     api = "arm"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._kept: Remembered[str, tuple[_Grant, ...]] = Remembered(5000)
-        self._roles: Remembered[str, tuple[Mapping[str, Any], ...]] = Remembered(2000)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        super().validate(options)
-        for key in ("permission_cache_ttl", "definition_cache_ttl"):
-            if options.get(key, 0) < 0:
-                raise ConfigError("must be 0 or more seconds", key)
+        self._kept: Cache[str, tuple[_Grant, ...]] = Cache.option(self, "permission_cache_ttl")
+        self._roles: Cache[str, tuple[Mapping[str, Any], ...]] = Cache.option(
+            self, "definition_cache_ttl", 2000
+        )
 
     @classmethod
     def action(cls, name: str) -> Action | None:
@@ -231,15 +215,12 @@ class Azure(MicrosoftCloud):
             f"grants {oid} {action}"
         )
 
-    def _ttl(self, key: str, default: float) -> float:
-        return float(self.options.get(key, default))
-
     def _assignments(self, scope: str, oid: str, kind: str) -> tuple[_Grant, ...]:
         """The role (or deny) assignments of ``kind`` for the user at or above ``scope``."""
         key = f"{kind}|{scope}|{oid.lower() if kind == 'roleAssignments' else ''}"
-        hit = self._kept.get(key)
-        if hit is not None:
-            return hit
+        return self._kept.get(key, lambda: self._read_assignments(scope, oid, kind))
+
+    def _read_assignments(self, scope: str, oid: str, kind: str) -> tuple[_Grant, ...]:
         where = "" if scope == "/" else scope
         base = f"{self.config.url}{quote(where)}/providers/Microsoft.Authorization/{kind}"
         # The user's role assignments, also through groups, at, above and below the scope;
@@ -259,19 +240,16 @@ class Azure(MicrosoftCloud):
             next_at="nextLink",
             get=partial(self.api_json, "GET", api="arm"),
         )
-        found = tuple(_grant(item, kind) for item in listing)
-        self._kept.put(key, found, self._ttl("permission_cache_ttl", 60.0))
-        return found
+        return tuple(_grant(item, kind) for item in listing)
 
     def _role(self, role_id: str) -> tuple[Mapping[str, Any], ...]:
         """A role definition's ``permissions``."""
-        key = role_id.lower()
-        hit = self._roles.get(key)
-        if hit is not None:
-            return hit
+        return self._roles.get(role_id.lower(), lambda: self._read_role(role_id))
+
+    def _read_role(self, role_id: str) -> tuple[Mapping[str, Any], ...]:
         if (
             arm_scope(role_id) is None
-            or "/providers/microsoft.authorization/roledefinitions/" not in key
+            or "/providers/microsoft.authorization/roledefinitions/" not in role_id.lower()
         ):
             raise LookupFailed(f"azure names a role definition {role_id!r} that is not an ARM id")
         what = f"read the role definition {role_id.rpartition('/')[2]}"
@@ -282,9 +260,7 @@ class Azure(MicrosoftCloud):
             what=what,
             params={"api-version": API_VERSION},
         )
-        found = _permissions(data.get("properties"), what)
-        self._roles.put(key, found, self._ttl("definition_cache_ttl", 3600.0))
-        return found
+        return _permissions(data.get("properties"), what)
 
     def _denied(self, oid: str, deny: _Grant) -> bool:
         """Whether a deny assignment's principals hold the user (themselves, Everyone, or a

@@ -36,7 +36,7 @@ from urllib.parse import quote
 
 from toolpass.integrations import _fields
 from toolpass.integrations._atlassian import AtlassianSite, auth_keys
-from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, ttl_option
+from toolpass.integrations._kit import Cache, UserIds, declared, mapped_user, paged, target, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -52,13 +52,12 @@ __all__ = ["Confluence"]
 
 V1, V2 = "/wiki/rest/api", "/wiki/api/v2"
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
+#: The resource kinds ``actions.json`` declares: content kinds (numeric ids), space and site.
+KINDS: dict[str, str | None] = declared(__name__, "kinds")
 SITE = "site"
-CONTENT_KINDS = frozenset(
-    {"content", "page", "blogpost", "comment", "attachment", "whiteboard", "database"}
-    | {"embed", "folder", "custom-content"}
-)
-_ID = re.compile(r"[0-9]{1,19}")
-_SPACE_KEY = re.compile(r"~?[A-Za-z0-9_]{1,255}")
+CONTENT_KINDS = frozenset(KINDS) - {"space", SITE}
+_ID = re.compile(str(KINDS["content"]))
+_SPACE_KEY = re.compile(str(KINDS["space"]))
 _ACCOUNT_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
 _GATEWAY = re.compile(r"/ex/confluence/([^/]+)(/.*)?")
 _PARENTS = ("pageId", "blogPostId", "attachmentId", "customContentId", "parentCommentId")
@@ -105,11 +104,11 @@ class Confluence(AtlassianSite):
             default="unknown",
             choices=("user", "unknown"),
         ),
-        ConfigKey(
-            "resource_cache_ttl",
-            "Seconds a space key, a content's space and a user's groups stay known (0: never "
-            "cached).",
-            default=300.0,
+        ttl_key(
+            "resource",
+            "a space key, a content's space and a user's groups",
+            300.0,
+            kept="stay known",
         ),
     )
     actions = ACTIONS
@@ -118,11 +117,11 @@ class Confluence(AtlassianSite):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        ttl = ttl_option(self.options, "resource_cache_ttl", 300.0)
-        self._spaces: Cache[str, str | None] = Cache(ttl, keep_none=False)  # key -> id
-        self._contents: Cache[str, tuple[str, str] | None] = Cache(ttl, keep_none=False)
-        self._statuses: Cache[str, str] = Cache(ttl)  # account -> accountStatus
-        self._group_ids: Cache[str, frozenset[str]] = Cache(ttl)  # account -> group ids
+        kept = partial(Cache.option, self, "resource_cache_ttl")
+        self._spaces: Cache[str, str | None] = kept(keep_none=False)  # key -> id
+        self._contents: Cache[str, tuple[str, str] | None] = kept(keep_none=False)
+        self._statuses: Cache[str, str] = kept()  # account -> accountStatus
+        self._group_ids: Cache[str, frozenset[str]] = kept()  # account -> group ids
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -291,20 +290,10 @@ class Confluence(AtlassianSite):
         if found is None:
             return Decision.unknown(f"confluence has no action {action!r}", cause="action")
         terms = found.terms
-        kind, _, ref = resource.partition(":")
-        ref = ref[3:] if kind == "attachment" and ref.startswith("att") else ref
-        site = terms["check"] in ("site", "admin", "sender")
-        if site and resource != SITE:
-            return Decision.unknown(f"{action} is asked on resource 'site'", cause="resource")
-        ok = (kind in CONTENT_KINDS and _ID.fullmatch(ref)) or (
-            kind == "space" and terms["check"] == "space" and _SPACE_KEY.fullmatch(ref)
-        )
-        if not site and not ok:
-            return Decision.unknown(
-                f"confluence resources are content:ID (page:, blogpost:, comment:, ...), "
-                f"space:KEY (space actions) or site, not {resource!r}",
-                cause="resource",
-            )
+        on = target(found, resource)
+        if isinstance(on, Decision):
+            return on
+        kind, ref = on.kind, on.id.removeprefix("att")  # attachment:att123 is attachment 123
         if terms["check"] == "admin":
             return Decision.unknown(
                 "Confluence has no API that tells whether another user is a Confluence "

@@ -161,7 +161,7 @@ def effect(method: str, path: str, action: str) -> str:
 
 def declared() -> set[str]:
     actions = OUT.with_name("actions.json")
-    return {a["name"] for a in json.loads(actions.read_text())}
+    return {a["name"] for a in json.loads(actions.read_text())["actions"]}
 
 
 def build(source: Path, legacy: Path | None) -> tuple[list[list[str]], int]:

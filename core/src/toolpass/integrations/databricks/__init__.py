@@ -33,10 +33,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Absent, Cache, IssuedToken, paged, token_from, ttl_option
+from toolpass.integrations._kit import (
+    Absent,
+    Cache,
+    IssuedToken,
+    UserIds,
+    asked,
+    declared,
+    paged,
+    token_from,
+    ttl_key,
+)
 from toolpass.integrations._sql import DATABRICKS, statements
 from toolpass.integrations.base import (
     Action,
@@ -48,7 +59,6 @@ from toolpass.integrations.base import (
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request, Route
-from toolpass.wire.errors import ConfigError
 from toolpass.wire.identity import same_email
 
 __all__ = ["Databricks", "plain_select"]
@@ -56,10 +66,15 @@ __all__ = ["Databricks", "plain_select"]
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
 WORKSPACE = "workspace"
 SCIM = "/api/2.0/preview/scim/v2"
-_PART = r"(?!\.\.?$)[^./\s`]{1,255}"
-_DEPTH = {"catalog": 1, "schema": 2, "table": 3, "volume": 3, "function": 3}
-_UC_NAME = {k: re.compile(r"\.".join([_PART] * n)) for k, n in _DEPTH.items()}
-_OBJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+#: The resource kinds ``actions.json`` declares: Unity Catalog names (one to three parts),
+#: workspace object ids (each action names its object type as ``kind``) and the workspace.
+KINDS: dict[str, str | None] = declared(__name__, "kinds")
+_UC_NAME = {
+    k: re.compile(str(KINDS[k])) for k in ("catalog", "schema", "table", "volume", "function")
+}
+_OBJECT_ID = re.compile(str(KINDS["jobs"]))
+#: A user is an email-shaped userName, or a service principal's application id.
+USER_IDS = UserIds(re.compile(rf"(?s:.*@.*)|{_OBJECT_ID.pattern}"), "a userName")
 _UC_OBJECTS = {
     "catalog": "catalogs",
     "schema": "schemas",
@@ -101,6 +116,7 @@ class Databricks(Integration):
             "<url>/oidc/v1/token).",
             default="token",
             choices=("token", "oauth"),
+            needs={"token": ("access_token",), "oauth": ("client_id", "client_secret")},
         ),
         ConfigKey("access_token", "The engine's access token (auth token).", secret=True),
         ConfigKey("client_id", "The service principal's application id (auth oauth)."),
@@ -114,11 +130,10 @@ class Databricks(Integration):
             default="unknown",
             choices=("unknown", "deny"),
         ),
-        ConfigKey(
-            "permission_cache_ttl",
-            "Seconds an object's ACL, a securable's effective permissions and a user's groups "
-            "are kept (0: never).",
-            default=60.0,
+        ttl_key(
+            "permission",
+            "an object's ACL, a securable's effective permissions and a user's groups",
+            60.0,
         ),
     )
     actions = ACTIONS
@@ -126,21 +141,10 @@ class Databricks(Integration):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tokens = IssuedToken(self, self._client_credentials)
-        ttl = ttl_option(self.options, "permission_cache_ttl", 60.0)
-        self._users: Cache[str, dict[str, Any] | None] = Cache(ttl, size=2000)
-        self._permissions: Cache[str, dict[str, Any]] = Cache(ttl, size=2000)
-        self._assignments: Cache[str, tuple[dict[str, Any], ...]] = Cache(ttl, size=2000)
-
-    # --- configuration ---------------------------------------------------------------
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        needs = ("access_token",) if auth == "token" else ("client_id", "client_secret")
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
-        if options.get("permission_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "permission_cache_ttl")
+        kept = partial(Cache.option, self, "permission_cache_ttl", 2000)
+        self._users: Cache[str, dict[str, Any] | None] = kept()
+        self._permissions: Cache[str, dict[str, Any]] = kept()
+        self._assignments: Cache[str, tuple[dict[str, Any], ...]] = kept()
 
     # --- the request hook --------------------------------------------------------------
     def match_request(self, request: Request) -> Match | None:
@@ -233,30 +237,11 @@ class Databricks(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"databricks has no action {action!r}", cause="resource")
-        scope, kind = declared.terms["scope"], declared.terms.get("kind")
-        got, _, ref = resource.partition(":")
-        fits = {
-            "workspace": resource == WORKSPACE,
-            "admin": resource == WORKSPACE,
-            "uc": got == kind and kind in _UC_NAME and bool(_UC_NAME[str(kind)].fullmatch(ref)),
-            "acl": got == kind and bool(_OBJECT_ID.fullmatch(ref)),
-        }[scope]
-        if not fits:
-            shape = {
-                "workspace": WORKSPACE,
-                "admin": WORKSPACE,
-                "uc": f"{kind}:<name>",
-                "acl": f"{kind}:<id>",
-            }[scope]
-            return Decision.unknown(
-                f"databricks' {action} is asked on {shape}, not {resource!r}", cause="resource"
-            )
-        name = self.user_id(user)
-        if "@" not in name and not _OBJECT_ID.fullmatch(name):
-            return Decision.unknown(f"{user} maps to {name!r}, not a userName", cause="identity")
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        declared, scope, name = got.action, got.terms["scope"], got.uid
+        kind, ref = got.on.kind, got.on.id
         found = self._scim_user(name)
         if found is None:
             return Decision.deny(f"Databricks has no workspace user {name}")
@@ -274,9 +259,9 @@ class Databricks(Integration):
                 return Decision.allow(f"{name} is a Databricks workspace admin")
             return Decision.deny(f"{name} is not in the Databricks workspace's admins group")
         if scope == "acl":
-            return self._acl(name, groups | {_EVERYONE_WS}, declared, str(kind), ref)
+            return self._acl(name, groups | {_EVERYONE_WS}, declared, kind, ref)
         principals = {name, _EVERYONE_UC} | groups
-        return self._uc(name, principals, str(kind), ref, str(declared.terms["privilege"]))
+        return self._uc(name, principals, kind, ref, str(declared.terms["privilege"]))
 
     def _not_found(self, text: str) -> Decision:
         if self.options.get("not_found") == "deny":

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, UserIds, declared, mapped_user, target, ttl_option
+from toolpass.integrations._kit import Cache, UserIds, asked, declared, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -42,13 +42,12 @@ from toolpass.integrations.base import (
     ProbeResult,
     load_actions,
 )
-from toolpass.wire.errors import ConfigError
 
 __all__ = ["Datadog"]
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
 _UUID = re.compile(r"[0-9a-fA-F-]{8,64}")
-_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_ID = re.compile(str(declared(__name__, "kinds")["dashboard"]))  # as actions.json declares ids
 _ORG = "org"
 #: The relations of a restriction policy that grant each relation an action needs, and the
 #: resources with legacy ``restricted_roles`` (where they are read, which relations they
@@ -94,41 +93,23 @@ class Datadog(Integration):
             "api.ddog-gov.com).",
             default="keys",
             choices=("keys", "bearer"),
+            needs={"keys": ("api_key", "app_key"), "bearer": ("access_token",)},
         ),
         ConfigKey("api_key", "An API key of the organization (auth keys).", secret=True),
         ConfigKey("app_key", "The service account's application key (auth keys).", secret=True),
         ConfigKey("access_token", "An OAuth access token (auth bearer).", secret=True),
-        ConfigKey(
-            "permission_cache_ttl",
-            "Seconds a user's permissions, roles and teams are kept (0: never).",
-            default=300.0,
-        ),
-        ConfigKey(
-            "policy_cache_ttl",
-            "Seconds a resource's restriction policy is kept (0: never).",
-            default=60.0,
-        ),
+        ttl_key("permission", "a user's permissions, roles and teams", 300.0),
+        ttl_key("policy", "a resource's restriction policy", 60.0, kept="is kept"),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._users: Cache[str, _User] = Cache(
-            ttl_option(self.options, "permission_cache_ttl", 300.0)
+        self._users: Cache[str, _User] = Cache.option(self, "permission_cache_ttl")
+        self._policies: Cache[str, dict[str, frozenset[str]]] = Cache.option(
+            self, "policy_cache_ttl"
         )
-        policy_ttl = ttl_option(self.options, "policy_cache_ttl", 60.0)
-        self._policies: Cache[str, dict[str, frozenset[str]]] = Cache(policy_ttl)
-        self._restricted: Cache[str, _Restricted] = Cache(policy_ttl)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "keys")
-        for key in ("api_key", "app_key") if auth == "keys" else ("access_token",):
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
-        for key in ("permission_cache_ttl", "policy_cache_ttl"):
-            if options.get(key, 0) < 0:
-                raise ConfigError("must be 0 or more seconds", key)
+        self._restricted: Cache[str, _Restricted] = Cache.option(self, "policy_cache_ttl")
 
     def auth_headers(self) -> Mapping[str, str]:
         if self.options.get("auth", "keys") == "bearer":
@@ -169,17 +150,11 @@ class Datadog(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        terms = self.action(action)
-        if terms is None:
-            return Decision.unknown(f"datadog has no action {action!r}", cause="resource")
-        on = target(terms, resource)
-        if isinstance(on, Decision):
-            return on
-        rtype, rid = on.kind, on.id
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        terms, rtype, rid, uid = got.action, got.on.kind, got.on.id, got.uid
         on_resource = rtype != _ORG
-        uid = mapped_user(self, user, USER_IDS)
-        if isinstance(uid, Decision):
-            return uid
         active, held, principals, handle = self._user(uid)
         if not active:
             return Decision.deny(f"Datadog user {uid} is disabled")

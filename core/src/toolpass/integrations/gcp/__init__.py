@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolpass.integrations._google import GoogleIntegration, auth_keys
+from toolpass.integrations._kit import UserIds, mapped_user
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -59,6 +60,10 @@ ACTIONS: tuple[Action, ...] = load_actions(__name__)
 PERMISSION = re.compile(r"[a-z][a-z0-9]*\.[A-Za-z][A-Za-z0-9]*\.[A-Za-z][A-Za-z0-9]*")
 _RESOURCE = re.compile(r"//[a-z0-9][a-z0-9.-]*\.googleapis\.com/[^\s{}?#]+")
 _EMAIL = re.compile(r"[^@\s:/]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+#: A principal: an email, written bare or as IAM members are (``user:``, ``serviceAccount:``).
+USER_IDS = UserIds(
+    re.compile(rf"(?:user:)?(?:serviceAccount:)?{_EMAIL.pattern}"), "a Google account's email"
+)
 _READ_VERBS = ("get", "list", "search", "read", "view", "access", "query", "export", "lookup")
 _DESTRUCTIVE_VERBS = ("delete", "destroy", "purge", "undelete")
 _JOB_PATHS = (
@@ -184,12 +189,10 @@ class GoogleCloud(GoogleIntegration):
                 f"{resource!r} is not a full resource name (//<service>.googleapis.com/<path>)",
                 cause="resource",
             )
-        principal = self.user_id(user)
+        principal = mapped_user(self, user, USER_IDS)
+        if isinstance(principal, Decision):
+            return principal
         principal = principal.removeprefix("user:").removeprefix("serviceAccount:")
-        if not _EMAIL.fullmatch(principal):
-            return Decision.unknown(
-                f"{user} maps to {principal!r}, not a Google account's email", cause="identity"
-            )
         state, why = self.troubleshoot(principal, resource, action)
         verdict = _STATES.get(state, "unknown")
         if state == "UNKNOWN_CONDITIONAL" and self.options.get("conditional") == "deny":

@@ -35,14 +35,13 @@ from typing import Any
 from urllib.parse import quote
 
 from toolpass.integrations._google import GoogleIntegration, auth_keys
-from toolpass.integrations._kit import paged
+from toolpass.integrations._kit import Cache, known_action, paged, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
     Decision,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.wire.errors import ConfigError
@@ -113,20 +112,15 @@ class GoogleWorkspace(GoogleIntegration):
             default="unknown",
             choices=("user", "unknown"),
         ),
-        ConfigKey(
-            "user_cache_ttl",
-            "Seconds a user's directory record and admin privileges are kept (0: never).",
-            default=300.0,
-        ),
+        ttl_key("user", "a user's directory record and admin privileges", 300.0),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._people: Remembered[str, dict[str, Any]] = Remembered(5000)
-        self._privileges: Remembered[str, tuple[bool, frozenset[str], frozenset[str]]] = Remembered(
-            5000
-        )
+        kept = partial(Cache.option, self, "user_cache_ttl")
+        self._people: Cache[str, dict[str, Any] | None] = kept(keep_none=False)
+        self._privileges: Cache[str, tuple[bool, frozenset[str], frozenset[str]]] = kept()
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -139,21 +133,16 @@ class GoogleWorkspace(GoogleIntegration):
             check_url(options.get(key), key)
         if not _ID.fullmatch(str(options.get("customer", "my_customer"))):
             raise ConfigError("must be a customer id", "customer")
-        if options.get("user_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "user_cache_ttl")
 
     def _admin(self, path: str) -> str:
         return f"{str(self.options['admin_url']).rstrip('/')}/admin/directory/v1{path}"
 
-    def _ttl(self) -> float:
-        return float(self.options.get("user_cache_ttl", 300.0))
-
     # --- identity ------------------------------------------------------------------------
     def _person(self, key: str) -> dict[str, Any] | None:
         """The directory's user for ``key`` (an email, alias or id), or None."""
-        hit = self._people.get(key.lower())
-        if hit is not None:
-            return hit
+        return self._people.get(key.lower(), lambda: self._read_person(key))
+
+    def _read_person(self, key: str) -> dict[str, Any] | None:
         what = f"read the user {key}"
         path = self._admin(f"/users/{quote(key, safe='@')}")
         data = self.google("GET", path, what=what, absent=(404,))
@@ -161,7 +150,6 @@ class GoogleWorkspace(GoogleIntegration):
             return None
         if not isinstance(data.get("primaryEmail"), str):
             raise LookupFailed(f"google_workspace's answer to {what} has no primaryEmail")
-        self._people.put(key.lower(), data, self._ttl())
         return dict(data)
 
     def lookup_directory(self, email: str) -> list[str]:
@@ -175,9 +163,9 @@ class GoogleWorkspace(GoogleIntegration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        terms = self.action(action)
-        if terms is None:
-            return Decision.unknown(f"google_workspace has no action {action!r}", cause="resource")
+        terms = known_action(self, action)
+        if isinstance(terms, Decision):
+            return terms
         kind = str(terms.terms.get("kind"))
         rid = _target(kind, resource)
         if rid is None:
@@ -315,9 +303,9 @@ class GoogleWorkspace(GoogleIntegration):
     def _held(self, uid: str) -> tuple[bool, frozenset[str], frozenset[str]]:
         """Whether a super admin role is assigned to ``uid``, and the privileges its roles
         grant for the whole customer and for organizational units only."""
-        hit = self._privileges.get(uid)
-        if hit is not None:
-            return hit
+        return self._privileges.get(uid, lambda: self._read_held(uid))
+
+    def _read_held(self, uid: str) -> tuple[bool, frozenset[str], frozenset[str]]:
         customer = quote(str(self.options.get("customer", "my_customer")), safe="")
         assignments = paged(
             self,
@@ -353,9 +341,7 @@ class GoogleWorkspace(GoogleIntegration):
                 whole |= granted
             if where - {"CUSTOMER"}:
                 unit |= granted
-        found = (superadmin, frozenset(whole), frozenset(unit))
-        self._privileges.put(uid, found, self._ttl())
-        return found
+        return superadmin, frozenset(whole), frozenset(unit)
 
     # --- the probe -----------------------------------------------------------------------
     def probe(self) -> ProbeResult:

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-from toolpass.integrations._kit import Cache, UserIds, mapped_user, ttl_option
+from toolpass.integrations._kit import Cache, UserIds, known_action, mapped_user, ttl_key
 from toolpass.integrations._microsoft import GUID, MicrosoftCloud, entra_keys
 from toolpass.integrations.base import (
     Action,
@@ -80,10 +81,6 @@ CREDENTIAL = (
 )
 
 
-class _Absent(Exception):
-    """A read answered 404 (never kept)."""
-
-
 USER_IDS = UserIds(GUID, "an Entra ID object id")
 
 
@@ -121,19 +118,15 @@ class Microsoft365(MicrosoftCloud):
             default="unknown",
             choices=("user", "unknown"),
         ),
-        ConfigKey(
-            "permission_cache_ttl",
-            "Seconds an item's permissions, a team's members and a user's account are kept.",
-            default=60.0,
-        ),
+        ttl_key("permission", "an item's permissions, a team's members and a user's account", 60.0),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        ttl = ttl_option(self.options, "permission_cache_ttl", 60.0)
-        self._lists: Cache[str, list[dict[str, Any]]] = Cache(ttl)
-        self._objects: Cache[str, dict[str, Any]] = Cache(ttl)
+        kept = partial(Cache.option, self, "permission_cache_ttl", keep_none=False)
+        self._lists: Cache[str, list[dict[str, Any]] | None] = kept()
+        self._objects: Cache[str, dict[str, Any] | None] = kept()
 
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
@@ -143,8 +136,6 @@ class Microsoft365(MicrosoftCloud):
             isinstance(r, str) and GUID.fullmatch(r) for r in roles
         ):
             raise ConfigError("must be a list of role template ids (GUIDs)", "admin_roles")
-        if options.get("permission_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "permission_cache_ttl")
 
     # --- reads, kept a while -----------------------------------------------------------
     def _read(
@@ -153,20 +144,12 @@ class Microsoft365(MicrosoftCloud):
         """A Graph object, or list (``listed``), kept ``permission_cache_ttl``; None for a
         404 (not kept)."""
 
-        def load() -> Any:
-            query = dict(params or {}) or None
-            if listed:
-                found = self.graph_list(path, what=what, params=query)
-            else:
-                found = self.graph(path, what=what, params=query, absent=(404,))
-            if found is None:
-                raise _Absent
-            return found
-
-        try:
-            return (self._lists if listed else self._objects).get(path, load)
-        except _Absent:
-            return None
+        query = dict(params or {}) or None
+        if listed:
+            return self._lists.get(path, lambda: self.graph_list(path, what=what, params=query))
+        return self._objects.get(
+            path, lambda: self.graph(path, what=what, params=query, absent=(404,))
+        )
 
     def _absent(self, text: str) -> Decision:
         if self.options.get("not_found") == "deny":
@@ -175,9 +158,9 @@ class Microsoft365(MicrosoftCloud):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"microsoft365 has no action {action!r}", cause="resource")
+        declared = known_action(self, action)
+        if isinstance(declared, Decision):
+            return declared
         area = action.partition(".")[0]
         own = resource == "me" or resource.startswith("me/")
         sender = own or declared.terms.get("answers_for") == "sender"
@@ -340,7 +323,7 @@ class Microsoft365(MicrosoftCloud):
                 if info.get("isArchived") is True:
                     return Decision.deny(f"the team of {ref} is archived, so it is read-only")
                 raise LookupFailed("Graph's team answer does not say whether it is archived")
-        if declared.name.startswith("chats."):
+        if "chat" in shape.groupdict():  # a chat's members, else a team's or channel's
             path = f"/chats/{quote(shape['chat'], safe=':@')}/members"
         else:
             path = f"/teams/{quote(shape['team'])}/members"

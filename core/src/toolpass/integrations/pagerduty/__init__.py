@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -42,10 +43,11 @@ from toolpass.integrations._kit import (
     Cache,
     UserIds,
     declared,
+    known_action,
     mapped_user,
     paged,
     target,
-    ttl_option,
+    ttl_key,
 )
 from toolpass.integrations.base import (
     Action,
@@ -56,7 +58,6 @@ from toolpass.integrations.base import (
     ProbeResult,
     load_actions,
 )
-from toolpass.wire.errors import ConfigError
 from toolpass.wire.identity import same_email
 
 __all__ = ["PagerDuty"]
@@ -107,6 +108,7 @@ class PagerDuty(Integration):
             "token). The url names the service region (https://api.eu.pagerduty.com).",
             default="token",
             choices=("token", "bearer"),
+            needs={"token": ("api_key",), "bearer": ("access_token",)},
         ),
         ConfigKey("api_key", "A read-only REST API key (auth token).", secret=True),
         ConfigKey("access_token", "An OAuth access token (auth bearer).", secret=True),
@@ -116,30 +118,16 @@ class PagerDuty(Integration):
             "the base role.",
             default=True,
         ),
-        ConfigKey(
-            "role_cache_ttl",
-            "Seconds a user's role and teams, a team's members and an object's teams are "
-            "kept (0: never).",
-            default=120.0,
-        ),
+        ttl_key("role", "a user's role and teams, a team's members and an object's teams", 120.0),
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        ttl = ttl_option(self.options, "role_cache_ttl", 120.0)
-        self._users: Cache[str, tuple[str, frozenset[str]]] = Cache(ttl)
-        self._objects: Cache[tuple[str, str], dict[str, list[str]]] = Cache(ttl)
-        self._private_teams: Cache[str, bool] = Cache(ttl)
-        self._members: Cache[str, dict[str, str]] = Cache(ttl)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        key = "api_key" if auth == "token" else "access_token"
-        if options.get(key) is None:
-            raise ConfigError(f"auth {auth} needs {key}", key)
-        if options.get("role_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "role_cache_ttl")
+        kept = partial(Cache.option, self, "role_cache_ttl")
+        self._users: Cache[str, tuple[str, frozenset[str]]] = kept()
+        self._objects: Cache[tuple[str, str], dict[str, list[str]]] = kept()
+        self._private_teams: Cache[str, bool] = kept()
+        self._members: Cache[str, dict[str, str]] = kept()
 
     def auth_headers(self) -> Mapping[str, str]:
         if self.options.get("auth", "token") == "bearer":
@@ -186,9 +174,9 @@ class PagerDuty(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"pagerduty has no action {action!r}", cause="resource")
+        declared = known_action(self, action)
+        if isinstance(declared, Decision):
+            return declared
         terms = declared.terms
         needed = LEVELS[str(terms.get("needs") or "admin")]
         if not needed:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user, paged, token_from
+from toolpass.integrations._kit import IssuedToken, UserIds, asked, paged, token_from
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -45,10 +45,8 @@ from toolpass.wire.identity import same_email
 __all__ = ["Salesforce", "soql_object"]
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
-ORG = "org"
-_ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
 _USER_ID = re.compile(r"005[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?")
-_SOBJECT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,79}")
+_SOBJECT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,79}")  # an object's API name
 _VERSION = re.compile(r"[0-9]{2}\.[0-9]")
 _PAGES = 20
 _FROM = re.compile(r"\bFROM\s+([A-Za-z][A-Za-z0-9_]*)", re.I)
@@ -98,6 +96,10 @@ class Salesforce(Integration):
             "<url>/services/oauth2/token, run as its integration user).",
             default="token",
             choices=("token", "client_credentials"),
+            needs={
+                "token": ("access_token",),
+                "client_credentials": ("client_id", "client_secret"),
+            },
         ),
         ConfigKey("access_token", "The engine's access token (auth token).", secret=True),
         ConfigKey("client_id", "The client app's consumer key (auth client_credentials)."),
@@ -138,11 +140,6 @@ class Salesforce(Integration):
     # --- configuration -----------------------------------------------------------------
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        needs = ("access_token",) if auth == "token" else ("client_id", "client_secret")
-        for key in needs:
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         if not _VERSION.fullmatch(str(options.get("api_version", "62.0"))):
             raise ConfigError("must be an API version such as 62.0", "api_version")
         rules = options.get("restriction_rules", [])
@@ -280,26 +277,11 @@ class Salesforce(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        declared = self.action(action)
-        if declared is None:
-            return Decision.unknown(f"salesforce has no action {action!r}", cause="resource")
-        scope = declared.terms["scope"]
-        kind, _, ref = resource.partition(":")
-        sobject, _, record = ref.partition("/")
-        shape = {
-            "record": kind == "record" and bool(_ID.fullmatch(record)),
-            "object": kind == "object" and not record,
-            "org": resource == ORG,
-        }[scope]
-        if not shape or (scope != "org" and not _SOBJECT.fullmatch(sobject)):
-            examples = {"record": "record:Account/001...", "object": "object:Account"}
-            return Decision.unknown(
-                f"salesforce's {action} takes {examples.get(scope, ORG)}, not {resource!r}",
-                cause="resource",
-            )
-        uid = mapped_user(self, user, USER_IDS)
-        if isinstance(uid, Decision):
-            return uid
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        declared, scope, uid = got.action, got.terms["scope"], got.uid
+        sobject, _, record = got.on.id.partition("/")  # object:Account/ is Account
         if not self._active(uid):
             return Decision.deny(f"{user}'s Salesforce user {uid} is inactive")
         if self.options.get("frozen_users") and self._frozen(uid):

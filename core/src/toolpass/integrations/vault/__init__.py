@@ -31,11 +31,10 @@ kept until shortly before its lease ends, and dropped when Vault refuses it).
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import IssuedToken, UserIds, mapped_user
+from toolpass.integrations._kit import Cache, IssuedToken, UserIds, asked, declared
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -43,7 +42,6 @@ from toolpass.integrations.base import (
     Integration,
     LookupFailed,
     ProbeResult,
-    Remembered,
     load_actions,
 )
 from toolpass.integrations.routes import Match, Request
@@ -53,16 +51,14 @@ from toolpass.wire.http import Response
 __all__ = ["Vault"]
 
 ACTIONS: tuple[Action, ...] = load_actions(__name__)
-_CAPS = {a.name: tuple(a.terms["caps"]) for a in ACTIONS}
-_PARTIAL_UNKNOWN = {a.name for a in ACTIONS if a.terms.get("partial") == "unknown"}
 KNOWN_CAPABILITIES = frozenset(
     {"create", "read", "update", "patch", "delete", "list", "sudo", "deny", "root"}
     | {"subscribe", "recover"}
 )
 _SEGMENT = r"(?!\.\.?(?:/|$))[A-Za-z0-9_.@:+=,~-]+"
-_PATH = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*/?")
+#: An API path (and a namespace path), as ``actions.json`` declares the kind ``path``.
+_PATH = re.compile(declared(__name__, "kinds")["path"])
 _ACCESSOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{3,127}")
-_NAMESPACE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*/?")
 _TRUE, _FALSE = frozenset({"1", "t", "true"}), frozenset({"0", "f", "false"})
 CREDENTIAL = (
     "Least privilege: a periodic token whose only policy grants update on "
@@ -97,6 +93,7 @@ class Vault(Integration):
             "is kept until shortly before its lease ends).",
             default="token",
             choices=("token", "approle"),
+            needs={"token": ("token",), "approle": ("role_id", "secret_id")},
         ),
         ConfigKey(
             "token",
@@ -125,34 +122,32 @@ class Vault(Integration):
             "Seconds a token's capabilities on a path are kept (0: never). Policy edits take "
             "effect in Vault at once.",
             default=5.0,
+            minimum=0.0,
+            unit="seconds",
         ),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._caps: Remembered[tuple[str, str], frozenset[str]] = Remembered(10_000)
+        self._caps: Cache[tuple[str, str], frozenset[str]] = Cache.option(
+            self, "capability_cache_ttl", 10_000
+        )
         self._tokens = IssuedToken(self, self._approle_login)
 
     # --- configuration ---------------------------------------------------------------
     @classmethod
     def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        for key in ("token",) if auth == "token" else ("role_id", "secret_id"):
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
         if not re.fullmatch(
             _SEGMENT + r"(?:/" + _SEGMENT + ")*", options.get("approle_mount", "approle")
         ):
             raise ConfigError("must be an auth mount path", "approle_mount")
         namespace = options.get("namespace")
-        if namespace and not _NAMESPACE.fullmatch(str(namespace)):
+        if namespace and not _PATH.fullmatch(str(namespace)):
             raise ConfigError("must be a namespace path (ns1/ns2)", "namespace")
         for prefix in options.get("constrained_paths", ()):
             if not isinstance(prefix, str) or not _PATH.fullmatch(prefix):
                 raise ConfigError(f"{prefix!r} is not a Vault API path", "constrained_paths")
-        if options.get("capability_cache_ttl", 0) < 0:
-            raise ConfigError("must be 0 or more seconds", "capability_cache_ttl")
 
     # --- requests --------------------------------------------------------------------
     def auth_headers(self) -> Mapping[str, str]:
@@ -189,7 +184,7 @@ class Vault(Integration):
         if isinstance(lease, bool) or not isinstance(lease, (int, float)) or lease < 0:
             raise LookupFailed(f"vault's answer to {what} has no lease_duration")
         life = float(lease) or 86400.0  # 0: a token that does not expire
-        return token, time.monotonic() + life - min(60.0, life / 10)
+        return token, self.clock() + life - min(60.0, life / 10)
 
     def failure(self, answer: Response, what: str) -> LookupFailed:
         """As the kit says; a refused AppRole token is dropped, so the next check logs in."""
@@ -234,17 +229,12 @@ class Vault(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        kind, _, path = resource.partition(":")
-        if kind != "path" or not _PATH.fullmatch(path) or action not in _CAPS:
-            return Decision.unknown(
-                f"{action} is asked on path:API_PATH (e.g. path:secret/data/app), not {resource!r}",
-                cause="resource",
-            )
-        accessor = mapped_user(self, user, USER_IDS)
-        if isinstance(accessor, Decision):
-            return accessor
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        path, accessor = got.on.id, got.uid
         held = self._capabilities(accessor, path)
-        needed = _CAPS[action]
+        needed = tuple(got.terms["caps"])
         if "root" in held:
             return self._allowed(path, f"the token {accessor} is a root token")
         if "deny" in held or not held:
@@ -255,7 +245,7 @@ class Vault(Integration):
                 path, f"Vault grants the token {accessor} {'+'.join(needed)} on {path}"
             )
         text = f"the token {accessor} holds {', '.join(sorted(held))} on {path}"
-        if has and action in _PARTIAL_UNKNOWN:
+        if has and got.terms.get("partial") == "unknown":
             return Decision.unknown(
                 f"{text}: a write needs create for a new path and update for an existing one"
             )
@@ -271,10 +261,9 @@ class Vault(Integration):
         return Decision.allow(text)
 
     def _capabilities(self, accessor: str, path: str) -> frozenset[str]:
-        key = (accessor, path)
-        hit = self._caps.get(key)
-        if hit is not None:
-            return hit
+        return self._caps.get((accessor, path), lambda: self._read_capabilities(accessor, path))
+
+    def _read_capabilities(self, accessor: str, path: str) -> frozenset[str]:
         what = f"ask the capabilities of a token on {path}"
         data = self.fetch_json(
             "POST",
@@ -290,9 +279,7 @@ class Vault(Integration):
         unknown = set(found) - KNOWN_CAPABILITIES
         if unknown:
             raise LookupFailed(f"vault answered unknown capabilities {sorted(unknown)} to {what}")
-        held = frozenset(found)
-        self._caps.put(key, held, float(self.options.get("capability_cache_ttl", 5.0)))
-        return held
+        return frozenset(found)
 
     # --- the probe -----------------------------------------------------------------------
     def probe(self) -> ProbeResult:

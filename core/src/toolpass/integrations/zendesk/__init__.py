@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolpass.integrations._kit import Cache, UserIds, mapped_user, paged, target, ttl_option
+from toolpass.integrations._kit import Cache, UserIds, asked, declared, paged, ttl_key
 from toolpass.integrations.base import (
     Action,
     ConfigKey,
@@ -55,24 +55,10 @@ _PROFILE = "/api/v2/users/{user_id}"
 _ADMIN = Route("PUT", _PROFILE, "account.admin", "account", "write")
 _CREATE = "/api/v2/users"
 _CREATE_OR_UPDATE = "/api/v2/users/create_or_update"
-#: User fields only an administrator may change: a profile update setting one administers.
-_PRIVILEGED = frozenset(
-    {
-        "role",
-        "custom_role_id",
-        "ticket_restriction",
-        "restricted_agent",
-        "moderator",
-        "only_private_comments",
-        "suspended",
-        "default_group_id",
-        "agent_brand_ids",
-    }
-)
-#: Profile fields a user may change on their own account; any other needs an agent or admin.
-_OWN = frozenset(
-    {"name", "alias", "signature", "photo", "locale", "locale_id", "time_zone", "iana_time_zone"}
-)
+#: User fields only an administrator may change (a profile update setting one administers),
+#: and those a user may change on their own account (any other needs an agent or admin).
+_PRIVILEGED = frozenset(declared(__name__, "admin_fields"))
+_OWN = frozenset(declared(__name__, "own_fields"))
 _RESTRICTED = Route("PUT", _PROFILE, "user.manage_restricted", "user:{user_id}", "write")
 _PROFILE_EDIT = ("edit", "full")
 CREDENTIAL = (
@@ -106,48 +92,25 @@ class Zendesk(Integration):
             "https://<subdomain>.zendesk.com.",
             default="token",
             choices=("token", "bearer"),
+            needs={"token": ("email", "api_token"), "bearer": ("access_token",)},
         ),
         ConfigKey("email", "The email of the agent whose API token is used (auth token)."),
         ConfigKey("api_token", "A Zendesk API token (auth token).", secret=True),
         ConfigKey("access_token", "An OAuth access token (auth bearer).", secret=True),
-        ConfigKey(
-            "user_cache_ttl",
-            "Seconds a user's role, restriction and groups are kept (0: never).",
-            default=300.0,
-        ),
-        ConfigKey(
-            "role_cache_ttl",
-            "Seconds custom roles and account settings are kept (0: never).",
-            default=3600.0,
-        ),
-        ConfigKey(
-            "ticket_cache_ttl",
-            "Seconds a ticket's requester, assignee, group and organization are kept (0: never).",
-            default=30.0,
-        ),
+        ttl_key("user", "a user's role, restriction and groups", 300.0),
+        ttl_key("role", "custom roles and account settings", 3600.0),
+        ttl_key("ticket", "a ticket's requester, assignee, group and organization", 30.0),
     )
     actions = ACTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        roles_ttl = ttl_option(self.options, "role_cache_ttl", 3600.0)
-        users_ttl = ttl_option(self.options, "user_cache_ttl", 300.0)
-        self._users: Cache[str, tuple[dict[str, Any], frozenset[int]]] = Cache(users_ttl)
-        self._tickets: Cache[str, dict[str, Any]] = Cache(
-            ttl_option(self.options, "ticket_cache_ttl", 30.0)
+        self._users: Cache[str, tuple[dict[str, Any], frozenset[int]]] = Cache.option(
+            self, "user_cache_ttl"
         )
-        self._roles: Cache[str, dict[Any, Any]] = Cache(roles_ttl, size=1)
-        self._agents_deleting: Cache[str, bool] = Cache(roles_ttl, size=1)
-
-    @classmethod
-    def validate(cls, options: Mapping[str, Any]) -> None:
-        auth = options.get("auth", "token")
-        for key in ("email", "api_token") if auth == "token" else ("access_token",):
-            if options.get(key) is None:
-                raise ConfigError(f"auth {auth} needs {key}", key)
-        for key in ("user_cache_ttl", "role_cache_ttl", "ticket_cache_ttl"):
-            if options.get(key, 0) < 0:
-                raise ConfigError("must be 0 or more seconds", key)
+        self._tickets: Cache[str, dict[str, Any]] = Cache.option(self, "ticket_cache_ttl")
+        self._roles: Cache[str, dict[Any, Any]] = Cache.option(self, "role_cache_ttl", 1)
+        self._agents_deleting: Cache[str, bool] = Cache.option(self, "role_cache_ttl", 1)
 
     def auth_headers(self) -> Mapping[str, str]:
         if self.options.get("auth", "token") == "bearer":
@@ -245,17 +208,11 @@ class Zendesk(Integration):
 
     # --- the check -----------------------------------------------------------------------
     def check(self, user: str, action: str, resource: str) -> Decision:
-        terms = self.action(action)
-        if terms is None:
-            return Decision.unknown(f"zendesk has no action {action!r}", cause="resource")
+        got = asked(self, action, resource, user, USER_IDS)
+        if isinstance(got, Decision):
+            return got
+        terms, rid, uid = got.action, got.on.id, got.uid
         scope = str(terms.terms.get("scope"))
-        on = target(terms, resource)
-        if isinstance(on, Decision):
-            return on
-        rid = on.id
-        uid = mapped_user(self, user, USER_IDS)
-        if isinstance(uid, Decision):
-            return uid
         me, groups = self._user(uid)
         who = f"Zendesk user {uid} ({me.get('role')})"
         if me.get("active") is False or me.get("suspended") is True:
@@ -425,22 +382,20 @@ class Zendesk(Integration):
 
     def _list(self, path: str, key: str, what: str) -> list[dict[str, Any]]:
         """Every item of an offset-paged list (``next_page`` URLs on the connection's host)."""
-        items = list(
+        return list(
             paged(
                 self,
                 path,
                 what=what,
                 items=key,
                 style="next_url",
+                each=dict,
                 params={"per_page": "100"},
                 pages=50,
                 too_many=f"zendesk has too many {key} to {what}",
                 next_at="next_page",
             )
         )
-        if not all(isinstance(i, dict) for i in items):
-            raise LookupFailed(f"zendesk's answer to {what} has no {key} list")
-        return items
 
     def _custom_role(self, role_id: Any) -> dict[str, Any]:
         def read() -> dict[Any, Any]:
