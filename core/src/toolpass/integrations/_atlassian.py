@@ -86,8 +86,6 @@ class AtlassianSite(Integration):
         cloud_id = options.get("cloud_id")
         if cloud_id is not None and not CLOUD_ID.fullmatch(cloud_id):
             raise ConfigError("must be a cloud id (letters, digits and '-')", "cloud_id")
-        if options.get("resource_cache_ttl", 0) < 0:  # until confluence's key has a minimum
-            raise ConfigError("must be 0 or more seconds", "resource_cache_ttl")
 
     @property
     def _auth(self) -> str:
