@@ -1,7 +1,8 @@
 """Attacks on ``toolpass mcp-proxy``'s pass-through: under ``strict`` nothing that runs the
 upstream's code on a resource or prompt gets past without a rule (completions, which list
 a template's or a prompt's values, and subscriptions, as reads are). The proxy as a real
-subprocess in front of ``full_upstream.py``, driven by the mcp ``Client``."""
+subprocess in front of ``full_upstream.py`` (both started warm: warm_python.py), driven by
+the mcp ``Client``."""
 
 from __future__ import annotations
 

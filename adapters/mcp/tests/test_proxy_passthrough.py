@@ -1,7 +1,8 @@
 """``toolpass mcp-proxy`` passes the whole protocol on: the proxy as a real subprocess in
 front of a real MCP server using every part of MCP (``full_upstream.py``, on stdio and on
 streamable HTTP), driven by the mcp ``Client`` with its own sampling, elicitation, roots,
-logging and progress callbacks. Resources and prompts pass the guard as tools do."""
+logging and progress callbacks. Resources and prompts pass the guard as tools do. Both
+processes are started warm (warm_python.py: forked once mcp is imported)."""
 
 from __future__ import annotations
 
