@@ -94,7 +94,8 @@ def proxy(
     cfg: Path, env: dict[str, str], *upstream: str, warm: bool = False
 ) -> StdioServerParameters:
     """``toolpass mcp-proxy`` (``python -m toolpass.cli``) in front of ``upstream``; ``warm``:
-    started warm (warm_python.py), where the test is not of the command's own start."""
+    started warm (warm_python.py). The command's cold start, and what it hands the upstream
+    of its environment, stay tested cold."""
     run = ["-m", "toolpass.cli", "mcp-proxy", "-config", str(cfg), *upstream]
     command, *args = python(*run) if warm else [sys.executable, *run]
     return StdioServerParameters(command=command, args=args, env=env)
@@ -163,7 +164,9 @@ async def test_an_allowed_call_reaches_an_upstream_on_streamable_http(
     tmp_path: Path, github: FakeGitHub, http_upstream: str
 ) -> None:
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
-    listed, outputs = await session(proxy(cfg, environment(tmp_path), "--url", http_upstream))
+    listed, outputs = await session(
+        proxy(cfg, environment(tmp_path), "--url", http_upstream, warm=True)
+    )
     assert listed == ["merge_pr", "read_file", "explode", "getenv", "show"]
     assert outputs[:2] == ["merged acme/widgets#7", "contents of README.md"]
     merged = {"tool": "merge_pr", "arguments": {"repo": "acme/widgets", "number": 7}}
@@ -316,7 +319,7 @@ async def test_output_never_carries_the_connections_secrets(
     dump.write_text(f"github token: {TOKEN}\n", encoding="utf-8")
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
     [shown] = await calls(
-        proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM)),
+        proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM), warm=True),
         ("show", {"path": str(dump)}),
     )
     assert shown == "github token: [REDACTED]\n"
@@ -327,7 +330,7 @@ async def test_only_the_tools_the_upstream_listed_are_passed_on(
     tmp_path: Path, github: FakeGitHub
 ) -> None:
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
-    params = proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM))
+    params = proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM), warm=True)
     async with Client(params) as client:
         listed = [t.name for t in (await client.list_tools()).tools]
         [dropped] = [text_of(await client.call_tool("drop_database", {}))]
@@ -345,7 +348,7 @@ async def test_the_clients_calls_share_one_session(tmp_path: Path, github: FakeG
     own: the proxy's one client keeps one session across them."""
     cfg = config(tmp_path, github, MCP.format(user=DANA, audit=tmp_path / "audit.jsonl"))
     await calls(
-        proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM)),
+        proxy(cfg, environment(tmp_path), "--", *python(UPSTREAM), warm=True),
         *[("read_file", {"path": "README.md"})] * 3,
     )
     sessions = {e["session"] for e in audit(tmp_path)}
