@@ -15,7 +15,9 @@ the others load as before.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 from typing import TYPE_CHECKING
 
 from toolpass.rules.lazy import lazy_pattern
@@ -68,7 +70,33 @@ def _load(entry: EntryPoint) -> type[Integration]:
     return cls
 
 
+_found: tuple[tuple[tuple[str, int], ...], dict[str, list[EntryPoint]]] | None = None
+
+
 def _registered() -> dict[str, list[EntryPoint]]:
+    """:func:`_scan`'s answer, read again only when a folder on ``sys.path`` changed (as
+    importlib's own path cache does): reading every distribution's metadata takes about
+    70 ms, and every connection parsed asks."""
+    global _found
+    state = _path_state()
+    if _found is None or _found[0] != state:
+        _found = (state, _scan())
+    return _found[1]
+
+
+def _path_state() -> tuple[tuple[str, int], ...]:
+    """Each folder on ``sys.path`` and when it last changed (installing or removing a
+    distribution adds or removes an entry in it); -1 for one that cannot be read."""
+    state: list[tuple[str, int]] = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, -1))
+    return tuple(state)
+
+
+def _scan() -> dict[str, list[EntryPoint]]:
     """The group's entry points with a valid name, by name, from each distribution installed
     (the first of a name on the path, as ``entry_points`` takes them). A distribution whose
     metadata cannot be read is left out alone: ``entry_points()`` would raise for all."""
