@@ -108,8 +108,12 @@ def ensure_system_needs() -> bool:
 
 
 def nox_command(*args: str) -> tuple[list[str], dict[str, str]]:
-    """nox (from .venv-dev, with uv on its PATH) on the noxfile: its command and environment."""
+    """nox (from .venv-dev, with uv on its PATH) on the noxfile: its command and environment.
+    Python writes bytecode caches (``PYTHONDONTWRITEBYTECODE`` is dropped): the tests start
+    thousands of interpreters, and one that imports the vendor clients compiles them from
+    source each time without (1.8 s of CPU against 0.7 s)."""
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return [str(BIN / "python"), "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args], env
 
 
