@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -118,6 +119,30 @@ def test_claude_codes_minimal_mode_is_refused_when_applied(
         guard.apply(replace(base, env=env, extra_args=more.get("extra_args", {})))
     monkeypatch.delenv("CLAUDE_CODE_SIMPLE", raising=False)
     guard.apply(options("ops", [delete_issue], tools=["Bash"], extra_args={"debug": None}))
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        {"system_prompt": "--bare"},
+        {"system_prompt": {"type": "file", "path": "--bare"}},
+        {"disallowed_tools": ["--bare"]},
+        {"allowed_tools": ["Bash", "--bare"]},
+        {"add_dirs": [Path("--bare")]},
+        {"model": "--bare"},
+        {"settings": "--bare"},
+        {"betas": ["--bare"]},
+    ],
+)
+def test_the_bare_flag_as_any_options_word_is_refused(
+    more: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The CLI starts bare when any word of its argv is --bare, an option's value too
+    # (--disallowedTools --bare): the SDK puts these options' values on it as words.
+    monkeypatch.delenv("CLAUDE_CODE_SIMPLE", raising=False)
+    guard = ToolpassHooks(ScriptedEngine(), {"Bash": BASH}, user=DANA)
+    with pytest.raises(ValueError, match="minimal mode"):
+        guard.apply(replace(options("ops", [delete_issue], tools=["Bash"]), **more))
 
 
 def test_the_hook_says_no_objection_only_for_an_allowed_call() -> None:

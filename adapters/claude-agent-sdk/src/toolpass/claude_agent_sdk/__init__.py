@@ -50,8 +50,8 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, cast
 
 import anyio
@@ -726,13 +726,30 @@ def _late(seconds: float) -> ToolRefused:
 
 def _refuse_minimal_mode(options: ClaudeAgentOptions) -> None:
     """A ``ValueError`` when ``options`` start Claude Code in its minimal mode: ``--bare``
-    or ``CLAUDE_CODE_SIMPLE`` (in the options' environment or this process's, which the CLI
+    (an ``extra_args`` flag, or any option's value, which the SDK puts on the CLI's argv as
+    a word of its own and the CLI reads as the flag wherever it stands) or
+    ``CLAUDE_CODE_SIMPLE`` (in the options' environment or this process's, which the CLI
     inherits) set to anything. Claude Code 2.1.317 and 2.1.332 run a built-in tool there
     even when a ``PreToolUse`` hook denied it."""
     flags = {str(flag).lstrip("-").lower() for flag in (options.extra_args or {})}
     simple = (options.env or {}).get("CLAUDE_CODE_SIMPLE", os.environ.get("CLAUDE_CODE_SIMPLE"))
-    if "bare" in flags or simple:
+    words = (w for f in fields(options) for w in _argv_words(getattr(options, f.name)))
+    if "bare" in flags or simple or any(w.strip() == "--bare" for w in words):
         raise ValueError(
             "Claude Code's minimal mode (--bare, CLAUDE_CODE_SIMPLE) does not enforce a "
             "PreToolUse hook's deny for built-in tools: start it without that mode"
         )
+
+
+def _argv_words(value: object) -> Iterator[str]:
+    """Every word an option's ``value`` could put on the CLI's argv: a string or path, each
+    item or mapping value within, and a list's items joined by commas (``--tools a,b``)."""
+    if isinstance(value, (str, os.PathLike)):
+        yield str(os.fspath(value))
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _argv_words(item)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        yield ",".join(str(item) for item in value)
+        for item in value:
+            yield from _argv_words(item)
