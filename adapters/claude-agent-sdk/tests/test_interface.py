@@ -5,6 +5,7 @@ input (its callback called as the SDK calls it)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -143,6 +144,24 @@ def test_the_bare_flag_as_any_options_word_is_refused(
     guard = ToolpassHooks(ScriptedEngine(), {"Bash": BASH}, user=DANA)
     with pytest.raises(ValueError, match="minimal mode"):
         guard.apply(replace(options("ops", [delete_issue], tools=["Bash"]), **more))
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_claude_code_simple_in_the_settings_env_is_refused(
+    inline: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --settings' env reaches the CLI's environment before it decides (measured: 2.1.332).
+    monkeypatch.delenv("CLAUDE_CODE_SIMPLE", raising=False)
+    text = json.dumps({"env": {"CLAUDE_CODE_SIMPLE": "1"}})
+    (tmp_path / "settings.json").write_text(text)
+    base = replace(options("ops", [delete_issue], tools=["Bash"]), cwd=str(tmp_path))
+    guard = ToolpassHooks(ScriptedEngine(), {"Bash": BASH}, user=DANA)
+    with pytest.raises(ValueError, match="minimal mode"):
+        guard.apply(replace(base, settings=text if inline else "settings.json"))
+    (tmp_path / "settings.json").write_text(json.dumps({"env": {"OTHER": "1"}}))
+    guard.apply(replace(base, settings="settings.json"))
+    with pytest.raises(ValueError, match="settings"):
+        guard.apply(replace(base, settings="missing.json"))
 
 
 def test_the_hook_says_no_objection_only_for_an_allowed_call() -> None:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import json
 import logging
 import math
 import os
@@ -52,6 +53,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import anyio
@@ -728,17 +730,37 @@ def _refuse_minimal_mode(options: ClaudeAgentOptions) -> None:
     """A ``ValueError`` when ``options`` start Claude Code in its minimal mode: ``--bare``
     (an ``extra_args`` flag, or any option's value, which the SDK puts on the CLI's argv as
     a word of its own and the CLI reads as the flag wherever it stands) or
-    ``CLAUDE_CODE_SIMPLE`` (in the options' environment or this process's, which the CLI
-    inherits) set to anything. Claude Code 2.1.317 and 2.1.332 run a built-in tool there
-    even when a ``PreToolUse`` hook denied it."""
+    ``CLAUDE_CODE_SIMPLE`` set to anything (in the options' environment, this process's,
+    which the CLI inherits, or the ``env`` of the ``settings`` it is given). Claude Code
+    2.1.317 and 2.1.332 run a built-in tool there even when a ``PreToolUse`` hook denied it."""
     flags = {str(flag).lstrip("-").lower() for flag in (options.extra_args or {})}
-    simple = (options.env or {}).get("CLAUDE_CODE_SIMPLE", os.environ.get("CLAUDE_CODE_SIMPLE"))
     words = (w for f in fields(options) for w in _argv_words(getattr(options, f.name)))
-    if "bare" in flags or simple or any(w.strip() == "--bare" for w in words):
+    simple = (options.env or {}).get("CLAUDE_CODE_SIMPLE", os.environ.get("CLAUDE_CODE_SIMPLE"))
+    if (
+        "bare" in flags
+        or any(w.strip() == "--bare" for w in words)
+        or simple
+        or "CLAUDE_CODE_SIMPLE" in _settings(options).get("env", {})
+    ):
         raise ValueError(
             "Claude Code's minimal mode (--bare, CLAUDE_CODE_SIMPLE) does not enforce a "
             "PreToolUse hook's deny for built-in tools: start it without that mode"
         )
+
+
+def _settings(options: ClaudeAgentOptions) -> Mapping[str, Any]:
+    """The ``settings`` the CLI is given, read as the SDK reads them (JSON text, or a file
+    relative to ``cwd``); a ``ValueError`` when they cannot be read."""
+    text = str(options.settings or "{}").strip()
+    try:
+        if not (text.startswith("{") and text.endswith("}")):
+            text = (Path(options.cwd or "") / text).read_text(encoding="utf-8-sig")
+        found = json.loads(text)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"the settings given to Claude Code cannot be read ({e})") from None
+    if not isinstance(found, dict) or not isinstance(found.get("env", {}), dict):
+        raise ValueError("the settings given to Claude Code are not a settings object")
+    return found
 
 
 def _argv_words(value: object) -> Iterator[str]:
