@@ -164,6 +164,22 @@ def test_claude_code_simple_in_the_settings_env_is_refused(
         guard.apply(replace(base, settings="missing.json"))
 
 
+@pytest.mark.parametrize("sources", [None, ["user"], ["project", "user"]])
+def test_claude_code_simple_in_the_user_settings_file_is_refused(
+    sources: list[str] | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's settings file (CLAUDE_CONFIG_DIR, else ~/.claude) is read unless
+    # setting_sources leaves "user" out; its env reached the CLI (measured: 2.1.332).
+    monkeypatch.delenv("CLAUDE_CODE_SIMPLE", raising=False)
+    (tmp_path / "settings.json").write_text(json.dumps({"env": {"CLAUDE_CODE_SIMPLE": "1"}}))
+    base = options("ops", [delete_issue], tools=["Bash"])
+    base = replace(base, env={**base.env, "CLAUDE_CONFIG_DIR": str(tmp_path)})
+    guard = ToolpassHooks(ScriptedEngine(), {"Bash": BASH}, user=DANA)
+    with pytest.raises(ValueError, match="minimal mode"):
+        guard.apply(replace(base, setting_sources=sources))
+    guard.apply(replace(base, setting_sources=["project"]))
+
+
 def test_the_hook_says_no_objection_only_for_an_allowed_call() -> None:
     engine = ScriptedEngine({(DANA, "RUN", "command:ls"): Decision.allow()})
     hook = hook_of(ToolpassHooks(engine, {"Bash": BASH}, user=DANA).apply(options(tools=["Bash"])))

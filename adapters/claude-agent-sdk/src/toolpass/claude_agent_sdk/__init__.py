@@ -731,7 +731,8 @@ def _refuse_minimal_mode(options: ClaudeAgentOptions) -> None:
     (an ``extra_args`` flag, or any option's value, which the SDK puts on the CLI's argv as
     a word of its own and the CLI reads as the flag wherever it stands) or
     ``CLAUDE_CODE_SIMPLE`` set to anything (in the options' environment, this process's,
-    which the CLI inherits, or the ``env`` of the ``settings`` it is given). Claude Code
+    which the CLI inherits, or the ``env`` of the ``settings`` it is given or of a settings
+    file its ``setting_sources`` load). Claude Code
     2.1.317 and 2.1.332 run a built-in tool there even when a ``PreToolUse`` hook denied it."""
     flags = {str(flag).lstrip("-").lower() for flag in (options.extra_args or {})}
     words = (w for f in fields(options) for w in _argv_words(getattr(options, f.name)))
@@ -740,7 +741,7 @@ def _refuse_minimal_mode(options: ClaudeAgentOptions) -> None:
         "bare" in flags
         or any(w.strip() == "--bare" for w in words)
         or simple
-        or "CLAUDE_CODE_SIMPLE" in _settings(options).get("env", {})
+        or any("CLAUDE_CODE_SIMPLE" in env for env in _settings_envs(options))
     ):
         raise ValueError(
             "Claude Code's minimal mode (--bare, CLAUDE_CODE_SIMPLE) does not enforce a "
@@ -748,19 +749,41 @@ def _refuse_minimal_mode(options: ClaudeAgentOptions) -> None:
         )
 
 
-def _settings(options: ClaudeAgentOptions) -> Mapping[str, Any]:
-    """The ``settings`` the CLI is given, read as the SDK reads them (JSON text, or a file
-    relative to ``cwd``); a ``ValueError`` when they cannot be read."""
+def _settings_envs(options: ClaudeAgentOptions) -> Iterator[Mapping[str, Any]]:
+    """The ``env`` of the ``settings`` the CLI is given (JSON text, or a file relative to
+    ``cwd``, read as the SDK reads them; a ``ValueError`` when they cannot be read) and of
+    the settings files it loads (``setting_sources``; None loads them all)."""
     text = str(options.settings or "{}").strip()
+    cwd = Path(options.cwd or "")
     try:
         if not (text.startswith("{") and text.endswith("}")):
-            text = (Path(options.cwd or "") / text).read_text(encoding="utf-8-sig")
-        found = json.loads(text)
+            text = (cwd / text).read_text(encoding="utf-8-sig")
+        given = json.loads(text)
     except (OSError, ValueError) as e:
         raise ValueError(f"the settings given to Claude Code cannot be read ({e})") from None
-    if not isinstance(found, dict) or not isinstance(found.get("env", {}), dict):
-        raise ValueError("the settings given to Claude Code are not a settings object")
-    return found
+    yield _env_of(given, "the settings given to Claude Code")
+    env = {**os.environ, **{k: v for k, v in (options.env or {}).items() if v is not None}}
+    home = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", "~"), ".claude"))
+    files = {
+        "user": [home.expanduser() / "settings.json"],
+        "project": [cwd / ".claude" / "settings.json"],
+        "local": [cwd / ".claude" / "settings.local.json"],
+    }
+    sources = files if options.setting_sources is None else options.setting_sources
+    for path in (p for source in sources for p in files.get(str(source), [])):
+        try:
+            found = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError):
+            continue  # a settings file Claude Code cannot read sets nothing
+        yield _env_of(found, str(path))
+
+
+def _env_of(settings: object, where: str) -> Mapping[str, Any]:
+    """The ``env`` of ``settings`` (a ``ValueError`` when they are not a settings object)."""
+    env = settings.get("env", {}) if isinstance(settings, dict) else None
+    if not isinstance(env, dict):
+        raise ValueError(f"{where} are not a settings object")
+    return env
 
 
 def _argv_words(value: object) -> Iterator[str]:
