@@ -1,4 +1,6 @@
-"""Approval out of band: a call waits until a person approves it, then runs once."""
+"""Approval out of band: the queue that holds a call until a person approves it, then runs
+it once; the request, its preview and who may decide are in ``approval_request``,
+``approval_preview`` and ``approval_people`` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -6,259 +8,31 @@ import dataclasses
 import json
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from toolpass.outcome.errors import ApprovalPending, ToolRefused
-from toolpass.rules.secrets import find_secret, secret_name
+from toolpass.outcome.errors import ToolRefused
 from toolpass.store import Store, open_store, wait_changed, wait_changed_async
 from toolpass.toolkit.approval_history import KEEP_HISTORY, HistoryEntry, read_history, remember
 from toolpass.toolkit.approval_history import PREFIX as HISTORY
+from toolpass.toolkit.approval_people import OUTSIDE_REASON as OUTSIDE_REASON  # re-exported
+from toolpass.toolkit.approval_people import PLAN_REASON as PLAN_REASON  # re-exported
+from toolpass.toolkit.approval_people import confirms_a_plan_only as confirms_a_plan_only
+from toolpass.toolkit.approval_people import same_person as same_person  # re-exported
+from toolpass.toolkit.approval_preview import PREVIEW_LIMIT as PREVIEW_LIMIT  # re-exported
+from toolpass.toolkit.approval_preview import preview_of as preview_of  # re-exported
+from toolpass.toolkit.approval_preview import printable as printable  # re-exported
+from toolpass.toolkit.approval_preview import quoted as quoted  # re-exported
+from toolpass.toolkit.approval_preview import shown_text as shown_text  # re-exported
+from toolpass.toolkit.approval_request import ApprovalRequest as ApprovalRequest
+from toolpass.toolkit.approval_request import edited as edited  # re-exported
+from toolpass.toolkit.approval_request import pending as pending  # re-exported
 from toolpass.toolkit.routing import Routing
 from toolpass.toolkit.standing import MAX_STANDING, Standing, StandingApproval
 
 DEFAULT_TTL = 15 * 60.0
 #: How a request gone from the store ended, by its history's state (else it expired).
 _ENDED = {"ran": "spent", "denied": "denied", "edited": "edited"}
-#: How much of one argument a preview shows before it says what it left out.
-PREVIEW_LIMIT = 2000
-
-
-def preview_of(arguments: Mapping[str, Any]) -> str:
-    """What a person approving a call reads of its arguments, one line each: every value whole
-    (as Python writes it; a dataclass with every field, ``repr=False`` ones too), except that
-    a long value shows its first ``PREVIEW_LIMIT`` characters and then says how much it left
-    out, with the whole value's digest; a value that is a secret (by its name, or a
-    credential's shape) shows only its digest. A name that is not a plain identifier is
-    quoted, and no character a terminal or browser would not show as itself (a line break,
-    an ANSI escape, a bidi override) is written raw. Nothing is cut silently;
-    ``request.arguments[name]`` holds each value."""
-    return "\n".join(
-        f"  {_name(name)} = {_shown(name, value)}" for name, value in arguments.items()
-    )
-
-
-def printable(text: str) -> str:
-    """``text`` with each character that is not shown as itself (control and format
-    characters, line and paragraph separators) written as its escape, e.g. ``\\x1b``."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
-
-
-def _name(name: object) -> str:
-    plain = isinstance(name, str) and name.isascii() and name.isidentifier()
-    return str(name) if plain else printable(repr(name))
-
-
-def _text(value: Any, depth: int = 0) -> str:
-    """``repr(value)``, except that a value held under a secret's name in a dict (at any
-    depth in dicts, lists and tuples) shows only its digest, and a dataclass shows every
-    field (one kept out of its repr is still part of the call)."""
-    if depth > 20:
-        return printable(repr(value))
-    kind = type(value)
-    if kind is dict:
-        items = (f"{_text(k, depth + 1)}: {_held(k, v, depth)}" for k, v in value.items())
-        return "{" + ", ".join(items) + "}"
-    if kind is list or kind is tuple:
-        inner = ", ".join(_text(v, depth + 1) for v in value)
-        return f"[{inner}]" if kind is list else f"({inner}{',' if len(value) == 1 else ''})"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = (
-            f"{f.name}={_held(f.name, getattr(value, f.name, None), depth)}"
-            for f in dataclasses.fields(value)
-        )
-        return f"{kind.__name__}({', '.join(fields)})"
-    return printable(repr(value))
-
-
-def _held(name: Any, value: Any, depth: int) -> str:
-    """A value held under ``name``: its digest alone when the name is a secret's."""
-    text = _text(value, depth + 1)
-    if isinstance(name, str) and secret_name(name):
-        import hashlib
-
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        return f"[a secret, not shown: sha256 {digest}]"
-    return text
-
-
-def _shown(name: str, value: Any) -> str:
-    return shown_text(name, _text(value))
-
-
-def shown_text(name: str, text: str) -> str:
-    """A value as Python wrote it (``text``), as the preview shows it."""
-    import hashlib
-
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    whole = f"{len(text)} characters, sha256 {digest}; see request.arguments[{name!r}]"
-    kind = "a secret" if secret_name(str(name)) else find_secret(text)
-    if kind is not None:
-        return f"[{kind}, not shown: {whole}]"
-    if len(text) <= PREVIEW_LIMIT:
-        return text
-    return f"{text[:PREVIEW_LIMIT]}\n    [... not shown: the rest of {whole}]"
-
-
-#: How the task scope's check words a plan to confirm and a call outside it (``toolkit.task``).
-PLAN_REASON = "confirm the plan: "
-OUTSIDE_REASON = "outside what you asked for: "
-
-
-def confirms_a_plan_only(reasons: Sequence[str]) -> bool:
-    """Whether a request asks its user only about their own task (confirm the plan drafted
-    from their request, or a call outside what they asked for): the user may answer it,
-    where any other reason needs another person (``self_approval`` aside)."""
-    mine = (PLAN_REASON, OUTSIDE_REASON)
-    return bool(reasons) and all(str(r).startswith(mine) for r in reasons)
-
-
-class ApprovalRequest:
-    """One call waiting for (or holding) a person's decision.
-
-    ``arguments`` holds the call's own values in the process that made the request, and
-    each value as Python writes it (``repr``) in the others; ``shown_arguments()`` and
-    ``to_dict()`` are the same in every process.
-    """
-
-    __slots__ = (
-        "_shown",
-        "_written",
-        "approvers",
-        "arguments",
-        "connection",
-        "created",
-        "decided_at",
-        "decided_by",
-        "effect",
-        "id",
-        "key",
-        "preview",
-        "reason",
-        "reasons",
-        "session_id",
-        "standing",
-        "status",
-        "tool",
-        "user",
-    )
-
-    def __init__(
-        self,
-        *,
-        key: tuple[Any, ...],
-        user: str,
-        session_id: str,
-        tool: str,
-        effect: str | None,
-        arguments: Mapping[str, Any],
-        reasons: tuple[str, ...],
-        preview: str,
-        now: float,
-        connection: str | None = None,
-    ) -> None:
-        import secrets
-
-        self.id = secrets.token_hex(6)
-        self.key = key
-        self.user = user
-        self.session_id = session_id
-        self.tool = tool
-        self.effect = effect
-        self.arguments = dict(arguments)
-        self.reasons = reasons
-        self.preview = preview
-        self.created = now
-        #: pending, approved, denied, claimed (a call is about to run it), spent, expired
-        self.status = "pending"
-        self.decided_by: str | None = None
-        self.decided_at: float | None = None
-        self.reason = ""
-        self.connection = connection
-        #: Who may decide it (empty: anyone but its user), set by the queue's routing.
-        self.approvers: tuple[str, ...] = ()
-        #: The standing approval that approved it, if one did.
-        self.standing: str | None = None
-        #: As another process read them: each argument as written, and as shown.
-        self._written: dict[str, str] | None = None
-        self._shown: dict[str, str] | None = None
-
-    def describe(self) -> str:
-        """Who asks for what and why, with a preview, for the person deciding."""
-        effect = f" ({printable(self.effect)})" if self.effect else ""
-        why = printable("; ".join(self.reasons))
-        return (
-            f"{printable(self.user)} wants to run {printable(self.tool)}{effect}.\n"
-            f"Why approval is needed: {why}.\n"
-            f"Preview:\n{self.preview}\n"
-            f"Request id: {self.id}"
-        )
-
-    def shown_arguments(self) -> dict[str, str]:
-        """Each argument as the preview shows it (a secret by its digest, invisible
-        characters escaped, a long value cut with its length and digest), for a prompt."""
-        if self._shown is not None:
-            return dict(self._shown)
-        return {str(name): _shown(name, value) for name, value in self.arguments.items()}
-
-    def written_arguments(self) -> dict[str, str]:
-        """Each argument as Python writes it (``repr``), in whichever process reads it."""
-        if self._written is not None:
-            return dict(self._written)
-        return {str(name): repr(value) for name, value in self.arguments.items()}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The request as JSON values (arguments as Python writes them)."""
-        return {
-            "id": self.id,
-            "user": self.user,
-            "session_id": self.session_id,
-            "tool": self.tool,
-            "effect": self.effect,
-            "arguments": self.written_arguments(),
-            "shown": self.shown_arguments(),
-            "reasons": list(self.reasons),
-            "preview": self.preview,
-            "created": self.created,
-            "status": self.status,
-            "decided_by": self.decided_by,
-            "decided_at": self.decided_at,
-            "reason": self.reason,
-            "connection": self.connection,
-            "approvers": list(self.approvers),
-            "standing": self.standing,
-        }
-
-    def _load(self, record: Mapping[str, Any]) -> ApprovalRequest:
-        self.status, self.decided_by = record["status"], record["decided_by"]
-        self.decided_at, self.reason = record["decided_at"], record["reason"]
-        self.approvers, self.standing = tuple(record.get("approvers", ())), record.get("standing")
-        return self
-
-    @classmethod
-    def _from(cls, record: Mapping[str, Any]) -> ApprovalRequest:
-        req = cls.__new__(cls)
-        req.id, req.key, req.user = record["id"], (record["digest"],), record["user"]
-        req.session_id, req.tool, req.effect = (
-            record["session_id"],
-            record["tool"],
-            record["effect"],
-        )
-        req.arguments, req.reasons = dict(record["arguments"]), tuple(record["reasons"])
-        req._written = {str(name): str(text) for name, text in record["arguments"].items()}
-        shown = record.get("shown")  # absent in a record written before it was kept
-        req._shown = (
-            {str(name): str(text) for name, text in shown.items()}
-            if isinstance(shown, dict)
-            else {name: shown_text(name, text) for name, text in req._written.items()}
-        )
-        req.preview, req.created = record["preview"], record["created"]
-        req.connection = record.get("connection")
-        return req._load(record)
-
-    def __repr__(self) -> str:
-        return f"ApprovalRequest({self.id!r}, {self.tool!r}, user={self.user!r}, {self.status})"
 
 
 class Grant:
@@ -765,38 +539,6 @@ class ApprovalQueue:
             req.status = "approved" if after is None else str(after["status"])
 
 
-def same_person(name: str, user: str) -> bool:
-    """Whether approver ``name`` is ``user``, under any spelling of either: compared after
-    NFKC, case folding and dropping accents, spaces and invisible characters; a name written
-    ``Name <address>`` matches by either part; an address matches without its ``+tag``,
-    ``mailto:`` or the domain's trailing dot, and a bare name matches an address's local
-    part. (A false match only means another person must approve.)"""
-    ours, theirs = _identities(name), _identities(user)
-    return bool(ours[0] & theirs[0] or ours[0] & theirs[1] or ours[1] & theirs[0])
-
-
-def _identities(text: str) -> tuple[set[str], set[str]]:
-    """The forms ``text`` names a person by, and the local parts of its addresses."""
-    folded = unicodedata.normalize("NFKD", text).casefold()
-    kept = (c for c in folded if unicodedata.category(c)[0] not in "CMZ")
-    text = unicodedata.normalize("NFKC", "".join(kept)).strip('"')
-    parts = {text}
-    if text.endswith(">") and "<" in text:
-        shown, _, address = text[:-1].rpartition("<")
-        parts = {shown.strip('"'), address}
-    names, locals_ = set(), set()
-    for part in parts - {""}:
-        part = part.removeprefix("mailto:")
-        local, at, domain = part.rpartition("@")
-        if at and local:
-            local = local.split("+")[0]
-            names.add(f"{local}@{domain.rstrip('.')}")
-            locals_.add(local)
-        else:
-            names.add(part)
-    return names, locals_
-
-
 _RECORD = "approval:"
 _KEY = "approval-key:"
 _STANDING = "approval-standing:"
@@ -818,38 +560,6 @@ def _edit_digest(user: str, session_id: str, tool: str, shown: Mapping[str, str]
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def edited(req: ApprovalRequest) -> ToolRefused:
-    """The refusal of a call whose request a person approved with other arguments."""
-    return ToolRefused(
-        "approval_edited",
-        f"{printable(req.decided_by or 'A person')} approved this call only with changed "
-        f"arguments (request {req.id}), so it was not made as given. Tell the user.",
-        detail=f"edited by {req.decided_by}",
-    )
-
-
 def _unless_other(request_id: str) -> Callable[[Any], tuple[Any, None]]:
     """Unlink a key from ``request_id``, and only from it."""
     return lambda found: (None if found == request_id else found, None)
-
-
-def quoted(text: str, limit: int = 500) -> str:
-    """A person's words for the model: one quoted line of at most ``limit`` characters, with
-    quotes, line breaks and invisible characters escaped, so it cannot end early."""
-    cut = text if len(text) <= limit else text[:limit] + "..."
-    return printable(json.dumps(cut, ensure_ascii=False))
-
-
-def pending(req: ApprovalRequest, *, running: bool = False) -> ApprovalPending:
-    if running:
-        text = (
-            f"This approved call is running already (request {req.id}). "
-            "Wait for its result instead of calling it again."
-        )
-    else:
-        text = (
-            f"This call needs a person's approval (request {req.id}: "
-            f"{'; '.join(req.reasons)}). Tell the user it is waiting for their approval, and "
-            "call the tool again with exactly the same arguments once they have approved it."
-        )
-    return ApprovalPending(text, request_id=req.id, request=req)
