@@ -67,7 +67,6 @@ __all__ = [
     "target",
     "token_from",
     "ttl_key",
-    "ttl_option",
 ]
 
 K = TypeVar("K")
@@ -132,12 +131,6 @@ def lifetime(system: Integration, key: str) -> Callable[[], float]:
     if declared_key is None:
         raise ValueError(f"{system.name} declares no option {key}")
     options, default = system.options, declared_key.default
-    return lambda: float(options.get(key, default))
-
-
-def ttl_option(options: Mapping[str, Any], key: str, default: float) -> Callable[[], float]:
-    """A lifetime read from the connection's option ``key`` (``default`` when unset);
-    :func:`lifetime` reads the default from the key's declaration instead."""
     return lambda: float(options.get(key, default))
 
 
